@@ -94,9 +94,11 @@ def _print_card(card: dict[str, Any], path: Path) -> None:
     console.print(table)
     versus = measured["probe"].get("recheck_vs_key", {})
     if versus.get("mean_ratio") is not None:
+        relative = ", ".join(f"{k} {v:.2f}" for k, v in versus["relative_score"].items())
         console.print(
-            f"probe score of re-check steps / key steps: {versus['mean_ratio']:.2f} "
-            f"(lower in {versus['share_recheck_lower']:.0%} of {versus['responses']} responses)"
+            f"probe: re-check steps score {versus['mean_ratio']:.2f}x the key steps (lower in "
+            f"{versus['share_recheck_lower']:.0%} of {versus['responses']} responses); step "
+            f"score / response mean: {relative}"
         )
     targets = measured["targets"]
     met = ", ".join(

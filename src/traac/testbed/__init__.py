@@ -3,7 +3,7 @@
 TRAAC needs a model to fix; without a GPU or a model hub the project builds its own. A
 procedural teacher writes `chain_sum` thinking traces with redundant re-checks after the answer
 (overthinking, on every tier alike) and early guesses on long chains (underthinking); TRL's
-SFTTrainer teaches them to a 1.8M-parameter Qwen3ForCausalLM. The build also measures the
+SFTTrainer teaches them to a 0.86M-parameter Qwen3ForCausalLM. The build also measures the
 model (accuracy, think length, re-checks, attention-probe statistics) into `testbed_card.json`.
 
 Public API (cheap to import; torch and transformers load only when a build runs):
