@@ -70,3 +70,9 @@ def test_targets_and_tier_table():
     assert goals["easy length cut >= 1.5x hard cut"]["value"] == pytest.approx(2.5)
     trained["hard"]["accuracy"] = 59.0
     assert not targets(base, trained)["hard accuracy >= base"]["met"]
+    # easy barely cut while hard grows: no division by a non-positive cut, and not met
+    trained["easy"]["mean_length"] = 80.0
+    trained["hard"]["mean_length"] = 130.0
+    adaptive = targets(base, trained)["easy length cut >= 1.5x hard cut"]
+    assert adaptive["value"] is None and not adaptive["met"]
+    assert adaptive["measured"] == "easy +0.0%, hard +8.3%"
