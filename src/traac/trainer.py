@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 from accelerate.utils import gather_object
-from transformers import AutoModelForCausalLM
+from transformers import AutoModelForCausalLM, TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 from trl.extras.profiling import profiling_context
@@ -50,12 +50,18 @@ from traac.config import TRAACConfig
 from traac.data import item_from_row
 from traac.errors import TraacError
 from traac.formats import ChatFormat, resolve_chat_format
+from traac.interrupt import StopOnSignal
 from traac.rewards import LengthWindows, TraacRewards
 from traac.scoring import build_scorer
 from traac.verify import verify_many
 
 METRICS_FILE = "metrics.jsonl"
-STATE_FILE = "traac_state.json"
+STATE_FILE = "traac_state.json"  # rank 0's; under several processes each also writes its own
+
+
+def rank_state_file(rank: int) -> str:
+    """The TRAAC state file of one process in a checkpoint of a multi-process run."""
+    return f"traac_state_{rank}.json"
 
 
 @dataclass
@@ -128,6 +134,11 @@ class TRAACTrainer(GRPOTrainer):
     columns of `traac.data.items_to_dataset` (prompt, id, answer, verifier, data_source, entry).
     `last_step` holds the groups of the latest step (originals, compressions, pooled rollouts)
     and its metrics, which also go to TRL's logs and to `metrics.jsonl` in `output_dir`.
+
+    `train()` checkpoints and stops at the end of the step during which SIGINT or SIGTERM
+    arrives (`traac.interrupt`); `interrupted` then names the signal. A run that starts (or
+    resumes) at step N first drops the lines of `metrics.jsonl` after step N: those steps are
+    done again, so each step appears once.
     """
 
     _tag_names: ClassVar[list[str]] = ["trl", "grpo", "traac"]
@@ -170,6 +181,19 @@ class TRAACTrainer(GRPOTrainer):
         self._seconds: defaultdict[str, float] = defaultdict(float)  # this step's phases
         self._scoring_model = self._load_scoring_model() if args.compresses else None
         self.compressor = self._build_compressor() if args.compresses else None
+        self.stop_on_signal = StopOnSignal()
+        self.add_callback(self.stop_on_signal)
+        self.add_callback(MetricsFromStart())
+
+    def train(self, *args: Any, **kwargs: Any) -> Any:
+        """`Trainer.train`, with SIGINT/SIGTERM turned into checkpoint-and-stop."""
+        with self.stop_on_signal.installed():
+            return super().train(*args, **kwargs)
+
+    @property
+    def interrupted(self) -> int | None:
+        """The signal the last `train()` stopped for (checkpoint saved), else None."""
+        return self.stop_on_signal.stopped
 
     # ---------------------------------------------------------------- set-up
 
@@ -541,18 +565,30 @@ class TRAACTrainer(GRPOTrainer):
         self.uniformities.extend(state["uniformities"])
 
     def _save_checkpoint(self, model: Any, trial: Any) -> None:
+        """TRL's checkpoint plus the TRAAC state: rank 0's in `traac_state.json`, and under
+        several processes each rank's own (as transformers does with the RNG states), which
+        also lets anyone check that the ranks agree."""
         super()._save_checkpoint(model, trial)
-        if self.args.should_save:
-            folder = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
-            path = os.path.join(self._get_output_dir(trial=trial), folder, STATE_FILE)
-            with open(path, "w") as f:
-                json.dump(self.traac_state_dict(), f)
+        folder = Path(self._get_output_dir(trial=trial)) / (
+            f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+        )
+        names = [STATE_FILE] if self.args.should_save else []
+        if self.accelerator.num_processes > 1:
+            names.append(rank_state_file(self.accelerator.process_index))
+        state = json.dumps(self.traac_state_dict())
+        for name in names:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(state)
 
     def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
         super()._load_optimizer_and_scheduler(checkpoint)
-        if checkpoint is not None and os.path.exists(os.path.join(checkpoint, STATE_FILE)):
-            with open(os.path.join(checkpoint, STATE_FILE)) as f:
-                self.load_traac_state_dict(json.load(f))
+        if checkpoint is None:
+            return
+        for name in (rank_state_file(self.accelerator.process_index), STATE_FILE):
+            path = Path(checkpoint) / name
+            if path.exists():
+                self.load_traac_state_dict(json.loads(path.read_text()))
+                return
 
 
 def step_metrics(groups: Sequence[Group], bins: Sequence[str]) -> dict[str, float]:
@@ -564,6 +600,7 @@ def step_metrics(groups: Sequence[Group], bins: Sequence[str]) -> dict[str, floa
     out: dict[str, float] = {}
     if not groups:
         return out
+    out["traac/rollouts"] = float(sum(len(g.originals) for g in groups))
     out["traac/pass_rate"] = float(np.mean([g.pass_rate for g in groups]))
     out["traac/compressed_frac"] = float(
         np.mean([np.mean([r.compressed for r in g.pooled]) for g in groups])
@@ -593,3 +630,39 @@ def step_metrics(groups: Sequence[Group], bins: Sequence[str]) -> dict[str, floa
             out[f"traac/{name}/steps_removed"] = float(np.mean([c.steps_removed for c in done]))
             out[f"traac/{name}/tokens_removed"] = float(np.mean([c.tokens_removed for c in done]))
     return out
+
+
+class MetricsFromStart(TrainerCallback):
+    """Keep `metrics.jsonl` to the steps before the one training starts from.
+
+    A run resumed from checkpoint-N redoes the steps after N that a crash left in the file, and
+    a fresh run (N = 0) into an existing `output_dir` starts a new file; either way each step
+    ends up in the file once. The file is rewritten only to drop those lines.
+    """
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+        if state.is_world_process_zero:
+            truncate_metrics(Path(args.output_dir) / METRICS_FILE, state.global_step)
+        return control
+
+
+def truncate_metrics(path: Path, last_step: int) -> None:
+    """Drop the lines of a metrics JSONL whose step is after `last_step` (atomic replace); a
+    line a crash cut short is dropped too."""
+    if not path.exists():
+        return
+    lines = path.read_text().splitlines()
+    kept = [line for line in lines if _step_of(line) <= last_step]
+    if len(kept) == len(lines):
+        return
+    tmp = path.with_suffix(".jsonl.tmp")
+    tmp.write_text("".join(f"{line}\n" for line in kept))
+    os.replace(tmp, path)
+
+
+def _step_of(line: str) -> float:
+    """The step of a metrics line; infinity for a line that is not a whole record."""
+    try:
+        return json.loads(line)["step"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return math.inf
