@@ -1,11 +1,8 @@
 import json
-import string
 
 import pytest
-import torch
-from tokenizers import Regex, Tokenizer, models, pre_tokenizers
-from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
+from tiny import char_tokenizer, save_tiny
 from traac.cli import main
 
 REASONING = (
@@ -17,38 +14,16 @@ REASONING = (
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    """A random tiny Qwen3 model and a character-level tokenizer, saved like a hub model."""
-    path = tmp_path_factory.mktemp("tiny-model")
-    vocab = {"<pad>": 0, "<unk>": 1, "<think>": 2, "</think>": 3}
-    vocab.update({c: i + 4 for i, c in enumerate(sorted(set(string.printable)))})
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
-    PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        pad_token="<pad>",
-        unk_token="<unk>",
-        eos_token="<pad>",
-        additional_special_tokens=["<think>", "</think>"],
-    ).save_pretrained(path)
-    config = Qwen3Config(
-        vocab_size=len(vocab),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=8,
+    """A random tiny Qwen3 model and a character-level tokenizer, saved like a hub model; its
+    attention is sharpened so some steps stand out."""
+    tokenizer = char_tokenizer(eos="<pad>")
+    return save_tiny(
+        tmp_path_factory.mktemp("tiny-model"),
+        tokenizer,
         max_position_embeddings=400,
-        pad_token_id=0,
+        q_scale=12.0,
+        k_scale=12.0,
     )
-    torch.manual_seed(0)
-    model = Qwen3ForCausalLM(config)
-    with torch.no_grad():  # sharpen attention (Qwen3 normalises q and k) so some steps stand out
-        for layer in model.model.layers:
-            layer.self_attn.q_norm.weight.fill_(12.0)
-            layer.self_attn.k_norm.weight.fill_(12.0)
-    model.save_pretrained(path)
-    return path
 
 
 def run(capsys, *argv):

@@ -35,9 +35,10 @@ CHATML = (
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> Path:
     """A random two-layer Qwen3 and its byte-level BPE tokenizer with think tags and ChatML."""
-    import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+    from transformers import PreTrainedTokenizerFast
+
+    from tiny import save_tiny
 
     out = tmp_path_factory.mktemp("tiny-model")
     tok = Tokenizer(models.BPE())
@@ -54,12 +55,9 @@ def tiny_model(tmp_path_factory) -> Path:
         tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>"
     )
     fast.chat_template = CHATML
-    fast.save_pretrained(out)
-    torch.manual_seed(0)
-    config = Qwen3Config(
-        vocab_size=len(fast),
-        hidden_size=32,
-        intermediate_size=64,
+    return save_tiny(
+        out,
+        fast,
         num_hidden_layers=2,
         num_attention_heads=2,
         num_key_value_heads=1,
@@ -69,8 +67,6 @@ def tiny_model(tmp_path_factory) -> Path:
         pad_token_id=fast.pad_token_id,
         tie_word_embeddings=True,
     )
-    Qwen3ForCausalLM(config).save_pretrained(out)
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -6,16 +6,9 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tokenizers import Regex, Tokenizer, models, pre_tokenizers
-from transformers import (
-    DynamicCache,
-    LlamaConfig,
-    LlamaForCausalLM,
-    PreTrainedTokenizerFast,
-    Qwen3Config,
-    Qwen3ForCausalLM,
-)
+from transformers import DynamicCache
 
+from tiny import ARCHS, char_tokenizer, tiny_model
 from traac.compression import compress
 from traac.errors import TraacError
 from traac.formats import ChatFormat
@@ -28,40 +21,6 @@ from traac.scoring import (
     resolve_layers,
     topk_confidence,
 )
-
-ARCHS = {"qwen3": (Qwen3Config, Qwen3ForCausalLM), "llama": (LlamaConfig, LlamaForCausalLM)}
-
-
-def char_tokenizer() -> PreTrainedTokenizerFast:
-    """One token per character, plus <think> and </think> as single special tokens."""
-    vocab = {"<pad>": 0, "<unk>": 1, "<think>": 2, "</think>": 3}
-    vocab.update({c: i + 4 for i, c in enumerate(sorted(set(string.printable)))})
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        pad_token="<pad>",
-        unk_token="<unk>",
-        additional_special_tokens=["<think>", "</think>"],
-    )
-
-
-def tiny_model(arch: str = "qwen3", max_positions: int = 512, seed: int = 0):
-    """Random tiny model with grouped-query attention (4 query heads share 2 kv heads)."""
-    config_cls, model_cls = ARCHS[arch]
-    config = config_cls(
-        vocab_size=104,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=8,
-        max_position_embeddings=max_positions,
-        pad_token_id=0,
-    )
-    torch.manual_seed(seed)
-    return model_cls(config).eval()
 
 
 def eager_copy(model):
@@ -219,7 +178,7 @@ def test_probe_must_end_with_closer_token():
 
 
 def test_too_long_text_names_lengths_and_is_not_truncated():
-    scorer = AttentionScorer(tiny_model(max_positions=16), char_tokenizer())
+    scorer = AttentionScorer(tiny_model(max_position_embeddings=16), char_tokenizer())
     with pytest.raises(TraacError, match="is 27 tokens but the model takes at most 16"):
         scorer.score_texts(["<think>" + "a" * 25 + "</think>"])
     with pytest.raises(TraacError, match="no tokens"):

@@ -1,11 +1,8 @@
-import string
-
 import numpy as np
 import pytest
 import torch
-from tokenizers import AddedToken, Tokenizer, decoders, models
-from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
+from tiny import char_tokenizer, tiny_model
 from traac.compression import Compressor
 from traac.errors import TraacError
 from traac.evaluation.generation import Generation, Sampling
@@ -21,45 +18,16 @@ CHAT_TEMPLATE = (
 )
 
 
-def make_tokenizer() -> PreTrainedTokenizerFast:
-    """One token per printable character, plus one merge (".\\n") so that a reasoning ending in
-    "." merges with the probe's separator, and so that sampling "." then "\\n" is a
-    tokenization the tokenizer itself would not produce."""
-    vocab = {t: i for i, t in enumerate(SPECIALS)}
-    vocab.update({c: i + len(SPECIALS) for i, c in enumerate(sorted(set(string.printable)))})
-    vocab[".\n"] = len(vocab)
-    core = Tokenizer(models.BPE(vocab=vocab, merges=[(".", "\n")]))
-    core.decoder = decoders.Fuse()
-    core.add_special_tokens([AddedToken(t, normalized=False) for t in SPECIALS])
-    tok = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", eos_token="<eos>")
-    tok.chat_template = CHAT_TEMPLATE
-    return tok
-
-
-def make_model(
-    vocab_size: int, sharpen: float = 16.0, max_positions: int = 512
-) -> Qwen3ForCausalLM:
-    """Random tiny Qwen3 with grouped-query attention; scaling the query norm sharpens attention
-    so step scores are uneven enough for the eviction rule to act."""
-    config = Qwen3Config(
-        vocab_size=vocab_size,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=8,
+def make_model(tokenizer, max_positions: int = 512):
+    """Random tiny Qwen3 whose query norm is scaled up: attention sharp enough that step scores
+    are uneven and the eviction rule acts."""
+    return tiny_model(
+        vocab_size=len(tokenizer),
+        q_scale=16.0,
         max_position_embeddings=max_positions,
         pad_token_id=PAD,
         eos_token_id=EOS,
     )
-    torch.manual_seed(0)
-    model = Qwen3ForCausalLM(config).eval()
-    with torch.no_grad():
-        for layer in model.model.layers:
-            layer.self_attn.q_norm.weight.mul_(sharpen)
-    model.generation_config.eos_token_id = EOS
-    return model
 
 
 class Script:
@@ -93,12 +61,15 @@ class Script:
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    return make_tokenizer()
+    """One token per printable character, plus one merge (".\\n") so that a reasoning ending in
+    "." merges with the probe's separator, and so that sampling "." then "\\n" is a
+    tokenization the tokenizer itself would not produce."""
+    return char_tokenizer(SPECIALS, eos="<eos>", merges=[(".", "\n")], chat_template=CHAT_TEMPLATE)
 
 
 @pytest.fixture(scope="module")
 def model(tokenizer):
-    return make_model(len(tokenizer))
+    return make_model(tokenizer)
 
 
 def enc(tokenizer, *pieces: str) -> list[int]:
@@ -309,7 +280,7 @@ def test_a_model_that_never_opens_still_gets_exact_scores(model, tokenizer):
 
 @pytest.mark.parametrize("probe", ["cached", "reforward"])
 def test_a_probe_longer_than_the_model_takes_is_not_compressed(tokenizer, probe):
-    model = make_model(len(tokenizer), max_positions=150)  # the probe of q1 is 162 tokens
+    model = make_model(tokenizer, max_positions=150)  # the probe of q1 is 162 tokens
     plans = plans_for(tokenizer, {"q1": REASONINGS["q1"]})
     generator = CompressingGenerator(model, tokenizer, ChatFormat(), tau=1.0, probe=probe)
     (sample,) = generator.generate(["q1"], logits_processor=Script(tokenizer, plans))
