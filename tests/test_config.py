@@ -161,3 +161,20 @@ def test_testbed_recipe_is_valid() -> None:
     assert script.model_name_or_path == "testbed" and script.dataset.startswith("testbed")
     assert config.use_cpu and config.max_steps == 40 and config.mode == "traac"
     assert config.max_completion_length <= 200
+
+
+def test_parser_reads_the_dry_run_flags() -> None:
+    script, _ = parse(["--config", str(RECIPES / "testbed.yaml"), "--dry-run"])
+    assert script.dry_run and script.dry_run_processes is None
+    script, _ = parse(["--config", str(RECIPES / "testbed.yaml"), "--dry_run_processes", "4"])
+    assert not script.dry_run and script.dry_run_processes == 4
+
+
+@pytest.mark.parametrize("recipe", ["qwen3-4b.yaml", "r1-distill-qwen-7b.yaml"])
+def test_paper_recipes_are_valid_where_they_run(recipe: str) -> None:
+    """bf16 needs a GPU (transformers checks at parse time); with use_cpu the rest validates."""
+    script, config = parse(["--config", str(RECIPES / recipe), "--use_cpu", "true"])
+    assert script.dataset == "dapo-math-17k" and config.chat_format == "auto"
+    assert config.bf16 and config.use_vllm and config.activation_checkpointing
+    assert (config.num_generations, config.max_completion_length) == (8, 10000)
+    assert (config.mode, config.beta, config.epsilon_high) == ("traac", 0.001, 0.28)

@@ -34,6 +34,15 @@ def test_first_signal_saves_and_stops_at_the_end_of_the_step(sig: int, capsys: A
     assert "saving a checkpoint at the end of this step" in capsys.readouterr().err
 
 
+def test_the_launchers_sigterm_after_a_ctrl_c_keeps_the_checkpoint() -> None:
+    callback = StopOnSignal()
+    with callback.installed():
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGTERM)  # torchrun forwards SIGTERM to its workers
+        assert callback.received == signal.SIGINT
+        assert step_end(callback).should_save and callback.stopped == signal.SIGINT
+
+
 def test_second_sigint_interrupts_at_once() -> None:
     callback = StopOnSignal()
     with pytest.raises(KeyboardInterrupt), callback.installed():

@@ -302,3 +302,19 @@ def test_scoring_model(
         assert not any(p.requires_grad for p in scored_by.parameters())
         for a, b in zip(scored_by.parameters(), policy.parameters(), strict=True):
             assert torch.equal(a, b)
+
+
+def test_metrics_are_cut_back_to_the_start_step(tmp_path: Path) -> None:
+    from traac.trainer import truncate_metrics
+
+    path = tmp_path / METRICS_FILE
+    truncate_metrics(path, 3)  # no file yet: nothing to do
+    assert not path.exists()
+    lines = [json.dumps({"step": s, "traac/pass_rate": s / 10}) for s in (1, 2, 3, 4)]
+    path.write_text("\n".join(lines) + '\n{"step": 5, "traac/pa')  # the crash cut the last line
+    truncate_metrics(path, 2)
+    assert path.read_text() == "\n".join(lines[:2]) + "\n"
+    truncate_metrics(path, 2)
+    assert path.read_text() == "\n".join(lines[:2]) + "\n"
+    truncate_metrics(path, 0)  # a fresh run into the same output_dir starts a new file
+    assert path.read_text() == ""

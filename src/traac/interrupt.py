@@ -4,9 +4,11 @@ A cluster's pre-emption notice (SIGTERM) or a Ctrl-C (SIGINT) must not cost the 
 last periodic checkpoint. `StopOnSignal` is a transformers `TrainerCallback`: while
 `StopOnSignal.installed()` is active, the first signal only sets a flag; at the end of the step
 under way the callback asks the Trainer to save a checkpoint (`control.should_save`, honoured
-whatever the `save_strategy`) and to stop (`control.should_training_stop`). A second signal
-restores the previous handlers and re-delivers itself, so it acts at once (SIGINT raises
-`KeyboardInterrupt`, SIGTERM ends the process).
+whatever the `save_strategy`) and to stop (`control.should_training_stop`). The same signal
+a second time restores the previous handlers and re-delivers itself, so it acts at once (SIGINT
+raises `KeyboardInterrupt`, SIGTERM ends the process). The other signal does not: on Ctrl-C,
+torchrun and `accelerate launch` forward SIGTERM to their workers (and kill them 30 s later),
+which must not cancel the checkpoint the Ctrl-C asked for.
 
 Under several processes the ranks agree before stopping: a rank that got the signal tells the
 others at the end of the step, and all of them save and stop together (a rank stopping alone
@@ -33,6 +35,7 @@ class StopOnSignal(TrainerCallback):
     def __init__(self) -> None:
         self.received: int | None = None  # the first signal seen by this process
         self.stopped: int | None = None  # the signal training stopped for (any rank's)
+        self._seen: set[int] = set()
         self._previous: dict[int, Any] = {}
 
     @contextmanager
@@ -43,6 +46,7 @@ class StopOnSignal(TrainerCallback):
             yield self
             return
         self.received = self.stopped = None
+        self._seen = set()
         self._previous = {sig: signal.signal(sig, self._handle) for sig in SIGNALS}
         try:
             yield self
@@ -55,14 +59,16 @@ class StopOnSignal(TrainerCallback):
         self._previous = {}
 
     def _handle(self, signum: int, frame: Any) -> None:
-        if self.received is None:
-            self.received = signum
-            print(
-                f"traac train: {signal.Signals(signum).name} received; saving a checkpoint at the "
-                "end of this step, then stopping (send it again to stop at once)",
-                file=sys.stderr,
-                flush=True,
-            )
+        if signum not in self._seen:
+            self._seen.add(signum)
+            if self.received is None:
+                self.received = signum
+                print(
+                    f"traac train: {signal.Signals(signum).name} received; saving a checkpoint at "
+                    "the end of this step, then stopping (send it again to stop at once)",
+                    file=sys.stderr,
+                    flush=True,
+                )
             return
         self._restore()
         signal.raise_signal(signum)

@@ -79,7 +79,9 @@ def print_plan(plan: Plan, title: str) -> None:
     table.add_column("value", overflow="fold")
     for name, value in plan.rows:
         table.add_row(name, value)
-    console = Console(width=max(Console().width, 110))
+    terminal = Console()
+    # Wide enough off a terminal that paths and hub ids are never folded mid-word.
+    console = Console(width=max(terminal.width, 110) if terminal.is_terminal else 240)
     console.print(table)
     for note in plan.notes:
         console.print(f"note: {note}")
@@ -188,19 +190,13 @@ def processes_line(processes: int, requested: int | None) -> str:
 def batch_lines(config: Any, processes: int) -> list[tuple[str, str]]:
     """Completions per optimizer step and per generation round, for `processes` processes.
 
-    TRL's own check ran for the processes of this launch; the planned count gets it here
-    (with the recipe's `steps_per_generation`, as the paper recipes set it).
+    TRL checked that `num_generations` divides the generation batch for this launch's processes
+    (a multiple of it divides it for any count); `steps_per_generation` is the recipe's.
     """
     n = config.num_generations
     per_step = config.per_device_train_batch_size * processes * config.gradient_accumulation_steps
     spg = config.steps_per_generation
     generation = config.per_device_train_batch_size * processes * spg
-    if generation % n:
-        raise TraacError(
-            f"num_generations: {n} does not divide the generation batch of {generation} "
-            f"completions (per_device_train_batch_size {config.per_device_train_batch_size} x "
-            f"{processes} processes x steps_per_generation {spg})"
-        )
     return [
         ("optimizer step", f"{per_step} completions = {per_step / n:g} prompts x {n} rollouts "
          f"({config.per_device_train_batch_size} per device x {processes} x "
