@@ -1,5 +1,6 @@
 import math
 import re
+import string
 
 import numpy as np
 import pytest
@@ -127,6 +128,38 @@ def test_compress_prunes_low_scored_rechecks():
     assert "<think>" not in result.text and "</think>" not in result.text
     assert result.tokens_after < result.tokens_before
     assert result.tokens_before == len(REASONING.split())
+
+
+def metaspace_tokenizer():
+    """Llama/Mistral-style, one token per character: spaces become "▁" and the text's first
+    word gets one prepended, so a reasoning has one token more alone than inside the probe
+    (after the <think> token), though no probe token crosses its edges."""
+    from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["<unk>", "<think>", "</think>"]
+    vocab = [*specials, "▁", *sorted(set(string.printable) - {" "})]
+    core = Tokenizer(models.BPE({t: i for i, t in enumerate(vocab)}, [], unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="first")
+    core.add_special_tokens([AddedToken(t, normalized=False) for t in specials])
+    return PreTrainedTokenizerFast(tokenizer_object=core, unk_token="<unk>")
+
+
+@pytest.mark.parametrize("text", [REASONING, "x", "So 2 + 2 = 4. Wait, check: 4.\n\nSo 4."])
+def test_token_counts_are_those_of_the_text_tokenized_alone(text):
+    """Counting the reasoning's tokens from the scorer's probe offsets would save a tokenization
+    but is not exact: with this tokenizer it is one short."""
+    tokenizer = metaspace_tokenizer()
+    scorer = FixedStepScorer([1.0, 0.001] * 10)
+    scorer.tokenizer = tokenizer
+    result = compress(text, scorer, tau=1.0, gate=1.0)
+    assert result.compressed == (text != "x")
+    assert result.tokens_before == len(tokenizer(text, add_special_tokens=False)["input_ids"])
+    assert result.tokens_after == len(tokenizer(result.text, add_special_tokens=False)["input_ids"])
+    (probe,) = scorer.score_texts([ChatFormat().probe_text(text)])
+    lo, hi = len("<think>"), len("<think>") + len(text)
+    inside = [(a, b) for a, b in probe.offsets if lo <= a < b <= hi]
+    assert len(inside) == result.tokens_before - 1
 
 
 def test_probe_scope_puts_delimiters_in_edge_steps_only():
