@@ -266,23 +266,28 @@ def test_sigterm_then_resume_matches_an_uninterrupted_run(
 def test_two_processes_hold_the_same_windows_after_every_step(
     quick_testbed: Path, tmp_path: Path
 ) -> None:
-    out = tmp_path / "dist"
+    """6 rollouts per process, 4 per prompt: the second prompt's rollouts sit on both ranks."""
+    out, steps = tmp_path / "dist", 4
     args = train_args(quick_testbed, out, "--save_strategy", "steps", "--save_steps", "1",
-                      "--per_device_train_batch_size", "2", "--max_steps", "3")  # fmt: skip
+                      "--per_device_train_batch_size", "6", "--max_steps", str(steps))  # fmt: skip
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
               str(RECIPES / "accelerate" / "cpu_2proc.yaml"), "-m", "traac.cli", *args]  # fmt: skip
     done = subprocess.run(launch, capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stderr[-3000:]
     records = metrics(out)
-    assert [r["step"] for r in records] == [1, 2, 3]
+    assert [r["step"] for r in records] == list(range(1, steps + 1))
     filled = 0
     for step, record in enumerate(records, start=1):
         checkpoint = out / f"checkpoint-{step}"
         rank0, rank1 = state(checkpoint, rank_state_file(0)), state(checkpoint, rank_state_file(1))
         assert rank0 == rank1 == state(checkpoint)
         filled += window_lengths(rank0)
-        # Each prompt's N rollouts are split 2 + 2 over the ranks; the step saw all of them.
-        assert record["traac/rollouts"] == 2 * 2
-        prompts = sum(record[f"traac/{b}/prompts"] for b in ("easy", "medium", "hard"))
-        assert prompts == 1
-    assert filled > 0
+        # The step's groups were formed from both ranks' rollouts: 12 rollouts, 3 prompts, each
+        # bin's pass rate a count of right answers out of N.
+        assert record["traac/rollouts"] == 2 * 6
+        bins = [b for b in ("easy", "medium", "hard") if record[f"traac/{b}/prompts"]]
+        assert sum(record[f"traac/{b}/prompts"] for b in bins) == 3
+        for b in bins:
+            right = record[f"traac/{b}/pass_rate"] * N * record[f"traac/{b}/prompts"]
+            assert right == pytest.approx(round(right))
+    assert filled > 0  # some right answers, so the windows compared hold lengths

@@ -70,22 +70,29 @@ def _deferred(value: str) -> bool:
 
 
 def print_plan(plan: Plan, title: str) -> None:
-    """The plan as a rich table on stdout (plain text when not a terminal)."""
+    """The plan on stdout: a rich table on a terminal, else one `setting  value` line each
+    (never folded, so it can be grepped and diffed)."""
     from rich.console import Console
     from rich.table import Table
 
+    console = Console()
+    lines = [
+        *(f"note: {note}" for note in plan.notes),
+        "dry run: recipe valid; nothing was trained",
+    ]
+    if not console.is_terminal:
+        width = max(len(name) for name, _ in plan.rows)
+        rows = [f"{name:<{width}}  {value}" for name, value in plan.rows]
+        print("\n".join([title, *rows, *lines]))
+        return
     table = Table(title=title, show_header=False, title_justify="left")
     table.add_column("setting", style="bold", no_wrap=True)
     table.add_column("value", overflow="fold")
     for name, value in plan.rows:
         table.add_row(name, value)
-    terminal = Console()
-    # Wide enough off a terminal that paths and hub ids are never folded mid-word.
-    console = Console(width=max(terminal.width, 110) if terminal.is_terminal else 240)
     console.print(table)
-    for note in plan.notes:
-        console.print(f"note: {note}")
-    console.print("dry run: recipe valid; nothing was trained")
+    for line in lines:
+        console.print(line, highlight=False)
 
 
 # ---------------------------------------------------------------- checks
