@@ -12,7 +12,7 @@ def model_dir(tmp_path_factory):
     """A tiny random Qwen3 and its tokenizer (with a chat template), saved like a real model."""
     path = tmp_path_factory.mktemp("tiny-model")
     tokenizer = make_tokenizer()
-    make_model(len(tokenizer)).save_pretrained(path)
+    make_model(tokenizer).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
 

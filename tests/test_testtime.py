@@ -59,12 +59,16 @@ class Script:
         return out
 
 
-@pytest.fixture(scope="module")
-def tokenizer():
+def make_tokenizer():
     """One token per printable character, plus one merge (".\\n") so that a reasoning ending in
     "." merges with the probe's separator, and so that sampling "." then "\\n" is a
     tokenization the tokenizer itself would not produce."""
     return char_tokenizer(SPECIALS, eos="<eos>", merges=[(".", "\n")], chat_template=CHAT_TEMPLATE)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return make_tokenizer()
 
 
 @pytest.fixture(scope="module")
