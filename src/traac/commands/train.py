@@ -160,6 +160,21 @@ def _has_gpu() -> bool:
     return torch.cuda.is_available()
 
 
+def show_progress(trainer: Any) -> None:
+    """A rich bar on the main process in place of transformers' bar, which prints every step's
+    log dict (the same numbers are in `metrics.jsonl`); `--disable_tqdm true` keeps the printed
+    logs, for log files."""
+    from transformers.trainer_callback import ProgressCallback
+
+    from traac.progress import RichProgressCallback, make_console
+
+    if trainer.args.disable_tqdm:
+        return
+    trainer.remove_callback(ProgressCallback)
+    if trainer.accelerator.is_local_main_process:
+        trainer.add_callback(RichProgressCallback(make_console(), "TRAAC steps"))
+
+
 def train(script: TrainScriptArguments, config: Any) -> int:
     """Train; 0 when done, 128 + signal number when a signal stopped it (checkpoint saved)."""
     import torch
@@ -185,6 +200,7 @@ def train(script: TrainScriptArguments, config: Any) -> int:
     trainer = TRAACTrainer(
         model_path, args=config, train_dataset=dataset, processing_class=tokenizer
     )
+    show_progress(trainer)
     trainer.train(resume_from_checkpoint=resume)
     step = trainer.state.global_step
     if trainer.interrupted is not None:

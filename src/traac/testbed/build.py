@@ -153,7 +153,7 @@ def tokenize_records(records: list[dict], tokenizer: Any) -> Any:
 
 
 def _build_into(work: Path, config: TestbedConfig, console: Any) -> dict:
-    from traac.testbed.progress import make_console, quiet_libraries
+    from traac.progress import make_console, quiet_libraries
 
     console = console or make_console()
     with quiet_libraries():
@@ -260,7 +260,7 @@ def _train(
     from transformers import PrinterCallback
     from trl import SFTConfig, SFTTrainer
 
-    from traac.testbed.progress import RichProgressCallback
+    from traac.progress import RichProgressCallback
 
     t = config.train
     args = SFTConfig(

@@ -55,7 +55,7 @@ def generate(
     """`samples` responses per item with `model.generate`, left-padded batches, rich progress."""
     import torch
 
-    from traac.testbed.progress import make_progress
+    from traac.progress import make_progress
 
     jobs = [item for item in items for _ in range(samples)]
     prompts = render_prompts(tokenizer, [item.question for item in jobs])
@@ -163,7 +163,7 @@ def measure(model: Any, tokenizer: Any, config: TestbedConfig, console: Any = No
     """The properties the issue asks of a built testbed, with pass/fail against the targets."""
     import torch
 
-    from traac.testbed.progress import make_console
+    from traac.progress import make_console
     from traac.verify import verify_many
 
     console = console or make_console()

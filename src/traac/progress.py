@@ -1,4 +1,4 @@
-"""Rich progress for the build: a TrainerCallback for SFT and a bar for batched generation."""
+"""Rich progress: a TrainerCallback bar for SFT and GRPO, and a bar for batched generation."""
 
 from __future__ import annotations
 
@@ -40,7 +40,10 @@ def make_progress(console: Any) -> Any:
 
 
 class RichProgressCallback(TrainerCallback):
-    """One bar over the optimizer steps, showing the latest logged loss."""
+    """One bar over the optimizer steps, showing the latest logged loss (and, under GRPO, the
+    mean reward and completion length) in place of transformers' printed log dicts."""
+
+    SHOWN = (("loss", "loss"), ("reward", "reward"), ("completions/mean_length", "length"))
 
     def __init__(self, console: Any, label: str) -> None:
         self.console = console
@@ -59,10 +62,14 @@ class RichProgressCallback(TrainerCallback):
         self.progress.update(self.task, completed=state.global_step)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if logs and "loss" in logs:
+        if not logs:
+            return
+        if "loss" in logs:
             self.last_loss = round(float(logs["loss"]), 4)
             self.history.append((state.global_step, self.last_loss))
-            self.progress.update(self.task, info=f"loss {self.last_loss:.3f}")
+        shown = [f"{name} {float(logs[k]):.3g}" for k, name in self.SHOWN if k in logs]
+        if shown:
+            self.progress.update(self.task, info="  ".join(shown))
 
     def on_train_end(self, args, state, control, **kwargs):
         self.progress.stop()
