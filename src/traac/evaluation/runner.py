@@ -306,7 +306,7 @@ def generate_samples(
         it.id: build_prompt(it, backend.tokenizer, settings.prompt_style) for it, _ in pending
     }
     caps: list[int] = []  # new-token budgets the model's context forced below max_new_tokens
-    task = progress.add_task("generating", total=len(pending), tps="") if progress else None
+    task = progress.add_task("generating", total=len(pending), info="") if progress else None
     start, produced = time.monotonic(), 0
 
     def on_tokens(n: int) -> None:
@@ -314,7 +314,7 @@ def generate_samples(
         produced += n
         if progress is not None:
             rate = produced / max(time.monotonic() - start, 1e-6)
-            progress.update(task, tps=f"{rate:,.0f} tok/s")
+            progress.update(task, info=f"{rate:,.0f} tok/s")
 
     for lo in range(0, len(pending), batch_size):
         batch = pending[lo : lo + batch_size]
@@ -437,7 +437,7 @@ def score_responses(
             f"(first: {missing[0]!r}); pass --limit to score a prefix of the dataset"
         )
     pending = [p for p in selected if (p[0].id, p[1]) not in done]
-    task = progress.add_task("scoring", total=len(pending), tps="") if progress else None
+    task = progress.add_task("scoring", total=len(pending), info="") if progress else None
     for lo in range(0, len(pending), chunk):
         batch = pending[lo : lo + chunk]
         rows = [responses[(it.id, s)] for it, s in batch]
@@ -592,28 +592,6 @@ def write_summary(output: Path, summary: dict[str, Any], title: str) -> str:
 # The whole run.
 
 
-def make_progress(console: Any = None) -> Any:
-    """A rich progress bar with samples done, tokens per second and time left."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[tps]}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-    )
-
-
 def run_eval(
     settings: EvalSettings,
     output: Path,
@@ -633,6 +611,7 @@ def run_eval(
     """
     from traac.evaluation.datasets import load_items
     from traac.formats import resolve_chat_format
+    from traac.progress import make_progress
 
     if num_samples is not None and num_samples < 1:
         raise TraacError(f"--num-samples {num_samples} must be >= 1")
