@@ -82,7 +82,9 @@ def test_interrupted_traces_use_the_probe_layout_and_summarise_key_steps(chain, 
     assert trace.correct and not trace.slipped
     chain_ = Chain(tuple(operands), tuple(operators))
     assert trace.answer == summary_text(chain_, chain_.partials()[-1])
-    assert trace.answer.startswith(f"{trace.final}, from ")
+    # key steps first, in order, from the question's first operand; the box last
+    assert trace.answer.startswith(f"{operands[0]} ")
+    assert trace.answer.endswith(f"\\boxed{{{trace.final}}}.")
     # the summary restates each key operation once, not the re-checks
     assert trace.answer.count(" = ") == len(operators)
 

@@ -48,7 +48,7 @@ class TeacherConfig:
     max_rechecks: int = 8
     slip_prob: float = 0.02
     guess_min_terms: int = 5
-    guess_prob: float = 0.3
+    guess_prob: float = 0.25
     interrupt_prob: float = 0.15
 
 

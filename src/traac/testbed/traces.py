@@ -103,13 +103,14 @@ def answer_text(final: int) -> str:
 
 
 def summary_text(chain: Chain, final: int) -> str:
-    """The answer after an interruption: the value first, then the key steps, then the box."""
+    """An answer that restates the key steps in order, then the box: what a reasoning model
+    writes after its think block, and the only way to answer an interruption."""
     values = chain.partials()
     steps = ", ".join(
         f"{_op(values[i], op, x)} = {values[i + 1]}"
         for i, (op, x) in enumerate(zip(chain.operators, chain.operands[1:], strict=True))
     )
-    return f"{final}, from {steps}. {answer_text(final)}"
+    return f"{steps}. {answer_text(final)}"
 
 
 def teach(entry: dict[str, Any], rng: random.Random, config: TeacherConfig) -> Trace:
