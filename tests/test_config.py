@@ -99,6 +99,10 @@ def test_modes(mode: str, compresses: bool, bins: tuple, rewards: tuple) -> None
         ("aux_prompt", "  "),
         ("think_close", "<think>"),
         ("think_open", ""),
+        ("learning_rate", -1e-6),
+        ("temperature", 0.0),
+        ("max_completion_length", 0),
+        ("beta", -0.001),
     ],
 )
 def test_invalid_values_name_their_field(field: str, value: object) -> None:

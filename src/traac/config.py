@@ -197,6 +197,12 @@ class TRAACConfig(GRPOConfig):
                 _fail(name, "must not be empty")
         if self.think_open == self.think_close:
             _fail("think_close", f"{self.think_close!r} must differ from think_open")
+        # GRPO settings that transformers and TRL accept but no run can use
+        for name in ("learning_rate", "temperature", "max_completion_length"):
+            if getattr(self, name) <= 0:
+                _fail(name, f"{getattr(self, name)} must be positive")
+        if self.beta < 0:
+            _fail("beta", f"{self.beta} must not be negative (0 turns the KL term off)")
 
     # --- derived settings the trainer reads ---
 

@@ -181,6 +181,7 @@ def train(script: TrainScriptArguments, config: Any) -> int:
 
     from traac.data import items_to_dataset, load_items
     from traac.models import load_tokenizer, resolve_model_path
+    from traac.progress import quiet_libraries
     from traac.trainer import METRICS_FILE, TRAACTrainer
 
     if script.num_threads is not None:
@@ -197,24 +198,25 @@ def train(script: TrainScriptArguments, config: Any) -> int:
         prompt_suffix=script.prompt_suffix,
         conversational=bool(getattr(tokenizer, "chat_template", None)),
     )
-    trainer = TRAACTrainer(
-        model_path, args=config, train_dataset=dataset, processing_class=tokenizer
-    )
-    show_progress(trainer)
-    trainer.train(resume_from_checkpoint=resume)
-    step = trainer.state.global_step
-    if trainer.interrupted is not None:
+    with quiet_libraries():  # our bar instead of the libraries' load/save/map bars
+        trainer = TRAACTrainer(
+            model_path, args=config, train_dataset=dataset, processing_class=tokenizer
+        )
+        show_progress(trainer)
+        trainer.train(resume_from_checkpoint=resume)
+        step = trainer.state.global_step
+        if trainer.interrupted is not None:
+            print(
+                f"traac train: stopped by {signal.Signals(trainer.interrupted).name} after step "
+                f"{step}; checkpoint in {config.output_dir}/checkpoint-{step}; continue with "
+                "--resume_from_checkpoint auto",
+                file=sys.stderr,
+            )
+            return 128 + trainer.interrupted
+        trainer.save_model(config.output_dir)
         print(
-            f"traac train: stopped by {signal.Signals(trainer.interrupted).name} after step "
-            f"{step}; checkpoint in {config.output_dir}/checkpoint-{step}; continue with "
-            "--resume_from_checkpoint auto",
+            f"traac train: {step} steps; model in {config.output_dir}, "
+            f"per-step metrics in {config.output_dir}/{METRICS_FILE}",
             file=sys.stderr,
         )
-        return 128 + trainer.interrupted
-    trainer.save_model(config.output_dir)
-    print(
-        f"traac train: {step} steps; model in {config.output_dir}, "
-        f"per-step metrics in {config.output_dir}/{METRICS_FILE}",
-        file=sys.stderr,
-    )
-    return 0
+        return 0
