@@ -68,7 +68,10 @@ def test_card_reports_the_measured_properties(quick_model):
         assert 0.0 <= row["accuracy"] <= 1.0
         assert row["well_formed"] >= 0.5  # the quick model must mostly write the format
     assert set(card["measure"]["targets"]) >= {"easy_accuracy", "hard_accuracy", "all_met"}
-    assert "recheck_vs_key" in card["measure"]["probe"]
+    versus = card["measure"]["probe"]["recheck_vs_key"]
+    assert set(versus["relative_score_by_layer"]) == {
+        str(i) for i in range(config.model.num_hidden_layers)
+    }
     assert card["train"]["steps"] > 0 and card["train"]["parameters"] > 0
 
 

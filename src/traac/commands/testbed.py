@@ -100,6 +100,9 @@ def _print_card(card: dict[str, Any], path: Path) -> None:
             f"{versus['share_recheck_lower']:.0%} of {versus['responses']} responses); step "
             f"score / response mean: {relative}"
         )
+        for layer, scores in versus.get("relative_score_by_layer", {}).items():
+            one = ", ".join(f"{k} {v:.2f}" for k, v in scores.items())
+            console.print(f"  layer {layer} alone: {one}")
     targets = measured["targets"]
     met = ", ".join(
         f"{name} {'ok' if t['met'] else 'MISSED'} ({t['value']})"

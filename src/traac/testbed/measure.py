@@ -125,7 +125,6 @@ def probe(model: Any, tokenizer: Any, correct: dict[str, list[str]]) -> dict[str
     per_step = Compressor(scorer, scope="reasoning")  # per-step scores of the reasoning alone
     out: dict[str, Any] = {}
     ratios, lower = [], []
-    relative: dict[str, list[float]] = {"compute": [], "conclude": [], "recheck": []}
     for tier, reasonings in correct.items():
         if not reasonings:
             continue
@@ -139,24 +138,46 @@ def probe(model: Any, tokenizer: Any, correct: dict[str, list[str]]) -> dict[str
         for result in per_step(reasonings, [0.0] * len(reasonings)):
             kinds = np.array(step_kinds(result.reasoning))
             scores = result.scores
-            if len(kinds) != len(scores) or scores.mean() <= 0:
+            if len(kinds) != len(scores) or scores.mean() <= 0 or not (kinds == "recheck").any():
                 continue
-            for kind, values in relative.items():
-                if (kinds == kind).any():
-                    values.append(float(scores[kinds == kind].mean() / scores.mean()))
-            if (kinds == "recheck").any():
-                key = float(scores[kinds != "recheck"].mean())
-                recheck = float(scores[kinds == "recheck"].mean())
-                ratios.append(recheck / key)
-                lower.append(recheck < key)
+            key = float(scores[kinds != "recheck"].mean())
+            recheck = float(scores[kinds == "recheck"].mean())
+            ratios.append(recheck / key)
+            lower.append(recheck < key)
+    everything = [r for reasonings in correct.values() for r in reasonings]
     out["recheck_vs_key"] = {
         "responses": len(ratios),
         "mean_ratio": round(float(np.mean(ratios)), 4) if ratios else None,
         "share_recheck_lower": round(float(np.mean(lower)), 4) if lower else None,
-        # each kind's mean step score relative to its response's mean step score
-        "relative_score": {k: round(float(np.mean(v)), 4) for k, v in relative.items() if v},
+        "relative_score": _relative_scores(per_step, everything),
+        # the same with one layer's attention: which layers tell re-checks from key steps
+        # (a recipe's `probe_layers` can pick them)
+        "relative_score_by_layer": {
+            str(layer): _relative_scores(_one_layer(model, tokenizer, layer), everything)
+            for layer in range(model.config.num_hidden_layers)
+        },
     }
     return out
+
+
+def _one_layer(model: Any, tokenizer: Any, layer: int) -> Compressor:
+    from traac.scoring import AttentionScorer
+
+    scorer = AttentionScorer(model, tokenizer, layers=[layer], batch_size=64)
+    return Compressor(scorer, scope="reasoning")
+
+
+def _relative_scores(compressor: Compressor, reasonings: list[str]) -> dict[str, float]:
+    """Mean over responses of each step kind's mean score over the response's mean score."""
+    relative: dict[str, list[float]] = {"compute": [], "conclude": [], "recheck": []}
+    for result in compressor(reasonings, [0.0] * len(reasonings)):
+        kinds = np.array(step_kinds(result.reasoning))
+        if len(kinds) != len(result.scores) or result.scores.mean() <= 0:
+            continue
+        for kind, values in relative.items():
+            if (kinds == kind).any():
+                values.append(float(result.scores[kinds == kind].mean() / result.scores.mean()))
+    return {k: round(float(np.mean(v)), 4) for k, v in relative.items() if v}
 
 
 def measure(model: Any, tokenizer: Any, config: TestbedConfig, console: Any = None) -> dict:
