@@ -163,7 +163,7 @@ def test_missing_recipe_is_a_traac_error(tmp_path: Path) -> None:
 def test_testbed_recipe_is_valid() -> None:
     script, config = parse(["--config", str(RECIPES / "testbed.yaml")])
     assert script.model_name_or_path == "testbed" and script.dataset.startswith("testbed")
-    assert config.use_cpu and config.max_steps == 40 and config.mode == "traac"
+    assert config.use_cpu and 0 < config.max_steps <= 200 and config.mode == "traac"
     assert config.max_completion_length <= 200
 
 
