@@ -274,6 +274,7 @@ def test_two_processes_hold_the_same_windows_after_every_step(
               str(RECIPES / "accelerate" / "cpu_2proc.yaml"), "-m", "traac.cli", *args]  # fmt: skip
     done = subprocess.run(launch, capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stderr.count(f"traac train: {steps} steps;") == 1  # said once, not per process
     records = metrics(out)
     assert [r["step"] for r in records] == list(range(1, steps + 1))
     filled = 0

@@ -206,17 +206,19 @@ def train(script: TrainScriptArguments, config: Any) -> int:
         trainer.train(resume_from_checkpoint=resume)
         step = trainer.state.global_step
         if trainer.interrupted is not None:
-            print(
-                f"traac train: stopped by {signal.Signals(trainer.interrupted).name} after step "
-                f"{step}; checkpoint in {config.output_dir}/checkpoint-{step}; continue with "
-                "--resume_from_checkpoint auto",
-                file=sys.stderr,
-            )
+            if trainer.is_world_process_zero():
+                print(
+                    f"traac train: stopped by {signal.Signals(trainer.interrupted).name} after "
+                    f"step {step}; checkpoint in {config.output_dir}/checkpoint-{step}; continue "
+                    "with --resume_from_checkpoint auto",
+                    file=sys.stderr,
+                )
             return 128 + trainer.interrupted
         trainer.save_model(config.output_dir)
-        print(
-            f"traac train: {step} steps; model in {config.output_dir}, "
-            f"per-step metrics in {config.output_dir}/{METRICS_FILE}",
-            file=sys.stderr,
-        )
+        if trainer.is_world_process_zero():  # one line per run, not one per process
+            print(
+                f"traac train: {step} steps; model in {config.output_dir}, "
+                f"per-step metrics in {config.output_dir}/{METRICS_FILE}",
+                file=sys.stderr,
+            )
         return 0
