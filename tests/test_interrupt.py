@@ -3,7 +3,6 @@ second acts at once, and the previous handlers come back afterwards."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -26,7 +25,7 @@ def test_first_signal_saves_and_stops_at_the_end_of_the_step(sig: int, capsys: A
     with callback.installed():
         control = step_end(callback)
         assert not control.should_save and not control.should_training_stop
-        os.kill(os.getpid(), sig)
+        signal.raise_signal(sig)
         assert callback.received == sig and callback.stopped is None  # nothing stops mid-step
         control = step_end(callback)
         assert control.should_save and control.should_training_stop and callback.stopped == sig
@@ -37,8 +36,8 @@ def test_first_signal_saves_and_stops_at_the_end_of_the_step(sig: int, capsys: A
 def test_the_launchers_sigterm_after_a_ctrl_c_keeps_the_checkpoint() -> None:
     callback = StopOnSignal()
     with callback.installed():
-        os.kill(os.getpid(), signal.SIGINT)
-        os.kill(os.getpid(), signal.SIGTERM)  # torchrun forwards SIGTERM to its workers
+        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(signal.SIGTERM)  # torchrun forwards SIGTERM to its workers
         assert callback.received == signal.SIGINT
         assert step_end(callback).should_save and callback.stopped == signal.SIGINT
 
@@ -46,19 +45,19 @@ def test_the_launchers_sigterm_after_a_ctrl_c_keeps_the_checkpoint() -> None:
 def test_second_sigint_interrupts_at_once() -> None:
     callback = StopOnSignal()
     with pytest.raises(KeyboardInterrupt), callback.installed():
-        os.kill(os.getpid(), signal.SIGINT)
-        os.kill(os.getpid(), signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_second_sigterm_ends_the_process() -> None:
     script = (
-        "import os, signal, time\n"
+        "import signal, time\n"
         "from traac.interrupt import StopOnSignal\n"
         "with StopOnSignal().installed():\n"
-        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    signal.raise_signal(signal.SIGTERM)\n"
         "    print('first handled', flush=True)\n"
-        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    signal.raise_signal(signal.SIGTERM)\n"
         "    time.sleep(5)\n"
         "    print('still running')\n"
     )

@@ -234,7 +234,7 @@ def test_sigterm_then_resume_matches_an_uninterrupted_run(
     def sigterm_during_step_2(self: TRAACTrainer, record: Any, rewards: Any) -> None:
         log_step(self, record, rewards)
         if record.step == 2:
-            os.kill(os.getpid(), signal.SIGTERM)
+            signal.raise_signal(signal.SIGTERM)  # handled before it returns
 
     with monkeypatch.context() as patch:
         patch.setattr(TRAACTrainer, "_log_step", sigterm_during_step_2)
