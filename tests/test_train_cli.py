@@ -222,7 +222,7 @@ def without_timings(record: dict) -> dict:
 
 @pytest.mark.slow
 def test_sigterm_then_resume_matches_an_uninterrupted_run(
-    quick_testbed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    quick_testbed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
     every_2 = ("--save_strategy", "steps", "--save_steps", "2")
     a, b = tmp_path / "a", tmp_path / "b"
@@ -240,6 +240,7 @@ def test_sigterm_then_resume_matches_an_uninterrupted_run(
         patch.setattr(TRAACTrainer, "_log_step", sigterm_during_step_2)
         # save_strategy "no" (the recipe's): the signal saves a checkpoint all the same.
         assert cli_main(train_args(quick_testbed, b)) == 128 + signal.SIGTERM
+    assert "traac train: stopped by SIGTERM after step 2;" in capsys.readouterr().err
     assert signal.getsignal(signal.SIGTERM) is handler  # the handlers are put back
     checkpoint = b / "checkpoint-2"
     for name in ("optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json"):

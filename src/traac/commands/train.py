@@ -205,20 +205,18 @@ def train(script: TrainScriptArguments, config: Any) -> int:
         show_progress(trainer)
         trainer.train(resume_from_checkpoint=resume)
         step = trainer.state.global_step
-        if trainer.interrupted is not None:
-            if trainer.is_world_process_zero():
-                print(
-                    f"traac train: stopped by {signal.Signals(trainer.interrupted).name} after "
-                    f"step {step}; checkpoint in {config.output_dir}/checkpoint-{step}; continue "
-                    "with --resume_from_checkpoint auto",
-                    file=sys.stderr,
-                )
-            return 128 + trainer.interrupted
-        trainer.save_model(config.output_dir)
-        if trainer.is_world_process_zero():  # one line per run, not one per process
-            print(
+        if trainer.interrupted is None:
+            trainer.save_model(config.output_dir)
+            outcome = (
                 f"traac train: {step} steps; model in {config.output_dir}, "
-                f"per-step metrics in {config.output_dir}/{METRICS_FILE}",
-                file=sys.stderr,
+                f"per-step metrics in {config.output_dir}/{METRICS_FILE}"
             )
-        return 0
+        else:
+            outcome = (
+                f"traac train: stopped by {signal.Signals(trainer.interrupted).name} after step "
+                f"{step}; checkpoint in {config.output_dir}/checkpoint-{step}; continue with "
+                "--resume_from_checkpoint auto"
+            )
+        if trainer.is_world_process_zero():  # one line per run, not one per process
+            print(outcome, file=sys.stderr)
+        return 0 if trainer.interrupted is None else 128 + trainer.interrupted
