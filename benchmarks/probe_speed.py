@@ -64,7 +64,7 @@ def runner(method: str, model, ids) -> Callable[[], object]:
     """A zero-argument call doing `method` once on `ids`."""
     import torch
 
-    from traac.scoring import AttentionScorer
+    from traac.method.scoring import AttentionScorer
 
     if method == "plain":
         return torch.no_grad()(lambda: model.base_model(input_ids=ids, use_cache=False))
@@ -146,7 +146,7 @@ def rows_alone(length: int, repeats: int, device: str) -> float:
     """Seconds of the probe's own work per forward (one row per layer), timed in isolation."""
     import torch
 
-    from traac.scoring import probe_row
+    from traac.method.scoring import probe_row
 
     heads, kv_heads, dim = (
         MODEL[k] for k in ("num_attention_heads", "num_key_value_heads", "head_dim")
@@ -192,7 +192,7 @@ def synthetic_trajectory(target_tokens: int, seed: int = 0):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from traac.segmentation import SPLIT_PHRASES
+    from traac.method.segmentation import SPLIT_PHRASES
 
     rng = random.Random(seed)
     words = ["the", "sum", "of", "we", "get", "so", "it", "is", "then", "check", "value"]
@@ -229,10 +229,10 @@ def cpu_compression(repeats: int) -> dict:
     """Milliseconds for the CPU side of compressing one ~10k-token trajectory."""
     import numpy as np
 
-    from traac.compression import Compressor, TokenScores, count_tokens
-    from traac.formats import ChatFormat
-    from traac.scoring import _encode
-    from traac.segmentation import split_steps, token_step_index
+    from traac.method.compression import Compressor, TokenScores, count_tokens
+    from traac.method.formats import ChatFormat
+    from traac.method.scoring import _encode
+    from traac.method.segmentation import split_steps, token_step_index
 
     reasoning, tokenizer = synthetic_trajectory(10_000)
     fmt = ChatFormat()
@@ -245,11 +245,13 @@ def cpu_compression(repeats: int) -> dict:
     precomputed = TokenScores(offsets, scores)
 
     class Fixed:
+        gated = True
+
         def __init__(self, tok: object) -> None:
             self.tokenizer = tok
 
-        def score_texts(self, texts):
-            return [precomputed for _ in texts]
+        def score(self, requests):
+            return [precomputed for _ in requests]
 
     full = Compressor(Fixed(tokenizer), fmt)
     core = Compressor(Fixed(_NoTokens()), fmt)

@@ -21,7 +21,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+import torch
 from transformers import TrainerCallback
+from trl import GRPOTrainer
+
+from traac.common.models import load_tokenizer, resolve_model_path
+from traac.data.training import items_to_dataset, load_training_items
+from traac.method.formats import resolve_chat_format
+from traac.method.rewards import RewardConfig
+from traac.training.config import TRAACConfig
+from traac.training.rewards import TraacRewards
+from traac.training.telemetry import METRICS_FILE
+from traac.training.trainer import TRAACTrainer
 
 
 class StepTimer(TrainerCallback):
@@ -38,9 +49,7 @@ class StepTimer(TrainerCallback):
         self.times.append(time.perf_counter() - self._start)
 
 
-def config(output_dir: str, opts: argparse.Namespace, **overrides: Any) -> Any:
-    from traac.config import TRAACConfig
-
+def config(output_dir: str, opts: argparse.Namespace, **overrides: Any) -> TRAACConfig:
     return TRAACConfig(
         output_dir=output_dir,
         use_cpu=True,
@@ -87,24 +96,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     opts = parser.parse_args()
-
-    import torch
-
     torch.set_num_threads(opts.threads)
-
-    from trl import GRPOTrainer
-
-    from traac.data import items_to_dataset, load_items
-    from traac.formats import resolve_chat_format
-    from traac.models import load_tokenizer, resolve_model_path
-    from traac.rewards import RewardConfig, TraacRewards
-    from traac.trainer import METRICS_FILE, TRAACTrainer
-
     model = resolve_model_path("testbed-quick" if opts.quick else opts.model)
     tokenizer = load_tokenizer(model)
     tokenizer.padding_side = "left"
     dataset = items_to_dataset(
-        load_items(opts.dataset), conversational=bool(getattr(tokenizer, "chat_template", None))
+        load_training_items(opts.dataset),
+        conversational=bool(getattr(tokenizer, "chat_template", None)),
     )
     rewards = TraacRewards(
         RewardConfig.preset("paper", use_length=False),
@@ -126,7 +124,7 @@ def main() -> None:
             records = [json.loads(x) for x in Path(out, METRICS_FILE).read_text().splitlines()]
             for record in records[opts.warmup :]:
                 for key, value in record.items():
-                    if key.startswith(("traac/seconds/", "traac/compressed_frac")):
+                    if key.startswith(("traac/seconds/", "traac/all/compressed_frac")):
                         phases.setdefault(key, []).append(value)
     print(f"model {model}; {opts.prompts} prompts x {opts.generations} rollouts per step, "
           f"max {opts.max_completion_length} tokens; {opts.rounds} alternating rounds of "

@@ -49,9 +49,9 @@ def measure(model, length: int, repeats: int, device: str) -> dict[str, float]:
     import torch
     from transformers import DynamicCache
 
-    from traac.scoring import AttentionScorer
-    from traac.testtime import DEFAULT_PROBE_CHUNK as CHUNK
-    from traac.testtime import ProbeCache, cached_probe_row
+    from traac.evaluation.testtime import DEFAULT_PROBE_CHUNK as CHUNK
+    from traac.evaluation.testtime import ProbeCache, cached_probe_row
+    from traac.method.scoring import AttentionScorer
 
     def sync() -> None:
         if device.startswith("cuda"):

@@ -1,13 +1,137 @@
-"""Shared fixtures. `quick_testbed` builds the quick testbed model once per test session into a
-private cache (never the user's), so tests need no network and no pre-built files."""
+"""Shared fixtures: the one way tests build models and tokenizers.
+
+- `quick_testbed`: the quick testbed model, built once per session into a private cache (never
+  the user's), so tests need no network and no pre-built files.
+- `char_tokenizer`, `tiny_model`, `save_tiny`: factories for random tiny models and a
+  character-level tokenizer, built in memory in well under a second; what differs between tests
+  (special tokens, merges, context length, attention sharpness) is a parameter.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import string
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
+import torch
+from tokenizers import AddedToken, Tokenizer, decoders, models
+from transformers import (
+    LlamaConfig,
+    LlamaForCausalLM,
+    PreTrainedModel,
+    PreTrainedTokenizerFast,
+    Qwen3Config,
+    Qwen3ForCausalLM,
+)
+
+from traac.testbed.build import ensure_testbed
+
+ARCHS = {"qwen3": (Qwen3Config, Qwen3ForCausalLM), "llama": (LlamaConfig, LlamaForCausalLM)}
+SPECIALS = ("<pad>", "<unk>", "<think>", "</think>")
+CHARS = sorted(set(string.printable))
+VOCAB_SIZE = len(SPECIALS) + len(CHARS)  # of the default char_tokenizer()
+
+
+def build_char_tokenizer(
+    specials: Sequence[str] = SPECIALS,
+    *,
+    eos: str | None = None,
+    merges: Sequence[tuple[str, str]] = (),
+    chat_template: str | None = None,
+) -> PreTrainedTokenizerFast:
+    """One token per printable character (ids after `specials`, which are single special
+    tokens), plus one token per merge, so a test can pick exactly where BPE joins characters.
+    `specials[0]` pads; "<unk>", if among them, stands for unknown characters."""
+    vocab = {t: i for i, t in enumerate(specials)}
+    vocab.update({c: i + len(specials) for i, c in enumerate(CHARS)})
+    for a, b in merges:
+        vocab[a + b] = len(vocab)
+    unk = "<unk>" if "<unk>" in specials else None
+    core = Tokenizer(models.BPE(vocab=vocab, merges=list(merges), unk_token=unk))
+    core.decoder = decoders.Fuse()
+    core.add_special_tokens([AddedToken(t, normalized=False) for t in specials])
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token=specials[0], unk_token=unk, eos_token=eos
+    )
+    tok.chat_template = chat_template
+    return tok
+
+
+def build_tiny_model(
+    arch: str = "qwen3",
+    *,
+    vocab_size: int = VOCAB_SIZE,
+    seed: int = 0,
+    q_scale: float = 1.0,
+    k_scale: float = 1.0,
+    **config: Any,
+) -> PreTrainedModel:
+    """Random 4-layer model with grouped-query attention (4 query heads share 2 kv heads), in
+    eval mode; `config` overrides any config field. Qwen3 normalises queries and keys, so
+    setting their norm weights to `q_scale`/`k_scale` sharpens attention: step scores then
+    differ enough for the eviction rule to act."""
+    config_cls, model_cls = ARCHS[arch]
+    fields = {
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 8,
+        "max_position_embeddings": 512,
+        "pad_token_id": 0,
+        **config,
+    }
+    torch.manual_seed(seed)
+    model = model_cls(config_cls(vocab_size=vocab_size, **fields)).eval()
+    with torch.no_grad():
+        for layer in model.model.layers:
+            if q_scale != 1.0:
+                layer.self_attn.q_norm.weight.fill_(q_scale)
+            if k_scale != 1.0:
+                layer.self_attn.k_norm.weight.fill_(k_scale)
+    if fields.get("eos_token_id") is not None:
+        model.generation_config.eos_token_id = fields["eos_token_id"]
+    return model
+
+
+def build_save_tiny(path: Path, tokenizer: PreTrainedTokenizerFast, **model_options: Any) -> Path:
+    """A model directory loadable like a hub model: `tokenizer` and `tiny_model(**model_options)`
+    sized to it."""
+    build_tiny_model(vocab_size=len(tokenizer), **model_options).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def one_thread() -> Iterator[None]:
+    """The tests' models are tiny: one torch thread, so that two threads never wait for each
+    other on a machine other jobs share (benchmarks/README.md, threads)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def char_tokenizer() -> Callable[..., PreTrainedTokenizerFast]:
+    """Factory: `char_tokenizer(specials=..., eos=..., merges=..., chat_template=...)`."""
+    return build_char_tokenizer
+
+
+@pytest.fixture(scope="session")
+def tiny_model() -> Callable[..., PreTrainedModel]:
+    """Factory: `tiny_model(arch="qwen3", vocab_size=..., seed=0, q_scale=1, k_scale=1, ...)`."""
+    return build_tiny_model
+
+
+@pytest.fixture(scope="session")
+def save_tiny() -> Callable[..., Path]:
+    """Factory: `save_tiny(path, tokenizer, **model_options)` -> a loadable model directory."""
+    return build_save_tiny
 
 
 @pytest.fixture(scope="session")
@@ -15,8 +139,6 @@ def quick_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Directory of the quick testbed model (built in about a minute on first use)."""
     saved = os.environ.get("TRAAC_CACHE_DIR")
     os.environ["TRAAC_CACHE_DIR"] = str(tmp_path_factory.mktemp("traac-cache"))
-    from traac.testbed import ensure_testbed
-
     try:
         yield Path(ensure_testbed(quick=True))
     finally:

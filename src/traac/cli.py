@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import sys
 
+from traac import __version__
 from traac.errors import TraacError
 
 COMMANDS: dict[str, str] = {
@@ -19,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "generate": "Generate with test-time attentive compression",
     "demo": "TRAAC end to end on the CPU testbed",
     "experiment": "Run the paper's ablations on the testbed",
+    "probe-report": "How well each step scorer finds a model's redundant steps",
 }
 
 
@@ -37,8 +39,6 @@ def main(argv: list[str] | None = None) -> int:
         print(_usage())
         return 0
     if argv[0] == "--version":
-        from traac import __version__
-
         print(f"traac {__version__}")
         return 0
     name, rest = argv[0], argv[1:]
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"traac: error: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
         return 2
     try:
-        module = importlib.import_module(f"traac.commands.{name}")
+        module = importlib.import_module(f"traac.commands.{name.replace('-', '_')}")
         return int(module.main(rest) or 0)
     except TraacError as err:
         print(f"traac {name}: error: {err}", file=sys.stderr)

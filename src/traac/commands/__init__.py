@@ -1,0 +1,90 @@
+"""The `traac` commands: each parses its options, calls the library and prints.
+
+What every command shares lives here: a parser whose errors are one line (exit 2, no usage
+dump), and options made from the library's settings dataclasses, so a setting has one name and
+one validator everywhere: `--probe-layers` (or `--probe_layers`) on a command is `probe_layers`
+in a recipe.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import types
+import typing
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+from traac.errors import TraacError
+
+T = TypeVar("T")
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose errors are one line naming the problem (the CLI exits 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise TraacError(f"{message} (see `{self.prog} --help`)")
+
+
+def add_settings(parser: argparse.ArgumentParser, cls: type, title: str, **defaults: Any) -> None:
+    """One option per field of a settings dataclass, `--field-name` and `--field_name`, with
+    the field's help and choices; `defaults` override the dataclass's for this command."""
+    group = parser.add_argument_group(title)
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        kind = _without_none(hints[f.name])
+        default = defaults.get(f.name, f.default)
+        names = [f"--{f.name.replace('_', '-')}", f"--{f.name}"]
+        help_text = f.metadata.get("help", "")
+        shown = "unset" if default is None else default
+        options: dict[str, Any] = {"dest": f.name, "default": default}
+        if typing.get_origin(kind) is list:
+            options.update(nargs="+", type=typing.get_args(kind)[0])
+        else:
+            options["type"] = kind
+        if "choices" in f.metadata:
+            options["choices"] = f.metadata["choices"]
+        group.add_argument(*dict.fromkeys(names), help=f"{help_text} (default: {shown})", **options)
+
+
+def _without_none(hint: Any) -> Any:
+    """`X | None` -> X (an option that is unset by default takes an X)."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        (kind,) = [a for a in typing.get_args(hint) if a is not type(None)]
+        return kind
+    return hint
+
+
+def settings_from(args: argparse.Namespace, cls: type[T]) -> T:
+    """The settings dataclass from parsed options (validated by its own `__post_init__`)."""
+    return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})  # type: ignore[call-arg]
+
+
+def check_tau(value: float | None, flag: str = "--compress-tau") -> None:
+    if value is not None and not (math.isfinite(value) and 0.0 <= value <= 1.0):
+        raise TraacError(f"{flag} {value}: must lie in [0, 1]")
+
+
+def check_positive(value: int | None, flag: str) -> None:
+    if value is not None and value < 1:
+        raise TraacError(f"{flag} {value}: must be at least 1")
+
+
+def check_writable(path: Path | None, flag: str) -> None:
+    """An output file that can be written: not a directory, in a directory that exists."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise TraacError(f"{flag} {path}: is a directory; name a file")
+    if not path.parent.is_dir():
+        raise TraacError(f"{flag} {path}: no directory {path.parent}")
+
+
+def write_output(path: Path, text: str, flag: str) -> None:
+    """Write an output file; a failure is one line naming the flag (the results were printed)."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise TraacError(f"{flag} {path}: cannot write it ({err.strerror})") from None

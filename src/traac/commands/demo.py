@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
+from traac.commands import ArgumentParser, check_positive
+from traac.console import make_console, make_progress, print_lines, print_table
+from traac.pipelines.demo import DemoSettings, run_demo
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+
+def build_parser() -> ArgumentParser:
+    p = ArgumentParser(
         prog="traac demo",
         description="Build the testbed, evaluate it, train it with TRAAC, evaluate again, and "
         "report per tier (report.md, summary.json, plots, steps.html in --output). Rerunning "
@@ -24,13 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    from traac.demo import DemoSettings, run_demo
-    from traac.errors import TraacError
-
     for name in ("eval_n", "num_samples", "max_new_tokens"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            raise TraacError(f"--{name.replace('_', '-')} {value} must be >= 1")
+        check_positive(getattr(args, name), f"--{name.replace('_', '-')}")
     settings = DemoSettings.make(
         args.output,
         args.quick,
@@ -39,5 +37,17 @@ def main(argv: list[str]) -> int:
         num_samples=args.num_samples,
         max_new_tokens=args.max_new_tokens,
     )
-    run_demo(settings)
+    console = make_console()
+    result = run_demo(settings, make_progress(console))
+    for table in result.tables:
+        print_table(console, table)
+    print_lines(
+        console,
+        [
+            *(f"{'met' if t.met else 'NOT met'}: {n} (measured {t.measured})"
+              for n, t in result.targets.items()),
+            f"total {sum(result.stage_seconds.values()):.0f} s; wrote "
+            f"{args.output / 'report.md'}, {args.output / 'summary.json'}",
+        ],
+    )  # fmt: skip
     return 0

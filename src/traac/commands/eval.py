@@ -5,9 +5,27 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
+from traac.commands import ArgumentParser, add_settings, check_tau, settings_from
+from traac.common.models import (
+    TESTBED_NAMES,
+    load_model,
+    load_tokenizer,
+    prompt_style_of,
+    resolve_device,
+    resolve_dtype,
+)
+from traac.console import make_console, make_progress
 from traac.errors import TraacError
+from traac.evaluation.generation import BACKENDS, Backend, make_backend
+from traac.evaluation.prompts import PROMPT_STYLES
+from traac.evaluation.runner import EvalSettings, file_sha256, run_eval
+from traac.evaluation.testtime import CompressingBackend, CompressingGenerator
+from traac.method.settings import CompressionSettings, FormatSettings
+from traac.testbed.build import resolve_model
 
 DESCRIPTION = """\
 Evaluate a model on a dataset (samples.jsonl, summary.json, summary.md in --output), or score a
@@ -19,12 +37,8 @@ reasoning-gym:TASK[?size=&seed=]; otb-underthink[?n=&seed=]; otb-overthink; otb 
 F1); aime, amc, gpqa-diamond, bbeh, bbeh-full, bbh, supergpqa, dapo-math-17k or a hub id."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from traac.evaluation.generation import BACKENDS
-    from traac.evaluation.prompts import PROMPT_STYLES
-    from traac.formats import PRESETS
-
-    p = argparse.ArgumentParser(
+def build_parser() -> ArgumentParser:
+    p = ArgumentParser(
         prog="traac eval",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -59,25 +73,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--prompt-style",
         choices=list(PROMPT_STYLES),
-        default="base",
-        help="baseline prompt (default base)",
+        help="baseline prompt (default: the style the model was trained with, if its config "
+        "says, else base)",
     )
     p.add_argument("--backend", choices=BACKENDS, default="transformers", help="generation engine")
     p.add_argument("--limit", type=int, help="only the first K items")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     p.add_argument(
-        "--chat-format",
-        choices=["auto", *PRESETS],
-        default="auto",
-        help="where the think block opens: auto (read off the chat template), or a preset",
-    )
-    p.add_argument(
-        "--test-time-compression",
+        "--compress-tau",
+        "--compress_tau",
+        dest="compress_tau",
         type=float,
         metavar="TAU",
-        help="think, prune the least attended steps at this tau, answer from the rest "
-        "(the paper's test-time variant: 0.4); samples record the tokens saved",
+        help="test-time compression: think, prune the least attended steps at this tau, answer "
+        "from the rest (the paper's test-time variant: 0.4); samples record the tokens saved",
     )
+    add_settings(p, CompressionSettings, "test-time compression (with --compress-tau)")
+    add_settings(p, FormatSettings, "think format")
     p.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda if available)")
     p.add_argument(
         "--dtype", help="float32, bfloat16, float16 (default: bfloat16 on GPU, float32 on CPU)"
@@ -87,50 +99,57 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    from rich.console import Console
-
-    from traac.evaluation.runner import EvalSettings, file_sha256, run_eval
-
-    if args.responses is not None and args.device:
-        raise TraacError("--device applies to generation; scoring --responses needs no model")
+    check_tau(args.compress_tau)
+    compression = settings_from(args, CompressionSettings)
+    think = settings_from(args, FormatSettings)
+    if args.responses is not None and (args.device or args.dtype):
+        raise TraacError("--device and --dtype apply to generation; --responses needs no model")
+    if args.compress_tau is not None and args.backend != "transformers":
+        raise TraacError("--compress-tau runs on the transformers backend only")
+    if not args.dataset.strip():
+        raise TraacError(
+            "--dataset: empty; pass a file, testbed:TIER, reasoning-gym:TASK or a name"
+        )
     model = _model_key(args.model) if args.model else None
+    device = resolve_device(args.device) if model else None
+    dtype = resolve_dtype(args.dtype, device) if device is not None else None
     responses = args.responses.expanduser().resolve() if args.responses else None
     if responses is not None and not responses.is_file():
         raise TraacError(f"--responses {str(args.responses)!r}: no such file")
+    style = args.prompt_style or (model and prompt_style_of(model)) or "base"
     settings = EvalSettings(
         dataset=_path_key(args.dataset),
         model=model,
         responses=str(responses) if responses else None,
         responses_sha256=file_sha256(responses) if responses else None,
         tokenizer=args.tokenizer,
-        prompt_style=args.prompt_style,
+        prompt_style=style,
         temperature=args.temperature,
         top_p=args.top_p,
         max_new_tokens=args.max_new_tokens,
         seed=args.seed,
-        chat_format=args.chat_format,
-        test_time_compression=args.test_time_compression,
+        chat_format=think.chat_format,
+        compress_tau=args.compress_tau,
+        compression=asdict(compression) if args.compress_tau is not None else None,
     )
-    if args.test_time_compression is not None and args.backend != "transformers":
-        raise TraacError("--test-time-compression runs on the transformers backend only")
-    tokenizer = _tokenizer(model or args.tokenizer)
+    tokenizer = load_tokenizer(model or args.tokenizer) if (model or args.tokenizer) else None
 
-    def make_backend(tok):
-        from traac.evaluation.generation import make_backend as build
-        from traac.models import resolve_model_path
-
-        if args.test_time_compression is not None:
-            return _compressing_backend(args, resolve_model_path(model), tok)
-        return build(
-            args.backend,
-            resolve_model_path(model),
+    def backend(tok: Any) -> Backend:
+        path = resolve_model(model)
+        if args.compress_tau is None:
+            return make_backend(
+                args.backend, path, tok, device=args.device, dtype=args.dtype, seed=args.seed
+            )
+        generator = CompressingGenerator(
+            load_model(path, device=device, dtype=dtype),
             tok,
-            device=args.device,
-            dtype=args.dtype,
-            seed=args.seed,
+            think.resolve(tok),
+            compress_tau=args.compress_tau,
+            settings=compression,
         )
+        return CompressingBackend(generator)
 
-    console = Console(stderr=True)
+    console = make_console()
     result = run_eval(
         settings,
         args.output,
@@ -138,28 +157,18 @@ def main(argv: list[str]) -> int:
         limit=args.limit,
         batch_size=args.batch_size,
         args={k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-        make_backend=make_backend if args.model else None,
+        make_backend=backend if model else None,
         tokenizer=tokenizer,
-        console=console,
+        progress=make_progress(console),
     )
     sys.stdout.write((args.output / "summary.md").read_text())
     console.print(
         f"{len(result.records)} samples in {args.output / 'samples.jsonl'} "
-        f"({result.new} new, {result.done_before} already there)"
+        f"({result.new} new, {result.done_before} already there)",
+        markup=False,
+        highlight=False,
     )
     return 0
-
-
-def _compressing_backend(args: argparse.Namespace, path: str, tokenizer):
-    """Generation with test-time attentive compression, on the eval's device and dtype."""
-    from traac.evaluation.generation import load_generation_model
-    from traac.formats import resolve_chat_format
-    from traac.testtime import CompressingBackend, CompressingGenerator
-
-    model = load_generation_model(path, args.device, args.dtype)
-    chat_format = resolve_chat_format(args.chat_format, tokenizer=tokenizer)
-    generator = CompressingGenerator(model, tokenizer, chat_format, tau=args.test_time_compression)
-    return CompressingBackend(generator)
 
 
 def _path_key(name: str) -> str:
@@ -172,14 +181,4 @@ def _path_key(name: str) -> str:
 def _model_key(name: str) -> str:
     """The testbed is named by its build directory, which changes with its configuration, so a
     rebuilt testbed counts as another model."""
-    from traac.models import TESTBED_NAMES, resolve_model_path
-
-    return resolve_model_path(name) if name in TESTBED_NAMES else _path_key(name)
-
-
-def _tokenizer(name: str | None):
-    if name is None:
-        return None
-    from traac.models import load_tokenizer
-
-    return load_tokenizer(name)
+    return resolve_model(name) if name in TESTBED_NAMES else _path_key(name)

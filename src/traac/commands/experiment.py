@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
+from traac.commands import ArgumentParser
+from traac.console import make_console, make_progress, print_table
+from traac.pipelines.experiments import VARIANTS, AblationSettings, run_ablations
 
-def build_parser() -> argparse.ArgumentParser:
-    from traac.experiment import VARIANTS
 
-    p = argparse.ArgumentParser(
+def build_parser() -> ArgumentParser:
+    p = ArgumentParser(
         prog="traac experiment",
         description="The paper's ablations on the testbed: base, CR, CR+LR, CR+LR+compression "
         "without difficulty, TRAAC, TRAAC with random and confidence scorers; same seed and "
@@ -25,10 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    from traac.errors import TraacError
-    from traac.experiment import main_ablations
-
-    if not args.config.is_file():
-        raise TraacError(f"--config {args.config}: no such recipe (run from the repository root)")
-    main_ablations(args.output, args.config, args.quick, args.variants)
+    settings = AblationSettings.make(args.output, args.config, args.quick, args.variants)
+    console = make_console()
+    table = run_ablations(settings, make_progress(console))
+    print_table(console, table)
     return 0

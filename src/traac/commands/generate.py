@@ -10,12 +10,29 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from traac.compression import EVICTION_CAP, UNIFORMITY_GATE
+from rich.rule import Rule
+from rich.text import Text
+
+from traac.commands import (
+    ArgumentParser,
+    add_settings,
+    check_positive,
+    check_tau,
+    check_writable,
+    settings_from,
+    write_output,
+)
+from traac.common.models import load_model, load_tokenizer, resolve_device, resolve_dtype
+from traac.console import make_console, make_progress, print_lines, print_steps
 from traac.errors import TraacError
+from traac.evaluation.generation import check_sampling
+from traac.evaluation.testtime import PROBE_MODES, CompressingGenerator, render_prompt
+from traac.method.settings import TEST_TIME_TAU, CompressionSettings, FormatSettings
+from traac.testbed.build import resolve_model
 
 
 @dataclass(frozen=True)
@@ -27,8 +44,8 @@ class Question:
     text: str
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(
         prog="traac generate",
         description="Generate with test-time attentive compression: think, prune the least "
         "attended reasoning steps, answer from the rest.",
@@ -45,7 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
         "'question') field per line",
     )
     parser.add_argument(
-        "--compress-tau", type=float, default=0.4, help="target compression rate (default 0.4)"
+        "--compress-tau",
+        "--compress_tau",
+        dest="compress_tau",
+        type=float,
+        default=TEST_TIME_TAU,
+        help=f"target compression rate (default {TEST_TIME_TAU})",
     )
     parser.add_argument("--show-steps", action="store_true", help="print the step score table")
     parser.add_argument(
@@ -58,65 +80,32 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--temperature", type=float, default=1.0, help="0: greedy (default 1.0)")
     parser.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling (default 1.0)")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    parser.add_argument(
-        "--layers",
-        default="all",
-        help="layers the attention score averages: all (paper), first_half or indices",
-    )
-    parser.add_argument(
-        "--scope",
-        choices=("probe", "reasoning"),
-        default="probe",
-        help="split steps over the whole probe text (default) or over the reasoning only",
-    )
-    parser.add_argument(
-        "--gate", type=float, default=UNIFORMITY_GATE, help="uniformity gate (default 0.8)"
-    )
-    parser.add_argument(
-        "--cap", type=float, default=EVICTION_CAP, help="eviction fraction cap (default 0.8)"
-    )
+    add_settings(parser, CompressionSettings, "compression")
+    add_settings(parser, FormatSettings, "think format")
     parser.add_argument(
         "--probe",
-        choices=("cached", "reforward"),
+        choices=PROBE_MODES,
         default="cached",
         help="score from a prompt-free cache built while decoding (default) or re-run the "
         "whole probe text after decoding (less work on a CPU); same scores",
     )
     parser.add_argument(
-        "--chat-format",
-        default="auto",
-        help="auto (read from the chat template), response-opens or prompt-opens",
-    )
-    parser.add_argument("--think-open", default="<think>", help="opening think delimiter")
-    parser.add_argument("--think-close", default="</think>", help="closing think delimiter")
-    parser.add_argument(
         "--batch-size", type=int, default=8, help="prompts decoded together (default 8)"
     )
-    parser.add_argument("--device", default="auto", help="cpu, cuda, ... (default: auto)")
+    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N (default: auto)")
+    parser.add_argument("--dtype", help="float32, bfloat16, float16 (default: by device)")
     parser.add_argument("--html", type=Path, help="write the printed report as an HTML page")
     parser.add_argument("--json", type=Path, help="write the samples to this JSON file")
     return parser
 
 
 def check_args(args: argparse.Namespace) -> None:
-    for value, flag in (
-        (args.compress_tau, "--compress-tau"),
-        (args.gate, "--gate"),
-        (args.cap, "--cap"),
-    ):
-        if not 0.0 <= value <= 1.0:
-            raise TraacError(f"{flag} {value}: must lie in [0, 1]")
-    if args.max_new_tokens is not None and args.max_new_tokens < 1:
-        raise TraacError(f"--max-new-tokens {args.max_new_tokens}: must be at least 1")
-    if args.temperature < 0:
-        raise TraacError(f"--temperature {args.temperature}: must be >= 0 (0: greedy)")
-    if not 0 < args.top_p <= 1:
-        raise TraacError(f"--top-p {args.top_p}: must lie in (0, 1]")
-    if args.batch_size < 1:
-        raise TraacError(f"--batch-size {args.batch_size}: must be at least 1")
-    for path, flag in ((args.html, "--html"), (args.json, "--json")):
-        if path is not None and (path.is_dir() or not path.parent.is_dir()):
-            raise TraacError(f"{flag} {path}: cannot write there (a directory, or no such parent)")
+    check_tau(args.compress_tau)
+    check_positive(args.max_new_tokens, "--max-new-tokens")
+    check_sampling(args.temperature, args.top_p, args.max_new_tokens)
+    check_positive(args.batch_size, "--batch-size")
+    check_writable(args.html, "--html")
+    check_writable(args.json, "--json")
 
 
 def read_questions(args: argparse.Namespace) -> list[Question]:
@@ -133,10 +122,10 @@ def read_questions(args: argparse.Namespace) -> list[Question]:
     try:
         content = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
-        raise TraacError(f"--input {path}: not UTF-8 text ({err.reason})") from err
+        raise TraacError(f"--input {path}: not UTF-8 text ({err.reason})") from None
     jsonl = path.suffix.lower() == ".jsonl"
     questions = []
-    for number, line in enumerate(content.splitlines(), start=1):
+    for number, line in enumerate(content.split("\n"), start=1):
         if not line.strip():
             continue
         where = f"--input {path} line {number}"
@@ -146,7 +135,7 @@ def read_questions(args: argparse.Namespace) -> list[Question]:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as err:
-                raise TraacError(f"{where}: not valid JSON ({err.msg})") from err
+                raise TraacError(f"{where}: not valid JSON ({err.msg})") from None
             key = next(
                 (k for k in ("prompt", "question") if isinstance(record, dict) and k in record),
                 None,
@@ -163,55 +152,34 @@ def read_questions(args: argparse.Namespace) -> list[Question]:
     return questions
 
 
-def load_generator(args: argparse.Namespace) -> Any:
-    import torch
-
-    from traac.formats import resolve_chat_format
-    from traac.models import load_model, load_tokenizer
-    from traac.testtime import CompressingGenerator
-
-    tokenizer = load_tokenizer(args.model)
-    device = args.device if args.device != "auto" else None
-    if device is None and torch.cuda.is_available():
-        device = "cuda"
-    model = load_model(args.model, device=device)
-    try:
-        chat_format = resolve_chat_format(
-            args.chat_format,
-            think_open=args.think_open,
-            think_close=args.think_close,
-            tokenizer=tokenizer,
-        )
-    except ValueError as err:
-        raise TraacError(f"--chat-format: {err}") from err
+def load_generator(args: argparse.Namespace) -> CompressingGenerator:
+    settings = settings_from(args, CompressionSettings)
+    think = settings_from(args, FormatSettings)
+    device = resolve_device(args.device)
+    dtype = resolve_dtype(args.dtype, device)
+    path = resolve_model(args.model, make_progress())
+    tokenizer = load_tokenizer(path)
+    model = load_model(path, device=device, dtype=dtype)
     return CompressingGenerator(
         model,
         tokenizer,
-        chat_format,
-        tau=args.compress_tau,
-        layers=args.layers,
-        scope=args.scope,
-        gate=args.gate,
-        cap=args.cap,
+        think.resolve(tokenizer),
+        compress_tau=args.compress_tau,
+        settings=settings,
         probe=args.probe,
     )
 
 
-def run(generator: Any, prompts: list[str], args: argparse.Namespace) -> list[Any]:
-    """Generate batch by batch behind a progress bar (on stderr)."""
-    from rich.console import Console
-    from rich.progress import Progress, TextColumn
-
+def run(generator: CompressingGenerator, prompts: list[str], args: argparse.Namespace) -> list:
+    """Generate batch by batch behind a progress display (on stderr)."""
     samples: list[Any] = []
-    columns = (*Progress.get_default_columns(), TextColumn("{task.fields[tokens]} tokens"))
-    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
-        task = progress.add_task("generating", total=len(prompts), tokens=0)
-        produced = 0
+    produced = 0
+    with make_progress().task("generating", len(prompts)) as task:
 
         def on_tokens(n: int) -> None:
             nonlocal produced
             produced += n
-            progress.update(task, tokens=produced)
+            task.update(info=f"{produced} tokens")
 
         for at in range(0, len(prompts), args.batch_size):
             chunk = prompts[at : at + args.batch_size]
@@ -223,14 +191,12 @@ def run(generator: Any, prompts: list[str], args: argparse.Namespace) -> list[An
                 seed=args.seed + at,
                 on_tokens=on_tokens,
             )
-            progress.advance(task, len(chunk))
+            task.advance(len(chunk))
     return samples
 
 
-def marked_reasoning(sample: Any) -> Any:
+def marked_reasoning(sample: Any) -> Text:
     """The reasoning with the pruned steps struck through."""
-    from rich.text import Text
-
     comp = sample.compression
     if comp is None or not comp.steps:
         return Text(sample.reasoning)
@@ -243,11 +209,6 @@ def marked_reasoning(sample: Any) -> Any:
 def print_sample(
     console: Any, question: Question, sample: Any, tokenizer: Any, args: argparse.Namespace
 ) -> None:
-    from rich.rule import Rule
-    from rich.text import Text
-
-    from traac.commands.compress import Trace, print_result, step_rows
-
     console.print(Rule(Text(question.title)))
     console.print(Text("question: ", style="bold") + Text(question.text))
     console.print(Text("reasoning ", style="bold") + Text("(pruned steps struck through)", "dim"))
@@ -262,9 +223,8 @@ def print_sample(
     if sample.note:
         console.print(Text(sample.note, "yellow"))
     if args.show_steps and comp is not None and comp.steps:
-        trace = Trace(question.title, question.where, sample.reasoning)
-        rows = step_rows(comp, tokenizer)
-        print_result(console, trace, comp, rows, args.scope)  # ends with the counts
+        steps = comp.step_records(tokenizer)
+        print_steps(console, question.title, comp, steps, args.step_scope)  # ends with counts
         return
     before, after = sample.tokens_before, sample.tokens_after
     share = f" ({(after - before) / before:+.1%})" if before else ""
@@ -276,47 +236,38 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     check_args(args)
     questions = read_questions(args)
-
-    from rich.console import Console
-
-    from traac.testtime import render_prompt
-
     generator = load_generator(args)
     prompts = [render_prompt(generator.tokenizer, q.text) for q in questions]
     samples = run(generator, prompts, args)
 
-    console = Console(record=args.html is not None)
+    console = make_console(stderr=False, record=args.html is not None)
     for question, sample in zip(questions, samples, strict=True):
         print_sample(console, question, sample, generator.tokenizer, args)
     before = sum(s.tokens_before for s in samples)
     after = sum(s.tokens_after for s in samples)
     closed = sum(s.closed for s in samples)
-    console.print(
+    lines = [
         f"{len(samples)} prompt(s), {closed} closed their think block; reasoning tokens "
-        f"{before} -> {after}",
-        markup=False,
-        highlight=False,
-    )
+        f"{before} -> {after}"
+    ]
     if args.json is not None:
         settings = {
             key: getattr(args, key)
-            for key in ("model", "compress_tau", "temperature", "top_p", "seed", "layers")
+            for key in ("model", "compress_tau", "temperature", "top_p", "seed", "probe")
         }
         settings.update(
-            scope=args.scope,
-            gate=args.gate,
-            cap=args.cap,
-            probe=args.probe,
             max_new_tokens=args.max_new_tokens,
+            **asdict(settings_from(args, CompressionSettings)),
         )
         records = [
             {"title": q.title, "question": q.text, **s.to_dict()}
             for q, s in zip(questions, samples, strict=True)
         ]
         payload = {"settings": settings, "samples": records}
-        args.json.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "utf-8")
-        console.print(f"wrote {args.json}", markup=False, highlight=False)
+        write_output(args.json, json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "--json")
+        lines.append(f"wrote {args.json}")
+    print_lines(console, lines)
     if args.html is not None:
-        args.html.write_text(console.export_html(inline_styles=True), encoding="utf-8")
-        console.print(f"wrote {args.html}", markup=False, highlight=False)
+        write_output(args.html, console.export_html(inline_styles=True), "--html")
+        print_lines(console, [f"wrote {args.html}"])
     return 0

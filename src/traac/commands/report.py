@@ -6,6 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from traac.commands import ArgumentParser
+from traac.evaluation.plots import write_plots
+from traac.evaluation.report import build_report, load_models
+
 DESCRIPTION = """\
 Tables (markdown, to stdout and OUT/report.md) and PNG plots (OUT) across evaluation runs.
 Each DIR is one row (a model): a `traac eval --output` directory, or a directory of them, one
@@ -13,8 +17,8 @@ subdirectory per dataset (e.g. results/base/aime, results/base/amc -> DIR result
 Datasets are column groups; changes are against the first DIR."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+def build_parser() -> ArgumentParser:
+    p = ArgumentParser(
         prog="traac report",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -29,16 +33,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    from traac.evaluation.report import build_report, load_models
-
     models = load_models(args.dirs, args.names)
     text = build_report(models)
     sys.stdout.write(text)
     if args.output is None:
         print("(pass --output OUT to write report.md and the plots)", file=sys.stderr)
         return 0
-    from traac.evaluation.plots import write_plots
-
     args.output.mkdir(parents=True, exist_ok=True)
     (args.output / "report.md").write_text(text)
     written = write_plots(models, args.output)

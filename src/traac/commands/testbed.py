@@ -10,16 +10,21 @@ given `--model testbed` or no model at all. A second build with the same config 
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any
 
+from rich.table import Table
+
+from traac.commands import ArgumentParser
+from traac.console import make_console, make_progress
 from traac.errors import TraacError
+from traac.testbed.build import CARD, build_cached, build_testbed, cache_path
+from traac.testbed.config import default_config
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(
         prog="traac testbed",
         description="The testbed: a tiny Qwen3 taught by SFT to over- and under-think on "
         "reasoning-gym chain_sum problems, built offline on the CPU.",
@@ -44,17 +49,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    from traac.testbed import CARD, build_cached, build_testbed, cache_path, default_config
-
     config = default_config(quick=args.quick, seed=args.seed)
     target = args.output.expanduser() if args.output else cache_path(config)
     if args.action == "build":
+        progress = make_progress()
         if args.output is None:
-            target = build_cached(config, force=args.force)
+            target = build_cached(config, force=args.force, progress=progress)
         elif (target / CARD).exists() and not args.force:
             raise TraacError(f"testbed: {target} already holds a model; pass --force to rebuild")
         else:
-            build_testbed(target, config, force=args.force)
+            build_testbed(target, config, force=args.force, progress=progress)
     card_path = target / CARD
     if not card_path.exists():
         raise TraacError(f"testbed: no built model at {target}; run `traac testbed build` first")
@@ -67,10 +71,7 @@ def main(argv: list[str]) -> int:
 
 
 def _print_card(card: dict[str, Any], path: Path) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
+    console = make_console(stderr=False)
     measured = card["measure"]
     table = Table(
         title=f"testbed {card['config']['name']} (seed {card['config']['seed']}): "

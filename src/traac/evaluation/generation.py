@@ -10,10 +10,14 @@ that decodes until the think closer, compresses the reasoning and lets the model
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+import torch
+
+from traac.common.models import load_model, resolve_device, resolve_dtype
 from traac.errors import TraacError
 
 BACKENDS = ("transformers", "vllm")
@@ -29,12 +33,17 @@ class Sampling:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.temperature < 0:
-            raise TraacError(f"temperature {self.temperature} must be >= 0 (0: greedy)")
-        if not 0 < self.top_p <= 1:
-            raise TraacError(f"top_p {self.top_p} must be in (0, 1]")
-        if self.max_new_tokens < 1:
-            raise TraacError(f"max_new_tokens {self.max_new_tokens} must be >= 1")
+        check_sampling(self.temperature, self.top_p, self.max_new_tokens)
+
+
+def check_sampling(temperature: float, top_p: float, max_new_tokens: int | None) -> None:
+    """The decoding settings every command takes, checked before any model loads (NaN too)."""
+    if not (math.isfinite(temperature) and temperature >= 0):
+        raise TraacError(f"--temperature {temperature}: must be a finite number >= 0 (0: greedy)")
+    if not 0 < top_p <= 1:
+        raise TraacError(f"--top-p {top_p}: must lie in (0, 1]")
+    if max_new_tokens is not None and (isinstance(max_new_tokens, bool) or max_new_tokens < 1):
+        raise TraacError(f"--max-new-tokens {max_new_tokens}: must be at least 1")
 
 
 @dataclass(frozen=True)
@@ -93,8 +102,6 @@ class TransformersBackend:
         keys: Sequence[str],
         on_tokens: TokenCallback | None = None,
     ) -> list[Generation]:
-        import torch
-
         batch = self.tokenizer(
             list(prompts), return_tensors="pt", padding=True, add_special_tokens=False
         ).to(self.model.device)
@@ -220,22 +227,11 @@ def make_backend(
     dtype: str | None = None,
     seed: int = 0,
 ) -> Backend:
-    """The named backend for a resolved model path."""
+    """The named backend for a resolved model path (device and dtype checked first)."""
     if name == "vllm":
         return VLLMBackend(model, tokenizer, seed=seed, dtype=dtype or "auto")
     if name != "transformers":
         raise TraacError(f"backend {name!r}: use one of {', '.join(BACKENDS)}")
-    return TransformersBackend(load_generation_model(model, device, dtype), tokenizer)
-
-
-def load_generation_model(model: str, device: str | None, dtype: str | None) -> Any:
-    """The model on `device` (cuda if available) in `dtype` (bfloat16 on GPU, float32 on CPU)."""
-    import torch
-
-    from traac.models import load_model
-
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    torch_dtype = getattr(torch, dtype) if dtype else (torch.bfloat16 if device != "cpu" else None)
-    if dtype and not isinstance(torch_dtype, torch.dtype):
-        raise TraacError(f"dtype {dtype!r}: use float32, bfloat16 or float16")
-    return load_model(model, dtype=torch_dtype, device=device)
+    target = resolve_device(device)
+    lm = load_model(model, device=target, dtype=resolve_dtype(dtype, target))
+    return TransformersBackend(lm, tokenizer)

@@ -15,7 +15,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from traac.evaluation.datasets import OTB_OVERTHINK
+from matplotlib import colormaps
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from traac.data.datasets import OTB_OVERTHINK
+from traac.evaluation.records import SampleRecord
 from traac.evaluation.report import (
     Model,
     averages,
@@ -24,39 +29,30 @@ from traac.evaluation.report import (
     tiers_of,
     unit_of,
 )
+from traac.method.metrics import oaa
 
 MARKERS = "osD^vP*X<>"
 CURVE_POINTS = 200
 
 
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _colors(n: int) -> list[Any]:
-    plt = _pyplot()
-    cmap = plt.get_cmap("tab10")
+    cmap = colormaps["tab10"]
     return [cmap(i % 10) for i in range(n)]
 
 
 def accuracy_vs_length(models: Sequence[Model], path: Path) -> Path:
-    plt = _pyplot()
     datasets = datasets_of(models)
-    fig, ax = plt.subplots(figsize=(8.5, 5.0), layout="constrained")
+    fig = Figure(figsize=(8.5, 5.0), layout="constrained")
+    ax = fig.subplots()
     for model, color in zip(models, _colors(len(models)), strict=True):
         for k, dataset in enumerate(datasets):
             run = model.runs.get(dataset)
             if run is None:
                 continue
-            s = run.summary
+            s = run.summary.overall
             ax.scatter(
-                s["mean_response_tokens"],
-                s["accuracy"],
+                s.mean_response_tokens,
+                s.accuracy,
                 color=color,
                 marker=MARKERS[k % len(MARKERS)],
                 s=45,
@@ -70,15 +66,15 @@ def accuracy_vs_length(models: Sequence[Model], path: Path) -> Path:
             )
     # Legends: colours are models, marker shapes are datasets, the star is the average.
     handles = [
-        plt.Line2D([], [], color=c, marker="o", linestyle="", label=m.name)
+        Line2D([], [], color=c, marker="o", linestyle="", label=m.name)
         for m, c in zip(models, _colors(len(models)), strict=True)
     ]
     shapes = [
-        plt.Line2D([], [], color="gray", marker=MARKERS[k % len(MARKERS)], linestyle="", label=d)
+        Line2D([], [], color="gray", marker=MARKERS[k % len(MARKERS)], linestyle="", label=d)
         for k, d in enumerate(datasets)
     ]
     shapes.append(
-        plt.Line2D([], [], color="gray", marker="*", markersize=12, linestyle="", label="average")
+        Line2D([], [], color="gray", marker="*", markersize=12, linestyle="", label="average")
     )
     # Outside the axes, so no point hides under them.
     first = ax.legend(
@@ -95,7 +91,6 @@ def accuracy_vs_length(models: Sequence[Model], path: Path) -> Path:
     ax.set_ylim(bottom=min(0, ax.get_ylim()[0]), top=max(100, ax.get_ylim()[1]) + 2)
     ax.set_xlim(left=0)
     fig.savefig(path, dpi=130)
-    plt.close(fig)
     return path
 
 
@@ -104,14 +99,14 @@ def difficulty_bars(models: Sequence[Model], path: Path) -> Path | None:
     tiers = tiers_of(models)
     if not tiers:
         return None
-    plt = _pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
+    fig = Figure(figsize=(10, 4.2), layout="constrained")
+    left, right = fig.subplots(1, 2)
     width = 0.8 / len(models)
     for k, (model, color) in enumerate(zip(models, _colors(len(models)), strict=True)):
         pooled = pooled_tiers(model)
         xs = [i + (k - (len(models) - 1) / 2) * width for i in range(len(tiers))]
-        lengths = [pooled.get(t, {}).get("mean_response_tokens", 0.0) for t in tiers]
-        accs = [pooled.get(t, {}).get("accuracy", 0.0) for t in tiers]
+        lengths = [pooled[t].mean_response_tokens if t in pooled else 0.0 for t in tiers]
+        accs = [pooled[t].accuracy if t in pooled else 0.0 for t in tiers]
         left.bar(xs, lengths, width, color=color, label=model.name)
         right.bar(xs, accs, width, color=color, label=model.name)
     for ax, label, title in (
@@ -126,41 +121,35 @@ def difficulty_bars(models: Sequence[Model], path: Path) -> Path | None:
     right.set_ylim(0, 105)
     left.legend(fontsize=8)
     fig.savefig(path, dpi=130)
-    plt.close(fig)
     return path
 
 
-def oaa_curve(records: Sequence[dict[str, Any]], t_max: int) -> tuple[list[float], list[float]]:
+def oaa_curve(records: Sequence[SampleRecord], t_max: int) -> tuple[list[float], list[float]]:
     """OAA_t (%) at evenly spaced budgets t in [0, t_max]."""
-    from traac import metrics
-    from traac.evaluation.runner import think_or_none
-
-    correct = [bool(r["correct"]) for r in records]
-    think = think_or_none(records)
+    correct = [r.correct for r in records]
+    think = [r.think_or_none for r in records]
     ts = [t_max * i / (CURVE_POINTS - 1) for i in range(CURVE_POINTS)]
-    return ts, [100.0 * metrics.oaa(correct, think, t) for t in ts]
+    return ts, [100.0 * oaa(correct, think, t) for t in ts]
 
 
 def oaa_curves(models: Sequence[Model], path: Path) -> Path:
-    plt = _pyplot()
     datasets = datasets_of(models)
     cols = min(3, len(datasets))
     rows = math.ceil(len(datasets) / cols)
-    fig, axes = plt.subplots(
-        rows, cols, figsize=(4.6 * cols, 3.6 * rows), squeeze=False, layout="constrained"
-    )
+    fig = Figure(figsize=(4.6 * cols, 3.6 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False)
     for k, dataset in enumerate(datasets):
         ax = axes[k // cols][k % cols]
         for model, color in zip(models, _colors(len(models)), strict=True):
             run = model.runs.get(dataset)
             records = run.records() if run else []
-            auc = run.summary["auc_oaa"] if run else 0.0
-            if run and "otb" in run.summary:  # OptimalThinkingBench: OAA is the overthinking half's
-                records = [r for r in records if r.get("data_source") == OTB_OVERTHINK]
-                auc = run.summary["otb"]["auc_oaa"]
+            auc = run.summary.overall.auc_oaa if run else 0.0
+            if run and run.summary.otb:  # OptimalThinkingBench: OAA is the overthinking half's
+                records = [r for r in records if r.data_source == OTB_OVERTHINK]
+                auc = run.summary.otb.auc_oaa
             if not records:
                 continue
-            ts, values = oaa_curve(records, int(run.summary["t_max"]))
+            ts, values = oaa_curve(records, run.summary.t_max)
             ax.plot(ts, values, color=color, label=f"{model.name} (AUC {auc:.1f})")
         ax.set_title(dataset)
         ax.set_xlabel(f"think budget t ({unit_of(models)})")
@@ -172,7 +161,6 @@ def oaa_curves(models: Sequence[Model], path: Path) -> Path:
         axes[k // cols][k % cols].set_visible(False)
     fig.suptitle(f"Overthinking-adjusted accuracy: right within t think {unit_of(models)}")
     fig.savefig(path, dpi=130)
-    plt.close(fig)
     return path
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from traac.errors import TraacError
-from traac.items import Item
+from traac.method.items import Item
 
 BOXED_INSTRUCTION = "Let's think step by step and output the final answer within \\boxed{}"
 LCR1_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}"
@@ -23,6 +23,7 @@ PROMPT_STYLES: dict[str, str | None] = {
     "l1-max": f"{BOXED_INSTRUCTION}. Think for maximum {L1_BUDGET} tokens.",
     "lc-r1": LCR1_INSTRUCTION,
     "adaptthink": None,
+    "question": None,  # the question alone: what the testbed model was taught
     "tokenskip": None,  # a whole raw template, see `build_prompt`
 }
 TOKENSKIP_RATIO = 0.5

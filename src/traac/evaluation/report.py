@@ -8,14 +8,15 @@ halves add the OTB table (AUC_OAA, UnderthinkingBench accuracy, F1).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from traac.common.tables import Table, fmt
 from traac.errors import TraacError
-from traac.evaluation.runner import SAMPLES_FILE, SUMMARY_JSON
+from traac.evaluation.records import TIER_ORDER, EvalSummary, SampleRecord
+from traac.evaluation.runner import SAMPLES_FILE, SUMMARY_JSON, SamplesFile, read_summary
+from traac.method.metrics import GroupStats
 
 
 @dataclass
@@ -24,22 +25,11 @@ class Run:
 
     path: Path
     dataset: str  # short label: a file's stem, else the spec
-    summary: dict[str, Any]
+    summary: EvalSummary
 
-    def records(self) -> list[dict[str, Any]]:
-        """The per-sample records (for curves); torn or foreign lines are skipped."""
-        out = []
-        path = self.path / SAMPLES_FILE
-        if not path.exists():
-            return out
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict) and "correct" in record and "think_tokens" in record:
-                out.append(record)
-        return out
+    def records(self) -> list[SampleRecord]:
+        """The per-sample records (for curves and distributions)."""
+        return list(SamplesFile(self.path / SAMPLES_FILE).read().values())
 
 
 @dataclass
@@ -89,14 +79,8 @@ def load_models(dirs: Sequence[Path], names: Sequence[str] | None = None) -> lis
 
 
 def _load_run(directory: Path) -> Run:
-    try:
-        summary = json.loads((directory / SUMMARY_JSON).read_text())
-        spec = summary["dataset"]
-    except (json.JSONDecodeError, KeyError, TypeError):
-        raise TraacError(
-            f"report: {directory / SUMMARY_JSON} is not a traac eval summary"
-        ) from None
-    return Run(path=directory, dataset=dataset_label(str(spec)), summary=summary)
+    summary = read_summary(directory)
+    return Run(path=directory, dataset=dataset_label(summary.dataset), summary=summary)
 
 
 def _row_name(directory: Path) -> str:
@@ -106,7 +90,7 @@ def _row_name(directory: Path) -> str:
 
 def unit_of(models: Sequence[Model]) -> str:
     """'tokens', or 'words' when every run counted whitespace words (no tokenizer)."""
-    units = {str(r.summary.get("length_unit", "")) for m in models for r in m.runs.values()}
+    units = {r.summary.length_unit for m in models for r in m.runs.values()}
     return "words" if units and all(u.startswith("whitespace") for u in units) else "tokens"
 
 
@@ -125,57 +109,47 @@ def _length(tokens: float) -> str:
 
 def averages(model: Model, datasets: Sequence[str]) -> tuple[float, float] | None:
     """(mean accuracy, mean length) over the datasets the model has; None if it has none."""
-    runs = [model.runs[d].summary for d in datasets if d in model.runs]
+    runs = [model.runs[d].summary.overall for d in datasets if d in model.runs]
     if not runs:
         return None
     return (
-        sum(s["accuracy"] for s in runs) / len(runs),
-        sum(s["mean_response_tokens"] for s in runs) / len(runs),
+        sum(s.accuracy for s in runs) / len(runs),
+        sum(s.mean_response_tokens for s in runs) / len(runs),
     )
 
 
-def main_table(models: Sequence[Model]) -> str:
+def main_table(models: Sequence[Model]) -> Table:
     """Acc / Len per dataset and the average; a model lacking a dataset shows '-' there and
     averages over the datasets it has (marked *)."""
     datasets = datasets_of(models)
-    head = (
-        "| Model | " + " | ".join(f"{d} Acc | {d} Len" for d in datasets) + " | Avg Acc | Avg Len |"
-    )
-    rule = "|---|" + "---:|---:|" * (len(datasets) + 1)
-    lines = [head, rule]
+    columns = [c for d in datasets for c in (f"{d} Acc", f"{d} Len")]
+    table = Table(["Model", *columns, "Avg Acc", "Avg Len"])
     for model in models:
         cells = []
         for d in datasets:
-            s = model.runs[d].summary if d in model.runs else None
-            cells += (
-                [f"{s['accuracy']:.2f}", _length(s["mean_response_tokens"])] if s else ["-", "-"]
-            )
+            s = model.runs[d].summary.overall if d in model.runs else None
+            cells += [fmt(s.accuracy, 2), _length(s.mean_response_tokens)] if s else ["-", "-"]
         avg = averages(model, datasets)
         mark = "*" if len(model.runs) < len(datasets) else ""
         cells += [f"{avg[0]:.2f}{mark}", _length(avg[1]) + mark] if avg else ["-", "-"]
-        lines.append(f"| {model.name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        table.add(model.name, *cells)
+    return table
 
 
-def change_table(models: Sequence[Model]) -> str:
+def change_table(models: Sequence[Model]) -> Table:
     """Each model against the first: accuracy in points, length in percent."""
     datasets = datasets_of(models)
     base = models[0]
-    head = (
-        "| Model | "
-        + " | ".join(f"{d} dAcc | {d} dLen" for d in datasets)
-        + " | Avg dAcc | Avg dLen |"
-    )
-    rule = "|---|" + "---:|---:|" * (len(datasets) + 1)
-    lines = [head, rule]
+    columns = [c for d in datasets for c in (f"{d} dAcc", f"{d} dLen")]
+    table = Table(["Model", *columns, "Avg dAcc", "Avg dLen"])
     for model in models[1:]:
         cells = []
         for d in datasets:
             if d in model.runs and d in base.runs:
-                a, b = model.runs[d].summary, base.runs[d].summary
+                a, b = model.runs[d].summary.overall, base.runs[d].summary.overall
                 cells += [
-                    _points(a["accuracy"] - b["accuracy"]),
-                    _percent(a["mean_response_tokens"], b["mean_response_tokens"]),
+                    _points(a.accuracy - b.accuracy),
+                    _percent(a.mean_response_tokens, b.mean_response_tokens),
                 ]
             else:
                 cells += ["-", "-"]
@@ -185,8 +159,8 @@ def change_table(models: Sequence[Model]) -> str:
             cells += [_points(mine[0] - theirs[0]), _percent(mine[1], theirs[1])]
         else:
             cells += ["-", "-"]
-        lines.append(f"| {model.name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        table.add(model.name, *cells)
+    return table
 
 
 def _points(delta: float) -> str:
@@ -197,72 +171,74 @@ def _percent(value: float, base: float) -> str:
     return f"{100.0 * (value - base) / base:+.1f}%" if base else "-"
 
 
-def otb_table(models: Sequence[Model]) -> str | None:
+def otb_table(models: Sequence[Model]) -> Table | None:
     """OverthinkingBench / UnderthinkingBench / F1 for runs that hold both halves."""
-    rows = []
+    table = Table(
+        ["Model", "Dataset", "Overthink Acc", "Overthink Len", "AUC_OAA", "Underthink Acc",
+         "Underthink Len", "F1"],
+        left=frozenset({0, 1}),
+    )  # fmt: skip
     for model in models:
         for dataset, run in model.runs.items():
-            otb = run.summary.get("otb")
+            otb = run.summary.otb
             if not otb:
                 continue
-            src = run.summary["by_source"]
+            src = run.summary.by_source
             over, under = src["otb-overthink"], src["otb-underthink"]
-            rows.append(
-                f"| {model.name} | {dataset} | {over['accuracy']:.2f} | "
-                f"{_length(over['mean_response_tokens'])} | {otb['auc_oaa']:.2f} | "
-                f"{under['accuracy']:.2f} | {_length(under['mean_response_tokens'])} | "
-                f"{otb['f1']:.2f} |"
-            )
-    if not rows:
-        return None
-    head = (
-        "| Model | Dataset | Overthink Acc | Overthink Len | AUC_OAA | Underthink Acc "
-        "| Underthink Len | F1 |"
-    )
-    return "\n".join([head, "|---|---|---:|---:|---:|---:|---:|---:|", *rows])
+            table.add(
+                model.name, dataset, fmt(over.accuracy, 2), _length(over.mean_response_tokens),
+                fmt(otb.auc_oaa, 2), fmt(under.accuracy, 2), _length(under.mean_response_tokens),
+                fmt(otb.f1, 2),
+            )  # fmt: skip
+    return table if table.rows else None
 
 
-def difficulty_table(models: Sequence[Model]) -> str | None:
+def difficulty_table(models: Sequence[Model]) -> Table | None:
     """Accuracy and length per difficulty tier, pooled over each model's runs."""
     tiers = tiers_of(models)
     if not tiers:
         return None
-    head = "| Model | " + " | ".join(f"{t} Acc | {t} Len" for t in tiers) + " |"
-    lines = [head, "|---|" + "---:|---:|" * len(tiers)]
+    table = Table(["Model", *[c for t in tiers for c in (f"{t} Acc", f"{t} Len")]])
     for model in models:
         pooled = pooled_tiers(model)
         cells = []
         for t in tiers:
             s = pooled.get(t)
-            cells += (
-                [f"{s['accuracy']:.2f}", _length(s["mean_response_tokens"])] if s else ["-", "-"]
-            )
-        lines.append(f"| {model.name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+            cells += [fmt(s.accuracy, 2), _length(s.mean_response_tokens)] if s else ["-", "-"]
+        table.add(model.name, *cells)
+    return table
 
 
 def tiers_of(models: Sequence[Model]) -> list[str]:
-    from traac.evaluation.runner import TIER_ORDER
-
     seen: set[str] = set()
     for model in models:
         for run in model.runs.values():
-            seen.update(run.summary.get("by_difficulty", {}))
+            seen.update(run.summary.by_difficulty)
     return sorted(seen, key=lambda t: (TIER_ORDER.index(t) if t in TIER_ORDER else 9, t))
 
 
-def pooled_tiers(model: Model) -> dict[str, dict[str, float]]:
+@dataclass(frozen=True)
+class TierStats:
+    """A tier pooled over a model's runs (weighted by samples)."""
+
+    accuracy: float
+    mean_response_tokens: float
+
+
+def pooled_tiers(model: Model) -> dict[str, TierStats]:
     """Per tier, accuracy and mean length over all of a model's runs (weighted by samples)."""
-    sums: dict[str, tuple[int, float, float]] = {}
+    sums: dict[str, list[GroupStats]] = {}
     for run in model.runs.values():
-        for tier, s in run.summary.get("by_difficulty", {}).items():
-            n, acc, length = sums.get(tier, (0, 0.0, 0.0))
-            k = s["n_samples"]
-            sums[tier] = (n + k, acc + s["accuracy"] * k, length + s["mean_response_tokens"] * k)
-    return {
-        tier: {"accuracy": acc / n, "mean_response_tokens": length / n}
-        for tier, (n, acc, length) in sums.items()
-    }
+        for tier, s in run.summary.by_difficulty.items():
+            sums.setdefault(tier, []).append(s)
+    out = {}
+    for tier, groups in sums.items():
+        n = sum(g.n_samples for g in groups)
+        out[tier] = TierStats(
+            accuracy=sum(g.accuracy * g.n_samples for g in groups) / n,
+            mean_response_tokens=sum(g.mean_response_tokens * g.n_samples for g in groups) / n,
+        )
+    return out
 
 
 def build_report(models: Sequence[Model]) -> str:
@@ -271,12 +247,12 @@ def build_report(models: Sequence[Model]) -> str:
         raise TraacError("report: no evaluation directories")
     unit = unit_of(models)
     parts = ["# Evaluation report", "", f"Accuracy (%) and mean response length ({unit}).", ""]
-    parts += [main_table(models), ""]
+    parts += [main_table(models).markdown(), ""]
     if len(models) > 1:
         parts += [
             f"Change against {models[0].name} (accuracy in points, length in percent):",
             "",
-            change_table(models),
+            change_table(models).markdown(),
             "",
         ]
     for title, table in (
@@ -284,8 +260,8 @@ def build_report(models: Sequence[Model]) -> str:
         ("OptimalThinkingBench:", otb_table(models)),
     ):
         if table:
-            parts += [title, "", table, ""]
-    units = {run.summary.get("length_unit") for model in models for run in model.runs.values()}
+            parts += [title, "", table.markdown(), ""]
+    units = {run.summary.length_unit for model in models for run in model.runs.values()}
     if len(units) > 1:
         parts += [f"Note: lengths are counted in different units: {'; '.join(sorted(units))}.", ""]
     return "\n".join(parts)

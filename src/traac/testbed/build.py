@@ -7,8 +7,6 @@ place, so concurrent callers wait for one build and an interrupted build leaves 
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import random
@@ -16,14 +14,24 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+import torch
+from datasets import Dataset
+from filelock import FileLock
+from transformers import GenerationConfig, PrinterCallback, Qwen3Config, Qwen3ForCausalLM
+from trl import SFTConfig, SFTTrainer
+
+from traac.common.models import TESTBED_NAMES, resolve_model_path
+from traac.common.progress import NullProgress, Progress, TrainerProgress, quiet_libraries
 from traac.errors import TraacError
 from traac.testbed.config import EVAL_SEED, RL_SEED, TestbedConfig, default_config
+from traac.testbed.measure import measure, teacher_stats
 from traac.testbed.problems import sft_entries
 from traac.testbed.tokenizer import EOS, PAD, THINK_CLOSE, build_tokenizer, render_prompts
-from traac.testbed.traces import Trace, teach
+from traac.testbed.traces import PROMPT_STYLE, Trace, teach
 
 CARD = "testbed_card.json"
 TOKENIZER_CORPUS = 4_000  # traces the BPE is trained on (the vocabulary is tiny)
@@ -39,38 +47,45 @@ def cache_path(config: TestbedConfig) -> Path:
     return cache_root() / f"{config.name}-seed{config.seed}-{config.hash()}"
 
 
-def ensure_testbed(quick: bool = False, seed: int = 0) -> Path:
+def resolve_model(model: str | None, progress: Progress | None = None) -> str:
+    """A model directory or hub id for a command's `--model`: `testbed` (the default, None) and
+    `testbed-quick` are built into the cache on first use; anything else is checked as a path
+    or hub id."""
+    if model is None or model in TESTBED_NAMES:
+        return str(ensure_testbed(quick=model == "testbed-quick", progress=progress))
+    return resolve_model_path(model)
+
+
+def ensure_testbed(quick: bool = False, seed: int = 0, progress: Progress | None = None) -> Path:
     """The testbed model directory, built into the cache on first use (seconds afterwards)."""
-    config = default_config(quick=quick, seed=seed)
-    return build_cached(config)
+    return build_cached(default_config(quick=quick, seed=seed), progress=progress)
 
 
-def build_cached(config: TestbedConfig, force: bool = False, console: Any = None) -> Path:
-    """Return the cache entry of `config`, building it if missing (or if `force`)."""
+def build_cached(
+    config: TestbedConfig, force: bool = False, progress: Progress | None = None
+) -> Path:
+    """Return the cache entry of `config`, building it if missing (or if `force`); concurrent
+    callers wait for one build (a file lock the OS releases if its holder dies)."""
     target = cache_path(config)
     if (target / CARD).exists() and not force:
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with _lock(target.with_name(target.name + ".lock")):
-        if (target / CARD).exists() and not force:
-            return target  # another process built it while we waited
-        build_testbed(target, config, force=True, console=console)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(target.with_name(target.name + ".lock"))
+        with lock:
+            if (target / CARD).exists() and not force:
+                return target  # another process built it while we waited
+            build_testbed(target, config, force=True, progress=progress)
+    except PermissionError as err:
+        raise TraacError(
+            f"testbed cache {target.parent}: not writable ({err.strerror}); set TRAAC_CACHE_DIR "
+            "to a writable directory"
+        ) from None
     return target
 
 
-@contextlib.contextmanager
-def _lock(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock (released by the OS if the process dies)."""
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def build_testbed(
-    output: Path, config: TestbedConfig, force: bool = False, console: Any = None
+    output: Path, config: TestbedConfig, force: bool = False, progress: Progress | None = None
 ) -> dict:
     """Build into `output` atomically: a sibling temporary directory renamed at the end."""
     output = Path(output).expanduser()
@@ -83,7 +98,8 @@ def build_testbed(
     work = Path(tempfile.mkdtemp(prefix=f".{output.name}.tmp-", dir=output.parent))
     work = work.rename(work.with_name(f"{work.name}-{os.getpid()}"))
     try:
-        card = _build_into(work, config, console)
+        with quiet_libraries():
+            card = _build_steps(work, config, progress or NullProgress())
         if output.exists():
             shutil.rmtree(output)
         work.rename(output)
@@ -137,8 +153,6 @@ def tokenize_records(records: list[dict], tokenizer: Any) -> Any:
     loss on the completion only), tokenized in one batched call instead of one example at a
     time: a minute of CPU saved per build on a busy 2-core machine.
     """
-    from datasets import Dataset
-
     completions = [r["completion"] + tokenizer.eos_token for r in records]
     prompt_ids = tokenizer([r["prompt"] for r in records], add_special_tokens=False)["input_ids"]
     completion_ids = tokenizer(completions, add_special_tokens=False)["input_ids"]
@@ -152,32 +166,20 @@ def tokenize_records(records: list[dict], tokenizer: Any) -> Any:
     )
 
 
-def _build_into(work: Path, config: TestbedConfig, console: Any) -> dict:
-    from traac.progress import make_console, quiet_libraries
-
-    console = console or make_console()
-    with quiet_libraries():
-        return _build_steps(work, config, console)
-
-
-def _build_steps(work: Path, config: TestbedConfig, console: Any) -> dict:
-    import torch
-
-    from traac.testbed.measure import measure, teacher_stats
-
+def _build_steps(work: Path, config: TestbedConfig, progress: Progress) -> dict:
     clock = _Clock()
     torch.manual_seed(config.seed)
-    with console.status("testbed: writing teacher traces and training the tokenizer"):
+    with progress.phase("testbed: writing teacher traces and training the tokenizer"):
         entries, traces = teacher_traces(config)
         tokenizer = build_tokenizer(_corpus(entries, traces), config.model.vocab_size)
         records = sft_records(entries, traces, tokenizer)
     clock.lap("data")
     model = _init_model(config, tokenizer)
-    train_info = _train(model, tokenizer, records, config, work, console)
+    train_info = _train(model, tokenizer, records, config, work, progress)
     model.save_pretrained(work)
     tokenizer.save_pretrained(work)
     clock.lap("train")
-    measured = measure(model, tokenizer, config, console)
+    measured = measure(model, tokenizer, config, progress)
     clock.lap("measure")
     card = {
         "config": config.to_dict(),
@@ -222,8 +224,6 @@ def _corpus(entries: list[dict], traces: list[Trace]) -> Iterator[str]:
 
 
 def _init_model(config: TestbedConfig, tokenizer: Any) -> Any:
-    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
-
     m = config.model
     model_config = Qwen3Config(
         vocab_size=len(tokenizer),
@@ -239,6 +239,7 @@ def _init_model(config: TestbedConfig, tokenizer: Any) -> Any:
         pad_token_id=tokenizer.convert_tokens_to_ids(PAD),
         bos_token_id=None,
     )
+    model_config.traac_prompt_style = PROMPT_STYLE  # what commands prompt it with
     model = Qwen3ForCausalLM(model_config)
     model.generation_config = GenerationConfig(
         eos_token_id=model_config.eos_token_id,
@@ -253,15 +254,14 @@ def _init_model(config: TestbedConfig, tokenizer: Any) -> Any:
 
 
 def _train(
-    model: Any, tokenizer: Any, records: list[dict], config: TestbedConfig, work: Path, console: Any
+    model: Any,
+    tokenizer: Any,
+    records: list[dict],
+    config: TestbedConfig,
+    work: Path,
+    progress: Progress,
 ) -> dict:
     """SFT with TRL's SFTTrainer: loss on the completion only, CPU, seeded."""
-    import torch
-    from transformers import PrinterCallback
-    from trl import SFTConfig, SFTTrainer
-
-    from traac.progress import RichProgressCallback
-
     t = config.train
     args = SFTConfig(
         output_dir=str(work / "trainer"),
@@ -285,16 +285,16 @@ def _train(
         data_seed=config.seed,
         dataloader_pin_memory=False,
     )
-    with console.status("testbed: tokenizing the SFT data"):
+    with progress.phase("testbed: tokenizing the SFT data"):
         trainer = SFTTrainer(
             model=model,
             args=args,
             train_dataset=tokenize_records(records, tokenizer),
             processing_class=tokenizer,
         )
-    trainer.remove_callback(PrinterCallback)  # the rich bar shows the loss instead
-    progress = RichProgressCallback(console, "SFT")
-    trainer.add_callback(progress)
+    trainer.remove_callback(PrinterCallback)  # the progress task shows the loss instead
+    bar = TrainerProgress(progress, "testbed SFT")
+    trainer.add_callback(bar)
     started = time.perf_counter()
     result = trainer.train()
     seconds = time.perf_counter() - started
@@ -303,9 +303,9 @@ def _train(
     return {
         "steps": result.global_step,
         "seconds": round(seconds, 1),
-        "final_loss": progress.last_loss,
+        "final_loss": bar.last_loss,
         "mean_loss": round(result.training_loss, 4),
-        "loss_history": progress.history,
+        "loss_history": bar.history,
         "parameters": sum(p.numel() for p in model.parameters()),
         "vocab_size": len(tokenizer),
         "think_close_id": tokenizer.convert_tokens_to_ids(THINK_CLOSE),
@@ -314,6 +314,4 @@ def _train(
 
 
 def _versions() -> dict[str, str]:
-    from importlib.metadata import version
-
     return {name: version(name) for name in ("torch", "transformers", "trl", "reasoning-gym")}

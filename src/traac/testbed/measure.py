@@ -13,10 +13,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
 
-from traac.compression import Compressor, TokenScores
-from traac.formats import ChatFormat
-from traac.items import Item
+from traac.common.progress import NullProgress, Progress
+from traac.evaluation.probe_report import LabelledResponse
+from traac.method.compression import Compressor, ScoreRequest, TokenScores
+from traac.method.formats import ChatFormat
+from traac.method.items import Item
+from traac.method.scoring import AttentionScorer
+from traac.method.settings import CompressionSettings
+from traac.method.verify import verify_many
 from traac.testbed.config import EVAL_SEED, TestbedConfig
 from traac.testbed.problems import make_items
 from traac.testbed.tokenizer import THINK_CLOSE, render_prompts
@@ -50,21 +56,18 @@ def generate(
     temperature: float,
     max_new_tokens: int,
     batch_size: int,
-    console: Any = None,
+    progress: Progress | None = None,
 ) -> list[Sample]:
-    """`samples` responses per item with `model.generate`, left-padded batches, rich progress."""
-    import torch
-
-    from traac.progress import make_progress
-
+    """`samples` responses per item with `model.generate`, left-padded batches."""
     jobs = [item for item in items for _ in range(samples)]
     prompts = render_prompts(tokenizer, [item.question for item in jobs])
     stop = {tokenizer.eos_token_id, tokenizer.pad_token_id}
     close_id = tokenizer.convert_tokens_to_ids(THINK_CLOSE)
     tokenizer.padding_side = "left"
     out: list[Sample] = []
-    with make_progress(console) as progress:
-        task = progress.add_task("sampling", total=len(jobs), info=f"T={temperature}")
+    with (progress or NullProgress()).task(
+        f"testbed: sampling, T={temperature}", len(jobs)
+    ) as task:
         for at in range(0, len(jobs), batch_size):
             batch = tokenizer(
                 prompts[at : at + batch_size],
@@ -88,7 +91,7 @@ def generate(
                 think = ids.index(close_id) if close_id in ids else len(ids)
                 text = tokenizer.decode(ids, skip_special_tokens=False)
                 out.append(Sample(item, text, len(ids), think))
-            progress.update(task, advance=len(new))
+            task.advance(len(new))
     return out
 
 
@@ -100,11 +103,16 @@ class _CachedScorer:
         self.tokenizer = scorer.tokenizer
         self.cache: dict[str, TokenScores] = {}
 
-    def score_texts(self, texts: Sequence[str]) -> list[TokenScores]:
-        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
+    @property
+    def gated(self) -> bool:
+        return self.scorer.gated
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[TokenScores]:
+        missing = {r.probe: r for r in requests if r.probe not in self.cache}
         if missing:
-            self.cache.update(zip(missing, self.scorer.score_texts(missing), strict=True))
-        return [self.cache[t] for t in texts]
+            found = self.scorer.score(list(missing.values()))
+            self.cache.update(zip(missing, found, strict=True))
+        return [self.cache[r.probe] for r in requests]
 
 
 def _quantiles(values: Sequence[float]) -> dict[str, float]:
@@ -118,11 +126,9 @@ def _quantiles(values: Sequence[float]) -> dict[str, float]:
 
 def probe(model: Any, tokenizer: Any, correct: dict[str, list[str]]) -> dict[str, Any]:
     """Attention-probe statistics on correct reasonings, per tier (TRAAC's default compressor)."""
-    from traac.scoring import AttentionScorer
-
     scorer = _CachedScorer(AttentionScorer(model, tokenizer, batch_size=64))
     default = Compressor(scorer)  # scope probe, gate 0.8, cap 0.8, as in training
-    per_step = Compressor(scorer, scope="reasoning")  # per-step scores of the reasoning alone
+    per_step = _reasoning_scope(scorer)  # per-step scores of the reasoning alone
     out: dict[str, Any] = {}
     ratios, lower = [], []
     for tier, reasonings in correct.items():
@@ -161,10 +167,11 @@ def probe(model: Any, tokenizer: Any, correct: dict[str, list[str]]) -> dict[str
 
 
 def _one_layer(model: Any, tokenizer: Any, layer: int) -> Compressor:
-    from traac.scoring import AttentionScorer
+    return _reasoning_scope(AttentionScorer(model, tokenizer, layers=[layer], batch_size=64))
 
-    scorer = AttentionScorer(model, tokenizer, layers=[layer], batch_size=64)
-    return Compressor(scorer, scope="reasoning")
+
+def _reasoning_scope(scorer: Any) -> Compressor:
+    return Compressor(scorer, ChatFormat(), CompressionSettings(step_scope="reasoning"))
 
 
 def _relative_scores(compressor: Compressor, reasonings: list[str]) -> dict[str, float]:
@@ -180,19 +187,47 @@ def _relative_scores(compressor: Compressor, reasonings: list[str]) -> dict[str,
     return {k: round(float(np.mean(v)), 4) for k, v in relative.items() if v}
 
 
-def measure(model: Any, tokenizer: Any, config: TestbedConfig, console: Any = None) -> dict:
+def labelled_responses(
+    model: Any,
+    tokenizer: Any,
+    per_tier: int,
+    samples: int,
+    seed: int = 0,
+    progress: Progress | None = None,
+    max_new_tokens: int = 200,
+) -> list[LabelledResponse]:
+    """The model's correct, well-formed responses (temperature 1) to fresh evaluation problems,
+    each step labelled by `step_kinds`: what the probe report scores."""
+    items = make_items("all", per_tier, EVAL_SEED, "eval")
+    torch.manual_seed(seed)
+    drawn = generate(model, tokenizer, items, samples, 1.0, max_new_tokens, 64, progress)
+    verdicts = verify_many([s.item for s in drawn], [s.text for s in drawn])
+    prompts = render_prompts(tokenizer, [s.item.question for s in drawn])
+    chat_format = ChatFormat()
+    out = []
+    for k, (sample, ok, prompt) in enumerate(zip(drawn, verdicts, prompts, strict=True)):
+        parsed = chat_format.parse(sample.text)
+        if ok and parsed.well_formed and parsed.reasoning.strip():
+            labels = tuple(step_kinds(parsed.reasoning))
+            tier = sample.item.difficulty or "all"
+            out.append(
+                LabelledResponse(
+                    f"{sample.item.id}#{k}", prompt, parsed.reasoning, labels, sample.item, tier
+                )
+            )
+    return out
+
+
+def measure(
+    model: Any, tokenizer: Any, config: TestbedConfig, progress: Progress | None = None
+) -> dict:
     """The properties the issue asks of a built testbed, with pass/fail against the targets."""
-    import torch
-
-    from traac.progress import make_console
-    from traac.verify import verify_many
-
-    console = console or make_console()
+    progress = progress or NullProgress()
     m = config.measure
     items = make_items("all", m.n_per_tier, EVAL_SEED, "eval", config.tiers)
     torch.manual_seed(config.seed + 1)
     samples = generate(
-        model, tokenizer, items, m.samples, m.temperature, m.max_new_tokens, m.batch_size, console
+        model, tokenizer, items, m.samples, m.temperature, m.max_new_tokens, m.batch_size, progress
     )
     verdicts = verify_many([s.item for s in samples], [s.text for s in samples])
     chat_format = ChatFormat()
@@ -214,7 +249,7 @@ def measure(model: Any, tokenizer: Any, config: TestbedConfig, console: Any = No
         correct[tier] = [
             p.reasoning for p, ok in zip(parsed, right, strict=True) if ok and p.well_formed
         ]
-    with console.status("testbed: attention probe on the correct responses"):
+    with progress.phase("testbed: attention probe on the correct responses"):
         probed = probe(model, tokenizer, correct)
     return {
         "problems_per_tier": m.n_per_tier,

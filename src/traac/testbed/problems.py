@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import parse_qsl
 
+from reasoning_gym.arithmetic.chain_sum import ChainSumConfig, ChainSumDataset
+
 from traac.errors import TraacError
-from traac.items import Item
+from traac.method.items import Item
 from traac.testbed.config import EVAL_SEED, EVAL_SHARE, RL_SEED, RL_SHARE, TierConfig
 
 Split = Literal["sft", "rl", "eval"]
@@ -66,8 +68,6 @@ def draw_entries(
     min_terms: int, max_terms: int, digits: int, seed: int, label: str
 ) -> Iterator[dict[str, Any]]:
     """An endless seeded stream of reasoning-gym chain_sum entries (repeats possible)."""
-    from reasoning_gym.arithmetic.chain_sum import ChainSumConfig, ChainSumDataset
-
     size = 1 << 30
     dataset = ChainSumDataset(
         ChainSumConfig(

@@ -12,6 +12,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast
+
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
 PAD = "<|pad|>"
@@ -32,9 +35,6 @@ CHAT_TEMPLATE = (
 
 def build_tokenizer(corpus: Iterable[str], vocab_size: int) -> Any:
     """Train the BPE on `corpus` and wrap it as a fast Hugging Face tokenizer."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
     core = Tokenizer(models.BPE())
     core.pre_tokenizer = pre_tokenizers.Sequence(
         [

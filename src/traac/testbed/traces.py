@@ -21,8 +21,8 @@ import random
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from traac.formats import AUX_PROMPT, ChatFormat
-from traac.segmentation import split_steps
+from traac.method.formats import AUX_PROMPT, ChatFormat
+from traac.method.segmentation import split_steps
 from traac.testbed.config import TeacherConfig
 from traac.testbed.problems import Chain
 
@@ -30,6 +30,7 @@ CONCLUSION = "So the answer is"
 GUESS = "Hmm, the rest is long, so I will estimate."
 StepKind = Literal["compute", "conclude", "recheck"]  # key steps: compute and conclude
 QWEN3_FORMAT = ChatFormat()  # the response opens and closes the think block
+PROMPT_STYLE = "question"  # the model is taught bare questions (evaluation.prompts)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,136 @@
+"""Load a causal LM and its tokenizer by local path or hub id.
+
+Every command accepts the same model, device and dtype arguments, checked before any weight is
+read; errors are one line naming the model and the fix. (The name `testbed` is resolved one layer
+up, by `traac.testbed.build.resolve_model`, which builds it if needed.) A model may carry the
+prompt style it was trained with (`traac_prompt_style` in its `config.json`), which evaluation
+and generation use unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+from traac.common.threads import set_threads
+from traac.errors import TraacError
+
+TESTBED_NAMES = ("testbed", "testbed-quick")
+PROMPT_STYLE_KEY = "traac_prompt_style"
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def resolve_model_path(model: str) -> str:
+    """A local model directory (checked) or a hub id."""
+    if model in TESTBED_NAMES:
+        raise TraacError(
+            f"model {model!r}: the testbed is resolved by traac.testbed.build.resolve_model"
+        )
+    if not model.strip():
+        raise TraacError("model: empty; pass a model directory, a hub id or testbed")
+    path = Path(model).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise TraacError(f"model {model!r} is a file; pass the model's directory")
+        if not (path / "config.json").exists():
+            raise TraacError(f"model {model!r}: no config.json in that directory")
+        return str(path)
+    if model.startswith((".", "/", "~")) or model.count("/") > 1:
+        raise TraacError(f"model {model!r}: no such directory")
+    return model  # a hub id; loading says if it is unreachable
+
+
+def load_config(model: str) -> Any:
+    """The model's config (no weights); a broken config.json is one line naming it."""
+    path = resolve_model_path(model)
+    try:
+        return AutoConfig.from_pretrained(path)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise TraacError(f"model {model!r}: cannot read its config ({_first_line(err)})") from None
+
+
+def prompt_style_of(model: str) -> str | None:
+    """The prompt style a local model was trained with, if it says (never loads weights)."""
+    path = Path(resolve_model_path(model)) / "config.json"
+    if not path.is_file():
+        return None
+    try:
+        style = json.loads(path.read_text()).get(PROMPT_STYLE_KEY)
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        return None
+    return style if isinstance(style, str) else None
+
+
+def resolve_device(name: str | None) -> torch.device:
+    """`auto`/None: cuda if a GPU is visible, else cpu; a named device must exist here."""
+    if name in (None, "", "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError):
+        raise TraacError(
+            f"--device {name!r}: not a device; use cpu, cuda, cuda:N or auto"
+        ) from None
+    if device.type == "cuda":
+        count = torch.cuda.device_count()
+        if not count:
+            raise TraacError(f"--device {name}: no CUDA GPU is visible here; use --device cpu")
+        if device.index is not None and device.index >= count:
+            raise TraacError(f"--device {name}: only {count} GPU(s) visible (cuda:0..{count - 1})")
+    elif device.type != "cpu" and not _backend_available(device.type):
+        raise TraacError(f"--device {name}: the {device.type} backend is not available here")
+    return device
+
+
+def _backend_available(kind: str) -> bool:
+    backend = getattr(torch, kind, None) or getattr(torch.backends, kind, None)
+    return bool(getattr(backend, "is_available", lambda: False)())
+
+
+def resolve_dtype(name: str | None, device: torch.device) -> torch.dtype:
+    """`None`: bfloat16 on a GPU, float32 elsewhere; else one of DTYPES."""
+    if name is None:
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    if name not in DTYPES:
+        raise TraacError(f"--dtype {name!r}: use one of {', '.join(DTYPES)}")
+    return DTYPES[name]
+
+
+def load_tokenizer(model: str) -> Any:
+    path = resolve_model_path(model)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise TraacError(
+            f"model {model!r}: cannot load its tokenizer ({_first_line(err)})"
+        ) from None
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load_model(
+    model: str,
+    *,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+    num_threads: int | None = None,
+) -> Any:
+    """The model in eval mode on `device` (auto), in `dtype` (see `resolve_dtype`)."""
+    path = resolve_model_path(model)
+    target = device if isinstance(device, torch.device) else resolve_device(device)
+    try:
+        lm = AutoModelForCausalLM.from_pretrained(path, dtype=dtype or resolve_dtype(None, target))
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise TraacError(f"model {model!r}: cannot load it ({_first_line(err)})") from None
+    set_threads(num_threads)
+    return lm.to(target).eval()
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__

@@ -1,0 +1,183 @@
+"""Progress without a UI library: what long library work reports through.
+
+Library code never draws. It takes a `Progress` and opens tasks on it; the commands pass a rich
+one on a terminal and `LogProgress` elsewhere (nohup, a batch scheduler, `| tee`), which logs a
+plain line at a steady pace: done/total, rate, time left. `TrainerProgress` drives either from
+a transformers `Trainer` (SFT and GRPO alike).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+import warnings
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+import datasets
+from transformers import TrainerCallback
+from transformers.utils import logging as hf_logging
+
+logger = logging.getLogger(__name__)
+
+
+class Task(Protocol):
+    """One counted piece of work."""
+
+    def advance(self, n: int = 1) -> None: ...
+
+    def update(self, *, completed: int | None = None, info: str | None = None) -> None: ...
+
+
+class Progress(Protocol):
+    """Where long work reports: counted tasks, and phases with no count."""
+
+    def task(self, description: str, total: int | None, completed: int = 0) -> Any:
+        """A context manager yielding a `Task`."""
+        ...
+
+    def phase(self, description: str) -> Any:
+        """A context manager around work that has no count."""
+        ...
+
+
+class _NullTask:
+    def advance(self, n: int = 1) -> None:
+        pass
+
+    def update(self, *, completed: int | None = None, info: str | None = None) -> None:
+        pass
+
+
+class NullProgress:
+    """Reports nothing (library calls without a UI, tests)."""
+
+    @contextlib.contextmanager
+    def task(self, description: str, total: int | None, completed: int = 0) -> Iterator[Task]:
+        yield _NullTask()
+
+    @contextlib.contextmanager
+    def phase(self, description: str) -> Iterator[None]:
+        yield
+
+
+class _LogTask:
+    """Counts, and logs a line when `interval` seconds have passed since the last one."""
+
+    def __init__(self, description: str, total: int | None, completed: int, interval: float):
+        self.description = description
+        self.total = total
+        self.start_count = self.completed = completed
+        self.info = ""
+        self.interval = interval
+        self.started = self.last = time.monotonic()
+
+    def advance(self, n: int = 1) -> None:
+        self.update(completed=self.completed + n)
+
+    def update(self, *, completed: int | None = None, info: str | None = None) -> None:
+        if completed is not None:
+            self.completed = completed
+        if info is not None:
+            self.info = info
+        if time.monotonic() - self.last >= self.interval:
+            self.log()
+
+    def log(self, final: bool = False) -> None:
+        self.last = time.monotonic()
+        elapsed = self.last - self.started
+        done = self.completed - self.start_count
+        rate = done / elapsed if elapsed > 0 else 0.0
+        parts = [f"{self.description}: {self.completed}" + (f"/{self.total}" if self.total else "")]
+        if self.total:
+            parts[0] += f" ({100 * self.completed / self.total:.0f}%)"
+        parts.append(f"{elapsed:.0f} s elapsed")
+        if rate > 0:
+            parts.append(f"{rate:.3g}/s")
+            if self.total and not final:
+                parts.append(f"about {(self.total - self.completed) / rate:.0f} s left")
+        if self.info:
+            parts.append(self.info)
+        logger.info(", ".join(parts))
+
+
+class LogProgress:
+    """Plain progress lines through `logging`, one every `interval` seconds per task, and a
+    closing line: what a log file needs to tell how far a job has come."""
+
+    def __init__(self, interval: float = 30.0) -> None:
+        self.interval = interval
+
+    @contextlib.contextmanager
+    def task(self, description: str, total: int | None, completed: int = 0) -> Iterator[Task]:
+        task = _LogTask(description, total, completed, self.interval)
+        logger.info(f"{description}: started" + (f", {total} to do" if total else ""))
+        try:
+            yield task
+        finally:
+            task.log(final=True)
+
+    @contextlib.contextmanager
+    def phase(self, description: str) -> Iterator[None]:
+        started = time.monotonic()
+        logger.info(f"{description} ...")
+        yield
+        logger.info(f"{description}: done in {time.monotonic() - started:.1f} s")
+
+
+class TrainerProgress(TrainerCallback):
+    """One progress task over a Trainer's optimizer steps, showing the latest loss (and, under
+    GRPO, mean reward and completion length); keeps the loss history for reports."""
+
+    SHOWN = (("loss", "loss"), ("reward", "reward"), ("completions/mean_length", "length"))
+
+    def __init__(self, progress: Progress, label: str) -> None:
+        self.progress = progress
+        self.label = label
+        self._context: Any = None
+        self._task: Task | None = None
+        self.last_loss: float | None = None
+        self.history: list[tuple[int, float]] = []  # (step, loss) at every log
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.is_local_process_zero:
+            self._context = self.progress.task(self.label, state.max_steps, state.global_step)
+            self._task = self._context.__enter__()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self._task is not None:
+            self._task.update(completed=state.global_step)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not logs:
+            return
+        if "loss" in logs:
+            self.last_loss = round(float(logs["loss"]), 4)
+            self.history.append((state.global_step, self.last_loss))
+        shown = [f"{name} {float(logs[k]):.3g}" for k, name in self.SHOWN if k in logs]
+        if shown and self._task is not None:
+            self._task.update(info="  ".join(shown))
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self._context is not None:
+            self._context.__exit__(None, None, None)
+            self._context = self._task = None
+
+
+@contextlib.contextmanager
+def quiet_libraries() -> Iterator[None]:
+    """Silence the libraries' own tqdm bars and deprecation notices while ours report."""
+    datasets_on = not datasets.are_progress_bars_disabled()
+    transformers_on = hf_logging.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    hf_logging.disable_progress_bar()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            yield
+    finally:
+        if datasets_on:
+            datasets.enable_progress_bars()
+        if transformers_on:
+            hf_logging.enable_progress_bar()

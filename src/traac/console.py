@@ -1,0 +1,178 @@
+"""What the commands show a person: rich on a terminal, plain lines everywhere else.
+
+Only `traac.commands` imports this module; the library reports through `traac.common.progress`
+and `logging`, and returns tables (`traac.common.tables.Table`) for the commands to draw.
+Progress and logs go to stderr, so a command's stdout stays for its results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.progress import Progress as RichBars
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from traac.common.progress import LogProgress, Progress
+from traac.common.tables import Table
+from traac.method.compression import CompressionResult, StepRecord
+
+PREVIEW_CHARS = 60
+
+
+def make_console(stderr: bool = True, record: bool = False) -> Console:
+    return Console(stderr=stderr, record=record)
+
+
+def setup_logging(console: Console | None = None) -> None:
+    """traac's own log lines on stderr: rich on a terminal, plain `time level message` else."""
+    root = logging.getLogger("traac")
+    if root.handlers:
+        return
+    console = console or make_console()
+    if console.is_terminal:
+        handler: logging.Handler = RichHandler(console=console, show_path=False, markup=False)
+    else:
+        handler = _Stderr()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    root.propagate = False
+
+
+class _Stderr(logging.StreamHandler):
+    """A stream handler on whatever `sys.stderr` is when it writes (tools and tests swap it)."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
+class RichProgress:
+    """`traac.common.progress.Progress` drawn as rich bars (one live display at a time)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._bars: RichBars | None = None
+        self._open = 0
+
+    @contextlib.contextmanager
+    def _live(self) -> Iterator[RichBars]:
+        if self._bars is None:
+            self._bars = RichBars(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                TextColumn("{task.fields[info]}"),
+                console=self.console,
+            )
+            self._bars.start()
+        self._open += 1
+        try:
+            yield self._bars
+        finally:
+            self._open -= 1
+            if not self._open:
+                self._bars.stop()
+                self._bars = None
+
+    @contextlib.contextmanager
+    def task(self, description: str, total: int | None, completed: int = 0) -> Iterator[Any]:
+        with self._live() as bars:
+            # `info` from the start: on a terminal add_task draws the bars at once
+            task_id = bars.add_task(description, total=total, completed=completed, info="")
+            yield _RichTask(bars, task_id)
+
+    @contextlib.contextmanager
+    def phase(self, description: str) -> Iterator[None]:
+        with self.console.status(description):
+            yield
+
+
+class _RichTask:
+    def __init__(self, bars: RichBars, task_id: Any) -> None:
+        self.bars = bars
+        self.task_id = task_id
+        self.bars.update(task_id, info="")
+
+    def advance(self, n: int = 1) -> None:
+        self.bars.advance(self.task_id, n)
+
+    def update(self, *, completed: int | None = None, info: str | None = None) -> None:
+        fields: dict[str, Any] = {}
+        if completed is not None:
+            fields["completed"] = completed
+        if info is not None:
+            fields["info"] = info
+        self.bars.update(self.task_id, **fields)
+
+
+def make_progress(console: Console | None = None) -> Progress:
+    """Bars on a terminal; off one (nohup, a scheduler, `| tee`), steady plain log lines."""
+    console = console or make_console()
+    setup_logging(console)
+    return RichProgress(console) if console.is_terminal else LogProgress()
+
+
+def print_table(console: Console, table: Table) -> None:
+    """A `Table` as a rich table (cells are data, never markup)."""
+    out = RichTable(title=Text(table.title) if table.title else None, title_justify="left")
+    for k, column in enumerate(table.columns):
+        out.add_column(Text(column), justify="left" if k in table.left else "right")
+    for row in table.rows:
+        out.add_row(*(Text(str(cell)) for cell in row))
+    console.print(out)
+
+
+def print_steps(
+    console: Console,
+    title: str,
+    result: CompressionResult,
+    steps: Sequence[StepRecord],
+    scope: str,
+) -> None:
+    """The step table of one compressed trace (score, kept or evicted, a preview), then u, e
+    and the token counts."""
+    table = RichTable(title=Text(title), title_justify="left")
+    for column, justify in (("step", "right"), ("tokens", "right"), ("score", "right")):
+        table.add_column(column, justify=justify)
+    table.add_column("status")
+    table.add_column("text")
+    for step in steps:
+        preview = Text(step.text.replace("\n", "⏎"))
+        if len(preview) > PREVIEW_CHARS:
+            preview = Text(preview.plain[: PREVIEW_CHARS - 1] + "…")
+        if scope == "probe":  # the edge steps' scores also cover the probe's own text
+            if step.index == 0:
+                preview = Text("[opener] ", style="dim") + preview
+            if step.index == len(steps) - 1:
+                preview.append(" [+ auxiliary prompt, closer]", style="dim")
+        status = Text("kept", style="green") if step.kept else Text("evicted", style="red")
+        table.add_row(str(step.index), str(step.tokens), f"{step.score:.4g}", status, preview)
+    console.print(table)
+    console.print(Text(result.summary_line()))
+
+
+def print_lines(console: Console, lines: Sequence[str]) -> None:
+    """Plain lines (model text included) with no markup interpretation."""
+    for line in lines:
+        console.print(line, markup=False, highlight=False)

@@ -1,0 +1,75 @@
+"""Training data: problems (`Item`s) as the `datasets.Dataset` TRL's GRPOTrainer reads.
+
+One row per problem: the `prompt` TRL samples from, plus the columns the rewards and the TRAAC
+step need to verify a response (`answer`, `verifier`, `entry`, `data_source`, `id`). The
+reasoning-gym `entry` is stored as JSON text because entries of different tasks have different
+shapes, which an Arrow column cannot hold.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from datasets import Dataset
+
+from traac.data.datasets import load_items
+from traac.errors import TraacError
+from traac.method.items import Item
+from traac.testbed.problems import parse_spec
+
+COLUMNS = ("prompt", "id", "answer", "verifier", "data_source", "difficulty", "entry")
+
+
+def items_to_dataset(
+    items: Sequence[Item], *, prompt_suffix: str = "", conversational: bool = True
+) -> Any:
+    """A `datasets.Dataset` of `items`; prompts are chat messages unless `conversational=False`.
+
+    `prompt_suffix` is appended to every question (the paper's "Let's think step by step ...").
+    """
+    if not items:
+        raise TraacError("training data: no problems to train on")
+
+    def prompt(item: Item) -> Any:
+        text = f"{item.question}{prompt_suffix}"
+        return [{"role": "user", "content": text}] if conversational else text
+
+    rows = {
+        "prompt": [prompt(i) for i in items],
+        "id": [i.id for i in items],
+        "answer": [i.answer for i in items],
+        "verifier": [i.verifier for i in items],
+        "data_source": [i.data_source for i in items],
+        "difficulty": [i.difficulty or "" for i in items],
+        "entry": [json.dumps(i.entry) if i.entry else "" for i in items],
+    }
+    return Dataset.from_dict(rows)
+
+
+def item_from_row(row: Mapping[str, Any]) -> Item:
+    """The `Item` a dataset row (or a reward function's per-sample kwargs) describes."""
+    missing = [c for c in ("id", "answer", "verifier") if c not in row]
+    if missing:
+        raise TraacError(f"training data: a row lacks the column(s) {', '.join(missing)}")
+    entry = row.get("entry") or None
+    if isinstance(entry, str):
+        entry = json.loads(entry)
+    return Item(
+        id=str(row["id"]),
+        question="",
+        answer=str(row["answer"]),
+        verifier=row["verifier"],
+        data_source=row.get("data_source") or "default",
+        difficulty=row.get("difficulty") or None,
+        entry=entry,
+    )
+
+
+def load_training_items(spec: str) -> list[Item]:
+    """Training problems named by `spec`: `testbed[:TIER][?n=N&seed=S]` (RL pool by default),
+    or any name the evaluation loader knows."""
+    if spec.split(":")[0].split("?")[0] == "testbed":
+        return parse_spec(spec, split="rl")
+    return load_items(spec)

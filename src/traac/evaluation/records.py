@@ -1,0 +1,256 @@
+"""What an evaluation produces, as typed records: one `SampleRecord` per line of `samples.jsonl`,
+one `EvalSummary` in `summary.json`. The runner writes them; reports, plots and the demo read
+them back through `from_json`, so no file spells their keys by hand.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from traac.common.tables import Table, fmt
+from traac.data.datasets import OTB_OVERTHINK, OTB_UNDERTHINK
+from traac.errors import TraacError
+from traac.method.metrics import GroupStats, by_group, group_stats, otb_f1
+
+TIER_ORDER = ("easy", "medium", "hard")
+SUMMARY_VERSION = 2
+
+
+@dataclass(frozen=True)
+class SampleRecord:
+    """One (item, sample) of an evaluation. `extra` holds fields a backend adds (test-time
+    compression's token counts); they are written flat beside the others."""
+
+    id: str
+    sample: int
+    response: str
+    correct: bool
+    response_tokens: int
+    think_tokens: int  # tokens before the first closer; the whole response if it never closed
+    closed: bool
+    data_source: str = "default"
+    difficulty: str | None = None
+    prompt: str | None = None
+    extracted: str | None = None
+    task: str | None = None
+    finish_reason: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.id, self.sample)
+
+    @property
+    def think_or_none(self) -> int | None:
+        """Think length as the OAA metrics read it: None where the block never closed."""
+        return self.think_tokens if self.closed else None
+
+    def to_json(self) -> dict[str, Any]:
+        row = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        return {**row, **self.extra}
+
+    @classmethod
+    def from_json(cls, row: Mapping[str, Any]) -> SampleRecord:
+        """A record from its JSON object; KeyError/TypeError when a required field is missing."""
+        names = {f.name for f in fields(cls)} - {"extra"}
+        known = {k: v for k, v in row.items() if k in names}
+        extra = {k: v for k, v in row.items() if k not in names}
+        record = cls(**known, extra=extra)
+        if not isinstance(record.id, str) or not isinstance(record.sample, int):
+            raise TypeError("id must be text and sample an integer")
+        return record
+
+
+@dataclass(frozen=True)
+class OTBScore:
+    """OptimalThinkingBench: AUC_OAA on its overthinking half, accuracy on its underthinking
+    half, and their F1 (all in percent)."""
+
+    auc_oaa: float
+    underthink_accuracy: float
+    f1: float
+
+
+@dataclass(frozen=True)
+class EvalSummary:
+    """The numbers of one evaluation run (accuracy and rates in percent)."""
+
+    dataset: str
+    model: str
+    overall: GroupStats
+    t_max: int
+    length_unit: str
+    accuracy_by_sample: dict[int, float]  # sample index -> accuracy over the items
+    accuracy_std_over_samples: float
+    by_difficulty: dict[str, GroupStats] = field(default_factory=dict)
+    by_source: dict[str, GroupStats] = field(default_factory=dict)
+    by_task: dict[str, GroupStats] = field(default_factory=dict)
+    otb: OTBScore | None = None
+    truncated_rate: float | None = None
+    notes: list[str] = field(default_factory=list)
+    version: int = SUMMARY_VERSION
+
+    @property
+    def in_tokens(self) -> bool:
+        return self.length_unit.startswith("tokens")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str = "summary") -> EvalSummary:
+        try:
+            if data.get("version") != SUMMARY_VERSION:
+                raise KeyError("version")
+
+            def groups(key: str) -> dict[str, GroupStats]:
+                return {k: GroupStats(**v) for k, v in data.get(key, {}).items()}
+
+            otb = data.get("otb")
+            return cls(
+                dataset=data["dataset"],
+                model=data["model"],
+                overall=GroupStats(**data["overall"]),
+                t_max=int(data["t_max"]),
+                length_unit=data["length_unit"],
+                accuracy_by_sample={int(k): v for k, v in data["accuracy_by_sample"].items()},
+                accuracy_std_over_samples=data["accuracy_std_over_samples"],
+                by_difficulty=groups("by_difficulty"),
+                by_source=groups("by_source"),
+                by_task=groups("by_task"),
+                otb=OTBScore(**otb) if otb else None,
+                truncated_rate=data.get("truncated_rate"),
+                notes=list(data.get("notes", [])),
+            )
+        except (KeyError, TypeError, AttributeError, ValueError):
+            raise TraacError(
+                f"{where} is not a summary of this traac version; rerun `traac eval` into its "
+                "directory to rewrite it (finished samples are kept)"
+            ) from None
+
+
+def summarize(
+    records: Sequence[SampleRecord],
+    *,
+    dataset: str,
+    model: str,
+    t_max: int,
+    length_unit: str,
+    notes: Sequence[str] = (),
+) -> EvalSummary:
+    """Accuracy, lengths, closure and AUC_OAA overall and per tier, source and task where they
+    vary; the OptimalThinkingBench F1 when both of its halves are present."""
+    if not records:
+        raise TraacError("nothing to summarise: no samples")
+
+    def stats(rs: Sequence[SampleRecord]) -> GroupStats:
+        return group_stats(*_columns(rs), t_max)
+
+    def split(label: str) -> dict[str, GroupStats]:
+        kept = [r for r in records if getattr(r, label) is not None]
+        if not kept:
+            return {}
+        found = by_group([str(getattr(r, label)) for r in kept], *_columns(kept), t_max)
+        if label != "difficulty" and len(found) < 2:
+            return {}
+        order = sorted(found, key=lambda g: (TIER_ORDER.index(g) if g in TIER_ORDER else 9, g))
+        return {str(g): found[g] for g in order}
+
+    by_sample: dict[int, list[bool]] = {}
+    for r in records:
+        by_sample.setdefault(r.sample, []).append(r.correct)
+    per_run = {k: 100.0 * statistics.fmean(v) for k, v in sorted(by_sample.items())}
+    sources = split("data_source")
+    otb = None
+    if OTB_OVERTHINK in sources and OTB_UNDERTHINK in sources:
+        auc, acc_ut = sources[OTB_OVERTHINK].auc_oaa, sources[OTB_UNDERTHINK].accuracy
+        otb = OTBScore(auc, acc_ut, otb_f1(auc, acc_ut))
+    finished = [r for r in records if r.finish_reason is not None]
+    return EvalSummary(
+        dataset=dataset,
+        model=model,
+        overall=stats(records),
+        t_max=t_max,
+        length_unit=length_unit,
+        accuracy_by_sample=per_run,
+        accuracy_std_over_samples=statistics.stdev(per_run.values()) if len(per_run) > 1 else 0.0,
+        by_difficulty=split("difficulty"),
+        by_source=sources,
+        by_task=split("task"),
+        otb=otb,
+        truncated_rate=(
+            100.0 * statistics.fmean(r.finish_reason == "length" for r in finished)
+            if finished
+            else None
+        ),
+        notes=list(notes),
+    )
+
+
+def _columns(records: Sequence[SampleRecord]) -> tuple[list[str], list[bool], list[int], list]:
+    return (
+        [r.id for r in records],
+        [r.correct for r in records],
+        [r.response_tokens for r in records],
+        [r.think_or_none for r in records],
+    )
+
+
+def summary_table(summary: EvalSummary) -> Table:
+    """The headline numbers, then one row per tier, source and task."""
+    unit = "tokens" if summary.in_tokens else "words"
+    table = Table(
+        ["group", "items", "samples", "Acc (%)", f"Len ({unit})", f"Think ({unit})",
+         "closed (%)", "AUC_OAA (%)"],
+    )  # fmt: skip
+
+    def add(name: str, s: GroupStats) -> None:
+        table.add(
+            name, str(s.n_items), str(s.n_samples), fmt(s.accuracy, 2),
+            fmt(s.mean_response_tokens), fmt(s.mean_think_tokens), fmt(s.closed_rate),
+            fmt(s.auc_oaa, 2),
+        )  # fmt: skip
+
+    add("all", summary.overall)
+    for label, groups in (
+        ("difficulty", summary.by_difficulty),
+        ("source", summary.by_source),
+        ("task", summary.by_task),
+    ):
+        for group, s in groups.items():
+            add(f"{label}: {group}", s)
+    return table
+
+
+def summary_markdown(summary: EvalSummary, title: str) -> str:
+    """summary.md: the headline numbers, the table, then OTB, spread and notes."""
+    s = summary.overall
+    lines = [
+        f"# {title}",
+        "",
+        f"{s.n_items} items, {s.n_samples} samples; lengths in {summary.length_unit}; "
+        f"AUC_OAA with t_max = {summary.t_max}.",
+        "",
+        summary_table(summary).markdown(),
+    ]
+    if summary.otb:
+        o = summary.otb
+        lines += [
+            "",
+            f"OptimalThinkingBench: AUC_OAA {o.auc_oaa:.2f}, UnderthinkingBench accuracy "
+            f"{o.underthink_accuracy:.2f}, F1 {o.f1:.2f}",
+        ]
+    if len(summary.accuracy_by_sample) > 1:
+        runs = ", ".join(f"{a:.2f}" for a in summary.accuracy_by_sample.values())
+        lines += [
+            "",
+            f"Accuracy per sample index: {runs} (std {summary.accuracy_std_over_samples:.2f})",
+        ]
+    if summary.truncated_rate is not None:
+        lines += ["", f"Responses cut at max_new_tokens: {summary.truncated_rate:.1f}%"]
+    for note in summary.notes:
+        lines += ["", f"Note: {note}"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,739 @@
+"""Test-time attentive compression: think, prune the least attended steps, answer from the rest.
+
+The paper's inference-only variant (SPEC section 5, last point), for any model without training:
+decode until the think block closes, compress the reasoning at a fixed tau with compression.py's
+eviction rule (gate and cap included), then let the model write its answer from
+`prompt + chat_format.answer_prefix(compressed)`. A response that never closes its think block
+(end of sequence or token budget) is not compressed: it stands as generated.
+
+The probe reuses a KV cache built while decoding. The probe of compression.py holds no prompt
+(SPEC section 2), but the reasoning tokens in the decoding cache attended to the prompt, so
+their keys (from the second layer on) differ from those of a prompt-free forward: no cache that
+holds the prompt can give the probe's scores. So beside the decoding batch runs a prompt-free
+*probe cache* (`ProbeCache`): per sequence, the opener at position 0, then the tokens the model
+samples after it, fed in one batched forward whenever `probe_chunk` (32) of them are waiting.
+When a sequence emits the closer, only its last few (< 32) reasoning tokens, the separator, the
+auxiliary prompt and the closer run against that cache, and the closer's attention row is the
+one `AttentionScorer` computes over the whole probe text (the tests compare them to 1e-5). The
+suffix starts where the probe text's own tokenization departs from the cached tokens (usually
+at the unfed tail; a token earlier when the tokenizer merges across the boundary; earlier still
+if the model sampled a tokenization the tokenizer would not produce, or wrote the opener in
+other tokens), so the scores are exact whatever was sampled. Building the cache costs about one
+prefill of the reasoning, spread over decoding in chunks, and the decoding batch itself is left
+as it is; what is saved is the re-forward's latency after the closer (benchmarks/README.md).
+`probe="reforward"` keeps no probe cache and runs `AttentionScorer` once decoding is done.
+
+Prompts are exact model input text (chat template applied, as `traac eval` builds them);
+`render_prompt` makes one from a question or a message list. The model decodes exactly as
+without compression up to the closer (nothing is forced), so the comparison with plain
+generation isolates compression. The reasoning is what `ChatFormat.parse` calls it: the text
+after the first opener the model wrote (after the prompt's, for formats that open it there).
+The answer is then written from the prompt + the response up to and including that opener
+(normally just the opener: `answer_prefix(compressed)`) + the compressed reasoning + the closer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from transformers import DynamicCache, TemperatureLogitsWarper, TopPLogitsWarper
+
+from traac.errors import TraacError
+from traac.evaluation.generation import (
+    Generation,
+    Sampling,
+    _stop_ids,
+    check_sampling,
+    request_seed,
+)
+from traac.method.compression import (
+    CompressionResult,
+    Compressor,
+    ScoreRequest,
+    TokenScores,
+    count_tokens,
+)
+from traac.method.formats import ChatFormat, resolve_chat_format
+from traac.method.scoring import AttentionScorer, LayerSpec, capture_probe_rows
+from traac.method.settings import TEST_TIME_TAU, CompressionSettings
+
+DEFAULT_MAX_NEW_TOKENS = 1024
+DEFAULT_PROBE_CHUNK = 32  # tokens fed to the probe cache at once: <= 31 left for the closer
+ProbeMode = Literal["cached", "reforward"]
+PROBE_MODES: tuple[str, ...] = ("cached", "reforward")
+FinishReason = Literal["stop", "length"]
+# (input_ids so far, next-token logits) -> logits, as transformers' logits processors.
+LogitsProcessor = Callable[["torch.Tensor", "torch.Tensor"], "torch.Tensor"]
+TokenCallback = Callable[[int], None]  # tokens sampled in one decoding step (progress bars)
+
+
+@dataclass(frozen=True)
+class CompressedSample:
+    """One prompt's generation with test-time compression.
+
+    `compression` is None when the think block never closed (nothing compressed, `answer` empty,
+    `response` as generated). `token_ids` are the response's tokens after the prompt, as the
+    model read them when it answered: up to the opener, the compressed reasoning, the closer,
+    the answer. `reasoning_tokens` were sampled inside the think block (closer excluded);
+    `probe_tokens` is how many tokens the probe forward ran (0: no probe).
+    """
+
+    prompt: str
+    reasoning: str
+    compression: CompressionResult | None
+    answer: str
+    response: str
+    token_ids: tuple[int, ...]
+    finish_reason: FinishReason
+    reasoning_tokens: int
+    answer_tokens: int
+    probe_tokens: int
+    note: str = ""
+
+    @property
+    def closed(self) -> bool:
+        return self.compression is not None
+
+    @property
+    def compressed_reasoning(self) -> str:
+        return self.reasoning if self.compression is None else self.compression.text
+
+    @property
+    def tokens_before(self) -> int:
+        """Reasoning tokens before compression."""
+        return self.reasoning_tokens if self.compression is None else self.compression.tokens_before
+
+    @property
+    def tokens_after(self) -> int:
+        """Reasoning tokens the answer was written from."""
+        return self.reasoning_tokens if self.compression is None else self.compression.tokens_after
+
+    @property
+    def tokens_saved(self) -> int:
+        return self.tokens_before - self.tokens_after
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready record (steps with scores and whether each was kept)."""
+        comp = self.compression
+        steps = (
+            []
+            if comp is None
+            else [
+                {"text": s.text, "score": float(score), "kept": bool(kept)}
+                for s, score, kept in zip(comp.steps, comp.scores, comp.kept, strict=True)
+            ]
+        )
+        return {
+            "prompt": self.prompt,
+            "reasoning": self.reasoning,
+            "compressed_reasoning": self.compressed_reasoning,
+            "answer": self.answer,
+            "response": self.response,
+            "closed": self.closed,
+            "finish_reason": self.finish_reason,
+            "reasoning_tokens_before": self.tokens_before,
+            "reasoning_tokens_after": self.tokens_after,
+            "tokens_saved": self.tokens_saved,
+            "answer_tokens": self.answer_tokens,
+            "response_tokens": len(self.token_ids),
+            "uniformity": None if comp is None else comp.uniformity,
+            "eviction_fraction": None if comp is None else comp.eviction_fraction,
+            "steps_evicted": 0 if comp is None else comp.n_evicted,
+            "steps": steps,
+            "note": self.note,
+        }
+
+
+def render_prompt(tokenizer: Any, question: str | Sequence[dict[str, str]]) -> str:
+    """Model input for a question (one user turn) or a message list, through the tokenizer's
+    chat template with the generation prompt; a tokenizer without one gets the text as is."""
+    messages = [{"role": "user", "content": question}] if isinstance(question, str) else question
+    if not getattr(tokenizer, "chat_template", None):
+        if not isinstance(question, str):
+            raise TraacError("the tokenizer has no chat template to render a message list with")
+        return question
+    return tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+
+
+@dataclass
+class _Decoded:
+    """What one row of a decoding batch produced (the stop token excluded from `tokens`).
+
+    `open_at`: index in `tokens` where the reasoning starts (0 when the prompt opened the think
+    block; None when the model never wrote the opener: then all of `tokens` is reasoning).
+    """
+
+    tokens: list[int]
+    stop: Literal["close", "eos", "length"]
+    open_at: int | None = None
+    scores: TokenScores | None = None  # the cached probe's token scores (closed rows)
+    probe_text: str = ""
+    probe_tokens: int = 0
+    note: str = ""
+
+    @property
+    def preamble(self) -> list[int]:
+        """The tokens up to and including the opener."""
+        return self.tokens[: self.open_at or 0]
+
+    @property
+    def reasoning(self) -> list[int]:
+        return self.tokens[self.open_at or 0 :]
+
+
+@dataclass(frozen=True)
+class _StoredScores:
+    """A `Scorer` that answers with the attention scores computed during decoding."""
+
+    tokenizer: Any
+    scores: dict[str, TokenScores]
+    gated: bool = True
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[TokenScores]:
+        return [self.scores[r.probe] for r in requests]
+
+
+class _Sampler:
+    """Greedy at temperature 0, else temperature and nucleus sampling (transformers' warpers)
+    from one seeded generator."""
+
+    def __init__(
+        self,
+        temperature: float,
+        top_p: float,
+        seed: int,
+        processor: LogitsProcessor | None,
+        device: Any,
+    ) -> None:
+        check_sampling(temperature, top_p, None)
+        self.greedy = temperature == 0
+        self.processor = processor
+        self.warpers: list[Any] = []
+        if not self.greedy and temperature != 1:
+            self.warpers.append(TemperatureLogitsWarper(temperature))
+        if not self.greedy and top_p < 1:
+            self.warpers.append(TopPLogitsWarper(top_p))
+        self.generator = torch.Generator(device=device).manual_seed(seed)
+
+    def __call__(self, history: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+        if self.processor is not None:
+            logits = self.processor(history, logits)
+        if self.greedy:
+            return logits.argmax(dim=-1)
+        for warper in self.warpers:
+            logits = warper(history, logits)
+        probs = torch.softmax(logits, dim=-1)
+        return torch.multinomial(probs, 1, generator=self.generator).squeeze(1)
+
+
+class ProbeCache:
+    """The prompt-free KV cache of the think blocks being decoded, one row per live sequence:
+    the opener (positions from 0), then the tokens sampled after it, fed in one batched forward
+    whenever a row has `chunk` of them waiting (rows with fewer get masked columns), so building
+    it costs about one prefill of the reasoning and leaves at most `chunk - 1` tokens to run at
+    the closer. `chunk = 1` feeds every token as it is sampled."""
+
+    def __init__(self, model: Any, open_ids: list[int], rows: int, chunk: int) -> None:
+        self.model = model
+        self.open_ids = open_ids
+        self.chunk = chunk
+        self.fed = [0] * rows  # reasoning tokens held, per row
+        device = model.device
+        self.cache = DynamicCache(config=model.config)
+        self.mask = torch.ones((rows, len(open_ids)), dtype=torch.long, device=device)
+        model.base_model(
+            input_ids=torch.tensor([open_ids] * rows, device=device),
+            position_ids=torch.arange(len(open_ids), device=device).expand(rows, -1),
+            past_key_values=self.cache,
+            use_cache=True,
+        )
+
+    def select(self, index: torch.Tensor) -> None:
+        """Keep only these rows (those still decoding)."""
+        self.cache.batch_select_indices(index)
+        self.mask = self.mask[index]
+        self.fed = [self.fed[r] for r in index.tolist()]
+
+    def feed(self, reasonings: list[list[int]]) -> None:
+        """Run the waiting tokens of every row once some row has a chunk of them."""
+        waiting = [r[fed:] for r, fed in zip(reasonings, self.fed, strict=True)]
+        width = max(map(len, waiting))
+        if width < self.chunk:
+            return
+        device = self.model.device
+        ids = torch.zeros((len(waiting), width), dtype=torch.long, device=device)  # 0: masked
+        column = torch.zeros((len(waiting), width), dtype=torch.long, device=device)
+        for r, w in enumerate(waiting):
+            if w:
+                ids[r, width - len(w) :] = torch.tensor(w, device=device)
+                column[r, width - len(w) :] = 1
+        held = self.mask.sum(dim=1, keepdim=True)
+        positions = (held + column.cumsum(dim=1) - 1).clamp(min=0)
+        self.mask = torch.cat([self.mask, column], dim=1)
+        self.model.base_model(
+            input_ids=ids,
+            attention_mask=self.mask,
+            position_ids=positions,
+            past_key_values=self.cache,
+            use_cache=True,
+        )
+        self.fed = [fed + len(w) for fed, w in zip(self.fed, waiting, strict=True)]
+
+    def score(
+        self, row: int, reasoning: list[int], probe_ids: list[int], layers: LayerSpec
+    ) -> tuple[torch.Tensor, int]:
+        """The closer's attention row over `probe_ids` for row `row` (see `cached_probe_row`)."""
+        held = [*self.open_ids, *reasoning[: self.fed[row]]]
+        columns = self.mask[row].nonzero()[:, 0]
+        return cached_probe_row(self.model, self.cache, row, columns, held, probe_ids, layers)
+
+
+class CompressingGenerator:
+    """Generates with test-time attentive compression (see the module docstring).
+
+    `settings` are the compression settings (the attention scorer only: the closer's attention
+    is what the probe cache computes); `compress_tau` the fixed target rate. `probe`: `cached`
+    (a prompt-free cache built while decoding, fed every `probe_chunk` tokens; the default) or
+    `reforward` (the whole probe text through `AttentionScorer` after decoding); both give the
+    same scores.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        chat_format: ChatFormat | None = None,
+        *,
+        compress_tau: float = TEST_TIME_TAU,
+        settings: CompressionSettings | None = None,
+        probe: ProbeMode = "cached",
+        probe_chunk: int = DEFAULT_PROBE_CHUNK,
+        scorer_batch_size: int = 8,
+    ) -> None:
+        settings = settings or CompressionSettings()
+        if not 0.0 <= compress_tau <= 1.0:
+            raise TraacError(f"compress_tau: {compress_tau} must lie in [0, 1]")
+        if settings.scorer != "attention":
+            raise TraacError(
+                f"scorer {settings.scorer}: test-time compression reads the closer's attention; "
+                "use the attention scorer (traac compress scores with the others)"
+            )
+        if probe not in PROBE_MODES:
+            raise TraacError(f"probe {probe!r}: use one of {', '.join(PROBE_MODES)}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.chat_format = chat_format or resolve_chat_format("auto", tokenizer=tokenizer)
+        self.tau = compress_tau
+        self.aux_prompt = settings.aux_prompt
+        self.probe = probe
+        if probe_chunk < 1:
+            raise TraacError(f"probe_chunk {probe_chunk}: must be at least 1")
+        self.probe_chunk = probe_chunk
+        fmt = self.chat_format
+        layers = settings.probe_layers or "all"
+        self.scorer = AttentionScorer(
+            model, tokenizer, layers, scorer_batch_size, think_close=fmt.think_close
+        )
+        self.compressor = Compressor(self.scorer, fmt, settings)
+        config = model.config.get_text_config()
+        self.max_positions: int | None = getattr(config, "max_position_embeddings", None)
+        if probe == "cached" and _has_sliding_layers(model):
+            raise TraacError(
+                "probe 'cached': the model uses sliding-window attention, whose cache does not "
+                "hold the whole reasoning; use probe 'reforward'"
+            )
+        close = tokenizer.encode(fmt.think_close, add_special_tokens=False)
+        if len(close) != 1:
+            raise TraacError(
+                f"think closer {fmt.think_close!r} is {len(close)} tokens for this tokenizer; "
+                "test-time compression stops decoding on it, so it must be one token"
+            )
+        self.close_id = close[0]
+        self.open_ids = tokenizer.encode(fmt.think_open, add_special_tokens=False)
+        self.stop_ids = _stop_ids(model, tokenizer)
+        pad = tokenizer.pad_token_id
+        self.pad_id = pad if pad is not None else next(iter(self.stop_ids))
+
+    # ----------------------------------------------------------------------------------------
+
+    def generate(
+        self,
+        prompts: Sequence[str],
+        *,
+        max_new_tokens: int | None = None,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        seed: int = 0,
+        logits_processor: LogitsProcessor | None = None,
+        on_tokens: TokenCallback | None = None,
+    ) -> list[CompressedSample]:
+        """Think, compress, answer for one batch of prompts (exact model input text).
+
+        `max_new_tokens` bounds all sampled tokens of a response, think block and answer
+        together, so compression never gives the answer more room than the model would have had;
+        None: as many as fit the model's context, at most 1024.
+        """
+        if not prompts:
+            return []
+        for k, p in enumerate(prompts):
+            if not isinstance(p, str) or not p.strip():
+                raise TraacError(f"prompt {k}: empty; give the model some text to answer")
+        prompt_ids = [self.tokenizer.encode(p, add_special_tokens=False) for p in prompts]
+        longest = max(map(len, prompt_ids))
+        room = None if self.max_positions is None else self.max_positions - longest
+        if max_new_tokens is None:
+            max_new_tokens = (
+                DEFAULT_MAX_NEW_TOKENS if room is None else min(room, DEFAULT_MAX_NEW_TOKENS)
+            )
+        elif room is not None and max_new_tokens > room:
+            raise TraacError(
+                f"a prompt of {longest} tokens + max_new_tokens {max_new_tokens} exceeds the "
+                f"model's {self.max_positions} positions; lower max_new_tokens to at most {room}"
+            )
+        if max_new_tokens < 1:
+            raise TraacError(
+                f"max_new_tokens {max_new_tokens}: no room for a response (a prompt of "
+                f"{longest} tokens, {self.max_positions} positions)"
+            )
+        sampler = _Sampler(temperature, top_p, seed, logits_processor, self.model.device)
+        n = len(prompts)
+        with torch.no_grad():
+            think = self._decode(prompt_ids, [max_new_tokens] * n, sampler, on_tokens, think=True)
+            compressions = self._compress(think)
+            closed = [i for i in range(n) if compressions[i] is not None]
+            prefixes = {i: self._answer_prefix(think[i], compressions[i]) for i in closed}
+            answered = self._decode(
+                [prompt_ids[i] + prefixes[i] for i in closed],
+                [max_new_tokens - len(think[i].tokens) - 1 for i in closed],  # the closer too
+                sampler,
+                on_tokens,
+            )
+        answers = dict(zip(closed, answered, strict=True))
+        return [
+            self._sample(prompts[i], think[i], compressions[i], answers.get(i), prefixes.get(i))
+            for i in range(n)
+        ]
+
+    def _answer_prefix(self, think: _Decoded, comp: CompressionResult) -> list[int]:
+        """What follows the prompt when the model answers: its tokens up to the opener, the
+        compressed reasoning and the closer; where nothing was evicted, its own tokens (then
+        answering is a plain continuation)."""
+        if comp.text != comp.reasoning:
+            rest = self.tokenizer.encode(
+                comp.text + self.chat_format.think_close, add_special_tokens=False
+            )
+            return [*think.preamble, *rest]
+        return [*think.tokens, self.close_id]
+
+    def _sample(
+        self,
+        prompt: str,
+        think: _Decoded,
+        comp: CompressionResult | None,
+        answer: _Decoded | None,
+        prefix: list[int] | None,
+    ) -> CompressedSample:
+        reasoning = self._text(think.reasoning)
+        if comp is None or answer is None or prefix is None:  # never closed: as generated
+            return CompressedSample(
+                prompt=prompt,
+                reasoning=reasoning,
+                compression=None,
+                answer="",
+                response=self._text(think.tokens),
+                token_ids=tuple(think.tokens),
+                finish_reason="stop" if think.stop == "eos" else "length",
+                reasoning_tokens=len(think.reasoning),
+                answer_tokens=0,
+                probe_tokens=0,
+            )
+        text = self._text(answer.tokens)
+        close = self.chat_format.think_close
+        return CompressedSample(
+            prompt=prompt,
+            reasoning=reasoning,
+            compression=comp,
+            answer=text,
+            response=f"{self._text(think.preamble)}{comp.text}{close}{text}",
+            token_ids=(*prefix, *answer.tokens),
+            finish_reason="stop" if answer.stop == "eos" else "length",
+            reasoning_tokens=len(think.reasoning),
+            answer_tokens=len(answer.tokens),
+            probe_tokens=think.probe_tokens,
+            note=think.note,
+        )
+
+    # ----------------------------------------------------------------------------------------
+
+    def _text(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False) if ids else ""
+
+    def _compress(self, think: list[_Decoded]) -> list[CompressionResult | None]:
+        """Compress the closed rows (None for the others) with the stored or re-forward scores."""
+        closed = [i for i, d in enumerate(think) if d.stop == "close"]
+        reasonings = {i: self._text(think[i].reasoning) for i in closed}
+        out: list[CompressionResult | None] = [None] * len(think)
+        if self.probe == "cached":
+            stored = {d.probe_text: d.scores for d in think if d.scores is not None}
+            compressor = dataclasses.replace(
+                self.compressor, scorer=_StoredScores(self.tokenizer, stored)
+            )
+            unscored = [i for i in closed if think[i].scores is None]
+        else:
+            compressor = self.compressor
+            unscored = []
+            for i in closed:
+                text = self.chat_format.probe_text(reasonings[i], self.aux_prompt)
+                n = count_tokens(self.tokenizer, text)
+                if self.max_positions is not None and n > self.max_positions:
+                    think[i].note = _too_long(n, self.max_positions)
+                    unscored.append(i)
+                elif reasonings[i].strip():
+                    think[i].probe_tokens = n
+        todo = [i for i in closed if i not in unscored]
+        for i, result in zip(
+            todo, compressor([reasonings[i] for i in todo], [self.tau] * len(todo)), strict=True
+        ):
+            out[i] = result
+        for i in unscored:  # empty reasoning or a probe too long: closed, nothing evicted
+            tokens = count_tokens(self.tokenizer, reasonings[i])
+            out[i] = CompressionResult.unchanged(reasonings[i], tokens)
+        return out
+
+    def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        logits = self.model.get_output_embeddings()(hidden).float()
+        softcap = getattr(self.model.config.get_text_config(), "final_logit_softcapping", None)
+        return torch.tanh(logits / softcap) * softcap if softcap else logits
+
+    def _decode(
+        self,
+        rows: list[list[int]],
+        budgets: list[int],
+        sampler: _Sampler,
+        on_tokens: TokenCallback | None,
+        *,
+        think: bool = False,
+    ) -> list[_Decoded]:
+        """Sample until each row stops: eos, its budget or, when thinking, the closer.
+
+        Rows are left-padded into one batch; finished rows leave it (and its cache). Thinking
+        with the cached probe, a `ProbeCache` keeps the think blocks' prompt-free keys.
+        """
+        device = self.model.device
+        out: list[_Decoded | None] = [None] * len(rows)
+        live = [i for i, b in enumerate(budgets) if b > 0]
+        for i in set(range(len(rows))) - set(live):
+            out[i] = _Decoded([], "length")
+        if not live:
+            return out  # type: ignore[return-value]
+        width = max(len(rows[i]) for i in live)
+        ids = torch.full((len(live), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(live), width), dtype=torch.long)
+        for r, i in enumerate(live):
+            ids[r, width - len(rows[i]) :] = torch.tensor(rows[i], dtype=torch.long)
+            mask[r, width - len(rows[i]) :] = 1
+        ids, mask = ids.to(device), mask.to(device)
+        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
+        history = step_ids = ids
+        cache = DynamicCache(config=self.model.config)
+        tokens: dict[int, list[int]] = {i: [] for i in live}
+        opened = 0 if think and self.chat_format.opener_in_prompt else None
+        open_at: dict[int, int | None] = dict.fromkeys(live, opened)
+        probe = None
+        if think and self.probe == "cached":
+            probe = ProbeCache(self.model, self.open_ids, len(live), self.probe_chunk)
+        while live:
+            n = len(live)
+            hidden = self.model.base_model(
+                input_ids=step_ids,
+                attention_mask=mask,
+                position_ids=positions,
+                past_key_values=cache,
+                use_cache=True,
+            ).last_hidden_state
+            token = sampler(history, self._logits(hidden[:, -1]))
+            if on_tokens is not None:
+                on_tokens(n)
+            history = torch.cat([history, token[:, None]], dim=1)
+            keep = []
+            for r, (i, t) in enumerate(zip(live, token.tolist(), strict=True)):
+                if think and t == self.close_id:
+                    out[i] = self._probe(tokens[i], open_at[i], probe, r)
+                elif t in self.stop_ids:
+                    out[i] = _Decoded(tokens[i], "eos", open_at[i])
+                else:
+                    tokens[i].append(t)
+                    if think and open_at[i] is None and _ends_with(tokens[i], self.open_ids):
+                        open_at[i] = len(tokens[i])
+                    if len(tokens[i]) >= budgets[i]:
+                        out[i] = _Decoded(tokens[i], "length", open_at[i])
+                    else:
+                        keep.append(r)
+            if not keep:
+                break
+            index = torch.tensor(keep, device=device)
+            if len(keep) < n:
+                cache.batch_select_indices(index)
+                history = history[index]
+                if probe is not None:
+                    probe.select(index)
+            live = [live[r] for r in keep]
+            step_ids = token[index][:, None]
+            positions = positions[index, -1:] + 1
+            mask = torch.cat([mask[index], mask.new_ones((len(keep), 1))], dim=1)
+            if probe is not None:
+                probe.feed([_after(tokens[i], open_at[i]) for i in live])
+        return out  # type: ignore[return-value]
+
+    def _probe(
+        self, tokens: list[int], open_at: int | None, probe: ProbeCache | None, row: int
+    ) -> _Decoded:
+        """A row that just closed its think block; with the cached probe, its scores: only the
+        tokens past what the probe cache holds (a tail shorter than a chunk, the separator, the
+        auxiliary prompt and the closer) run."""
+        decoded = _Decoded(tokens, "close", open_at)
+        reasoning = self._text(decoded.reasoning)
+        if probe is None or not reasoning.strip():
+            return decoded  # scored after decoding, or nothing to compress
+        text = self.chat_format.probe_text(reasoning, self.aux_prompt)
+        ids, offsets = self._encode_probe(text)
+        if self.max_positions is not None and len(ids) > self.max_positions:
+            decoded.note = _too_long(len(ids), self.max_positions)
+            return decoded
+        row_scores, ran = probe.score(row, decoded.reasoning, ids, self.scorer.layers)
+        decoded.scores = TokenScores(offsets=offsets, scores=row_scores.double().cpu().numpy())
+        decoded.probe_text = text
+        decoded.probe_tokens = ran
+        return decoded
+
+    def _encode_probe(self, text: str) -> tuple[list[int], np.ndarray]:
+        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        ids = list(enc["input_ids"])
+        offsets = np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)
+        if ids[-1] != self.close_id:
+            raise TraacError(
+                f"the probe text does not end with {self.chat_format.think_close!r} as one "
+                "token for this tokenizer; check the chat format's think_close"
+            )
+        return ids, offsets
+
+
+def cached_probe_row(
+    model: Any,
+    cache: Any,
+    row: int,
+    columns: torch.Tensor,
+    cached_ids: Sequence[int],
+    probe_ids: Sequence[int],
+    layers: LayerSpec = "all",
+) -> tuple[torch.Tensor, int]:
+    """The attention row of the probe's last token (the closer) over all its tokens, averaged
+    over `layers` and heads, from a KV cache: in batch row `row` of `cache`, the cache `columns`
+    hold the keys of `cached_ids`, positions from 0 and nothing before them. Only the probe
+    tokens past their longest common prefix with `cached_ids` run (the closer always does).
+    Returns the row, (len(probe_ids),) float32, and how many tokens ran.
+    """
+    k = _common_prefix(cached_ids, probe_ids[:-1])
+    kept = columns[:k].to(model.device)
+    past = DynamicCache(
+        ddp_cache_data=[
+            (
+                layer.keys[row : row + 1].index_select(2, kept),
+                layer.values[row : row + 1].index_select(2, kept),
+            )
+            for layer in cache.layers
+        ],
+        config=model.config,
+    )
+    device = model.device
+    with torch.no_grad(), capture_probe_rows(model, layers) as captured:
+        model.base_model(
+            input_ids=torch.tensor([list(probe_ids[k:])], device=device),
+            position_ids=torch.arange(k, len(probe_ids), device=device)[None],
+            past_key_values=past if k else None,
+            use_cache=bool(k),
+        )
+    return captured.mean()[0], len(probe_ids) - k
+
+
+class CompressingBackend:
+    """The evaluation `Backend` (traac.evaluation.generation) for test-time compression:
+    `traac eval --test-time-compression TAU`. Seeds follow `TransformersBackend` (one per batch,
+    from its request keys); each generation's `extra` adds the sample's test-time fields (tokens
+    saved among them) to its evaluation record."""
+
+    def __init__(self, generator: CompressingGenerator) -> None:
+        self.generator = generator
+        self.tokenizer = generator.tokenizer
+        self.max_context = generator.max_positions
+
+    def generate(
+        self,
+        prompts: Sequence[str],
+        sampling: Sampling,
+        keys: Sequence[str],
+        on_tokens: TokenCallback | None = None,
+    ) -> list[Generation]:
+        samples = self.generator.generate(
+            prompts,
+            max_new_tokens=sampling.max_new_tokens,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            seed=request_seed(sampling.seed, "|".join(keys)),
+            on_tokens=on_tokens,
+        )
+        return [
+            Generation(
+                text=s.response,
+                token_ids=s.token_ids,
+                finish_reason=s.finish_reason,
+                extra=sample_fields(s),
+            )
+            for s in samples
+        ]
+
+
+def sample_fields(sample: CompressedSample) -> dict[str, Any]:
+    """What an evaluation record keeps of a compressed sample (tokens saved among them)."""
+    comp = sample.compression
+    return {
+        "ttc_closed": sample.closed,
+        "ttc_reasoning_tokens_before": sample.tokens_before,
+        "ttc_reasoning_tokens_after": sample.tokens_after,
+        "ttc_tokens_saved": sample.tokens_saved,
+        "ttc_generated_tokens": sample.reasoning_tokens + sample.answer_tokens,
+        "ttc_steps": 0 if comp is None else len(comp.kept),
+        "ttc_steps_evicted": 0 if comp is None else comp.n_evicted,
+        "ttc_uniformity": None if comp is None else comp.uniformity,
+        "ttc_original_reasoning": sample.reasoning,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def _has_sliding_layers(model: Any) -> bool:
+    return any(DynamicCache(config=model.config).is_sliding)
+
+
+def _after(tokens: list[int], open_at: int | None) -> list[int]:
+    """The tokens sampled after the opener (none before the model wrote it)."""
+    return [] if open_at is None else tokens[open_at:]
+
+
+def _ends_with(tokens: Sequence[int], suffix: Sequence[int]) -> bool:
+    return len(tokens) >= len(suffix) and list(tokens[len(tokens) - len(suffix) :]) == list(suffix)
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    return next((k for k in range(n) if a[k] != b[k]), n)
+
+
+def _too_long(n: int, limit: int) -> str:
+    return f"not compressed: the probe is {n} tokens, more than the model's {limit} positions"

@@ -1,0 +1,202 @@
+"""Evaluation metrics (SPEC section 5). Every function returns fractions in [0, 1] (F1 keeps the
+unit it is given); `percent()` converts for reports.
+
+- `accuracy`, `mean_length`: per dataset, over all samples of all items.
+- `think_tokens`: tokens before the first think closer; None when the block never closed.
+- `oaa(correct, think, t)`: mean of correct_i * [think_i < t] (None never counts).
+- `auc_oaa(correct, think, t_max)`: (1/t_max) * integral over [0, t_max] of OAA_t, in closed form
+  mean_i(correct_i * max(0, t_max - think_i) / t_max); None contributes 0.
+- `otb_f1(auc_oaa, acc_ut)`: OptimalThinkingBench F1, the harmonic mean of the two.
+- `group_stats` / `by_group`: accuracy, lengths, closure and AUC_OAA of a group of samples (all
+  of them, or per difficulty tier, source or task).
+- `compression_stats`: steps and tokens removed over a list of `CompressionResult`s.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from traac.errors import TraacError
+from traac.method.compression import CompressionResult
+
+
+def _nonempty(name: str, values: Sequence[Any]) -> None:
+    if len(values) == 0:
+        raise TraacError(f"{name}: no results to average")
+
+
+def accuracy(correct: Sequence[bool | float]) -> float:
+    """Fraction right (floats allowed, e.g. per-item means over samples)."""
+    _nonempty("accuracy", correct)
+    return sum(float(c) for c in correct) / len(correct)
+
+
+def mean_length(lengths: Sequence[int | float]) -> float:
+    """Mean response length in tokens."""
+    _nonempty("mean_length", lengths)
+    return statistics.fmean(lengths)
+
+
+def think_tokens(response: str, tokenizer: Any, think_close: str = "</think>") -> int | None:
+    """Tokens before the first closer (the text tokenized alone), or None if it never closes."""
+    cut = response.find(think_close)
+    if cut < 0:
+        return None
+    head = response[:cut]
+    return len(tokenizer(head, add_special_tokens=False)["input_ids"]) if head else 0
+
+
+def think_tokens_from_ids(ids: Sequence[int], close_ids: Sequence[int]) -> int | None:
+    """Tokens before the first occurrence of the closer's token ids, or None."""
+    if not close_ids:
+        raise TraacError("think_tokens_from_ids: the closer has no token ids")
+    ids, close = list(ids), list(close_ids)
+    for i in range(len(ids) - len(close) + 1):
+        if ids[i : i + len(close)] == close:
+            return i
+    return None
+
+
+def _pairs(name: str, correct: Sequence[Any], think: Sequence[int | None]) -> None:
+    _nonempty(name, correct)
+    if len(correct) != len(think):
+        raise TraacError(f"{name}: {len(correct)} verdicts but {len(think)} think lengths")
+
+
+def oaa(correct: Sequence[bool | float], think: Sequence[int | None], t: float) -> float:
+    """Overthinking-adjusted accuracy at threshold t: right AND thought fewer than t tokens."""
+    _pairs("oaa", correct, think)
+    hits = (float(c) for c, n in zip(correct, think, strict=True) if n is not None and n < t)
+    return sum(hits) / len(correct)
+
+
+def auc_oaa(correct: Sequence[bool | float], think: Sequence[int | None], t_max: float) -> float:
+    """Area under OAA_t for t in [0, t_max], normalised by t_max (closed form, SPEC section 5)."""
+    _pairs("auc_oaa", correct, think)
+    if not t_max > 0:
+        raise TraacError(f"auc_oaa: t_max must be > 0, got {t_max}")
+    total = sum(
+        float(c) * max(0.0, t_max - n) / t_max
+        for c, n in zip(correct, think, strict=True)
+        if n is not None
+    )
+    return total / len(correct)
+
+
+def otb_f1(auc_oaa: float, acc_ut: float) -> float:
+    """OptimalThinkingBench F1: 2 a u / (a + u), in the unit given (fractions or percent)."""
+    if auc_oaa < 0 or acc_ut < 0:
+        raise TraacError(f"otb_f1: scores must be >= 0, got {auc_oaa} and {acc_ut}")
+    total = auc_oaa + acc_ut
+    return 0.0 if total == 0 else 2 * auc_oaa * acc_ut / total
+
+
+def percent(fraction: float, digits: int = 2) -> float:
+    """A fraction as a percentage rounded for reports (0.4545 -> 45.45)."""
+    return round(100.0 * fraction, digits)
+
+
+@dataclass(frozen=True)
+class GroupStats:
+    """One group of samples as the reports show it: rates in percent, lengths in tokens (or
+    the unit the lengths were counted in)."""
+
+    n_items: int
+    n_samples: int
+    accuracy: float
+    mean_response_tokens: float
+    mean_think_tokens: float
+    closed_rate: float
+    auc_oaa: float
+
+
+def group_stats(
+    ids: Sequence[Hashable],
+    correct: Sequence[bool],
+    response_tokens: Sequence[int | float],
+    think: Sequence[int | None],
+    t_max: float,
+) -> GroupStats:
+    """Stats of the samples given; `think[i]` is None where the think block never closed (it
+    then counts its whole response as thinking in the mean, and 0 towards AUC_OAA)."""
+    _pairs("group_stats", correct, think)
+    return GroupStats(
+        n_items=len(set(ids)),
+        n_samples=len(correct),
+        accuracy=100.0 * accuracy(correct),
+        mean_response_tokens=mean_length(response_tokens),
+        mean_think_tokens=mean_length(
+            [t if t is not None else n for t, n in zip(think, response_tokens, strict=True)]
+        ),
+        closed_rate=100.0 * statistics.fmean(t is not None for t in think),
+        auc_oaa=100.0 * auc_oaa(correct, think, t_max),
+    )
+
+
+def by_group(
+    labels: Sequence[Hashable],
+    ids: Sequence[Hashable],
+    correct: Sequence[bool],
+    response_tokens: Sequence[int | float],
+    think: Sequence[int | None],
+    t_max: float,
+) -> dict[Hashable, GroupStats]:
+    """`group_stats` per label (e.g. difficulty tier), labels in first-seen order."""
+    if not len(labels) == len(correct):
+        raise TraacError(f"by_group: {len(labels)} labels for {len(correct)} verdicts")
+    members: dict[Hashable, list[int]] = {}
+    for i, label in enumerate(labels):
+        members.setdefault(label, []).append(i)
+    return {
+        label: group_stats(
+            [ids[i] for i in idx],
+            [correct[i] for i in idx],
+            [response_tokens[i] for i in idx],
+            [think[i] for i in idx],
+            t_max,
+        )
+        for label, idx in members.items()
+    }
+
+
+@dataclass(frozen=True)
+class CompressionStats:
+    """What compression removed over a set of reasoning traces."""
+
+    traces: int
+    compressed: int  # traces with at least one step evicted
+    steps: int
+    steps_removed: int
+    tokens_before: int
+    tokens_after: int
+
+    @property
+    def tokens_removed(self) -> int:
+        return self.tokens_before - self.tokens_after
+
+    @property
+    def compressed_fraction(self) -> float:
+        return self.compressed / self.traces if self.traces else 0.0
+
+    @property
+    def step_removal_rate(self) -> float:
+        return self.steps_removed / self.steps if self.steps else 0.0
+
+    @property
+    def token_removal_rate(self) -> float:
+        return self.tokens_removed / self.tokens_before if self.tokens_before else 0.0
+
+
+def compression_stats(results: Sequence[CompressionResult]) -> CompressionStats:
+    """Totals over compression results (an empty list gives zeros)."""
+    return CompressionStats(
+        traces=len(results),
+        compressed=sum(r.compressed for r in results),
+        steps=sum(len(r.kept) for r in results),
+        steps_removed=sum(r.n_evicted for r in results),
+        tokens_before=sum(r.tokens_before for r in results),
+        tokens_after=sum(r.tokens_after for r in results),
+    )

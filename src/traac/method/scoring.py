@@ -1,0 +1,498 @@
+"""Per-token scores for attentive compression: attention from the think closer, confidence, random.
+
+The attention scorer is the heart of TRAAC (SPEC section 2): the importance of reasoning token j
+is the attention weight from the probe's closing delimiter to j, averaged over layers and heads.
+Asking the model for `output_attentions=True` would build a T x T map per layer (gigabytes at
+10k tokens); instead one forward pass runs with an attention function registered through
+transformers' `AttentionInterface` that lets SDPA compute the layer output as usual and
+additionally computes the single attention row of the probe query, so the cost over a plain
+forward is one query's worth of attention per layer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from transformers import AttentionInterface
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+from traac.errors import TraacError
+from traac.method.compression import ScoreRequest, TokenScores
+from traac.method.segmentation import split_steps, token_step_index
+from traac.method.settings import CompressionSettings
+
+LayerSpec = Literal["all", "first_half"] | Sequence[int] | str
+PROBE_ATTENTION = "traac_probe"  # the name our attention function is registered under
+
+
+def resolve_layers(layers: LayerSpec, num_layers: int) -> list[int]:
+    """Layer indices for `all`, `first_half` (the authors' implementation), a list or "0,2,5"."""
+    if isinstance(layers, str):
+        if layers == "all":
+            return list(range(num_layers))
+        if layers == "first_half":
+            return list(range(max(1, num_layers // 2)))
+        try:
+            layers = [int(x) for x in layers.split(",") if x.strip()]
+        except ValueError:
+            raise TraacError(
+                f"probe_layers: {layers!r} is not all, first_half or comma-separated indices"
+            ) from None
+    chosen = sorted({int(i) for i in layers})
+    if not chosen or chosen[0] < 0 or chosen[-1] >= num_layers:
+        raise TraacError(
+            f"probe_layers: {list(layers)} must be a non-empty set of indices in [0, {num_layers})"
+        )
+    return chosen
+
+
+# --------------------------------------------------------------------------------------------
+# The probe attention function and its capture.
+
+
+@dataclass
+class ProbeRows:
+    """Attention rows of one query per sequence, captured during a forward pass.
+
+    `query_index` (batch,) says which query position of the current forward is the probe in
+    each sequence; `None` means the last one (what a decode step against a KV cache needs).
+    `rows[layer]` is that query's attention over all keys (cache + current input), averaged
+    over the query heads: (batch, keys), float32. A later forward overwrites the rows.
+    """
+
+    layers: frozenset[int]
+    query_index: torch.Tensor | None = None
+    rows: dict[int, torch.Tensor] = field(default_factory=dict)
+
+    def mean(self) -> torch.Tensor:
+        """The rows averaged over the captured layers: (batch, keys)."""
+        missing = sorted(self.layers - self.rows.keys())
+        if missing:
+            raise TraacError(f"probe: no attention captured for layers {missing}; run a forward")
+        return torch.stack([self.rows[i] for i in sorted(self.layers)]).mean(0)
+
+
+# Captures in progress, keyed by the id of the (text) config their model's attention modules
+# share; a fresh dict on every change, so the ContextVar's value is never mutated in place.
+_CAPTURES: ContextVar[dict[int, ProbeRows] | None] = ContextVar(
+    "traac_probe_captures", default=None
+)
+
+
+def _probe_attention(
+    module: Any,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
+    """SDPA for the layer output, plus the probe query's attention row for the capture."""
+    output, _ = sdpa_attention_forward(
+        module, query, key, value, attention_mask, scaling=scaling, **kwargs
+    )
+    holder = (_CAPTURES.get() or {}).get(id(module.config))
+    layer = getattr(module, "layer_idx", None)
+    if holder is not None and layer in holder.layers:
+        is_causal = kwargs.get("is_causal")
+        is_causal = getattr(module, "is_causal", True) if is_causal is None else is_causal
+        scale = query.shape[-1] ** -0.5 if scaling is None else scaling
+        holder.rows[layer] = probe_row(
+            query, key, attention_mask, scale, is_causal, holder.query_index
+        )
+    return output, None
+
+
+def probe_row(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float,
+    is_causal: bool,
+    query_index: torch.Tensor | None,
+) -> torch.Tensor:
+    """softmax(q_probe . K^T * scaling + mask_row), averaged over heads: (batch, keys) float32.
+
+    `query` (b, heads, q, d), `key` (b, kv_heads, k, d): grouped-query heads are matched to
+    their key head by reshaping the query, never by copying K. The mask is what transformers
+    built for SDPA: boolean (True = attend) or additive float, shape (b|1, 1|heads, q, k), or
+    None when SDPA relies on `is_causal` (upper-left aligned, so query i sees keys j <= i) or
+    on no mask at all (a single query sees every key).
+    """
+    b, heads, q_len, dim = query.shape
+    kv_heads, k_len = key.shape[1], key.shape[2]
+    batch = torch.arange(b, device=query.device)
+    if query_index is None:
+        index = torch.full((b,), q_len - 1, device=query.device, dtype=torch.long)
+    else:
+        index = query_index.to(query.device)
+    probe = query[batch, :, index].reshape(b, kv_heads, heads // kv_heads, dim)
+    logits = torch.matmul(probe, key.transpose(-1, -2)) * scaling  # (b, kv_heads, group, k)
+    logits = logits.reshape(b, heads, k_len).float()
+    if attention_mask is None:
+        if is_causal and q_len > 1:
+            future = torch.arange(k_len, device=query.device)[None, :] > index[:, None]
+            logits = logits.masked_fill(future[:, None, :], float("-inf"))
+    else:
+        mask = attention_mask.expand(b, -1, q_len, -1)[batch, :, index]  # (b, 1|heads, k)
+        if mask.dtype == torch.bool:
+            logits = logits.masked_fill(~mask, float("-inf"))
+        else:
+            logits = logits + mask.float()
+    return torch.softmax(logits, dim=-1).mean(dim=1)
+
+
+def _register() -> None:
+    """Register the probe attention, and SDPA's mask builder for it (without a registered mask
+    builder transformers would pass no mask at all, silently dropping padding)."""
+    AttentionInterface.register(PROBE_ATTENTION, _probe_attention)
+    AttentionMaskInterface.register(PROBE_ATTENTION, sdpa_mask)
+
+
+def _text_config(model: Any) -> Any:
+    return model.config.get_text_config()
+
+
+@contextmanager
+def capture_probe_rows(
+    model: Any, layers: LayerSpec = "all", query_index: torch.Tensor | None = None
+) -> Iterator[ProbeRows]:
+    """Within the block, every forward of `model` runs SDPA and records the probe rows.
+
+    Works for a full sequence and for a suffix run against a KV cache (`past_key_values`): the
+    row then spans cache + suffix keys. The model's attention implementation is restored on
+    exit, so training and generation see it unchanged.
+    """
+    _register()
+    config = _text_config(model)
+    holder = ProbeRows(frozenset(resolve_layers(layers, config.num_hidden_layers)), query_index)
+    captures = _CAPTURES.get() or {}
+    if id(config) in captures:
+        raise TraacError("probe: this model is already inside capture_probe_rows")
+    token = _CAPTURES.set({**captures, id(config): holder})
+    original = model.config._attn_implementation
+    model.set_attn_implementation(PROBE_ATTENTION)
+    try:
+        yield holder
+    finally:
+        model.set_attn_implementation(original)
+        _CAPTURES.reset(token)
+
+
+# --------------------------------------------------------------------------------------------
+# Scorers: each turns score requests into per-token scores on the probe text (`Scorer`).
+
+
+def _encode(tokenizer: Any, text: str) -> tuple[list[int], np.ndarray]:
+    """Token ids and (T, 2) character offsets of `text`, without special tokens."""
+    try:
+        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    except NotImplementedError as err:
+        raise TraacError(
+            "tokenizer: offsets are needed to map tokens to steps; load a fast tokenizer"
+        ) from err
+    ids = list(enc["input_ids"])
+    offsets = np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)
+    if not ids:
+        raise TraacError("scoring: a text has no tokens; the reasoning is empty")
+    return ids, offsets
+
+
+class _ModelScorer:
+    """Tokenises, checks lengths, batches with right padding and maps scores back to offsets.
+
+    Subclasses say which text of a request they read (`_text`) and how its offsets map onto the
+    probe text (`_to_probe`), and compute `token_scores` for a padded batch.
+    """
+
+    gated = True
+
+    def __init__(self, model: Any, tokenizer: Any, batch_size: int = 8) -> None:
+        if batch_size < 1:
+            raise TraacError(f"batch_size: {batch_size} must be at least 1")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.max_positions = getattr(_text_config(model), "max_position_embeddings", None)
+
+    def _check_length(self, n_tokens: int) -> None:
+        if self.max_positions is not None and n_tokens > self.max_positions:
+            raise TraacError(
+                f"scoring: the scored text is {n_tokens} tokens but the model takes at most "
+                f"{self.max_positions} positions; shorten the reasoning (nothing is truncated)"
+            )
+
+    def _text(self, request: ScoreRequest) -> str:
+        return request.probe
+
+    def _to_probe(self, request: ScoreRequest, offsets: np.ndarray) -> np.ndarray:
+        return offsets
+
+    def _encode(self, text: str) -> tuple[list[int], np.ndarray]:
+        ids, offsets = _encode(self.tokenizer, text)
+        self._check_length(len(ids))
+        return ids, offsets
+
+    def token_scores(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        raise NotImplementedError
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[TokenScores]:
+        """Score each request; longest first so batches hold similar lengths (less padding)."""
+        return [TokenScores(o, s) for o, s in self._batched(requests, self.token_scores)]
+
+    def _batched(
+        self,
+        requests: Sequence[ScoreRequest],
+        compute: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(probe offsets, scores) per request, `compute` run on right-padded batches; its
+        output's last dimension is the token (any leading dimensions are kept)."""
+        encoded = [self._encode(self._text(r)) for r in requests]
+        order = sorted(range(len(requests)), key=lambda i: -len(encoded[i][0]))
+        pad = getattr(self.tokenizer, "pad_token_id", None) or 0
+        device = self.model.device
+        out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(requests)
+        for at in range(0, len(order), self.batch_size):
+            chunk = order[at : at + self.batch_size]
+            width = max(len(encoded[i][0]) for i in chunk)
+            ids = torch.full((len(chunk), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(chunk), width), dtype=torch.long)
+            for row, i in enumerate(chunk):
+                n = len(encoded[i][0])
+                ids[row, :n] = torch.tensor(encoded[i][0])
+                mask[row, :n] = 1
+            scores = compute(ids.to(device), mask.to(device)).double().cpu().numpy()
+            for row, i in enumerate(chunk):
+                n = len(encoded[i][0])
+                offsets = self._to_probe(requests[i], encoded[i][1])
+                out[i] = (offsets, scores[..., row, :n])
+        return out  # type: ignore[return-value]
+
+
+def _valid_positions(
+    input_ids: torch.Tensor, attention_mask: torch.Tensor | None
+) -> tuple[torch.Tensor, bool]:
+    """Boolean (b, T) mask of real tokens, and whether every sequence is a prefix (right pad)."""
+    if attention_mask is None:
+        return torch.ones_like(input_ids, dtype=torch.bool), True
+    valid = attention_mask.to(input_ids.device).bool()
+    if valid.shape != input_ids.shape:
+        raise TraacError(
+            f"attention_mask shape {tuple(valid.shape)} differs from input_ids "
+            f"{tuple(input_ids.shape)}"
+        )
+    lengths = valid.sum(dim=1)
+    if bool((lengths == 0).any()):
+        raise TraacError("scoring: a sequence in the batch has no tokens")
+    prefix = torch.arange(valid.shape[1], device=valid.device)[None, :] < lengths[:, None]
+    return valid, bool((prefix == valid).all())
+
+
+def _padding_kwargs(valid: torch.Tensor, right_padded: bool) -> dict[str, Any]:
+    """Left (or mixed) padding needs the mask, and positions that skip the pads so a sequence
+    scores the same wherever it sits in a batch. With right padding no mask is needed at all:
+    causal attention never lets a real token see the pads after it, and SDPA keeps its fast
+    mask-free causal kernel."""
+    if right_padded:
+        return {}
+    return {
+        "attention_mask": valid.long(),
+        "position_ids": (valid.long().cumsum(dim=1) - 1).clamp(min=0),
+    }
+
+
+class AttentionScorer(_ModelScorer):
+    """Score each token by the attention the probe's closer pays it (SPEC section 2).
+
+    `layers`: `all` (paper), `first_half` (authors' implementation) or explicit indices; the
+    score is the mean over those layers and all query heads. Every probe text must end with
+    `think_close` tokenised as ONE token: the closer is the query whose attention is read.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        layers: LayerSpec = "all",
+        batch_size: int = 8,
+        think_close: str = "</think>",
+    ) -> None:
+        super().__init__(model, tokenizer, batch_size)
+        self.layers = resolve_layers(layers, _text_config(model).num_hidden_layers)
+        self.think_close = think_close
+
+    def _encode(self, text: str) -> tuple[list[int], np.ndarray]:
+        ids, offsets = super()._encode(text)
+        start, end = (int(x) for x in offsets[-1])
+        if not text.endswith(self.think_close) or (start, end) != (
+            len(text) - len(self.think_close),
+            len(text),
+        ):
+            last = text[start:end]
+            raise TraacError(
+                f"scoring: the probe must end with {self.think_close!r} as one token, but its "
+                f"last token is {last!r}; check the chat format's think_close and the tokenizer"
+            )
+        return ids, offsets
+
+    def token_scores(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """(b, T) attention of each sequence's last real position to every position, averaged
+        over the chosen layers and heads; zeros on padding (left or right)."""
+        return self.layer_scores(input_ids, attention_mask).mean(dim=0)
+
+    def layer_scores(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """(layers, b, T): the same rows per chosen layer, before the mean over layers."""
+        valid, right_padded = _valid_positions(input_ids, attention_mask)
+        self._check_length(int(valid.sum(dim=1).max()))
+        width = valid.shape[1]
+        last = width - 1 - valid.flip(1).int().argmax(dim=1)
+        kwargs = _padding_kwargs(valid, right_padded)
+        with torch.no_grad(), capture_probe_rows(self.model, self.layers, last) as captured:
+            self.model.base_model(input_ids=input_ids, use_cache=False, **kwargs)
+        rows = torch.stack([captured.rows[k] for k in self.layers])
+        return rows.masked_fill(~valid[None], 0.0)
+
+    def score_layers(self, requests: Sequence[ScoreRequest]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(probe offsets, (layers, T) scores) per request: every chosen layer's scores from one
+        forward, for reports that compare layer sets."""
+        return self._batched(requests, self.layer_scores)
+
+
+class ConfidenceScorer(_ModelScorer):
+    """Score each reasoning token by the policy's confidence when it sampled it (paper appendix,
+    SPEC section 2): 1 - H / log k, with H the entropy of the renormalised top-k of the
+    next-token distribution that predicted the token, read WITH the question in context (the
+    request's `context`: prompt + opener, exactly as the policy saw them). Not gated: the least
+    confident steps are evicted at e = tau. Logits are computed a few hundred positions at a
+    time, never (T, vocab).
+    """
+
+    gated = False
+
+    def __init__(
+        self, model: Any, tokenizer: Any, k: int = 20, batch_size: int = 8, think_open: str = ""
+    ) -> None:
+        super().__init__(model, tokenizer, batch_size)
+        vocab = model.get_output_embeddings().weight.shape[0]
+        if not 2 <= k <= vocab:
+            raise TraacError(f"confidence_top_k: {k} must lie in [2, {vocab}] (the vocabulary)")
+        self.k = k
+        self.opener_length = len(think_open)
+
+    def _text(self, request: ScoreRequest) -> str:
+        if request.context is None:
+            raise TraacError(
+                "confidence scorer: it reads the policy's own distribution with the question in "
+                "context; give each trace its prompt"
+            )
+        return request.context + request.reasoning
+
+    def _to_probe(self, request: ScoreRequest, offsets: np.ndarray) -> np.ndarray:
+        """Offsets in the probe text, where the reasoning starts after the opener; prompt tokens
+        fall before it (negative) and count in no step."""
+        assert request.context is not None
+        return offsets - len(request.context) + self.opener_length
+
+    def token_scores(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """(b, T) confidence of each token from the distribution at the position before it;
+        the first position (nothing predicts it) gets 0."""
+        valid, right_padded = _valid_positions(input_ids, attention_mask)
+        self._check_length(int(valid.sum(dim=1).max()))
+        kwargs = _padding_kwargs(valid, right_padded)
+        head = self.model.get_output_embeddings()
+        softcap = getattr(_text_config(self.model), "final_logit_softcapping", None)
+        chunk = max(1, (1 << 26) // head.weight.shape[0])  # ~64M logits at a time
+        with torch.no_grad():
+            hidden = self.model.base_model(input_ids=input_ids, use_cache=False, **kwargs)[0]
+            conf = torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
+            last = hidden.shape[1] - 1  # the final position predicts nothing in the text
+            for row in range(hidden.shape[0]):
+                for at in range(0, last, chunk):
+                    logits = head(hidden[row, at : min(at + chunk, last)]).float()
+                    if softcap:
+                        logits = torch.tanh(logits / softcap) * softcap
+                    conf[row, at + 1 : at + 1 + len(logits)] = topk_confidence(logits, self.k)
+        conf = conf.masked_fill(~valid, 0.0)
+        first = valid.int().argmax(dim=1)  # each sequence's first real token: nothing predicts it
+        conf[torch.arange(len(first), device=conf.device), first] = 0.0
+        return conf
+
+
+def topk_confidence(logits: torch.Tensor, k: int) -> torch.Tensor:
+    """1 - H/log k of the renormalised top-k distribution of each row of `logits` (.., vocab)."""
+    top = torch.topk(torch.log_softmax(logits.float(), dim=-1), k, dim=-1).values
+    p = torch.softmax(top, dim=-1)  # exp then renormalise over the k kept tokens
+    entropy = -(p * torch.log(p + 1e-12)).sum(dim=-1)
+    return (1.0 - entropy / math.log(k)).clamp(min=0.0)
+
+
+class RandomScorer:
+    """Random step scores for the ablation: every step of the probe text gets one uniform
+    score shared by its tokens, so the lowest e = tau of the steps are a random choice.
+
+    Seeded per text, from `seed` and the text itself, so a trace gets the same scores however it
+    is batched or ordered. Steps are found with the same split phrases the compressor uses.
+    """
+
+    gated = False
+
+    def __init__(self, tokenizer: Any, seed: int = 0, phrases: Sequence[str] | None = None) -> None:
+        self.tokenizer = tokenizer
+        self.seed = seed
+        self.phrases = None if phrases is None else tuple(phrases)
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[TokenScores]:
+        out = []
+        for request in requests:
+            text = request.probe
+            _, offsets = _encode(self.tokenizer, text)
+            digest = hashlib.blake2b(text.encode(), digest_size=8).digest()
+            rng = np.random.default_rng([self.seed, int.from_bytes(digest, "little")])
+            steps = split_steps(text, self.phrases)
+            step_values = rng.random(len(steps))
+            index = token_step_index(steps, offsets)
+            # Tokens outside every step (zero-width offsets) take the mean.
+            values = np.where(index >= 0, step_values[np.clip(index, 0, None)], step_values.mean())
+            out.append(TokenScores(offsets=offsets, scores=values))
+        return out
+
+
+def build_scorer(
+    settings: CompressionSettings,
+    model: Any,
+    tokenizer: Any,
+    *,
+    seed: int = 0,
+    batch_size: int = 8,
+    think_open: str = "<think>",
+    think_close: str = "</think>",
+) -> AttentionScorer | ConfidenceScorer | RandomScorer:
+    """The scorer `settings.scorer` names (`model` may be None for random)."""
+    if settings.scorer == "random":
+        return RandomScorer(tokenizer, seed, settings.phrases)
+    if model is None:
+        raise TraacError(f"scorer {settings.scorer}: needs a model")
+    if settings.scorer == "confidence":
+        return ConfidenceScorer(
+            model, tokenizer, settings.confidence_top_k, batch_size, think_open=think_open
+        )
+    layers = settings.probe_layers or "all"
+    return AttentionScorer(model, tokenizer, layers, batch_size, think_close)

@@ -1,0 +1,148 @@
+"""The knobs of attentive compression and of the think format: one name each, validated once.
+
+`CompressionSettings` and `FormatSettings` are plain dataclasses with TRL-style field docs. The
+training config (`TRAACConfig`) inherits them, so a recipe spells a setting exactly as the
+commands' options do (`--probe_layers` or `--probe-layers`, `--uniformity_gate`, ...), and both
+go through the same `__post_init__` check, which names the field and the fix.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from traac.errors import TraacError
+from traac.method.formats import AUX_PROMPT, PRESETS, ChatFormat, resolve_chat_format
+
+SCORERS = ("attention", "confidence", "random")
+STEP_SCOPES = ("probe", "reasoning")
+UNIFORMITY_GATE = 0.8
+EVICTION_CAP = 0.8
+DEFAULT_TOP_K = 20  # the paper does not give k; 20 is the usual cap on returned logprobs (vLLM)
+TEST_TIME_TAU = 0.4  # SPEC section 5: the fixed tau of test-time compression
+
+
+def check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise TraacError(f"{name}: {value!r} is not one of {', '.join(allowed)}")
+
+
+def check_unit(name: str, value: Any) -> None:
+    """A number in [0, 1] (NaN and booleans refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise TraacError(f"{name}: {value!r} must be a number in [0, 1]")
+
+
+def check_positive(name: str, value: Any, *, integer: bool = False, zero: bool = False) -> None:
+    """A finite number > 0 (>= 0 with `zero`); an integer with `integer`."""
+    kind = int if integer else (int, float)
+    ok = not isinstance(value, bool) and isinstance(value, kind) and math.isfinite(value)
+    if not ok or not (value >= 0 if zero else value > 0):
+        what = "an integer" if integer else "a finite number"
+        raise TraacError(f"{name}: {value!r} must be {what} {'>= 0' if zero else '> 0'}")
+
+
+def check_layers(value: Any) -> None:
+    """`all`, `first_half`, or comma-separated layer indices (checked against a model later)."""
+    if value in ("all", "first_half"):
+        return
+    parts = str(value).split(",") if isinstance(value, str) else []
+    if not parts or not all(p.strip().isdigit() for p in parts):
+        raise TraacError(
+            f"probe_layers: {value!r} is not all, first_half or comma-separated layer indices"
+        )
+
+
+@dataclass
+class CompressionSettings:
+    """How reasoning steps are scored and evicted (SPEC section 2)."""
+
+    scorer: str = field(
+        default="attention",
+        metadata={"help": "Step scorer: attention (the closer's attention, the paper's) | "
+                  "confidence (the policy's top-k confidence, with the question in context) | "
+                  "random. The ablation scorers skip the uniformity gate (e = tau), as the "
+                  "authors' code does.", "choices": SCORERS},
+    )  # fmt: skip
+    probe_layers: str | None = field(
+        default="all",
+        metadata={"help": "Attention layers averaged: all (paper) | first_half (authors' code "
+                  "for Qwen3) | comma-separated indices."},
+    )  # fmt: skip
+    step_scope: str = field(
+        default="probe",
+        metadata={"help": "Steps split over the whole probe text (opener and auxiliary prompt in "
+                  "the edge steps, the authors' code) | the reasoning only.",
+                  "choices": STEP_SCOPES},
+    )  # fmt: skip
+    uniformity_gate: float = field(
+        default=UNIFORMITY_GATE,
+        metadata={"help": "Nothing is evicted when the step scores' uniformity u exceeds this."},
+    )
+    eviction_cap: float = field(
+        default=EVICTION_CAP, metadata={"help": "Largest share of a trace's steps evicted."}
+    )
+    split_phrases: list[str] | None = field(
+        default=None,
+        metadata={"help": "Phrases that open a step (unset: the paper's list)."},
+    )
+    aux_prompt: str = field(
+        default=AUX_PROMPT, metadata={"help": "Auxiliary prompt appended in the probe."}
+    )
+    confidence_top_k: int = field(
+        default=DEFAULT_TOP_K, metadata={"help": "Top-k of the confidence scorer."}
+    )
+
+    def __post_init__(self) -> None:
+        check_choice("scorer", self.scorer, SCORERS)
+        check_choice("step_scope", self.step_scope, STEP_SCOPES)
+        if self.probe_layers is not None:
+            check_layers(self.probe_layers)
+        check_unit("uniformity_gate", self.uniformity_gate)
+        check_unit("eviction_cap", self.eviction_cap)
+        if self.split_phrases is not None and (
+            not isinstance(self.split_phrases, list)
+            or any(not isinstance(p, str) or not p.strip() for p in self.split_phrases)
+        ):
+            raise TraacError("split_phrases: every phrase must be a non-empty string")
+        if not isinstance(self.aux_prompt, str) or not self.aux_prompt.strip():
+            raise TraacError("aux_prompt: must be a non-empty string")
+        check_positive("confidence_top_k", self.confidence_top_k, integer=True)
+        if self.confidence_top_k < 2:
+            raise TraacError(f"confidence_top_k: {self.confidence_top_k} must be at least 2")
+
+    @property
+    def phrases(self) -> tuple[str, ...] | None:
+        return None if self.split_phrases is None else tuple(self.split_phrases)
+
+
+@dataclass
+class FormatSettings:
+    """Where the think block opens and closes (any model with a think delimiter)."""
+
+    chat_format: str = field(
+        default="auto",
+        metadata={"help": "auto (read off the chat template) | response-opens (Qwen3: the "
+                  "response writes the opener) | prompt-opens (R1 distills: the prompt ends "
+                  "with it).", "choices": ("auto", *PRESETS)},
+    )  # fmt: skip
+    think_open: str = field(default="<think>", metadata={"help": "Think block opener."})
+    think_close: str = field(default="</think>", metadata={"help": "Think block closer."})
+
+    def __post_init__(self) -> None:
+        check_choice("chat_format", self.chat_format, ("auto", *PRESETS))
+        for name in ("think_open", "think_close"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise TraacError(f"{name}: must be a non-empty string")
+        if self.think_open == self.think_close:
+            raise TraacError(f"think_close: {self.think_close!r} must differ from think_open")
+
+    def resolve(self, tokenizer: Any = None) -> ChatFormat:
+        """The chat format; `auto` reads the tokenizer's template."""
+        return resolve_chat_format(
+            self.chat_format,
+            think_open=self.think_open,
+            think_close=self.think_close,
+            tokenizer=tokenizer,
+        )

@@ -1,0 +1,133 @@
+"""What the demo and the experiments share: timed stages, evaluating a model on held-out testbed
+problems, training it from a recipe, and the per-tier rows their tables are made of.
+
+Each stage is resumable: an evaluation directory keeps its finished samples, a training run
+its final model (kept) or its last checkpoint (continued).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from traac.common.models import load_tokenizer, resolve_model_path
+from traac.common.progress import NullProgress, Progress
+from traac.evaluation.generation import make_backend
+from traac.evaluation.records import TIER_ORDER, EvalSummary
+from traac.evaluation.runner import EvalSettings, run_eval
+from traac.training.config import TRAACConfig
+from traac.training.run import TrainScriptArguments, parse, train
+
+logger = logging.getLogger(__name__)
+HELD_OUT_SEED = 2026  # held-out problems: the testbed's SFT and RL pools never hold them
+QUICK_TRAINING = {  # a smoke test of every stage: two steps on eight problems
+    "max_steps": 2,
+    "per_device_train_batch_size": 8,
+    "num_generations": 4,
+    "dataset": "testbed:all?n=8",
+}
+
+
+@dataclass
+class Stages:
+    """Wall time per stage, logged as each one ends."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        logger.info(f"stage: {name}")
+        start = time.perf_counter()
+        yield
+        self.seconds[name] = time.perf_counter() - start
+        logger.info(f"{name}: {self.seconds[name]:.1f} s")
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """The held-out testbed problems every model of a pipeline is evaluated on, and how."""
+
+    per_tier: int = 100
+    num_samples: int = 4
+    max_new_tokens: int = 256
+    seed: int = HELD_OUT_SEED
+    batch_size: int = 64
+
+    @property
+    def dataset(self) -> str:
+        return f"testbed:all?n={self.per_tier}&seed={self.seed}"
+
+    def evaluate(self, model: Path, output: Path, progress: Progress | None = None) -> EvalSummary:
+        """Evaluate (resuming) with the prompt style the testbed learned: the question alone."""
+        path = resolve_model_path(str(model))
+        tokenizer = load_tokenizer(path)
+        settings = EvalSettings(
+            dataset=self.dataset,
+            model=str(Path(path).resolve()),
+            prompt_style="question",
+            max_new_tokens=self.max_new_tokens,
+        )
+        result = run_eval(
+            settings,
+            output,
+            num_samples=self.num_samples,
+            batch_size=self.batch_size,
+            args={"pipeline": True},
+            make_backend=lambda tok: make_backend("transformers", path, tok),
+            tokenizer=tokenizer,
+            progress=progress,
+        )
+        return result.summary
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A training recipe file plus overrides, parsed (and so checked) at once."""
+
+    path: Path
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+
+    def parse(self, base: Path, output_dir: Path) -> tuple[TrainScriptArguments, TRAACConfig]:
+        argv = ["--config", str(self.path), "--model_name_or_path", str(base)]
+        argv += ["--output_dir", str(output_dir), "--resume_from_checkpoint", "auto"]
+        for key, value in self.overrides.items():
+            argv += [f"--{key}", str(value)]
+        return parse(argv)
+
+    def train(self, base: Path, output_dir: Path, progress: Progress | None = None) -> Path:
+        """Train unless `output_dir` already holds the trained model (then kept)."""
+        if (output_dir / "config.json").exists():
+            logger.info(f"trained model found in {output_dir}: kept (delete it to retrain)")
+            return output_dir
+        script, config = self.parse(base, output_dir)
+        result = train(script, config, progress or NullProgress())
+        if result.interrupted is not None:
+            raise KeyboardInterrupt  # the checkpoint is saved; a rerun continues from it
+        return output_dir
+
+
+@dataclass(frozen=True)
+class TierRow:
+    """Accuracy (%) and mean response length of one tier (or overall) of one model."""
+
+    accuracy: float
+    mean_length: float
+
+
+def tier_rows(summary: EvalSummary) -> dict[str, TierRow]:
+    """Per tier and overall, from an evaluation summary."""
+    rows = {
+        tier: TierRow(s.accuracy, s.mean_response_tokens)
+        for tier, s in summary.by_difficulty.items()
+    }
+    rows["overall"] = TierRow(summary.overall.accuracy, summary.overall.mean_response_tokens)
+    return rows
+
+
+def tier_columns(tiers: Sequence[str] = (*TIER_ORDER, "overall")) -> list[str]:
+    return [c for t in tiers for c in (f"{t} Acc", f"{t} Len")]

@@ -1,0 +1,264 @@
+"""`traac train --dry-run`: what a recipe will do, checked before any GPU hour is spent.
+
+`make_plan` checks what can be checked without model weights or a GPU: the model's form (local
+directory, testbed, hub id) and, where its tokenizer is on disk or the hub is reachable, its
+chat format; the dataset's rows where the data is local, cached or reachable; the batch
+arithmetic for the planned number of processes; the resume checkpoint. What cannot be reached
+offline is said plainly and left to run time, never reported as an error.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from huggingface_hub.utils import HFValidationError, validate_repo_id
+from transformers import AutoTokenizer
+
+from traac.common.models import TESTBED_NAMES, resolve_model_path
+from traac.data.datasets import HubUnavailable, hub_reachable
+from traac.data.training import load_training_items
+from traac.errors import TraacError
+from traac.testbed.build import CARD, cache_path
+from traac.testbed.config import default_config
+from traac.training.config import TRAACConfig
+from traac.training.run import TrainScriptArguments, resume_checkpoint
+
+CHECKED_AT_RUN_TIME = "not reachable offline, checked at run time"
+
+
+@dataclass
+class Plan:
+    """Rows of (setting, value) in print order, and notes on what was left to run time."""
+
+    rows: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, name: str, value: Any) -> None:
+        self.rows.append((name, str(value)))
+
+
+def make_plan(
+    script: TrainScriptArguments, config: TRAACConfig, device_note: str | None = None
+) -> Plan:
+    """The plan of a parsed recipe (`TrainScriptArguments`, `TRAACConfig`); TraacError when a
+    check fails (the message names the field)."""
+    plan = Plan()
+    processes = planned_processes(script.dry_run_processes)
+    tokenizer, where = check_model(script.model_name_or_path)
+    plan.add("model", f"{script.model_name_or_path} ({where})")
+    plan.add("chat format", chat_format_line(config, tokenizer))
+    data, problems = check_data(script.dataset)
+    plan.add("data", data)
+    if script.prompt_suffix:
+        plan.add("prompt suffix", repr(script.prompt_suffix))
+    plan.add("device", device_line(config, device_note))
+    plan.add("processes", processes_line(processes, script.dry_run_processes))
+    for name, value in batch_lines(config, processes):
+        plan.add(name, value)
+    plan.add("steps", steps_line(config, processes, problems))
+    plan.add("generation", generation_line(config))
+    plan.add("max completion length", f"{config.max_completion_length} tokens")
+    plan.add("precision", precision(config))
+    plan.add("activation checkpointing", "on" if config.activation_checkpointing else "off")
+    plan.add("sharding", sharding_line(config))
+    plan.add("TRAAC", traac_line(config))
+    plan.add("optimizer", optimizer_line(config))
+    plan.add("checkpoints", checkpoint_line(config))
+    plan.add("resume", resume_line(config))
+    plan.add("output dir", config.output_dir)
+    if device_note:
+        plan.notes.append(device_note)
+    plan.notes += [f"{name}: {CHECKED_AT_RUN_TIME}" for name, v in plan.rows if _deferred(v)]
+    return plan
+
+
+def _deferred(value: str) -> bool:
+    return CHECKED_AT_RUN_TIME in value
+
+
+# ---------------------------------------------------------------- checks
+
+
+def check_model(name: str) -> tuple[Any, str]:
+    """(tokenizer or None, how the model was found); never loads weights and never builds the
+    testbed."""
+    if name in TESTBED_NAMES:
+        path = cache_path(default_config(quick=name == "testbed-quick"))
+        if not (path / CARD).exists():
+            return None, "the CPU testbed; not built yet, built at run time (minutes)"
+        return _tokenizer(str(path), local_only=True), f"the CPU testbed, {path}"
+    try:
+        path = resolve_model_path(name)
+    except TraacError as err:
+        raise TraacError(f"model_name_or_path: {err}") from None
+    if Path(path).is_dir():
+        return _tokenizer(path, local_only=True), "local directory"
+    try:
+        validate_repo_id(name)
+    except HFValidationError as err:
+        raise TraacError(
+            f"model_name_or_path: {name!r} is no directory nor hub id ({err})"
+        ) from None
+    tokenizer = _tokenizer(name, local_only=not hub_reachable())
+    return tokenizer, "hub id"
+
+
+def _tokenizer(where: str, local_only: bool) -> Any:
+    """The tokenizer (no weights), or None when it is neither on disk nor reachable."""
+    try:
+        return AutoTokenizer.from_pretrained(where, local_files_only=local_only)
+    except OSError as err:
+        if local_only:
+            return None
+        raise TraacError(f"model_name_or_path: cannot load {where!r}'s tokenizer ({err})") from None
+
+
+def chat_format_line(config: Any, tokenizer: Any) -> str:
+    """The chat format the trainer will use; `auto` needs the tokenizer's template."""
+    if config.chat_format == "auto" and tokenizer is None:
+        return f"auto (read from the chat template: {CHECKED_AT_RUN_TIME})"
+    fmt = config.resolve(tokenizer)
+    where = "the prompt ends with" if fmt.opener_in_prompt else "the response opens with"
+    name = "prompt-opens" if fmt.opener_in_prompt else "response-opens"
+    closer = f"reasoning closed by {fmt.think_close}"
+    return f"{name}: {where} {fmt.think_open}, {closer} (chat_format {config.chat_format})"
+
+
+def check_data(spec: str) -> tuple[str, int | None]:
+    """Load the problems as training will (every row checked): (plan line, number of problems);
+    a hub set that is neither cached nor reachable is left to run time."""
+    try:
+        items = load_training_items(spec)
+    except HubUnavailable:
+        return f"{spec} ({CHECKED_AT_RUN_TIME})", None
+    except TraacError as err:
+        raise TraacError(f"dataset: {err}") from None
+    sources = sorted({item.data_source for item in items})
+    line = f"{spec}: {len(items)} problems, every row checked (sources: {', '.join(sources)})"
+    return line, len(items)
+
+
+def planned_processes(requested: int | None) -> int:
+    if requested is not None and requested < 1:
+        raise TraacError(f"dry_run_processes: {requested} must be at least 1")
+    return requested or int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def processes_line(processes: int, requested: int | None) -> str:
+    if requested is not None:
+        return f"{processes} (--dry_run_processes)"
+    return f"{processes} (this launch; --dry_run_processes N plans for N GPUs)"
+
+
+def batch_lines(config: Any, processes: int) -> list[tuple[str, str]]:
+    """Completions per optimizer step and per generation round, for `processes` processes.
+
+    TRL checked that `num_generations` divides the generation batch for this launch's processes
+    (a multiple of it divides it for any count); `steps_per_generation` is the recipe's.
+    """
+    n = config.num_generations
+    per_step = config.per_device_train_batch_size * processes * config.gradient_accumulation_steps
+    spg = config.steps_per_generation
+    generation = config.per_device_train_batch_size * processes * spg
+    return [
+        ("optimizer step", f"{per_step} completions = {per_step / n:g} prompts x {n} rollouts "
+         f"({config.per_device_train_batch_size} per device x {processes} x "
+         f"{config.gradient_accumulation_steps} accumulation)"),
+        ("generation round", f"{generation // n} prompts x {n} rollouts = {generation} "
+         f"completions, every {spg} optimizer step(s)"),
+    ]  # fmt: skip
+
+
+def steps_line(config: Any, processes: int, prompts: int | None) -> str:
+    if config.max_steps and config.max_steps > 0:
+        return f"{config.max_steps} (max_steps)"
+    if prompts is None:
+        return f"{config.num_train_epochs:g} epochs (steps known once the data is loaded)"
+    per_step = config.per_device_train_batch_size * processes * config.gradient_accumulation_steps
+    per_epoch = math.ceil(prompts * config.num_generations * config.num_iterations / per_step)
+    total = math.ceil(per_epoch * config.num_train_epochs)
+    return f"about {total} ({config.num_train_epochs:g} epochs x {per_epoch} steps)"
+
+
+def generation_line(config: Any) -> str:
+    sampling = f"temperature {config.temperature:g}, top_p {config.top_p:g}"
+    if not config.use_vllm:
+        return f"transformers generate; {sampling}"
+    line = f"vLLM ({config.vllm_mode}"
+    if config.vllm_mode == "colocate":
+        line += f", gpu_memory_utilization {config.vllm_gpu_memory_utilization:g}"
+    line += f"); {sampling}"
+    if importlib.util.find_spec("vllm") is None:
+        line += " (vllm is not installed here; the run needs it)"
+    return line
+
+
+def precision(config: Any) -> str:
+    return "bf16" if config.bf16 else "fp16" if config.fp16 else "fp32"
+
+
+def device_line(config: Any, note: str | None) -> str:
+    if config.use_cpu and not note:
+        return "CPU (use_cpu)"
+    seen = torch.cuda.device_count()
+    return f"GPU ({seen} visible here)" if seen else "GPU (none visible here)"
+
+
+def sharding_line(config: Any) -> str:
+    if config.deepspeed:
+        return f"DeepSpeed ({config.deepspeed})"
+    if config.fsdp:
+        return f"FSDP ({config.fsdp})"
+    if os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true":
+        return "DeepSpeed (from the accelerate launch config)"
+    if os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true":
+        return "FSDP (from the accelerate launch config)"
+    return "none in the recipe (accelerate launch --config_file may add ZeRO or FSDP)"
+
+
+def traac_line(config: Any) -> str:
+    parts = [f"mode {config.mode}", f"preset {config.preset}"]
+    if config.compresses:
+        layers = config.probe_layers or "first half for Qwen3 models, all for others"
+        parts += [
+            f"scorer {config.scorer} on the {config.scoring_model} model (probe layers {layers})",
+            f"tau easy/medium/hard {config.tau_easy:g}/{config.tau_medium:g}/{config.tau_hard:g}",
+            f"gate {config.uniformity_gate:g}, cap {config.eviction_cap:g}, "
+            f"calibration {config.uniformity_calibration}",
+        ]
+    if config.mode != "cr":
+        parts.append(f"format {config.format_preset}, length weight {config.length_weight:g}, "
+                     f"window {config.length_window_steps} steps")  # fmt: skip
+    return "; ".join(parts)
+
+
+def optimizer_line(config: Any) -> str:
+    return (
+        f"lr {config.learning_rate:g} ({_name(config.lr_scheduler_type)}, {config.warmup_steps:g} "
+        f"warm-up steps), weight decay {config.weight_decay:g}, KL beta {config.beta:g}, "
+        f"clip {config.epsilon:g}/{config.epsilon_high:g}"
+    )
+
+
+def checkpoint_line(config: Any) -> str:
+    strategy = _name(config.save_strategy)
+    every = f"every {config.save_steps:g} steps" if strategy == "steps" else strategy
+    return f"{every} (save_strategy); SIGINT/SIGTERM save one at the end of the current step"
+
+
+def _name(choice: Any) -> str:
+    """An enum choice of TrainingArguments as the text the recipe gave."""
+    return str(getattr(choice, "value", choice))
+
+
+def resume_line(config: Any) -> str:
+    if not config.resume_from_checkpoint:
+        return "no (fresh start)"
+    found = resume_checkpoint(config.resume_from_checkpoint, config.output_dir)
+    return found or "auto: no checkpoint in output_dir yet, starts fresh"

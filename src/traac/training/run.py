@@ -1,0 +1,184 @@
+"""The training entry: a recipe (YAML + overrides) -> `TRAACTrainer` -> a trained model.
+
+TRL's parser conventions: every field of `TrainScriptArguments` and `TRAACConfig` (so every
+`GRPOConfig`/`TrainingArguments` field) can be set in the YAML recipe or on the command line,
+the command line winning; an `env:` mapping in the recipe sets environment variables. The
+problems are loaded before the model, so a bad row fails in seconds. `traac train`, the demo and
+the experiments all come through `train`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from accelerate import PartialState
+from accelerate.logging import get_logger
+from transformers.trainer_callback import ProgressCallback
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
+from trl import TrlParser
+
+from traac.common.models import load_tokenizer
+from traac.common.progress import NullProgress, Progress, TrainerProgress, quiet_libraries
+from traac.common.threads import set_threads
+from traac.data.training import items_to_dataset, load_training_items
+from traac.errors import TraacError
+from traac.testbed.build import resolve_model
+from traac.training.config import TRAACConfig
+from traac.training.trainer import STATE_FILE, TRAACTrainer
+
+logger = get_logger(__name__)
+RESUME_LATEST = ("auto", "true", "latest")
+_NO_RESUME = ("", "false", "no", "none")
+
+
+@dataclass
+class TrainScriptArguments:
+    """What to train and on which problems (the rest is `TRAACConfig`)."""
+
+    model_name_or_path: str = field(
+        default="testbed",
+        metadata={"help": "Model directory, hub id, or testbed (the embedded CPU model)."},
+    )
+    dataset: str = field(
+        default="testbed:all",
+        metadata={"help": "Training problems: testbed[:TIER][?n=N&seed=S] or a dataset name."},
+    )
+    prompt_suffix: str = field(
+        default="", metadata={"help": "Text appended to every question (the paper's DAPO suffix)."}
+    )
+    num_threads: int | None = field(
+        default=None,
+        metadata={"help": "torch CPU threads (unset: torch's default)."},
+    )  # fmt: skip
+    dry_run: bool = field(
+        default=False,
+        metadata={"help": "Check the recipe, print the plan and exit 0 (no weights loaded, no "
+                  "GPU needed); an invalid field exits 2."},
+    )  # fmt: skip
+    dry_run_processes: int | None = field(
+        default=None,
+        metadata={"help": "With --dry-run: plan for this many training processes (GPUs) "
+                  "instead of this launch's."},
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """How a run ended: the last step, and the signal that stopped it (None: finished)."""
+
+    steps: int
+    output_dir: str
+    interrupted: int | None
+    checkpoint: str | None = None
+
+
+def parse(argv: list[str]) -> tuple[TrainScriptArguments, TRAACConfig]:
+    """Recipe + overrides -> (script arguments, TRAACConfig); bad values -> TraacError."""
+    if "--config" in argv:
+        at = argv.index("--config")
+        if at + 1 >= len(argv):
+            raise TraacError("--config needs a recipe path")
+        if not Path(argv[at + 1]).is_file():
+            raise TraacError(f"--config {argv[at + 1]}: no such recipe file")
+    try:
+        script, config = build_parser().parse_args_and_config(list(argv))
+    except (ValueError, TypeError) as err:
+        raise TraacError(str(err).splitlines()[0]) from err
+    return script, config
+
+
+def build_parser() -> TrlParser:
+    return TrlParser((TrainScriptArguments, TRAACConfig), prog="traac train")
+
+
+def parse_recipe(
+    argv: list[str], dry_run: bool
+) -> tuple[TrainScriptArguments, TRAACConfig, str | None]:
+    """`parse`, except that a dry run on a machine without a GPU validates a GPU recipe with
+    `use_cpu` set (transformers refuses bf16 without a GPU); the note says so."""
+    try:
+        script, config = parse(argv)
+        return script, config, None
+    except TraacError:
+        if not dry_run or torch.cuda.is_available():
+            raise
+    script, config = parse([*argv, "--use_cpu", "true"])
+    note = ("the recipe trains on GPUs and none is visible here: validated as on the CPU; "
+            "bf16 support and the GPU count are checked at run time")  # fmt: skip
+    return script, config, note
+
+
+def checkpoints(output_dir: str) -> list[str]:
+    """The checkpoints of a run directory, oldest first (transformers' own scan)."""
+    if not Path(output_dir).is_dir():
+        return []
+    return sort_checkpoints(output_dir, PREFIX_CHECKPOINT_DIR)
+
+
+def resume_checkpoint(value: str | None, output_dir: str) -> str | None:
+    """The checkpoint `--resume_from_checkpoint` names: a path, or `auto`/`true` for the newest
+    complete `checkpoint-N` in `output_dir` (None: none yet, a fresh start)."""
+    text = (value or "").strip()
+    if text.lower() in _NO_RESUME:
+        return None
+    if text.lower() not in RESUME_LATEST:
+        if not (Path(text) / "trainer_state.json").is_file():
+            raise TraacError(f"resume_from_checkpoint: {text} is not a checkpoint directory "
+                             "(no trainer_state.json); pass one, or auto")  # fmt: skip
+        return text
+    # A save cut short by a crash lacks the state files, which are written last.
+    complete = [
+        c for c in checkpoints(output_dir)
+        if (Path(c) / "trainer_state.json").is_file() and (Path(c) / STATE_FILE).is_file()
+    ]  # fmt: skip
+    return complete[-1] if complete else None
+
+
+def check_fresh_start(config: TRAACConfig) -> None:
+    """A run into a directory that holds checkpoints must say whether it continues them."""
+    found = checkpoints(config.output_dir)
+    if found and not (config.resume_from_checkpoint or "").strip():
+        last = re.sub(r".*/", "", found[-1])
+        raise TraacError(
+            f"output_dir {config.output_dir} already holds {last}; pass "
+            "--resume_from_checkpoint auto to continue it, or another --output_dir"
+        )
+
+
+def train(
+    script: TrainScriptArguments, config: TRAACConfig, progress: Progress | None = None
+) -> TrainResult:
+    """Train to the end, or until SIGINT/SIGTERM (checkpoint saved, `interrupted` set)."""
+    PartialState()  # this launch's processes, before anything logs
+    items = load_training_items(script.dataset)  # bad rows fail here, before any model loads
+    check_fresh_start(config)
+    resume = resume_checkpoint(config.resume_from_checkpoint, config.output_dir)
+    if config.resume_from_checkpoint and resume is None:
+        logger.info(f"no checkpoint in {config.output_dir} yet; starting fresh")
+    model_path = resolve_model(script.model_name_or_path, progress)
+    tokenizer = load_tokenizer(model_path)
+    tokenizer.padding_side = "left"
+    set_threads(script.num_threads)
+    dataset = items_to_dataset(
+        items,
+        prompt_suffix=script.prompt_suffix,
+        conversational=bool(getattr(tokenizer, "chat_template", None)),
+    )
+    with quiet_libraries():  # our progress instead of the libraries' load/save/map bars
+        trainer = TRAACTrainer(
+            model_path, args=config, train_dataset=dataset, processing_class=tokenizer
+        )
+        if not config.disable_tqdm:
+            # transformers' bar prints every step's log dict (the telemetry holds them)
+            trainer.remove_callback(ProgressCallback)
+            trainer.add_callback(TrainerProgress(progress or NullProgress(), "TRAAC steps"))
+        trainer.train(resume_from_checkpoint=resume)
+        step = trainer.state.global_step
+        if trainer.interrupted is None:
+            trainer.save_model(config.output_dir)
+            return TrainResult(step, config.output_dir, None)
+        checkpoint = str(Path(config.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{step}")
+        return TrainResult(step, config.output_dir, trainer.interrupted, checkpoint)

@@ -1,0 +1,188 @@
+"""What each TRAAC step did, as typed records: the trainer builds a `StepStats` per step, logs it
+through TRL's metrics (so `report_to` sees it) and into `metrics.jsonl`; reports read it back
+with `read_metrics`.
+
+Per step, for the pooled group (`all`) and each difficulty bin: prompts, pass rate, response,
+think and answer tokens (the last two split by correct and incorrect rollouts, which TRL's one
+mean length hides), the share clipped at the maximum length and the share that never closed
+its think block, and what compression did (candidates, compressed share, steps and tokens
+removed). Keys are `traac/<scope>/<field>`, e.g. `traac/easy/think_tokens_correct`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from traac.method.compression import CompressionResult
+from traac.method.metrics import compression_stats
+
+METRICS_FILE = "metrics.jsonl"
+ALL = "all"  # the scope of the whole pooled group
+
+
+@dataclass(frozen=True)
+class RolloutView:
+    """What telemetry needs of one rollout of a pooled group."""
+
+    correct: bool
+    closed: bool
+    clipped: bool
+    compressed: bool
+    response_tokens: int
+    think_tokens: int
+    answer_tokens: int
+
+
+@dataclass(frozen=True)
+class ScopeStats:
+    """One scope (the pooled group, or one difficulty bin) of one step. Means are None where
+    the scope has no rollout of that kind."""
+
+    prompts: int
+    rollouts: int
+    pass_rate: float | None
+    response_tokens: float | None
+    think_tokens_correct: float | None
+    think_tokens_incorrect: float | None
+    answer_tokens_correct: float | None
+    answer_tokens_incorrect: float | None
+    clipped_frac: float | None
+    unclosed_frac: float | None
+    compressed_frac: float | None  # share of the pooled rollouts that are compressed copies
+    candidates: int  # correct, well-formed originals sent to compression
+    compressed_rollouts: int  # of those, the ones that lost steps and were re-answered
+    uniformity: float | None  # mean over candidates
+    eviction_fraction: float | None  # mean over candidates
+    steps_removed: float | None  # mean per compressed rollout
+    tokens_removed: float | None  # mean per compressed rollout
+
+
+@dataclass(frozen=True)
+class StepStats:
+    """The TRAAC telemetry of one training step."""
+
+    step: int
+    scopes: dict[str, ScopeStats]
+    seconds: dict[str, float] = field(default_factory=dict)
+    rewards: dict[str, float] = field(default_factory=dict)
+
+    def flat(self) -> dict[str, float]:
+        """`traac/<scope>/<field>` -> value (None fields left out), plus phase seconds and mean
+        rewards: TRL's metrics dict and one line of `metrics.jsonl`."""
+        out: dict[str, float] = {}
+        for scope, stats in self.scopes.items():
+            for key, value in asdict(stats).items():
+                if value is not None:
+                    out[f"traac/{scope}/{key}"] = float(value)
+        out.update({f"traac/seconds/{k}": v for k, v in self.seconds.items()})
+        out.update({f"traac/reward/{k}": v for k, v in self.rewards.items()})
+        return out
+
+    @classmethod
+    def from_flat(cls, step: int, row: Mapping[str, Any]) -> StepStats:
+        scopes: dict[str, dict[str, Any]] = {}
+        seconds, rewards = {}, {}
+        for key, value in row.items():
+            parts = key.split("/")
+            if len(parts) != 3 or parts[0] != "traac":
+                continue
+            if parts[1] == "seconds":
+                seconds[parts[2]] = value
+            elif parts[1] == "reward":
+                rewards[parts[2]] = value
+            else:
+                scopes.setdefault(parts[1], {})[parts[2]] = value
+        names = [f.name for f in fields(ScopeStats)]
+        ints = {"prompts", "rollouts", "candidates", "compressed_rollouts"}
+        built = {
+            scope: ScopeStats(
+                **{n: (int(v[n]) if n in ints else v[n]) if n in v else None for n in names}
+            )
+            for scope, v in scopes.items()
+        }
+        return cls(step, built, seconds, rewards)
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def scope_stats(
+    pass_rates: Sequence[float],
+    pooled: Sequence[RolloutView],
+    candidates: Sequence[CompressionResult],
+    used: Sequence[CompressionResult],
+) -> ScopeStats:
+    """Stats of one scope: the pass rates of its prompts, its pooled rollouts, the candidates
+    compression scored and the compressions that were used (re-answered)."""
+    right = [r for r in pooled if r.correct]
+    wrong = [r for r in pooled if not r.correct]
+    done = compression_stats(used)
+    return ScopeStats(
+        prompts=len(pass_rates),
+        rollouts=len(pooled),
+        pass_rate=_mean(pass_rates),
+        response_tokens=_mean([r.response_tokens for r in pooled]),
+        think_tokens_correct=_mean([r.think_tokens for r in right]),
+        think_tokens_incorrect=_mean([r.think_tokens for r in wrong]),
+        answer_tokens_correct=_mean([r.answer_tokens for r in right]),
+        answer_tokens_incorrect=_mean([r.answer_tokens for r in wrong]),
+        clipped_frac=_mean([r.clipped for r in pooled]),
+        unclosed_frac=_mean([not r.closed for r in pooled]),
+        compressed_frac=_mean([r.compressed for r in pooled]),
+        candidates=len(candidates),
+        compressed_rollouts=len(used),
+        uniformity=_mean([c.uniformity for c in candidates]),
+        eviction_fraction=_mean([c.eviction_fraction for c in candidates]),
+        steps_removed=done.steps_removed / len(used) if used else None,
+        tokens_removed=done.tokens_removed / len(used) if used else None,
+    )
+
+
+def append_metrics(output_dir: str | Path, stats: StepStats) -> None:
+    path = Path(output_dir) / METRICS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        f.write(json.dumps({"step": stats.step, **stats.flat()}) + "\n")
+
+
+def read_metrics(path: str | Path) -> list[StepStats]:
+    """The steps of a `metrics.jsonl` (a line a crash cut short is skipped)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        step = _step_of(line)
+        if math.isfinite(step):
+            out.append(StepStats.from_flat(int(step), json.loads(line)))
+    return out
+
+
+def truncate_metrics(path: Path, last_step: int) -> None:
+    """Drop the lines of a metrics JSONL whose step is after `last_step` (atomic replace); a
+    line a crash cut short is dropped too."""
+    if not path.exists():
+        return
+    lines = path.read_text().splitlines()
+    kept = [line for line in lines if _step_of(line) <= last_step]
+    if len(kept) == len(lines):
+        return
+    tmp = path.with_suffix(".jsonl.tmp")
+    tmp.write_text("".join(f"{line}\n" for line in kept))
+    os.replace(tmp, path)
+
+
+def _step_of(line: str) -> float:
+    """The step of a metrics line; infinity for a line that is not a whole record."""
+    try:
+        return json.loads(line)["step"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return math.inf

@@ -1,0 +1,336 @@
+"""`traac train` as a user runs it: the dry-run plan (paper recipes offline, invalid fields), a
+bad dataset row, SIGTERM then `--resume_from_checkpoint auto` against an uninterrupted run, and
+two processes holding the same length windows after every step.
+
+The end-to-end runs sample from the quick testbed, whose weights differ from one CPU to another.
+So that no assertion depends on them, those runs judge a rollout right by a fixed function of
+its text (`verdict_by_parity`): some rollouts are right and some wrong whatever the weights, and
+the same rollouts get the same verdicts in every run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from traac.cli import main as cli_main
+from traac.errors import TraacError
+from traac.training.run import resume_checkpoint
+from traac.training.telemetry import METRICS_FILE
+from traac.training.trainer import STATE_FILE, TRAACTrainer, rank_state_file
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPES = ROOT / "recipes"
+N = 4  # rollouts per prompt
+
+
+def offline_env(tmp_path: Path) -> dict[str, str]:
+    """No hub, an empty hub cache, no GPU: what a laptop without network sees."""
+    return {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_HOME": str(tmp_path / "hf"),
+        "CUDA_VISIBLE_DEVICES": "",
+        "TRAAC_CACHE_DIR": str(tmp_path / "cache"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("recipe", "model"),
+    [("qwen3-4b.yaml", "Qwen/Qwen3-4B"),
+     ("r1-distill-qwen-7b.yaml", "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B")],
+)  # fmt: skip
+def test_dry_run_of_a_paper_recipe_offline(tmp_path: Path, recipe: str, model: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "traac.cli", "train", "--config", str(RECIPES / recipe),
+         "--dry-run", "--dry_run_processes", "8"],
+        capture_output=True, text=True, env=offline_env(tmp_path), timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = " ".join(done.stdout.split())  # the table wraps long values
+    for expected in (
+        f"{model} (hub id)",
+        "dapo-math-17k (not reachable offline, checked at run time)",
+        "auto (read from the chat template: not reachable offline, checked at run time)",
+        "32 completions = 4 prompts x 8 rollouts",  # 4 per device x 8 GPUs: the paper's mini-batch
+        "8 prompts x 8 rollouts = 64 completions, every 2 optimizer step(s)",
+        "vLLM (colocate",
+        "bf16",
+        "mode traac",
+        "10000 tokens",
+        "dry run: recipe valid",
+    ):
+        assert expected in out
+    assert not (tmp_path / "outputs").exists()  # nothing written
+
+
+def local_recipe(tmp_path: Path, model: Path, dataset: str, **fields: Any) -> list[str]:
+    values = {
+        "model_name_or_path": str(model), "dataset": dataset,
+        "output_dir": str(tmp_path / "out"), "use_cpu": True, "bf16": False,
+        "report_to": "none", "max_steps": 3, "per_device_train_batch_size": 2 * N,
+        "num_generations": N, "max_completion_length": 64,
+    }  # fmt: skip
+    values.update(fields)
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in values.items()))
+    return ["train", "--config", str(recipe)]
+
+
+def no_weights(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test if anything loads model weights or builds the testbed."""
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("model weights loaded")
+
+    from transformers import AutoModelForCausalLM
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", refuse)
+    monkeypatch.setattr("traac.testbed.build.build_testbed", refuse)
+
+
+def test_dry_run_resolves_the_chat_format_and_checks_the_rows(
+    quick_testbed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    no_weights(monkeypatch)
+    code = cli_main([*local_recipe(tmp_path, quick_testbed, "testbed:easy?n=5"), "--dry-run"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 0
+    assert f"{quick_testbed} (local directory)" in out
+    assert "response-opens: the response opens with <think>" in out
+    assert "testbed:easy?n=5: 5 problems, every row checked" in out
+    assert "8 completions = 2 prompts x 4 rollouts" in out
+    assert "transformers generate" in out and "fp32" in out and "3 (max_steps)" in out
+    assert "not reachable" not in out
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [
+        (["--mode", "fast"], "mode:"),
+        (["--tau_hard", "1.5"], "tau_hard:"),
+        (["--num_generations", "3"], "num_generations (3)"),
+        (["--dry_run_processes", "0"], "dry_run_processes:"),
+        (["--model_name_or_path", "./no/such/model"], "model_name_or_path:"),
+        (["--model_name_or_path", "bad id with spaces"], "model_name_or_path:"),
+        (["--dataset", "reasoning-gym:no_such_task"], "dataset:"),
+        (["--resume_from_checkpoint", "/no/such/checkpoint"], "resume_from_checkpoint:"),
+        (["--no_such_field", "1"], "no_such_field"),
+    ],
+)
+def test_dry_run_of_an_invalid_field_exits_2_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any, override: list, field: str
+) -> None:
+    no_weights(monkeypatch)
+    monkeypatch.setenv("TRAAC_CACHE_DIR", str(tmp_path / "cache"))  # no testbed built here
+    code = cli_main([*local_recipe(tmp_path, Path("testbed"), "testbed:easy?n=4"), "--dry-run",
+                     *override])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and err.startswith("traac train: error:")
+    assert field in err
+
+
+BAD_ROWS = [
+    ({"question": "2+2?"}, "row 1 has no answer field"),
+    ({"question": "", "answer": "4"}, "row 1 has no 'question' field (or it is empty)"),
+    ({"question": 7, "answer": "4"}, "row 1: field 'question' is int, not text"),
+    ({"question": "2+2?", "answer": " "}, "row 1 has no 'answer' field (or it is empty)"),
+]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+@pytest.mark.parametrize(("bad", "message"), BAD_ROWS)
+def test_a_bad_row_fails_before_the_model_loads(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: Any,
+    suffix: str,
+    bad: dict,
+    message: str,
+) -> None:
+    if suffix == ".parquet":  # every row has every column: a null where the value is missing
+        if not isinstance(bad["question"], str):
+            bad, message = {**bad, "question": None}, "row 1 has no 'question' field"
+        elif "answer" not in bad:
+            message = "row 1 has no 'answer' field (or it is empty)"
+    rows = [{"question": "1+1?", "answer": "2"}, bad, {"question": "3+3?", "answer": "6"}]
+    path = tmp_path / f"bad{suffix}"
+    if suffix == ".jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.Table.from_pylist([{"answer": None, **r} for r in rows]), path)
+    no_weights(monkeypatch)
+    monkeypatch.setattr(
+        "traac.training.run.resolve_model", lambda *a: pytest.fail("model touched")
+    )
+    code = cli_main([*local_recipe(tmp_path, Path("testbed"), str(path))])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith("traac train: error:") and message in err
+
+
+def test_a_rerun_into_a_folder_with_checkpoints_must_say_it_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """No silent fresh start over a run's checkpoints: resume them or choose another folder."""
+    no_weights(monkeypatch)
+    (tmp_path / "out" / "checkpoint-3").mkdir(parents=True)
+    code = cli_main(local_recipe(tmp_path, Path("testbed"), "testbed:easy?n=4"))
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "already holds checkpoint-3" in err and "--resume_from_checkpoint auto" in err
+
+
+def test_resume_checkpoint_picks_the_newest_complete_one(tmp_path: Path) -> None:
+    assert resume_checkpoint("auto", str(tmp_path / "missing")) is None
+    for step, files in ((2, ("trainer_state.json", STATE_FILE)), (10, ("trainer_state.json",))):
+        folder = tmp_path / f"checkpoint-{step}"
+        folder.mkdir()
+        for name in files:
+            (folder / name).write_text("{}")
+    (tmp_path / "checkpoint-7").mkdir()  # a save the crash cut short
+    for value in ("auto", "true", "True", "latest"):
+        assert resume_checkpoint(value, str(tmp_path)) == str(tmp_path / "checkpoint-2")
+    assert resume_checkpoint(str(tmp_path / "checkpoint-10"), "x") == str(
+        tmp_path / "checkpoint-10"
+    )
+    assert resume_checkpoint(None, str(tmp_path)) is None
+    with pytest.raises(TraacError, match="resume_from_checkpoint"):
+        resume_checkpoint(str(tmp_path / "checkpoint-7"), str(tmp_path))
+
+
+# ------------------------------------------------------------------ end to end on the testbed
+
+PARITY_VERDICTS = """
+import traac.method.verify as verify
+
+
+def verdict_by_parity(items, responses, **kwargs):
+    return [len(r) % 2 == 1 for r in responses]
+
+
+verify.verify_many = verdict_by_parity
+"""
+
+
+def verdict_by_parity(items: Any, responses: list[str], **kwargs: Any) -> list[bool]:
+    """Right when the response has an odd number of characters: weight-independent verdicts."""
+    return [len(r) % 2 == 1 for r in responses]
+
+
+def train_args(model: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        "train", "--config", str(RECIPES / "testbed.yaml"), "--model_name_or_path", str(model),
+        "--dataset", "testbed:easy?n=24", "--output_dir", str(out), "--max_steps", "4",
+        "--per_device_train_batch_size", str(2 * N), "--num_generations", str(N),
+        "--max_completion_length", "96", "--disable_tqdm", "true", *extra,
+    ]  # fmt: skip
+
+
+def state(checkpoint: Path, name: str = STATE_FILE) -> dict:
+    return json.loads((checkpoint / name).read_text())
+
+
+def window_lengths(traac_state: dict) -> int:
+    """How many lengths the length windows hold, over all keys and steps."""
+    windows = traac_state["length_windows"]["windows"]
+    return sum(len(step) for window in windows for step in window["steps"])
+
+
+def metrics(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / METRICS_FILE).read_text().splitlines()]
+
+
+def without_timings(record: dict) -> dict:
+    return {k: v for k, v in record.items() if not k.startswith("traac/seconds/")}
+
+
+@pytest.mark.slow
+def test_sigterm_then_resume_matches_an_uninterrupted_run(
+    quick_testbed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    monkeypatch.setattr("traac.training.trainer.verify_many", verdict_by_parity)
+    every_2 = ("--save_strategy", "steps", "--save_steps", "2")
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert cli_main(train_args(quick_testbed, a, *every_2)) == 0
+
+    handler = signal.getsignal(signal.SIGTERM)
+    log_step = TRAACTrainer._log_step
+
+    def sigterm_during_step_2(self: TRAACTrainer, record: Any, rewards: Any) -> None:
+        log_step(self, record, rewards)  # the end of step 2's rollout phase
+        if record.step == 2:
+            signal.raise_signal(signal.SIGTERM)  # handled before it returns
+
+    with monkeypatch.context() as patch:
+        patch.setattr(TRAACTrainer, "_log_step", sigterm_during_step_2)
+        # save_strategy "no" (the recipe's): the signal saves a checkpoint all the same.
+        assert cli_main(train_args(quick_testbed, b)) == 128 + signal.SIGTERM
+    assert "traac train: stopped by SIGTERM after step 2;" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGTERM) is handler  # the handlers are put back
+    checkpoint = b / "checkpoint-2"
+    for name in ("optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json"):
+        assert (checkpoint / name).exists()
+    assert sorted(p.name for p in b.glob("checkpoint-*")) == ["checkpoint-2"]
+    assert not (b / "model.safetensors").exists()  # an interrupted run leaves no final model
+    assert state(checkpoint) == state(a / "checkpoint-2")
+    assert [r["step"] for r in metrics(b)] == [1, 2]
+    # A crash after a step 3 that no checkpoint holds: that step is done again, and kept once.
+    with (b / METRICS_FILE).open("a") as f:
+        f.write(json.dumps({"step": 3, "stale": True}) + "\n" + '{"step": 4, "cut sh')
+
+    assert cli_main(train_args(quick_testbed, b, *every_2, "--resume_from_checkpoint", "auto")) == 0
+    final_a, final_b = state(a / "checkpoint-4"), state(b / "checkpoint-4")
+    assert window_lengths(final_a) > 0  # correct rollouts' lengths were recorded
+    assert final_b == final_a
+    assert json.loads((b / "checkpoint-4" / "trainer_state.json").read_text())["global_step"] == 4
+    records_a, records_b = metrics(a), metrics(b)
+    assert [r["step"] for r in records_b] == [1, 2, 3, 4]
+    assert [without_timings(r) for r in records_b] == [without_timings(r) for r in records_a]
+
+
+@pytest.mark.slow
+def test_two_processes_hold_the_same_windows_after_every_step(
+    quick_testbed: Path, tmp_path: Path
+) -> None:
+    """6 rollouts per process, 4 per prompt: the second prompt's rollouts sit on both ranks."""
+    out, steps = tmp_path / "dist", 4
+    args = train_args(quick_testbed, out, "--save_strategy", "steps", "--save_steps", "1",
+                      "--per_device_train_batch_size", "6", "--max_steps", str(steps))  # fmt: skip
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
+              str(RECIPES / "accelerate" / "cpu_2proc.yaml"), "-m", "traac.cli", *args]  # fmt: skip
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(PARITY_VERDICTS)  # both workers judge by parity
+    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PYTHONPATH": path}
+    done = subprocess.run(launch, capture_output=True, text=True, timeout=400, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stderr.count(f"traac train: {steps} steps;") == 1  # said once, not per process
+    records = metrics(out)
+    assert [r["step"] for r in records] == list(range(1, steps + 1))
+    filled = 0
+    for step, record in enumerate(records, start=1):
+        checkpoint = out / f"checkpoint-{step}"
+        rank0, rank1 = state(checkpoint, rank_state_file(0)), state(checkpoint, rank_state_file(1))
+        assert rank0 == rank1 == state(checkpoint)
+        filled += window_lengths(rank0)
+        # The step's groups were formed from both ranks' rollouts: 12 rollouts, 3 prompts, each
+        # bin's pass rate a count of right answers out of N.
+        assert record["traac/all/rollouts"] == 2 * 6
+        bins = [b for b in ("easy", "medium", "hard") if record[f"traac/{b}/prompts"]]
+        assert sum(record[f"traac/{b}/prompts"] for b in bins) == 3
+        for b in bins:
+            right = record[f"traac/{b}/pass_rate"] * N * record[f"traac/{b}/prompts"]
+            assert right == pytest.approx(round(right))
+    assert filled > 0  # some right answers, so the windows compared hold lengths

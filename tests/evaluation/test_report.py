@@ -1,0 +1,141 @@
+"""traac report on two small result directories: tables, changes against the first, plots."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from traac.errors import TraacError
+from traac.evaluation.records import SampleRecord
+from traac.evaluation.report import (
+    TierStats,
+    build_report,
+    difficulty_table,
+    load_models,
+    main_table,
+    otb_table,
+    pooled_tiers,
+)
+from traac.evaluation.runner import EvalSettings, run_eval
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+# Two "models" on a tiered math set: (accuracy pattern, think words) per tier.
+PROFILES = {
+    "base": {"easy": ([1, 1, 1, 1], 400), "hard": ([1, 0, 0, 0], 800)},
+    "traac": {"easy": ([1, 1, 1, 1], 100), "hard": ([1, 1, 0, 0], 600)},
+}
+
+
+def make_runs(root: Path) -> None:
+    """root/<model>/{tiers,otb}: scored responses files, as `traac eval --responses` makes them."""
+    rows = [
+        {"id": f"{tier}{k}", "question": f"{k}+{k}?", "answer": str(2 * k), "difficulty": tier}
+        for tier in ("easy", "hard")
+        for k in range(4)
+    ]
+    otb = [
+        {"id": f"o{k}", "question": "q", "answer": str(k), "data_source": "otb-overthink"}
+        for k in range(2)
+    ] + [
+        {"id": f"u{k}", "question": "q", "answer": str(k), "data_source": "otb-underthink"}
+        for k in range(2)
+    ]
+    for name, rows_of in (("tiers", rows), ("otb", otb)):
+        (root / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows_of))
+    for model, profile in PROFILES.items():
+        responses: dict[str, list[dict]] = {"tiers": [], "otb": []}
+        for tier, (right, think) in profile.items():
+            for k, ok in enumerate(right):
+                answer = str(2 * k) if ok else "-1"
+                text = "<think>" + " hmm" * think + "</think> \\boxed{" + answer + "}"
+                responses["tiers"].append({"id": f"{tier}{k}", "response": text})
+        otb_right = {"base": ["0", "9", "0", "9"], "traac": ["0", "1", "0", "1"]}[model]
+        otb_think = {"base": 499, "traac": 100}[model]  # base: 500 think words
+        for item_id, answer in zip(["o0", "o1", "u0", "u1"], otb_right, strict=True):
+            text = "<think>" + " hmm" * otb_think + "</think> \\boxed{" + answer + "}"
+            responses["otb"].append({"id": item_id, "response": text})
+        for dataset, rows_of in responses.items():
+            path = root / f"{model}-{dataset}.jsonl"
+            path.write_text("".join(json.dumps(r) + "\n" for r in rows_of))
+            settings = EvalSettings(
+                dataset=str(root / f"{dataset}.jsonl"), responses=str(path), max_new_tokens=1000
+            )
+            run_eval(settings, root / model / dataset)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("runs")
+    make_runs(root)
+    return root
+
+
+def test_tables_follow_the_paper_layout(runs):
+    models = load_models([runs / "base", runs / "traac"])
+    report = build_report(models)
+    assert "| Model | otb Acc | otb Len | tiers Acc | tiers Len | Avg Acc | Avg Len |" in report
+    # Lengths in words: "<think> hmm x n</think> \\boxed{..}" has n + 2.
+    # tiers: base 5/8 right, (402 + 802) / 2 words; traac 6/8, (102 + 602) / 2.
+    assert "| base | 50.00 | 501 | 62.50 | 602 | 56.25 | 552 |" in report
+    assert "| traac | 100.00 | 102 | 75.00 | 352 | 87.50 | 227 |" in report
+    assert "| traac | +50.00 | -79.6% | +12.50 | -41.5% | +31.25 | -58.8% |" in report
+    assert "| base | 100.00 | 402 | 25.00 | 802 |" in report  # easy and hard tiers
+    # OTB: base AUC = (1 * (1000 - 500) / 1000 + 0) / 2 = 25, underthink 50 -> F1 33.33.
+    assert "| base | otb | 50.00 | 501 | 25.00 | 50.00 | 501 | 33.33 |" in report
+
+
+def test_tables_and_tiers_are_data_the_report_is_written_from(runs):
+    models = load_models([runs / "base", runs / "traac"])
+    table = main_table(models)
+    assert list(table.columns) == [
+        "Model", "otb Acc", "otb Len", "tiers Acc", "tiers Len", "Avg Acc", "Avg Len",
+    ]  # fmt: skip
+    assert [list(row) for row in table.rows] == [
+        ["base", "50.00", "501", "62.50", "602", "56.25", "552"],
+        ["traac", "100.00", "102", "75.00", "352", "87.50", "227"],
+    ]
+    report = build_report(models)
+    assert table.markdown() in report and difficulty_table(models).markdown() in report
+    assert otb_table(models).markdown() in report
+    assert pooled_tiers(models[0]) == {
+        "easy": TierStats(accuracy=100.0, mean_response_tokens=402.0),
+        "hard": TierStats(accuracy=25.0, mean_response_tokens=802.0),
+    }
+    records = models[1].runs["tiers"].records()
+    assert len(records) == 8 and all(isinstance(r, SampleRecord) for r in records)
+    assert sum(r.correct for r in records) == 6
+    assert {r.difficulty for r in records} == {"easy", "hard"}
+
+
+def test_each_directory_is_a_row(runs):
+    models = load_models([runs / "base", runs / "traac" / "tiers"], names=["B", "T"])
+    assert [(m.name, sorted(m.runs)) for m in models] == [("B", ["otb", "tiers"]), ("T", ["tiers"])]
+    report = build_report(models)
+    assert "| T | - | - | 75.00 | 352 | 75.00* | 352* |" in report  # no otb run: averaged over one
+    assert "| T | - | - | +12.50 | -41.5% | +12.50 | -41.5% |" in report  # against B on tiers only
+    with pytest.raises(TraacError, match="1 --names for 2 directories"):
+        load_models([runs / "base", runs / "traac"], names=["only-one"])
+    with pytest.raises(TraacError, match=r"no summary\.json"):
+        load_models([runs])
+
+
+def test_traac_report_writes_markdown_and_plots(runs, tmp_path, capsys):
+    from traac.commands.report import main
+
+    out = tmp_path / "report"
+    assert main([str(runs / "base"), str(runs / "traac"), "--output", str(out)]) == 0
+    assert "Change against base" in capsys.readouterr().out
+    assert (out / "report.md").read_text().startswith("# Evaluation report")
+    for name in ("accuracy_vs_length.png", "difficulty.png", "oaa_curves.png"):
+        data = (out / name).read_bytes()
+        assert data.startswith(PNG) and len(data) > 10_000, name
+    # Without difficulty tiers there is no difficulty figure.
+    bare = tmp_path / "bare"
+    assert main([str(runs / "base" / "otb"), "--output", str(bare)]) == 0
+    assert sorted(p.name for p in bare.glob("*.png")) == [
+        "accuracy_vs_length.png",
+        "oaa_curves.png",
+    ]

@@ -1,0 +1,378 @@
+"""Test-time compression: the cached probe gives the re-forward's scores, the answer is written
+from the compressed reasoning, and without eviction decoding is plain `generate`'s."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from traac.errors import TraacError
+from traac.evaluation.generation import Generation, Sampling
+from traac.evaluation.testtime import CompressingBackend, CompressingGenerator, render_prompt
+from traac.method.compression import Compressor
+from traac.method.formats import AUX_PROMPT, ChatFormat
+from traac.method.scoring import AttentionScorer
+from traac.method.settings import CompressionSettings
+
+SPECIALS = ["<pad>", "<eos>", "<think>", "</think>"]
+PAD, EOS, OPEN, CLOSE = range(4)
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+class Script:
+    """A logits processor forcing, per prompt, the response's tokens up to the closer (the
+    closer, if any, included) and then the answer (None: the model's own), each followed by eos
+    when exhausted. Rows are told apart by their prompt (no prompt may be a prefix of another).
+    """
+
+    def __init__(self, tokenizer, plans: dict[str, tuple[list[int], list[int] | None]]) -> None:
+        self.plans = {
+            tuple(tokenizer.encode(p, add_special_tokens=False)): plan for p, plan in plans.items()
+        }
+
+    def __call__(self, history: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+        out = logits.clone()
+        for r, row in enumerate(history.tolist()):
+            row = row[next(k for k, t in enumerate(row) if t != PAD) :]
+            prompt = next(p for p in self.plans if tuple(row[: len(p)]) == p)
+            think, answer = self.plans[prompt]
+            after = row[len(prompt) :]
+            if CLOSE in after:
+                if answer is None:  # the model answers on its own
+                    continue
+                target, done = answer, len(after) - after.index(CLOSE) - 1
+            else:
+                target, done = think, len(after)
+            out[r] = float("-inf")
+            out[r, target[done] if done < len(target) else EOS] = 0.0
+        return out
+
+
+@pytest.fixture
+def tokenizer(char_tokenizer):
+    """One token per printable character, plus one merge (".\\n") so that a reasoning ending in
+    "." merges with the probe's separator, and so that sampling "." then "\\n" is a
+    tokenization the tokenizer itself would not produce."""
+    return char_tokenizer(SPECIALS, eos="<eos>", merges=[(".", "\n")], chat_template=CHAT_TEMPLATE)
+
+
+@pytest.fixture
+def make_model(tiny_model):
+    """Random tiny Qwen3 whose query norm is scaled up: attention sharp enough that step scores
+    are uneven and the eviction rule acts."""
+
+    def make(tokenizer, max_positions: int = 512):
+        return tiny_model(
+            vocab_size=len(tokenizer),
+            q_scale=16.0,
+            max_position_embeddings=max_positions,
+            pad_token_id=PAD,
+            eos_token_id=EOS,
+        )
+
+    return make
+
+
+@pytest.fixture
+def model(make_model, tokenizer):
+    return make_model(tokenizer)
+
+
+def enc(tokenizer, *pieces: str) -> list[int]:
+    """Token ids of each piece, tokenized on its own and concatenated."""
+    return [t for p in pieces for t in tokenizer.encode(p, add_special_tokens=False)]
+
+
+REASONINGS = {
+    "q1": "So 2+2 is 4. Wait, check: 2+2=4. Therefore 4.",
+    "a longer question, which pads the others": "First x. Then y. Hmm z. So y",
+    "q3?": "Okay. Let me see. So the answer is 7. Wait no 8. Hmm, 9? Then 10. So 8",
+}
+
+
+def plans_for(tokenizer, prompts: dict[str, str]) -> dict[str, tuple[list[int], list[int]]]:
+    """The model opens its think block, reasons as given, closes it and answers " \\boxed{8}"."""
+    return {
+        prompt: ([OPEN, *enc(tokenizer, reasoning), CLOSE], enc(tokenizer, " \\boxed{8}"))
+        for prompt, reasoning in prompts.items()
+    }
+
+
+def reference(model, tokenizer, chat_format, reasoning: str, tau: float, layers: str = "all"):
+    """The full re-forward of the probe text: compression.py with the attention scorer."""
+    scorer = AttentionScorer(model, tokenizer, layers)
+    settings = CompressionSettings(probe_layers=layers)
+    return Compressor(scorer, chat_format, settings)([reasoning], [tau])[0]
+
+
+def suffix_tokens(tokenizer) -> int:
+    return len(enc(tokenizer, "\n" + AUX_PROMPT)) + 1
+
+
+@pytest.mark.parametrize(("layers", "chunk"), [("all", 1), ("first_half", 1), ("all", 32)])
+def test_cached_probe_gives_the_reforward_step_scores(model, tokenizer, layers, chunk):
+    fmt = ChatFormat()
+    generator = CompressingGenerator(
+        model,
+        tokenizer,
+        fmt,
+        compress_tau=1.0,
+        settings=CompressionSettings(probe_layers=layers),
+        probe_chunk=chunk,
+    )
+    prompt = "q1"
+    (sample,) = generator.generate(
+        [prompt],
+        logits_processor=Script(tokenizer, plans_for(tokenizer, {prompt: REASONINGS[prompt]})),
+    )
+    assert sample.reasoning == REASONINGS[prompt]
+    ref = reference(model, tokenizer, fmt, sample.reasoning, 1.0, layers=layers)
+    comp = sample.compression
+    assert len(comp.scores) == len(ref.scores) > 3
+    np.testing.assert_allclose(comp.scores, ref.scores, rtol=0, atol=1e-5)
+    assert comp.kept == ref.kept and comp.text == ref.text
+    if chunk == 1:
+        # Only separator + auxiliary prompt + closer ran; the reasoning ends with "." which
+        # merges with the separator into ".\n": the cached "." is dropped, ".\n" runs instead.
+        assert sample.probe_tokens == suffix_tokens(tokenizer)
+        probe = tokenizer.encode(fmt.probe_text(sample.reasoning), add_special_tokens=False)
+        assert tokenizer.convert_ids_to_tokens(probe[-sample.probe_tokens]) == ".\n"
+    else:  # the 45 reasoning tokens were fed 32 at a time: the last 13 run with the suffix
+        assert sample.probe_tokens == suffix_tokens(tokenizer) + 45 - 32 - 1
+
+
+@pytest.mark.parametrize("chunk", [1, 4, 32])
+def test_batch_of_prompts_of_different_lengths_matches_reforward(model, tokenizer, chunk):
+    fmt = ChatFormat()
+    plans = plans_for(tokenizer, REASONINGS)
+    # A sampled tokenization the tokenizer would not produce ("." then "\n", not ".\n"): the
+    # cache holds it, the probe text's tokenization does not, so the suffix starts there.
+    odd = "an odd one"
+    plans[odd] = ([OPEN, *enc(tokenizer, "So a.", "\n", "Wait b. Thus c"), CLOSE], [])
+    # Text before the opener: this row's probe cache starts later than the others'.
+    late = "late opener"
+    plans[late] = ([*enc(tokenizer, "Hmm. "), OPEN, *enc(tokenizer, REASONINGS["q3?"]), CLOSE], [])
+    prompts = list(plans)
+    generator = CompressingGenerator(model, tokenizer, fmt, compress_tau=1.0, probe_chunk=chunk)
+    samples = generator.generate(prompts, logits_processor=Script(tokenizer, plans))
+    reforward = CompressingGenerator(model, tokenizer, fmt, compress_tau=1.0, probe="reforward")
+    again = reforward.generate(prompts, logits_processor=Script(tokenizer, plans))
+    for sample, other in zip(samples, again, strict=True):
+        ref = reference(model, tokenizer, fmt, sample.reasoning, 1.0)
+        np.testing.assert_allclose(sample.compression.scores, ref.scores, rtol=0, atol=1e-5)
+        assert sample.compression.kept == ref.kept
+        assert sample.response == other.response
+        np.testing.assert_allclose(sample.compression.scores, other.compression.scores, atol=1e-5)
+    by_prompt = dict(zip(prompts, samples, strict=True))
+    assert by_prompt[late].reasoning == REASONINGS["q3?"]
+    for prompt in ("q1", "q3?", late):  # q3? ends in "8": no merge, the same count
+        assert suffix_tokens(tokenizer) <= by_prompt[prompt].probe_tokens
+        assert by_prompt[prompt].probe_tokens < suffix_tokens(tokenizer) + chunk
+    assert by_prompt[odd].probe_tokens > suffix_tokens(tokenizer) + 10
+
+
+def test_answer_is_written_from_the_compressed_reasoning(model, tokenizer):
+    fmt = ChatFormat()
+    prompts = list(REASONINGS)
+    generator = CompressingGenerator(model, tokenizer, fmt, compress_tau=1.0)
+    samples = generator.generate(
+        prompts, logits_processor=Script(tokenizer, plans_for(tokenizer, REASONINGS))
+    )
+    assert any(s.compressed_reasoning != s.reasoning for s in samples), "nothing evicted"
+    for s in samples:
+        comp = s.compression
+        prefix = tokenizer.encode(fmt.answer_prefix(comp.text), add_special_tokens=False)
+        if comp.text != s.reasoning:
+            assert s.token_ids[: len(prefix)] == tuple(prefix)
+            assert s.tokens_after < s.tokens_before and s.tokens_saved > 0
+        else:  # nothing evicted: the model's own tokens, then its answer
+            assert s.token_ids[0] == OPEN and s.token_ids[s.reasoning_tokens + 1] == CLOSE
+        assert s.answer == " \\boxed{8}"
+        assert s.response == fmt.response_text(comp.text, s.answer)
+        assert tokenizer.decode(list(s.token_ids)) == s.response
+        assert s.finish_reason == "stop"
+        assert fmt.parse(s.response).reasoning == comp.text
+
+
+def test_without_eviction_it_decodes_exactly_as_plain_generate(model, tokenizer):
+    """Batched, left-padded decoding with probe twins, then the answer from a fresh prefill,
+    gives greedy `model.generate`'s tokens when nothing is evicted."""
+    from transformers import LogitsProcessorList
+
+    plans = {p: ([OPEN, *enc(tokenizer, r), CLOSE], None) for p, r in REASONINGS.items()}
+    script = Script(tokenizer, plans)
+    generator = CompressingGenerator(model, tokenizer, ChatFormat(), compress_tau=0.0)
+    ours = generator.generate(
+        list(plans), max_new_tokens=100, temperature=0, logits_processor=script
+    )
+    rows = [tokenizer.encode(p, add_special_tokens=False) for p in plans]
+    width = max(map(len, rows))
+    ids = torch.tensor([[PAD] * (width - len(r)) + r for r in rows])
+    out = model.generate(
+        input_ids=ids,
+        attention_mask=(ids != PAD).long(),
+        max_new_tokens=100,
+        do_sample=False,
+        logits_processor=LogitsProcessorList([script]),
+        eos_token_id=EOS,
+        pad_token_id=PAD,
+    )
+    for sample, row in zip(ours, out[:, width:].tolist(), strict=True):
+        theirs = row[: row.index(EOS)] if EOS in row else row
+        assert sample.closed and list(sample.token_ids) == theirs
+        assert sample.answer_tokens > 0
+
+
+def test_tau_zero_keeps_the_reasoning_and_continues_it(model, tokenizer):
+    generator = CompressingGenerator(model, tokenizer, ChatFormat(), compress_tau=0.0)
+    plans = plans_for(tokenizer, REASONINGS)
+    samples = generator.generate(list(plans), logits_processor=Script(tokenizer, plans))
+    for s in samples:
+        assert not s.compression.compressed and s.compressed_reasoning == s.reasoning
+        assert s.tokens_saved == 0
+        think = plans[s.prompt][0]
+        assert s.token_ids == (*think, *enc(tokenizer, " \\boxed{8}"))
+
+
+def test_no_closer_means_no_compression(model, tokenizer):
+    fmt = ChatFormat()
+    plans = {
+        "runs out": ([OPEN, *enc(tokenizer, "So on and on and on")], []),  # then eos
+        "too long": ([OPEN, *enc(tokenizer, "Wait " * 20)], []),
+    }
+    generator = CompressingGenerator(model, tokenizer, fmt, compress_tau=1.0)
+    eos, length = generator.generate(
+        list(plans), max_new_tokens=40, logits_processor=Script(tokenizer, plans)
+    )
+    assert (eos.finish_reason, length.finish_reason) == ("stop", "length")
+    for s in (eos, length):
+        assert not s.closed and s.compression is None and s.answer == ""
+        assert s.response == "<think>" + s.reasoning and s.probe_tokens == 0
+        assert s.tokens_before == s.tokens_after == s.reasoning_tokens
+    assert eos.reasoning == "So on and on and on"
+    assert len(length.token_ids) == 40 and length.reasoning_tokens == 39  # the opener counts
+
+
+def test_prompt_opens_format(model, tokenizer):
+    fmt = ChatFormat(opener_in_prompt=True)
+    plans = {"q1<think>": ([*enc(tokenizer, REASONINGS["q1"]), CLOSE], enc(tokenizer, "4"))}
+    generator = CompressingGenerator(model, tokenizer, fmt, compress_tau=1.0, probe_chunk=1)
+    (sample,) = generator.generate(["q1<think>"], logits_processor=Script(tokenizer, plans))
+    ref = reference(model, tokenizer, fmt, sample.reasoning, 1.0)
+    np.testing.assert_allclose(sample.compression.scores, ref.scores, rtol=0, atol=1e-5)
+    assert sample.response == f"{sample.compressed_reasoning}</think>4"
+    assert sample.probe_tokens == suffix_tokens(tokenizer)
+
+
+def test_a_preamble_before_the_opener_is_kept_out_of_the_reasoning(model, tokenizer):
+    fmt = ChatFormat()
+    think = [*enc(tokenizer, "ok "), OPEN, *enc(tokenizer, REASONINGS["q1"]), CLOSE]
+    plans = {"q1": (think, enc(tokenizer, "4"))}
+    generator = CompressingGenerator(model, tokenizer, fmt, compress_tau=1.0, probe_chunk=1)
+    (sample,) = generator.generate(["q1"], logits_processor=Script(tokenizer, plans))
+    assert sample.reasoning == REASONINGS["q1"]
+    ref = reference(model, tokenizer, fmt, sample.reasoning, 1.0)
+    np.testing.assert_allclose(sample.compression.scores, ref.scores, rtol=0, atol=1e-5)
+    assert sample.probe_tokens == suffix_tokens(tokenizer)  # the cache starts at the opener
+    assert sample.response == f"ok <think>{sample.compressed_reasoning}</think>4"
+
+
+def test_a_model_that_never_opens_still_gets_exact_scores(model, tokenizer):
+    fmt = ChatFormat()
+    plans = {"q1": ([*enc(tokenizer, REASONINGS["q1"]), CLOSE], enc(tokenizer, "4"))}
+    generator = CompressingGenerator(model, tokenizer, fmt, compress_tau=1.0)
+    (sample,) = generator.generate(["q1"], logits_processor=Script(tokenizer, plans))
+    assert sample.reasoning == REASONINGS["q1"]  # what ChatFormat.parse calls the reasoning
+    ref = reference(model, tokenizer, fmt, sample.reasoning, 1.0)
+    np.testing.assert_allclose(sample.compression.scores, ref.scores, rtol=0, atol=1e-5)
+    probe = tokenizer.encode(fmt.probe_text(sample.reasoning), add_special_tokens=False)
+    assert sample.probe_tokens == len(probe) - 1  # only the opener was cached
+    assert sample.response == f"{sample.compressed_reasoning}</think>4"
+
+
+@pytest.mark.parametrize("probe", ["cached", "reforward"])
+def test_a_probe_longer_than_the_model_takes_is_not_compressed(make_model, tokenizer, probe):
+    model = make_model(tokenizer, max_positions=150)  # the probe of q1 is 162 tokens
+    plans = plans_for(tokenizer, {"q1": REASONINGS["q1"]})
+    generator = CompressingGenerator(model, tokenizer, ChatFormat(), compress_tau=1.0, probe=probe)
+    (sample,) = generator.generate(["q1"], logits_processor=Script(tokenizer, plans))
+    assert sample.closed and sample.tokens_saved == 0 and sample.probe_tokens == 0
+    assert "more than the model's 150 positions" in sample.note
+    assert sample.response == f"<think>{REASONINGS['q1']}</think> \\boxed{{8}}"
+
+
+def test_sampling_is_seeded_and_bounded(model, tokenizer):
+    generator = CompressingGenerator(model, tokenizer, ChatFormat())
+    prompts = ["a", "bb", "ccc"]
+    first = generator.generate(prompts, max_new_tokens=30, seed=3)
+    assert [s.response for s in first] == [
+        s.response for s in generator.generate(prompts, max_new_tokens=30, seed=3)
+    ]
+    assert [s.response for s in first] != [
+        s.response for s in generator.generate(prompts, max_new_tokens=30, seed=4)
+    ]
+    for s in first:
+        assert len(s.token_ids) <= 30 and s.reasoning_tokens + s.answer_tokens <= 30
+
+
+def test_backend_gives_generations_with_tokens_saved(model, tokenizer):
+    plans = plans_for(tokenizer, REASONINGS)
+    generator = CompressingGenerator(model, tokenizer, ChatFormat(), compress_tau=1.0)
+    generator_generate = generator.generate
+    generator.generate = lambda prompts, **kw: generator_generate(  # force the scripts
+        prompts, logits_processor=Script(tokenizer, plans), **kw
+    )
+    backend = CompressingBackend(generator)
+    assert backend.max_context == 512 and backend.tokenizer is tokenizer
+    outs = backend.generate(
+        list(plans), Sampling(temperature=0, max_new_tokens=200), ["a", "b", "c"]
+    )
+    assert all(isinstance(g, Generation) for g in outs)
+    saved = [g.extra["ttc_tokens_saved"] for g in outs]
+    assert any(saved)
+    for g, prompt in zip(outs, plans, strict=True):
+        extra = g.extra
+        assert extra["ttc_closed"] and extra["ttc_original_reasoning"] == REASONINGS[prompt]
+        assert (
+            extra["ttc_reasoning_tokens_before"] - extra["ttc_reasoning_tokens_after"]
+            == (extra["ttc_tokens_saved"])
+        )
+        assert g.text.endswith("</think> \\boxed{8}") and g.finish_reason == "stop"
+
+
+def test_render_prompt_applies_the_chat_template(tokenizer):
+    assert render_prompt(tokenizer, "2+2?") == "<|user|>2+2?\n<|assistant|>"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (lambda: {"compress_tau": 1.5}, "compress_tau"),
+        (lambda: {"compress_tau": float("nan")}, "compress_tau"),
+        (lambda: {"probe": "fast"}, "probe"),
+        (lambda: {"probe_chunk": 0}, "probe_chunk"),
+        (lambda: {"settings": CompressionSettings(uniformity_gate=2.0)}, "uniformity_gate"),
+        (lambda: {"settings": CompressionSettings(probe_layers="9")}, "layers"),
+        (lambda: {"settings": CompressionSettings(scorer="random")}, "attention scorer"),
+        (lambda: {"chat_format": ChatFormat(think_close="</end>")}, "one token"),
+    ],
+)
+def test_bad_settings_are_one_line_errors(model, tokenizer, kwargs, message):
+    with pytest.raises(TraacError, match=message) as err:
+        CompressingGenerator(model, tokenizer, **kwargs())
+    assert "\n" not in str(err.value)
+
+
+def test_bad_prompts_and_budgets(model, tokenizer):
+    generator = CompressingGenerator(model, tokenizer, ChatFormat())
+    with pytest.raises(TraacError, match="empty"):
+        generator.generate(["ok", "  "])
+    with pytest.raises(TraacError, match="lower max_new_tokens to at most 508"):
+        generator.generate(["four"], max_new_tokens=600)
+    with pytest.raises(TraacError, match="temperature"):
+        generator.generate(["four"], temperature=-1)
+    assert generator.generate([]) == []

@@ -1,0 +1,83 @@
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from traac.method.segmentation import (
+    SPLIT_PHRASES,
+    Step,
+    split_steps,
+    steps_to_token_spans,
+    token_step_index,
+)
+
+
+def test_paper_phrase_list_has_32_entries():
+    assert len(SPLIT_PHRASES) == 32
+    assert len(set(SPLIT_PHRASES)) == 32
+
+
+def test_splits_before_each_phrase():
+    text = "First, 3 + 4 = 7. Then 7 * 2 = 14. So the answer is 14. Wait, let me check."
+    steps = split_steps(text)
+    assert [s.text for s in steps] == [
+        "First, 3 + 4 = 7. ",
+        "Then 7 * 2 = 14. ",
+        "So the answer is 14. ",
+        "Wait, let me check.",
+    ]
+
+
+def test_word_boundaries_so_does_not_split_solve():
+    steps = split_steps("We Solve it. Sometimes Nowhere Thenceforth. So done.")
+    assert [s.text for s in steps] == ["We Solve it. Sometimes Nowhere Thenceforth. ", "So done."]
+
+
+def test_longest_phrase_wins():
+    steps = split_steps("x. Let me double-check this. Let me see.")
+    assert [s.text for s in steps] == ["x. ", "Let me double-check this. ", "Let me see."]
+
+
+def test_text_starting_with_phrase_has_no_empty_step():
+    steps = split_steps("Hmm. Okay.")
+    assert [s.text for s in steps] == ["Hmm. ", "Okay."]
+
+
+def test_no_phrase_gives_one_step_and_empty_gives_none():
+    assert split_steps("just one thought") == [Step("just one thought", 0, 16)]
+    assert split_steps("") == []
+
+
+def test_custom_phrases():
+    assert [s.text for s in split_steps("a STOP b STOP c", ["STOP"])] == ["a ", "STOP b ", "STOP c"]
+    assert len(split_steps("a So b", [])) == 1
+
+
+words = st.sampled_from(
+    ["So", "Wait", "Solve", "x", "Let me", "Let me double-check", " ", ".", "\n"]
+)
+
+
+@given(st.lists(words, max_size=40).map("".join))
+def test_steps_partition_text(text):
+    steps = split_steps(text)
+    assert "".join(s.text for s in steps) == text
+    position = 0
+    for s in steps:
+        assert s.start == position and s.end > s.start and text[s.start : s.end] == s.text
+        position = s.end
+    assert position == len(text)
+
+
+def test_token_spans_from_offsets():
+    text = "First a. Then b."
+    steps = split_steps(text)  # "First a. " [0, 9), "Then b." [9, 16)
+    offsets = np.array([(0, 5), (5, 7), (7, 8), (8, 13), (13, 15), (15, 16)])
+    assert token_step_index(steps, offsets).tolist() == [0, 0, 0, 0, 1, 1]
+    assert steps_to_token_spans(steps, offsets) == [(0, 4), (4, 6)]
+
+
+def test_tokens_outside_steps_and_steps_without_tokens():
+    steps = [Step("ab", 2, 4), Step("c", 4, 5), Step("de", 5, 7)]
+    offsets = np.array([(0, 2), (2, 5), (5, 7), (7, 9), (3, 3)])  # token 1 swallows step 1
+    assert token_step_index(steps, offsets).tolist() == [-1, 0, 2, -1, -1]
+    assert steps_to_token_spans(steps, offsets) == [(1, 2), (2, 2), (2, 3)]

@@ -1,0 +1,133 @@
+"""`traac demo --quick` end to end on the quick testbed: every stage runs and the report holds
+the per-tier numbers; `traac experiment ablations` reuses the same stages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from traac import cli
+from traac.errors import TraacError
+from traac.evaluation.records import EvalSummary
+from traac.method.metrics import GroupStats
+from traac.pipelines.demo import BinCompression, DemoSettings, targets, training_compression
+from traac.pipelines.stages import QUICK_TRAINING, HeldOut, TierRow, tier_rows
+
+RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "testbed.yaml"
+
+pytestmark = pytest.mark.slow
+
+
+def test_quick_demo_writes_report_summary_plots_and_viewer(quick_testbed, tmp_path):
+    out = tmp_path / "demo"
+    assert cli.main(["demo", "--quick", "--output", str(out), "--config", str(RECIPE)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    for model in ("base", "traac"):
+        rows = summary["models"][model]
+        assert set(rows) == {"easy", "medium", "hard", "overall"}
+        assert all(0.0 <= r["accuracy"] <= 100.0 and r["mean_length"] > 0 for r in rows.values())
+    assert set(summary["training_compression"]) == {"easy", "medium", "hard"}
+    assert all(isinstance(t["met"], bool) for t in summary["targets"].values())
+    assert set(summary["stage_seconds"]) == {
+        "testbed",
+        "evaluate base",
+        "train TRAAC",
+        "evaluate TRAAC",
+        "report",
+    }
+    report = (out / "report.md").read_text()
+    assert "| overall |" in report and "## Targets" in report
+    for plot in summary["plots"]:
+        assert (out / plot).stat().st_size > 1000
+    assert "<html" in (out / "steps.html").read_text().lower()
+    # a rerun resumes: nothing is retrained, the same numbers come back
+    assert cli.main(["demo", "--quick", "--output", str(out), "--config", str(RECIPE)]) == 0
+    assert json.loads((out / "summary.json").read_text())["models"] == summary["models"]
+
+
+def test_demo_bad_recipe_is_one_line_error(tmp_path, capsys):
+    code = cli.main(["demo", "--output", str(tmp_path), "--config", str(tmp_path / "no.yaml")])
+    assert code == 2
+    assert "no such recipe" in capsys.readouterr().err
+
+
+def group(accuracy: float, length: float) -> GroupStats:
+    return GroupStats(
+        n_items=10, n_samples=10, accuracy=accuracy, mean_response_tokens=length,
+        mean_think_tokens=length / 2, closed_rate=100.0, auc_oaa=50.0,
+    )  # fmt: skip
+
+
+def test_targets_and_tier_rows():
+    summary = EvalSummary(
+        dataset="testbed:all",
+        model="base",
+        overall=group(80.0, 100.0),
+        t_max=256,
+        length_unit="tokens",
+        accuracy_by_sample={0: 80.0},
+        accuracy_std_over_samples=0.0,
+        by_difficulty={
+            "easy": group(95.0, 80.0),
+            "medium": group(85.0, 100.0),
+            "hard": group(60.0, 120.0),
+        },
+    )
+    base = tier_rows(summary)
+    assert base["overall"] == TierRow(accuracy=80.0, mean_length=100.0)
+    assert base["hard"] == TierRow(accuracy=60.0, mean_length=120.0)
+    trained = {
+        "easy": TierRow(95.0, 40.0),  # -50%
+        "medium": TierRow(85.0, 70.0),
+        "hard": TierRow(61.0, 96.0),  # -20%
+        "overall": TierRow(79.5, 69.0),  # -31%
+    }
+    goals = targets(base, trained)
+    assert all(g.met for g in goals.values())
+    assert goals["easy length cut >= 1.5x hard cut"].value == pytest.approx(2.5)
+    trained["hard"] = TierRow(59.0, 96.0)
+    assert not targets(base, trained)["hard accuracy >= base"].met
+    # easy barely cut while hard grows: no division by a non-positive cut, and not met
+    trained["easy"] = TierRow(95.0, 80.0)
+    trained["hard"] = TierRow(59.0, 130.0)
+    adaptive = targets(base, trained)["easy length cut >= 1.5x hard cut"]
+    assert adaptive.value is None and not adaptive.met
+    assert adaptive.measured == "easy +0.0%, hard +8.3%"
+
+
+def test_training_compression_reads_the_per_bin_metrics(tmp_path):
+    rows = [
+        {"step": 1, "traac/all/prompts": 4, "traac/easy/prompts": 2,
+         "traac/easy/compressed_frac": 0.5, "traac/easy/steps_removed": 3.0,
+         "traac/easy/tokens_removed": 40.0, "traac/hard/prompts": 2,
+         "traac/hard/compressed_frac": 0.0, "traac/seconds/compress": 1.5},
+        {"step": 2, "traac/all/prompts": 4, "traac/easy/prompts": 1,
+         "traac/easy/compressed_frac": 0.25, "traac/easy/steps_removed": 1.0,
+         "traac/easy/tokens_removed": 20.0, "traac/hard/prompts": 3,
+         "traac/hard/compressed_frac": 0.1, "traac/hard/steps_removed": 2.0,
+         "traac/hard/tokens_removed": 10.0},
+    ]  # fmt: skip
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"step": 3, "traac/ea')
+    bins = training_compression(path)
+    assert bins["easy"] == BinCompression(
+        prompts=3, compressed_frac=0.375, steps_removed=2.0, tokens_removed=30.0
+    )
+    assert bins["hard"].prompts == 5 and bins["hard"].compressed_frac == pytest.approx(0.05)
+    assert (bins["hard"].steps_removed, bins["hard"].tokens_removed) == (2.0, 10.0)
+    assert bins["medium"] == BinCompression(0, None, None, None)  # no medium prompt was seen
+    assert training_compression(tmp_path / "none.jsonl") == {}
+
+
+def test_demo_settings_quick_and_full(tmp_path):
+    quick = DemoSettings.make(tmp_path, quick=True, recipe=RECIPE, eval_n=3)
+    assert quick.held_out == HeldOut(per_tier=3, num_samples=1, max_new_tokens=160)
+    assert quick.train_overrides == QUICK_TRAINING
+    assert quick.recipe_with_overrides.overrides == QUICK_TRAINING
+    full = DemoSettings.make(tmp_path, quick=False, recipe=RECIPE, num_samples=2)
+    assert full.held_out == HeldOut(num_samples=2) and full.train_overrides == {}
+    missing = DemoSettings.make(tmp_path, quick=True, recipe=tmp_path / "no.yaml")
+    with pytest.raises(TraacError, match="no such recipe"):
+        missing.recipe_with_overrides  # noqa: B018

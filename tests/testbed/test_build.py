@@ -1,0 +1,187 @@
+"""Building the testbed: one end-to-end `--quick` build in a temporary cache, then the cache
+paths (reuse, lock, interrupted builds) and the `traac testbed` command."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from traac import cli
+from traac.testbed import build as build_module
+from traac.testbed.build import CARD, build_cached, cache_path, ensure_testbed
+from traac.testbed.config import default_config
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def quick_model(quick_testbed):
+    """The session's quick testbed (tests/conftest.py) and the private cache it was built in."""
+    return quick_testbed, quick_testbed.parent.parent
+
+
+def test_quick_build_loads_and_generates_a_response(quick_model):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from traac.common.models import prompt_style_of
+    from traac.method.formats import ChatFormat
+    from traac.testbed.problems import make_items
+
+    path, cache = quick_model
+    assert path.parent == cache / "testbed"
+    model = AutoModelForCausalLM.from_pretrained(path).eval()
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    assert type(model).__name__ == "Qwen3ForCausalLM"
+    assert model.config.max_position_embeddings >= 1024
+    assert model.generation_config.eos_token_id == tokenizer.eos_token_id
+    assert model.generation_config.top_k == 0
+    assert prompt_style_of(str(path)) == "question"  # what `traac eval` prompts it with by default
+
+    item = make_items("easy", 1, seed=11)[0]
+    prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": item.question}], add_generation_prompt=True, tokenize=False
+    )
+    inputs = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        out = model.generate(**inputs, max_new_tokens=300, do_sample=False)
+    new = out[0, inputs["input_ids"].shape[1] :].tolist()
+    assert tokenizer.eos_token_id in new  # stopped by itself
+    response = tokenizer.decode(new[: new.index(tokenizer.eos_token_id)])
+    parsed = ChatFormat().parse(response)
+    assert parsed.well_formed, response
+    assert "\\boxed{" in parsed.answer, response
+
+
+def test_card_reports_the_measured_properties(quick_model):
+    path, _ = quick_model
+    card = json.loads((path / CARD).read_text())
+    config = default_config(quick=True)
+    assert card["config_hash"] == config.hash()
+    assert card["seeds"]["sft"] == 0 and card["seeds"]["rl"] != card["seeds"]["eval"]
+    tiers = card["measure"]["tiers"]
+    assert set(tiers) == {"easy", "medium", "hard"}
+    for row in tiers.values():
+        assert row["responses"] == config.measure.n_per_tier * config.measure.samples
+        assert 0.0 <= row["accuracy"] <= 1.0
+        assert row["well_formed"] >= 0.5  # the quick model must mostly write the format
+    assert set(card["measure"]["targets"]) >= {"easy_accuracy", "hard_accuracy", "all_met"}
+    versus = card["measure"]["probe"]["recheck_vs_key"]
+    assert set(versus["relative_score_by_layer"]) == {
+        str(i) for i in range(config.model.num_hidden_layers)
+    }
+    assert card["train"]["steps"] > 0 and card["train"]["parameters"] > 0
+
+
+def test_second_call_reuses_the_cache(quick_model, monkeypatch):
+    path, cache = quick_model
+    monkeypatch.setenv("TRAAC_CACHE_DIR", str(cache))
+    monkeypatch.setattr(build_module, "_build_steps", _must_not_build)
+    started = time.perf_counter()
+    assert ensure_testbed(quick=True) == path
+    assert time.perf_counter() - started < 5
+    assert [p.name for p in (cache / "testbed").iterdir() if not p.name.endswith(".lock")] == [
+        path.name
+    ]
+
+
+def test_show_prints_the_card(quick_model, monkeypatch, capsys):
+    path, cache = quick_model
+    monkeypatch.setenv("TRAAC_CACHE_DIR", str(cache))
+    assert cli.main(["testbed", "show", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "easy" in out and "hard" in out and str(path.name) in out.replace("\n", "")
+    assert cli.main(["testbed", "show", "--quick", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"]["name"] == "quick"
+
+
+def _must_not_build(*args, **kwargs):
+    raise AssertionError("the cache entry should have been reused")
+
+
+def _fake_build(calls: list[int], delay: float = 0.0):
+    def fake(work: Path, config, progress) -> dict:
+        calls.append(1)
+        time.sleep(delay)
+        (work / "config.json").write_text("{}")
+        (work / CARD).write_text("{}")
+        return {}
+
+    return fake
+
+
+def test_concurrent_callers_build_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAAC_CACHE_DIR", str(tmp_path))
+    calls: list[int] = []
+    monkeypatch.setattr(build_module, "_build_steps", _fake_build(calls, delay=0.5))
+    config = default_config(seed=5)
+    results: list[Path] = []
+    threads = [
+        threading.Thread(target=lambda: results.append(build_cached(config))) for _ in range(3)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1
+    assert results == [cache_path(config)] * 3
+    assert (cache_path(config) / CARD).exists()
+
+
+def test_interrupted_build_leaves_no_cache_entry(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAAC_CACHE_DIR", str(tmp_path))
+
+    def interrupted(work: Path, config, progress) -> dict:
+        (work / "model.safetensors").write_text("half written")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build_module, "_build_steps", interrupted)
+    config = default_config(seed=6)
+    with pytest.raises(KeyboardInterrupt):
+        build_cached(config)
+    leftovers = [p for p in (tmp_path / "testbed").iterdir() if not p.name.endswith(".lock")]
+    assert leftovers == []
+    # a later call builds it properly
+    calls: list[int] = []
+    monkeypatch.setattr(build_module, "_build_steps", _fake_build(calls))
+    assert build_cached(config) == cache_path(config)
+    assert calls == [1]
+
+
+def test_stale_temporary_directory_of_a_dead_build_is_removed(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAAC_CACHE_DIR", str(tmp_path))
+    config = default_config(seed=8)
+    target = cache_path(config)
+    stale = target.parent / f".{target.name}.tmp-abc123-999999999"  # no such process
+    stale.mkdir(parents=True)
+    monkeypatch.setattr(build_module, "_build_steps", _fake_build([]))
+    build_cached(config)
+    assert not stale.exists()
+
+
+def test_cli_errors_are_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TRAAC_CACHE_DIR", str(tmp_path))
+    assert cli.main(["testbed", "show"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("traac testbed: error: testbed: no built model at")
+    assert "\n" not in err
+    existing = tmp_path / "model"
+    existing.mkdir()
+    (existing / CARD).write_text("{}")
+    assert cli.main(["testbed", "build", "--output", str(existing)]) == 2
+    assert "--force" in capsys.readouterr().err
+    assert cli.main(["testbed", "build", "--seed", "x"]) == 2  # one line, no usage dump
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("traac testbed: error: ") and "--seed" in err and "\n" not in err
+
+
+def test_config_hash_keys_the_cache():
+    assert default_config().hash() == default_config().hash()
+    assert default_config().hash() != default_config(quick=True).hash()
+    assert default_config(seed=1).hash() != default_config(seed=2).hash()
+    assert cache_path(default_config(seed=3)).name.startswith("full-seed3-")

@@ -1,0 +1,199 @@
+"""TRAACConfig: the paper's defaults, the reference preset, validation naming the field, and the
+`traac train` parser (recipe + command-line overrides, TRL conventions)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from traac.errors import TraacError
+from traac.method.difficulty import SINGLE_BIN
+from traac.method.formats import AUX_PROMPT
+from traac.training.config import TRAACConfig, TRAACConfigError
+from traac.training.run import parse
+
+RECIPES = Path(__file__).resolve().parents[2] / "recipes"
+
+
+def make(**overrides: object) -> TRAACConfig:
+    return TRAACConfig(output_dir="unused", use_cpu=True, bf16=False, **overrides)
+
+
+def test_defaults_are_the_papers() -> None:
+    c = make()
+    grpo = (c.num_generations, c.temperature, c.top_p, c.top_k, c.epsilon, c.epsilon_high)
+    assert grpo == (8, 1.0, 1.0, 0, 0.2, 0.28)
+    assert (c.beta, c.learning_rate, c.warmup_steps, c.weight_decay) == (0.001, 1e-6, 10, 0.1)
+    assert c.max_completion_length == 10000
+    assert (c.mode, c.scorer, c.scoring_model, c.step_scope) == (
+        "traac", "attention", "reference", "probe",
+    )  # fmt: skip
+    assert (c.format_preset, c.length_weight, c.probe_layers) == ("paper", 2.0, "all")
+    assert (c.uniformity_gate, c.eviction_cap, c.uniformity_calibration) == (0.8, 0.8, "none")
+    assert c.aux_prompt == AUX_PROMPT and c.split_phrases is None
+    d = c.difficulty_config()
+    assert d.bins == ("easy", "medium", "hard")
+    assert [d.bin_of(p) for p in (0.8, 0.79, 0.3, 0.29)] == ["easy", "medium", "medium", "hard"]
+    assert [d.tau_of(b) for b in d.bins] == [0.6, 0.4, 0.2]
+    assert [d.scale_of(b) for b in d.bins] == [1.0, 0.75, 0.5]
+    r = c.reward_config()
+    assert (r.correct, r.format_count, r.format_order, r.length_weight, r.window_size) == (
+        4.0, 0.5, 0.5, 2.0, 10,
+    )  # fmt: skip
+
+
+def test_reference_preset_fills_only_unset_fields() -> None:
+    c = make(preset="reference")
+    assert (c.format_preset, c.length_weight) == ("reference", 1.0)
+    # SPEC section 2: the authors read the first half of the layers for Qwen3, all for R1 distills
+    assert c.resolved_probe_layers("qwen3") == "first_half"
+    assert c.resolved_probe_layers("qwen2") == "all"  # DeepSeek-R1-Distill-Qwen
+    assert make().resolved_probe_layers("qwen3") == "all"  # the paper's
+    r = c.reward_config()
+    assert (r.format_count, r.format_order, r.length_weight) == (0.25, 0.25, 1.0)
+    c = make(preset="reference", length_weight=3.0, probe_layers="0,2")
+    assert (c.format_preset, c.length_weight, c.probe_layers) == ("reference", 3.0, "0,2")
+    assert c.resolved_probe_layers("qwen3") == "0,2"
+
+
+@pytest.mark.parametrize(
+    ("mode", "compresses", "bins", "rewards"),
+    [
+        ("traac", True, ("easy", "medium", "hard"), (True, True)),
+        ("cr", False, (SINGLE_BIN,), (False, False)),
+        ("cr_lr", False, (SINGLE_BIN,), (True, True)),
+        ("compression_no_difficulty", True, (SINGLE_BIN,), (True, True)),
+    ],
+)
+def test_modes(mode: str, compresses: bool, bins: tuple, rewards: tuple) -> None:
+    c = make(mode=mode)
+    d, r = c.difficulty_config(), c.reward_config()
+    assert (c.compresses, d.bins, (r.use_format, r.use_length)) == (compresses, bins, rewards)
+    if bins == (SINGLE_BIN,):
+        assert (d.bin_of(0.0), d.bin_of(1.0), d.tau_of(SINGLE_BIN)) == (SINGLE_BIN, SINGLE_BIN, 0.6)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("mode", "fast"),
+        ("preset", "verl"),
+        ("scorer", "entropy"),
+        ("scoring_model", "teacher"),
+        ("step_scope", "answer"),
+        ("uniformity_calibration", "auto"),
+        ("chat_format", "qwen"),
+        ("format_preset", "both"),
+        ("easy_threshold", 1.5),
+        ("medium_threshold", 0.9),  # above easy_threshold
+        ("tau_easy", -0.1),
+        ("tau_single", 2.0),
+        ("uniformity_gate", 1.2),
+        ("eviction_cap", -1.0),
+        ("length_window_steps", 0),
+        ("calibration_window", 0),
+        ("length_weight", -1.0),
+        ("length_scale_hard", -0.5),
+        ("correctness_reward", -4.0),
+        ("probe_layers", "first,second"),
+        ("probe_layers", "-1"),
+        ("split_phrases", ["Wait", " "]),
+        ("aux_prompt", "  "),
+        ("think_close", "<think>"),
+        ("think_open", ""),
+        ("learning_rate", -1e-6),
+        ("temperature", 0.0),
+        ("max_completion_length", 0),
+        ("beta", -0.001),
+        ("learning_rate", float("nan")),
+        ("beta", float("nan")),
+        ("correctness_reward", float("nan")),
+        ("uniformity_gate", float("nan")),
+        ("top_p", float("nan")),
+    ],
+)
+def test_invalid_values_name_their_field(field: str, value: object) -> None:
+    with pytest.raises(TraacError) as info:
+        make(**{field: value})
+    assert str(info.value).startswith(f"{field}:")
+
+
+def test_traac_field_errors_are_value_errors_for_api_users() -> None:
+    with pytest.raises(TRAACConfigError) as info:
+        make(mode="fast")
+    assert isinstance(info.value, ValueError)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.floats(0.0, 1.0),
+    st.floats(0.0, 1.0),
+    st.floats(0.0, 1.0),
+)
+def test_bins_follow_the_thresholds(a: float, b: float, rate: float) -> None:
+    medium, easy = sorted((a, b))
+    d = make(easy_threshold=easy, medium_threshold=medium).difficulty_config()
+    expected = "easy" if rate >= easy else "medium" if rate >= medium else "hard"
+    assert d.bin_of(rate) == expected
+
+
+def test_parser_reads_a_recipe_and_command_line_overrides(tmp_path: Path) -> None:
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        "model_name_or_path: some/model\ndataset: testbed:easy?n=4\noutput_dir: out\n"
+        "use_cpu: true\nbf16: false\nmode: cr_lr\ntau_easy: 0.5\nnum_generations: 4\n"
+        "per_device_train_batch_size: 8\nsplit_phrases: [Wait, So]\n"
+    )
+    script, config = parse(["--config", str(recipe), "--tau_easy", "0.7", "--scorer", "random"])
+    assert (script.model_name_or_path, script.dataset) == ("some/model", "testbed:easy?n=4")
+    assert (config.mode, config.tau_easy, config.scorer) == ("cr_lr", 0.7, "random")
+    assert (config.num_generations, config.split_phrases) == (4, ["Wait", "So"])
+
+
+@pytest.mark.parametrize(
+    ("text", "args", "needle"),
+    [
+        ("mode: fast\n", [], "mode:"),
+        ("no_such_field: 1\n", [], "no_such_field"),
+        ("", ["--tau_hard", "3"], "tau_hard:"),
+    ],
+)
+def test_parser_errors_are_traac_errors(
+    tmp_path: Path, text: str, args: list[str], needle: str
+) -> None:
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("output_dir: out\nuse_cpu: true\nbf16: false\n" + text)
+    with pytest.raises(TraacError, match=needle):
+        parse(["--config", str(recipe), *args])
+
+
+def test_missing_recipe_is_a_traac_error(tmp_path: Path) -> None:
+    with pytest.raises(TraacError, match="no such recipe"):
+        parse(["--config", str(tmp_path / "missing.yaml")])
+
+
+def test_testbed_recipe_is_valid() -> None:
+    script, config = parse(["--config", str(RECIPES / "testbed.yaml")])
+    assert script.model_name_or_path == "testbed" and script.dataset.startswith("testbed")
+    assert config.use_cpu and 0 < config.max_steps <= 200 and config.mode == "traac"
+    assert config.max_completion_length <= 200
+
+
+def test_parser_reads_the_dry_run_flags() -> None:
+    script, _ = parse(["--config", str(RECIPES / "testbed.yaml"), "--dry-run"])
+    assert script.dry_run and script.dry_run_processes is None
+    script, _ = parse(["--config", str(RECIPES / "testbed.yaml"), "--dry_run_processes", "4"])
+    assert not script.dry_run and script.dry_run_processes == 4
+
+
+@pytest.mark.parametrize("recipe", ["qwen3-4b.yaml", "r1-distill-qwen-7b.yaml"])
+def test_paper_recipes_are_valid_where_they_run(recipe: str) -> None:
+    """bf16 needs a GPU (transformers checks at parse time); with use_cpu the rest validates."""
+    script, config = parse(["--config", str(RECIPES / recipe), "--use_cpu", "true"])
+    assert script.dataset == "dapo-math-17k" and config.chat_format == "auto"
+    assert config.bf16 and config.use_vllm and config.activation_checkpointing
+    assert (config.num_generations, config.max_completion_length) == (8, 10000)
+    assert (config.mode, config.beta, config.epsilon_high) == ("traac", 0.001, 0.28)

@@ -1,0 +1,60 @@
+import pytest
+
+from traac.errors import TraacError
+from traac.method.difficulty import DifficultyConfig
+from traac.method.rewards import RewardConfig
+from traac.training.rewards import TraacRewards
+
+PAPER = RewardConfig.preset("paper")
+REFERENCE = RewardConfig.preset("reference")
+
+
+def test_trl_reward_functions():
+    rewards = TraacRewards(PAPER, num_generations=2)
+    assert [f.__name__ for f in rewards.funcs] == [
+        "correctness_reward",
+        "format_reward",
+        "length_reward",
+    ]
+    completions = [
+        "<think>r</think>\\boxed{B}",
+        "<think>r</think>(A)",
+        "<think>r</think>yes",
+        "no closer",
+    ]
+    kwargs = {
+        "prompts": ["p"] * 4,
+        "answer": ["B", "B", "yes", "yes"],
+        "verifier": ["choice", "choice", "text", "text"],
+        "data_source": ["mc", "mc", "qa", "qa"],
+        "completion_ids": [[0] * 10, [0] * 20, [0] * 30, [0] * 40],
+        "trainer_state": None,
+    }
+    assert rewards.correctness_reward(completions, **kwargs) == [4.0, 0.0, 4.0, 0.0]
+    assert rewards.format_reward(completions, **kwargs) == [1.0, 1.0, 1.0, 0.0]
+    # each group of 2 has pass rate 0.5 -> medium (scale 0.75); windows hold one length each
+    assert rewards.length_reward(completions, **kwargs) == pytest.approx(
+        [2 * 0.75 * 0.5, 0, 0.75, 0]
+    )
+    assert rewards.windows.keys() == [("mc", "medium"), ("qa", "medium")]
+
+
+def test_trl_conversational_completions_and_precomputed_columns():
+    rewards = TraacRewards(REFERENCE, difficulty=DifficultyConfig(enabled=False))
+    completions = [[{"role": "assistant", "content": "<think>r</think>\\boxed{3}"}]]
+    assert rewards.correctness_reward(completions, answer=["3"]) == [4.0]
+    assert rewards.format_reward(completions) == [0.5]
+    out = rewards.length_reward(
+        completions, completion_ids=[[1, 2]], correct=[True], difficulty_bin=["all"]
+    )
+    assert out == [0.5]
+
+
+def test_trl_reward_errors():
+    rewards = TraacRewards()
+    with pytest.raises(TraacError, match="answer"):
+        rewards.correctness_reward(["x"])
+    with pytest.raises(TraacError, match="num_generations"):
+        rewards.length_reward(["x"], completion_ids=[[1]], correct=[True])
+    with pytest.raises(TraacError, match="completion_ids"):
+        rewards.length_reward(["x"], correct=[True])

@@ -1,0 +1,333 @@
+"""TRAACTrainer on the quick testbed: 2-step runs of every mode and scorer, the pooled group of
+one TRAAC step, rewards of a hand-built group, the length windows advancing once per step."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from traac.cli import main as cli_main
+from traac.common.models import load_tokenizer
+from traac.data.training import item_from_row, items_to_dataset
+from traac.testbed.config import TeacherConfig
+from traac.testbed.problems import make_items
+from traac.testbed.traces import teach
+from traac.training.config import TRAACConfig
+from traac.training.telemetry import METRICS_FILE, read_metrics, truncate_metrics
+from traac.training.trainer import TRAACTrainer
+
+pytestmark = pytest.mark.slow
+N = 4  # rollouts per prompt in these tests
+RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "testbed.yaml"
+
+
+def small_config(tmp_path: Path, **overrides: Any) -> TRAACConfig:
+    values: dict[str, Any] = {
+        "output_dir": str(tmp_path / "out"),
+        "use_cpu": True,
+        "bf16": False,
+        "gradient_checkpointing": False,
+        "report_to": "none",
+        "save_strategy": "no",
+        "disable_tqdm": True,
+        "max_steps": 2,
+        "per_device_train_batch_size": 2 * N,
+        "num_generations": N,
+        "max_completion_length": 96,
+        "uniformity_calibration": "rank",
+        "seed": 0,
+    }
+    values.update(overrides)
+    return TRAACConfig(**values)
+
+
+def make_trainer(model: Path, tmp_path: Path, **overrides: Any) -> TRAACTrainer:
+    tokenizer = load_tokenizer(str(model))
+    tokenizer.padding_side = "left"
+    dataset = items_to_dataset(make_items("easy", 6, seed=1, split="rl"))
+    return TRAACTrainer(
+        str(model),
+        args=small_config(tmp_path, **overrides),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+    )
+
+
+def count_window_pushes(trainer: TRAACTrainer) -> list[dict]:
+    """Record every push into the length windows (one per training step expected)."""
+    pushes: list[dict] = []
+    windows = trainer.rewards.windows
+    push = windows.push_step
+
+    def spy(lengths_by_key: dict) -> None:
+        pushes.append({k: sorted(v) for k, v in lengths_by_key.items()})
+        push(lengths_by_key)
+
+    windows.push_step = spy  # type: ignore[method-assign]
+    return pushes
+
+
+@pytest.mark.parametrize(
+    ("mode", "scorer"),
+    [
+        ("traac", "attention"),
+        ("traac", "confidence"),
+        ("traac", "random"),
+        ("cr_lr", "attention"),
+        ("compression_no_difficulty", "attention"),
+    ],
+)
+def test_two_steps_of_each_mode_and_scorer(
+    quick_testbed: Path, tmp_path: Path, mode: str, scorer: str
+) -> None:
+    trainer = make_trainer(quick_testbed, tmp_path, mode=mode, scorer=scorer)
+    pushes = count_window_pushes(trainer)
+    trainer.train()
+    assert trainer.state.global_step == 2
+    lines = (tmp_path / "out" / METRICS_FILE).read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert [r["step"] for r in records] == [1, 2]
+    assert trainer.reward_func_names == ["correctness_reward", "format_reward", "length_reward"]
+    bins = ("easy", "medium", "hard") if mode == "traac" else ("all",)
+    for record in records:
+        assert sum(record[f"traac/{b}/prompts"] for b in bins) == 2
+        assert record["traac/all/prompts"] == 2 and record["traac/all/rollouts"] == 2 * N
+    # The windows advanced once per step, and hold the correct pooled lengths of the last step.
+    assert len(pushes) == 2
+    last = trainer.last_step
+    expected: dict = {}
+    for g in last.groups:
+        for r in g.pooled:
+            if r.correct:
+                expected.setdefault((g.data_source, g.bin), []).append(len(r.completion_ids))
+    assert pushes[-1] == {k: sorted(v) for k, v in expected.items()}
+    for group in last.groups:
+        assert len(group.pooled) == N
+        assert group.bin in bins
+        if not trainer.args.compresses:
+            assert not any(r.compressed for r in group.pooled) and not group.compressions
+
+
+def test_cr_mode_through_the_cli(quick_testbed: Path, tmp_path: Path) -> None:
+    out = tmp_path / "cli"
+    code = cli_main(
+        ["train", "--config", str(RECIPE), "--model_name_or_path", str(quick_testbed),
+         "--dataset", "testbed:easy?n=4", "--output_dir", str(out), "--mode", "cr",
+         "--max_steps", "2", "--per_device_train_batch_size", str(2 * N),
+         "--num_generations", str(N), "--max_completion_length", "48", "--disable_tqdm", "true"]
+    )  # fmt: skip
+    assert code == 0
+    records = [json.loads(x) for x in (out / METRICS_FILE).read_text().splitlines()]
+    assert [r["step"] for r in records] == [1, 2]
+    assert records[-1]["traac/all/compressed_frac"] == 0.0
+    assert "traac/reward/format_reward" not in records[-1]  # cr: correctness only
+    assert (out / "model.safetensors").exists()
+
+
+def teacher_batch(trainer: TRAACTrainer) -> tuple[list[dict], list[list[int]], list[list[int]]]:
+    """Two prompts x N rollouts whose completions are the testbed teacher's traces: right, well
+    formed and several steps long; the last rollout of the second prompt has a wrong answer."""
+    tokenizer = trainer.processing_class
+    dataset = trainer.train_dataset
+    rows, prompt_ids, completion_ids = [], [], []
+    teacher = TeacherConfig(slip_prob=0.0, guess_prob=0.0, interrupt_prob=0.0)
+    rng = random.Random(0)
+    for p in range(2):
+        row = dataset[p]
+        item = item_from_row(row)
+        rendered = tokenizer.apply_chat_template(
+            row["prompt"], add_generation_prompt=True, tokenize=False
+        )
+        prompt = tokenizer(rendered, add_special_tokens=False)["input_ids"]
+        for k in range(N):
+            trace = teach(item.entry, rng, teacher)
+            while trace.n_rechecks < 3:
+                trace = teach(item.entry, rng, teacher)
+            text = trace.response()
+            if p == 1 and k == N - 1:
+                text = text.replace("\\boxed{", "\\boxed{1")
+            rows.append(dict(row))
+            prompt_ids.append(list(prompt))
+            ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+            completion_ids.append([*ids, tokenizer.eos_token_id])
+    return rows, prompt_ids, completion_ids
+
+
+def test_pooled_group_holds_n_rollouts_with_regenerated_compressed_ones(
+    quick_testbed: Path, tmp_path: Path
+) -> None:
+    trainer = make_trainer(
+        quick_testbed,
+        tmp_path,
+        max_completion_length=200,
+        scorer="random",
+    )  # fmt: skip: random evicts e = tau of the steps whatever the weights (SPEC section 2)
+    calls: list[tuple[list[list[int]], list]] = []
+    sample = trainer._sample_answers  # the one call into TRL's generation (the adapter's)
+
+    def spy(prompts: list[list[int]], budget: int) -> tuple:
+        out = sample(prompts, budget)
+        calls.append((prompts, out[0]))
+        return out
+
+    trainer._sample_answers = spy  # type: ignore[method-assign]
+    rows, prompt_ids, completion_ids = teacher_batch(trainer)
+    trainer.model.train()
+    mine = trainer.traac_step(rows, prompt_ids, completion_ids, None, N)
+
+    groups = trainer.last_step.groups
+    assert [g.pass_rate for g in groups] == [1.0, 0.75]
+    assert [g.bin for g in groups] == ["easy", "medium"]
+    assert [r.completion_ids for r in mine] == [r.completion_ids for g in groups for r in g.pooled]
+    columns = trainer._columns  # what the reward functions will read, passed explicitly
+    assert columns.compressed == [r.compressed for r in mine]
+    assert columns.difficulty_bin == ["easy"] * N + ["medium"] * N
+    assert columns.correct == [r.correct for r in mine]
+    assert all("compressed" not in row for row in rows)  # TRL's rows are left as they were
+    ((prompts, answers),) = calls
+    regenerated = {tuple(p): a for p, a in zip(prompts, answers, strict=True)}
+    compressed_seen = 0
+    for g in groups:
+        assert len(g.pooled) == N
+        by_origin = {o.origin: o for o in g.originals}
+        assert set(by_origin) == set(range(g.index * N, (g.index + 1) * N))
+        used = {c.origin: c for c in g.compressions if c.used}
+        for r in g.pooled:
+            assert r.origin in by_origin
+            if not r.compressed:
+                assert r is by_origin[r.origin]
+                continue
+            compressed_seen += 1
+            c = used[r.origin]
+            original = trainer.chat_format.parse(by_origin[r.origin].text).reasoning
+            steps = c.result.steps
+            # The compressed reasoning: an ordered subsequence of the original's steps.
+            assert "".join(s.text for s in steps) == original
+            assert c.result.n_evicted > 0
+            kept = "".join(s.text for s, k in zip(steps, c.result.kept, strict=True) if k)
+            assert c.result.text == kept and len(kept) < len(original)
+            assert r.text.startswith(f"<think>{kept}</think>")
+            # Its answer: regenerated from prompt + compressed think block, not copied.
+            prompt = prompt_ids[r.origin]
+            answer = regenerated[tuple(prompt + c.prefix_ids)]
+            assert r.completion_ids == c.prefix_ids + answer
+            assert trainer.processing_class.decode(c.prefix_ids) == f"<think>{kept}</think>"
+    assert compressed_seen > 0
+    assert len(regenerated) == sum(c.used for g in groups for c in g.compressions)
+
+
+def test_compressed_rollouts_get_nan_sampling_logprobs_on_their_think_block(
+    quick_testbed: Path, tmp_path: Path
+) -> None:
+    """With a backend that reports sampling log-probs (vLLM), a compressed rollout's think
+    block was never sampled in that context: NaN (no importance correction) there, the
+    regenerated answer's own log-probs after it."""
+    trainer = make_trainer(
+        quick_testbed,
+        tmp_path,
+        max_completion_length=200,
+        scorer="random",
+    )  # fmt: skip: random evicts e = tau of the steps whatever the weights (SPEC section 2)
+    sample = trainer._sample_answers
+
+    def with_logprobs(prompts: list[list[int]], budget: int) -> tuple:
+        ids, _ = sample(prompts, budget)
+        return ids, [[-0.5] * len(a) for a in ids]
+
+    trainer._sample_answers = with_logprobs  # type: ignore[method-assign]
+    rows, prompt_ids, completion_ids = teacher_batch(trainer)
+    logprobs = [[-1.0] * len(ids) for ids in completion_ids]
+    trainer.model.train()
+    pooled = trainer.traac_step(rows, prompt_ids, completion_ids, logprobs, N)
+    used = {c.origin: c for g in trainer.last_step.groups for c in g.compressions if c.used}
+    compressed = [r for r in pooled if r.compressed]
+    assert compressed
+    for r in compressed:
+        think = len(used[r.origin].prefix_ids)
+        assert all(math.isnan(x) for x in r.logprobs[:think])
+        assert r.logprobs[think:] == [-0.5] * (len(r.completion_ids) - think)
+    assert all(r.logprobs == [-1.0] * len(r.completion_ids) for r in pooled if not r.compressed)
+
+
+def test_rewards_of_a_hand_built_group(quick_testbed: Path, tmp_path: Path) -> None:
+    trainer = make_trainer(quick_testbed, tmp_path)
+    trainer.model.train()
+    texts = [
+        "<think>a</think>The answer is \\boxed{1}.",  # right, length 10
+        "<think>a</think>The answer is \\boxed{1}.",  # right, length 20
+        "<think>a</think></think>x",  # right, length 30, two closers
+        "no think block at all",  # wrong, length 40
+    ]
+    lengths = [10, 20, 30, 40]
+    correct = [True, True, True, False]
+    rows = [
+        {"prompt": "q", "answer": "1", "verifier": "math", "data_source": "src", "entry": "",
+         "id": "x", "difficulty": "", "correct": ok, "difficulty_bin": "easy"}
+        for ok in correct
+    ]  # fmt: skip
+    ids = [list(range(n)) for n in lengths]
+    rewards = trainer._calculate_rewards(rows, ["q"] * 4, texts, ids)
+    # Window = [10, 20, 30]: L_norm = (30 - l) / 20; beta = 1 / (1 + exp((l - 20) / 2)); W = 2.
+    beta_30 = 1 / (1 + math.exp(5))
+    expected = torch.tensor(
+        [
+            [4.0, 1.0, 2.0 * 1.0 * 1.0],
+            [4.0, 1.0, 2.0 * 1.0 * 0.5],
+            [4.0, 0.0, 2.0 * 1.0 * beta_30],
+            [0.0, 0.0, 0.0],
+        ]
+    )
+    assert torch.allclose(rewards, expected, atol=1e-6)
+    # A second step joins the window: [10, 20, 30] + [25]; medium scale 0.75 for its own key.
+    rows2 = [dict(rows[0], difficulty_bin="medium")]
+    rewards2 = trainer._calculate_rewards(rows2, ["q"], texts[:1], [list(range(25))])
+    # Its window is [25]: L_norm = 0 (max L = min L), beta = 0.5 at the median.
+    assert rewards2[0, 2].item() == pytest.approx(2.0 * 0.75 * 0.5)
+    assert trainer.rewards.windows.window(("src", "easy")) == [10, 20, 30]
+    assert trainer.rewards.windows.window(("src", "medium")) == [25]
+
+
+@pytest.mark.parametrize(
+    ("beta", "scoring_model", "expected"),
+    [
+        (0.001, "reference", "ref_model"),
+        (0.0, "reference", "frozen copy"),
+        (0.001, "policy", "policy"),
+    ],
+)
+def test_scoring_model(
+    quick_testbed: Path, tmp_path: Path, beta: float, scoring_model: str, expected: str
+) -> None:
+    trainer = make_trainer(quick_testbed, tmp_path, beta=beta, scoring_model=scoring_model)
+    scored_by = trainer.compressor.scorer.model
+    policy = trainer.accelerator.unwrap_model(trainer.model)
+    if expected == "ref_model":
+        assert scored_by is trainer.accelerator.unwrap_model(trainer.ref_model)
+    elif expected == "policy":
+        assert scored_by is policy
+    else:  # beta = 0: TRL holds no reference model, TRAAC loads a frozen initial policy
+        assert trainer.ref_model is None and scored_by is not policy
+        assert not any(p.requires_grad for p in scored_by.parameters())
+        for a, b in zip(scored_by.parameters(), policy.parameters(), strict=True):
+            assert torch.equal(a, b)
+
+
+def test_metrics_are_cut_back_to_the_start_step(tmp_path: Path) -> None:
+    path = tmp_path / METRICS_FILE
+    truncate_metrics(path, 3)  # no file yet: nothing to do
+    assert not path.exists()
+    lines = [json.dumps({"step": s, "traac/all/pass_rate": s / 10}) for s in (1, 2, 3, 4)]
+    path.write_text("\n".join(lines) + '\n{"step": 5, "traac/pa')  # the crash cut the last line
+    truncate_metrics(path, 2)
+    assert path.read_text() == "\n".join(lines[:2]) + "\n"
+    assert [(s.step, s.scopes["all"].pass_rate) for s in read_metrics(path)] == [(1, 0.1), (2, 0.2)]
+    truncate_metrics(path, 2)
+    assert path.read_text() == "\n".join(lines[:2]) + "\n"
+    truncate_metrics(path, 0)  # a fresh run into the same output_dir starts a new file
+    assert path.read_text() == ""

@@ -1,0 +1,77 @@
+"""The TRL range pyproject declares is the range these checks pass on: every private TRL hook
+TRAACTrainer overrides has the signature the trainer was written for, every private attribute it
+reads exists, and no override escapes the list. A TRL upgrade that moves any of them fails here,
+not at a user's first training step."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+from transformers import Trainer
+from trl import GRPOTrainer
+
+from traac.data.training import items_to_dataset
+from traac.method.items import Item
+from traac.training.config import TRAACConfig
+from traac.training.trainer import TRL_ATTRIBUTES, TRL_HOOKS, TRAACTrainer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def declared_trl_range() -> SpecifierSet:
+    found = re.search(r'"trl([<>=!~][^"]*)"', (ROOT / "pyproject.toml").read_text())
+    assert found, "pyproject.toml declares no trl requirement"
+    return SpecifierSet(found.group(1))
+
+
+def test_the_installed_trl_is_in_the_declared_range() -> None:
+    assert Version(version("trl")) in declared_trl_range()
+
+
+@pytest.mark.parametrize(("hook", "parameters"), list(TRL_HOOKS.items()))
+def test_each_overridden_hook_has_the_signature_it_was_written_for(
+    hook: str, parameters: tuple[str, ...]
+) -> None:
+    theirs = tuple(inspect.signature(getattr(GRPOTrainer, hook)).parameters)
+    ours = tuple(inspect.signature(getattr(TRAACTrainer, hook)).parameters)
+    assert theirs == parameters, f"TRL's {hook} now takes {theirs}"
+    assert ours == parameters
+
+
+def test_no_private_override_escapes_the_contract() -> None:
+    inherited = set(dir(GRPOTrainer)) | set(dir(Trainer))
+    overrides = {
+        name
+        for name, value in vars(TRAACTrainer).items()
+        if name.startswith("_") and not name.startswith("__") and name in inherited
+        and callable(value)
+    }  # fmt: skip
+    assert overrides <= set(TRL_HOOKS), sorted(overrides - set(TRL_HOOKS))
+
+
+def test_every_private_attribute_read_exists_on_a_built_trainer(
+    tmp_path: Path, save_tiny, char_tokenizer
+) -> None:
+    tokenizer = char_tokenizer(
+        ("<pad>", "<eos>", "<think>", "</think>"),
+        eos="<eos>",
+        chat_template="{% for m in messages %}{{ m['content'] }}{% endfor %}",
+    )
+    model = save_tiny(tmp_path / "model", tokenizer, eos_token_id=1, pad_token_id=0)
+    items = [Item(id=str(k), question=f"{k}+1?", answer=str(k + 1)) for k in range(4)]
+    args = TRAACConfig(
+        output_dir=str(tmp_path / "out"), use_cpu=True, bf16=False, report_to="none",
+        num_generations=2, per_device_train_batch_size=2, max_completion_length=8,
+        gradient_checkpointing=False,
+    )  # fmt: skip
+    trainer = TRAACTrainer(
+        str(model), args=args, train_dataset=items_to_dataset(items), processing_class=tokenizer
+    )
+    missing = [name for name in TRL_ATTRIBUTES if not hasattr(trainer, name)]
+    assert not missing
