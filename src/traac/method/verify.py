@@ -1,13 +1,15 @@
 """Is a response right? Answer extraction and the four verifiers, time-bounded and never executing
 model output.
 
-A response's final answer is the text after its last think closer (no closer: wrong). From it the
-last `\\boxed{...}` (nested braces handled) is taken, else the last non-empty line.
+A response's final answer is the text after its last think closer (no closer, or more than
+`MAX_ANSWER_CHARS` after it: wrong). From it the boxes are taken (`boxed_answers`: the last
+complete `\\boxed{...}` and the boxes math-verify reads with it as one list, nested braces
+handled), else the last non-empty line (lines end at `\\n` only).
 
 - `verify_math(response, gold)`: math-verify; the gold is wrapped in `\\boxed{}`, the prediction
-  is parsed as LaTeX or as a plain expression.
+  is the boxes (several read as one set, `\\boxed{2}, \\boxed{3}` = {2, 3}) or the last line.
 - `verify_choice(response, gold_letter)`: a multiple-choice letter ("C", "(C)", `\\boxed{C}`,
-  "the answer is C").
+  "the answer is C"); a hedge ("B or C", "A, B", two boxed letters) is no answer.
 - `verify_text(response, gold)`: normalised string match for short free-text answers (BBEH).
 - `verify_task(response, entry)`: reasoning-gym's own `score_answer` for the task named in
   `entry["metadata"]["source_dataset"]`; right means a score of 1.0 (`task_score` gives the raw
@@ -15,47 +17,78 @@ last `\\boxed{...}` (nested braces handled) is taken, else the last non-empty li
   for knight_swap, "(x, y)" for an orthocenter, unicode connectives for propositional logic...).
 - `verify_many(items, responses)`: the batch form for evaluation and training.
 
-Math and task checks run in a small pool of persistent worker processes (`VerifierPool`). Each
-call has a hard deadline; a worker that misses it is killed and replaced and the answer counts as
-wrong. This works from any thread or subprocess, unlike math-verify's own signal-based timeout,
-which is disabled here. The workers run with no file-size allowance (they cannot write content
-to any file), a memory cap and a private empty working directory.
+Model output is never executed. Two layers:
 
-Model output is never executed. math-verify hands plain `1+2*3`-shaped strings to sympy's
-`parse_expr` (which evaluates Python) and reasoning-gym's puzzle24 scorer hands it the whole
-answer, so every candidate that could reach a parser is screened first: Python-looking text
-(`looks_like_code`) is rejected outright, after NFKC normalisation, the same folding Python
-applies to identifiers; and puzzle24 answers must be plain arithmetic (checked on Python's
-syntax tree, never evaluated).
+1. Screening on the syntax tree. Some reasoning-gym scorers `eval` the answer or hand it to
+   sympy's `parse_expr` (which evaluates Python): `EVALUATING_TASKS` lists them, and there an
+   answer must pass its task's allow-list (`task_answer_allowed`: the oracle's plain form, or a
+   Python literal / arithmetic tree read with `ast`, never evaluated) or it scores 0 before it
+   reaches a worker. math-verify needs no allow-list: it hands `parse_expr` only
+   digit-and-operator runs its own regex picked (pinned by a test) and parses LaTeX with a
+   grammar. Math answers that look like Python (`looks_like_code`) are still wrong outright, as
+   math-verify would read a number out of `1 if open(...) else 24`.
+2. The workers. Checks run in worker processes forked from a warmed-up zygote (a fresh
+   interpreter, never a copy of the caller). A worker has no file-size allowance, a memory cap,
+   a private empty working directory, and an audit hook (`install_guard`) that refuses spawning
+   processes, opening files for writing or creating, deleting or renaming files, sockets, ctypes
+   and signals to other processes. The hook is a second line, not a sandbox: Python code that
+   ran inside a worker could still forge that worker's own replies or create an empty FIFO.
+
+Deadlines: a math or task call returns within its `timeout` (waiting for a worker included) plus
+the in-process screening, which the `MAX_ANSWER_CHARS` cap and linear-time extraction keep to
+milliseconds. A check that misses the deadline counts as wrong; its worker is killed and a fresh
+fork (milliseconds, every task loaded so far included) replaces it in the background. Not charged
+to a call: the pool's start (one interpreter importing sympy, math-verify and reasoning-gym, up to
+`STARTUP_TIMEOUT`) and loading a reasoning-gym task's scorer, once in the zygote for all later
+workers and once in each worker forked before that.
+This works from any thread or subprocess, unlike math-verify's own signal-based timeout, which is
+disabled here.
+
+We keep this small pool rather than a maintained one: `concurrent.futures` cannot kill a task
+that overruns, and `pebble` (which can) starts workers through multiprocessing, which either forks
+the caller (unsafe in a trainer holding CUDA and threads) or, with spawn/forkserver, re-imports
+the caller's `__main__` in every worker and every replacement, and starts each as a new
+interpreter (seconds for sympy; a fork of our zygote takes milliseconds).
 """
 
 from __future__ import annotations
 
 import ast
 import atexit
+import collections
+import contextlib
+import ctypes
 import json
+import logging
+import math
 import multiprocessing.util
 import os
-import queue
 import re
+import resource
 import select
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from traac.errors import TraacError
 from traac.method.items import Item
 
+_T = TypeVar("_T")
+
 DEFAULT_TIMEOUT = 5.0  # seconds one math or task check may take before it counts as wrong
-STARTUP_TIMEOUT = 120.0  # seconds a worker may take to import its libraries
+STARTUP_TIMEOUT = 120.0  # seconds the zygote may take to import its libraries or load a task
+MAX_ANSWER_CHARS = 1 << 16  # a longer final answer (text after the closer) is wrong unread
 _MEMORY_LIMIT = 4 << 30  # bytes of address space per worker
 _MAX_LINE = 1 << 24  # longest reply a worker may send
 
@@ -69,15 +102,26 @@ def answer_text(response: str, think_close: str = "</think>") -> str | None:
     return None if cut < 0 else response[cut + len(think_close) :]
 
 
-def last_boxed(text: str) -> str | None:
-    """Content of the last complete `\\boxed{...}` (or `\\fbox{...}`), nested braces handled.
+def _final_text(response: str, think_close: str) -> str | None:
+    """`answer_text`, or None when it is longer than `MAX_ANSWER_CHARS`: the cap comes before any
+    screening, so no answer costs more than that much string work."""
+    text = answer_text(response, think_close)
+    return None if text is None or len(text) > MAX_ANSWER_CHARS else text
+
+
+_BOX_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_BOX_SEPARATOR = re.compile(r"\b(?:and|or)\b|,|;")
+
+
+def _complete_boxes(text: str) -> list[tuple[int, int, int]]:
+    """(command start, content start, content end) of every closed box, in order.
 
     One pass over the text pairs every brace, so degenerate outputs ("\\boxed{" repeated
     thousands of times) cost linear time.
     """
-    boxes = [m.end() for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text)]
-    if not boxes:
-        return None
+    starts = [(m.start(), m.end()) for m in _BOX_RE.finditer(text)]
+    if not starts:
+        return []
     closing: dict[int, int] = {}  # position after an opening brace -> position of its closer
     open_at: list[int] = []
     for i, char in enumerate(text):
@@ -87,32 +131,61 @@ def last_boxed(text: str) -> str | None:
             open_at.append(i + 1)
         elif char == "}" and open_at:
             closing[open_at.pop()] = i
-    for start in reversed(boxes):
-        if start in closing:
-            return text[start : closing[start]]
-    return None
+    return [(command, start, closing[start]) for command, start in starts if start in closing]
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last complete `\\boxed{...}` (or `\\fbox{...}`), nested braces handled."""
+    boxes = _complete_boxes(text)
+    return text[boxes[-1][1] : boxes[-1][2]] if boxes else None
+
+
+def boxed_answers(text: str) -> list[str]:
+    """The final answer's boxes, in order: the last complete box and those before it that
+    math-verify (latex2sympy2's `extract_boxed_content`) reads with it as one list. A box joins
+    when under 10 characters separate it from the next, or under 70 that hold "and", "or", ","
+    or ";" and its content differs: `\\boxed{2} and \\boxed{3}` is [2, 3]."""
+    boxes = _complete_boxes(text)
+    if not boxes:
+        return []
+    chain = [boxes[-1]]
+    for box in reversed(boxes[:-1]):
+        later = chain[-1]
+        if box[2] >= later[0]:  # encloses the later box
+            break
+        between = text[box[2] + 1 : later[0]]
+        differs = text[box[1] : box[2]].strip() != text[later[1] : later[2]].strip()
+        if len(between) >= 10 and not (
+            differs and len(between) < 70 and _BOX_SEPARATOR.search(between)
+        ):
+            break
+        chain.append(box)
+    return [text[start:end].strip() for _, start, end in reversed(chain)]
 
 
 def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    """The last non-empty line. Lines end at `\\n` only: `str.splitlines` also cuts at U+2028 and
+    form feeds, which would make `12\\u2028(checked)` read as "(checked)"."""
+    lines = [line.strip() for line in text.split("\n") if line.strip()]
     return lines[-1] if lines else ""
 
 
 def extract_answer(response: str, think_close: str = "</think>") -> str | None:
-    """The final answer: the last `\\boxed{}` after the last closer, else its last non-empty line.
+    """The final answer: the boxes after the last closer (several joined by ", "), else its last
+    non-empty line.
 
-    None when the response has no closer (the rollout never finished thinking); "" when nothing
-    follows the closer.
+    None when the response has no closer (the rollout never finished thinking) or the text after
+    it is longer than `MAX_ANSWER_CHARS`; "" when nothing follows the closer.
     """
-    text = answer_text(response, think_close)
+    text = _final_text(response, think_close)
     if text is None:
         return None
-    boxed = last_boxed(text)
-    return boxed.strip() if boxed is not None else _last_line(text)
+    boxes = boxed_answers(text)
+    return ", ".join(boxes) if boxes else _last_line(text)
 
 
 # ---------------------------------------------------------------------------------------------
-# Screening: nothing that looks like Python reaches a parser
+# Screening
 
 _CODE_PATTERNS = re.compile(
     r"__|\bimport\b|\blambda\b|\b(?:os|sys|subprocess|shutil|pathlib|builtins|io)\s*\."
@@ -124,31 +197,145 @@ _CODE_PATTERNS = re.compile(
 
 
 def looks_like_code(text: str) -> bool:
-    """True for text with Python syntax that no math or puzzle answer needs.
-
-    NFKC first: Python folds identifiers that way, so fullwidth `ｅｘｅｃ` would run as `exec`.
-    """
+    """True for text with Python syntax that no math answer needs (after NFKC normalisation,
+    the folding Python applies to identifiers). Not a security layer, which the allow-lists and
+    the workers are: it keeps code-shaped junk from scoring as a math answer."""
     return bool(_CODE_PATTERNS.search(unicodedata.normalize("NFKC", text)))
 
 
-_ARITH_NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Add, ast.Sub, ast.Mult)
-_ARITH_NODES += (ast.Div, ast.USub, ast.UAdd)
+# The allow-lists of the tasks whose scorers evaluate answers
+
+_MAX_EXPONENT = 1000  # largest constant in an exponent: no 9**9**9-style work for sympy
+_SYMPY_CHARS = re.compile(r"[A-Za-z0-9_ .+\-*/(),]+")  # ASCII only: no lookalikes, no quotes
+_ARITHMETIC_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+_INTEGRATION_FUNCTIONS = frozenset(
+    {"sin", "cos", "tan", "cot", "sec", "csc", "asin", "acos", "atan", "acot", "exp", "log"}
+    | {"sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "ln", "sqrt", "Abs"}
+)
+
+
+def _parse(text: str) -> ast.Expression | None:
+    """Python's syntax tree of `text` (never evaluated), or None. (Leading blanks, which `eval`
+    would drop, make `ast.parse` fail: such text is refused, never read differently.)"""
+    try:
+        return ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # MemoryError: parser depth
+        return None
+
+
+def _is_expression(
+    text: str, names: frozenset[str], functions: frozenset[str] = frozenset(), power: bool = True
+) -> bool:
+    """True for arithmetic over int/float numbers and `names`: + - * / (and ** when `power`, not
+    nested inside an exponent, whose numbers are at most `_MAX_EXPONENT`), unary signs,
+    parentheses and calls of `functions` by name with positional arguments. What sympy's
+    `parse_expr` runs for such text is that arithmetic on sympy numbers and symbols."""
+    tree = _parse(text) if _SYMPY_CHARS.fullmatch(text) else None
+    if tree is None:
+        return False
+    stack: list[tuple[ast.AST, bool]] = [(tree.body, False)]  # (node, inside an exponent)
+    while stack:  # iterative: a long sum is a deep tree
+        node, exponent = stack.pop()
+        if isinstance(node, ast.Constant):
+            if type(node.value) not in (int, float) or (
+                exponent and abs(node.value) > _MAX_EXPONENT
+            ):
+                return False
+        elif isinstance(node, ast.Name):
+            if node.id not in names:
+                return False
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            stack.append((node.operand, exponent))
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+            if not power or exponent:
+                return False
+            stack += [(node.left, False), (node.right, True)]
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, _ARITHMETIC_OPS):
+            stack += [(node.left, exponent), (node.right, exponent)]
+        elif isinstance(node, ast.Call):
+            if not (
+                isinstance(node.func, ast.Name)
+                and node.func.id in functions
+                and node.args
+                and not node.keywords
+            ):
+                return False
+            stack += [(arg, exponent) for arg in node.args]  # a Starred arg fails when popped
+        else:
+            return False
+    return True
 
 
 def is_plain_arithmetic(text: str) -> bool:
     """True when `text` is only numbers, + - * / and parentheses (read from Python's syntax tree,
     never evaluated). Guards scorers that feed answers to sympy's `parse_expr`."""
-    if not text.strip() or not re.fullmatch(r"[\d\s+\-*/().]+", text) or "**" in text:
-        return False
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return all(
-        isinstance(node, _ARITH_NODES)
-        and (not isinstance(node, ast.Constant) or type(node.value) in (int, float))
-        for node in ast.walk(tree)
+    return bool(re.fullmatch(r"[\d\s+\-*/().]+", text)) and _is_expression(
+        text.strip(), frozenset(), power=False
     )
+
+
+def _is_literal(text: str, leaf: type, depth: int) -> bool:
+    """True for a Python literal of `leaf` values (ints may carry a minus) in lists or tuples
+    nested at most `depth` deep: what a scorer that `eval`s a list answer needs."""
+    tree = _parse(text)
+    if tree is None:
+        return False
+    stack: list[tuple[ast.AST, int]] = [(tree.body, 0)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, (ast.List, ast.Tuple)) and level < depth:
+            stack += [(element, level + 1) for element in node.elts]
+            continue
+        if leaf is int and isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            node = node.operand
+        if not (isinstance(node, ast.Constant) and type(node.value) is leaf):
+            return False
+    return True
+
+
+def _names(metadata: dict[str, Any], *keys: str) -> frozenset[str]:
+    """Variable names an entry declares (identifiers only)."""
+    found: set[str] = set()
+    for key in keys:
+        value = metadata.get(key)
+        for name in [value] if isinstance(value, str) else (value or []):
+            if isinstance(name, str) and re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", name):
+                found.add(name)
+    return frozenset(found)
+
+
+def _plain_or_literal(plain: str, leaf: type, depth: int) -> Callable[[str, dict[str, Any]], bool]:
+    """The oracle's own form (letters, digits, blanks: `eval` can only fail on it, or look up a
+    bare name), or a literal the scorer's `eval` may read for partial credit."""
+    pattern = re.compile(plain)
+    return lambda text, _: bool(pattern.fullmatch(text)) or _is_literal(text, leaf, depth)
+
+
+# The reasoning-gym tasks (0.1.19) whose scorers `eval` or `parse_expr` the answer, with the
+# answers each may receive. tests/method/test_verify.py rescans reasoning-gym's sources for new
+# ones.
+EVALUATING_TASKS: dict[str, Callable[[str, dict[str, Any]], bool]] = {
+    # eval(answer) for partial credit; exact matches of the oracle need no eval
+    "string_insertion": _plain_or_literal(r"[A-Z]+", str, 1),  # "".join(eval(answer))
+    "spiral_matrix": _plain_or_literal(r"-?\d+(?: -?\d+)*", int, 1),
+    "binary_matrix": _plain_or_literal(r"\d+(?:[ \n]\d+)*", int, 2),
+    "n_queens": _plain_or_literal(r"[Q_](?:[ \n][Q_])*", str, 2),
+    # sympy parse_expr(answer)
+    "puzzle24": lambda text, _: is_plain_arithmetic(text),
+    "countdown": lambda text, _: is_plain_arithmetic(text),
+    "polynomial_multiplication": lambda text, meta: _is_expression(text, _names(meta, "variables")),
+    "simple_integration": lambda text, meta: _is_expression(text, _names(meta, "variable") | {"C"}),
+    "intermediate_integration": lambda text, meta: _is_expression(
+        text, _names(meta, "variable") | {"C", "E", "pi"}, _INTEGRATION_FUNCTIONS
+    ),
+}
+
+
+def task_answer_allowed(name: str, candidate: str, metadata: dict[str, Any] | None = None) -> bool:
+    """May `candidate` reach task `name`'s scorer? Always for tasks whose scorer only compares or
+    parses data; for `EVALUATING_TASKS` only when it passes the task's allow-list."""
+    check = EVALUATING_TASKS.get(name)
+    return check is None or check(candidate, metadata or {})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -185,14 +372,16 @@ _LATEX_WORD_RE = re.compile(
 _LATEX_WRAPPER_RE = re.compile(
     r"\\(?:text|textbf|textit|texttt|textrm|mathrm|mathbf|mathit|mathtt|operatorname|emph)\s*\{([^{}]*)\}"
 )
+# Markdown bold "**", not Python's power operator between two operands (x**2, (x+1)**-1)
+_BOLD_RE = re.compile(r"(?<![\w)\]])\*\*|\*\*(?![\w(+\-])")
 _ANSWER_PREFIX_RE = re.compile(
     r"^(?:the\s+)?(?:final\s+)?(?:answer|conclusion|result)\b\s*(?:is)?\s*[:=]?\s*", re.IGNORECASE
 )
 
 
 def clean_answer(text: str) -> str:
-    """LaTeX and markdown dressing removed: `$`, `\\text{}`, `\\to`, `\\#`, `**`, "Answer:", a final
-    period. Keeps the content a scorer compares."""
+    """LaTeX and markdown dressing removed: `$`, `\\text{}`, `\\to`, `\\#`, bold `**` (not a power),
+    "Answer:", a final period. Keeps the content a scorer compares."""
     s = text.strip()
     for _ in range(3):  # nested wrappers such as \text{\textbf{C}}
         s = _LATEX_WRAPPER_RE.sub(r"\1", s)
@@ -202,7 +391,7 @@ def clean_answer(text: str) -> str:
     s = re.sub(r"\\[,;:! ]", " ", s)
     if s[:2] in ("\\(", "\\[") and s[-2:] in ("\\)", "\\]"):
         s = s[2:-2]
-    s = s.replace("**", "").replace("`", "")
+    s = _BOLD_RE.sub("", s).replace("`", "")
     s = s.strip().strip("$").strip()
     s = _ANSWER_PREFIX_RE.sub("", s)
     if s.endswith("."):
@@ -219,26 +408,36 @@ _CHOICE_WORD = re.compile(r"\b(?:option|choice)\s*\(?([A-Z])\)?(?![A-Za-z])", re
 _CHOICE_PHRASE = re.compile(
     r"(?i:answer\s*(?:is\b|:))[\s:*$]*(?:(?i:option)[\s*$]*)?\(?([A-Z])\)?(?![A-Za-z])"
 )
+# At the picked letter: "or", "and", ",", "/" or "&" and a second letter ("B or C", "(A) or (B)",
+# "A, B"). A second "A" or "I" before a lower-case word is English ("C, and I am sure").
+_HEDGE = re.compile(
+    r"[A-Za-z]\)?\s*(?:,\s*(?:or\b|and\b)?|\bor\b|\band\b|/|&)\s*"
+    r"\(?(?:[B-HJ-Z]|[AI](?!\s+[a-z]))\)?(?![A-Za-z])"
+)
+
+
+def _picked(m: re.Match[str] | None, text: str) -> str | None:
+    """The letter `m` picked, unless a hedge follows it."""
+    if m is None or _HEDGE.match(text, m.start(1)):
+        return None
+    return m.group(1).upper()
 
 
 def _letter_of(candidate: str) -> str | None:
     s = clean_answer(candidate)
-    for pattern in (_CHOICE_ALONE, _CHOICE_LEAD):
-        m = pattern.fullmatch(s) if pattern is _CHOICE_ALONE else pattern.match(s + " ")
-        if m:
-            return m.group(1).upper()
-    m = _CHOICE_WORD.search(s)
-    return m.group(1).upper() if m else None
+    m = _CHOICE_ALONE.fullmatch(s) or _CHOICE_LEAD.match(s + " ") or _CHOICE_WORD.search(s)
+    return _picked(m, s + " ")
 
 
 def extract_choice(text: str) -> str | None:
-    """The option letter an answer text picks, or None."""
-    boxed = last_boxed(text)
-    if boxed is not None:
-        return _letter_of(boxed)
+    """The option letter an answer text picks, or None (no letter, or a hedge between two)."""
+    boxes = boxed_answers(text)
+    if boxes:
+        letters = {_letter_of(box) for box in boxes} - {None}
+        return letters.pop() if len(letters) == 1 else None
     phrases = list(_CHOICE_PHRASE.finditer(text))
     if phrases:
-        return phrases[-1].group(1).upper()
+        return _picked(phrases[-1], text)
     return _letter_of(_last_line(text))
 
 
@@ -247,7 +446,7 @@ def verify_choice(response: str, gold_letter: str, think_close: str = "</think>"
     gold = _letter_of(gold_letter)
     if gold is None:
         raise TraacError(f"verify_choice: gold answer {gold_letter!r} is not an option letter")
-    text = answer_text(response, think_close)
+    text = _final_text(response, think_close)
     return text is not None and extract_choice(text) == gold
 
 
@@ -280,22 +479,22 @@ def text_match(prediction: str, gold: str) -> bool:
 
 
 def extract_text(text: str) -> str:
-    """A free-text answer: the last box, else what follows the last "answer is", else the last
-    line."""
-    boxed = last_boxed(text)
-    if boxed is not None:
-        return boxed
+    """A free-text answer: the boxes (several joined by ", "), else what follows the last "answer
+    is" on its line, else the last line."""
+    boxes = boxed_answers(text)
+    if boxes:
+        return ", ".join(boxes)
     phrases = list(re.finditer(r"answer\s*(?:is|:)\s*:?", text, re.IGNORECASE))
     if phrases:
         rest = text[phrases[-1].end() :].strip()
         if rest:
-            return rest.splitlines()[0]
+            return rest.split("\n", 1)[0]
     return _last_line(text)
 
 
 def verify_text(response: str, gold: str, think_close: str = "</think>", **_: Any) -> bool:
     """Does the response's final answer match `gold` as a normalised string (BBEH-style)?"""
-    text = answer_text(response, think_close)
+    text = _final_text(response, think_close)
     return text is not None and text_match(extract_text(text), gold)
 
 
@@ -384,7 +583,10 @@ def _arithmetic(line: str, full: str, meta: dict[str, Any]) -> str:
         s = next((side for side in sides if re.search(r"\d[\s)]*[+\-*/]", side)), sides[0])
     runs = [m.group(0) for m in re.finditer(r"[\d\s+\-*/().]+", s)]
     expr = next((run for run in reversed(runs) if re.search(r"\d", run)), "")
-    expr = re.sub(r"^[\s)+*/.]+|[\s(+\-*/.]+$", "", expr)  # "(" or "." dangling at the ends
+    # "(" or "." dangling at the ends; the tail is cut on the reversed text, as an unanchored
+    # `[...]+$` retries from every position of a long run (minutes for 64K of " +")
+    expr = re.sub(r"^[\s)+*/.]+", "", expr)
+    expr = expr[: len(expr) - re.match(r"[\s(+\-*/.]*", expr[::-1]).end()]
     return expr if is_plain_arithmetic(expr) else ""
 
 
@@ -422,150 +624,398 @@ _TASK_EXTRACTORS = {
 def task_answer(text: str, name: str, metadata: dict[str, Any] | None = None) -> str:
     """The candidate a reasoning-gym scorer gets from an answer text (the text after the closer).
 
-    The last box (else the last line) is cleaned of LaTeX and markdown, then tasks with a fixed
-    answer shape take the last thing of that shape from it; knight_swap may also take its move
-    list from a multi-line answer. Other tasks get the cleaned box or line as it is.
+    The boxes (several joined by ", "; else the last line) are cleaned of LaTeX and markdown,
+    then tasks with a fixed answer shape take the last thing of that shape from them;
+    knight_swap may also take its move list from a multi-line answer. Other tasks get the
+    cleaned boxes or line as they are.
     """
-    boxed = last_boxed(text)
-    source = boxed if boxed is not None else text
-    line = clean_answer(" ".join(source.split()) if boxed is not None else _last_line(source))
+    boxes = boxed_answers(text)
+    source = ", ".join(boxes) if boxes else text
+    line = clean_answer(" ".join(source.split()) if boxes else _last_line(source))
     extractor = _TASK_EXTRACTORS.get(name)
     return extractor(line, clean_answer(source), metadata or {}) if extractor else line
 
 
 # ---------------------------------------------------------------------------------------------
-# The worker pool
+# The worker sandbox
 
-_WORKER_BOOT = "from traac.method.verify import _worker_main; _worker_main()"
+_REFUSED_EVENTS = frozenset(
+    {
+        "subprocess.Popen",
+        "os.system",
+        "os.fork",
+        "os.forkpty",
+        "os.remove",
+        "os.rename",
+        "os.rmdir",
+        "os.mkdir",
+        "os.link",
+        "os.symlink",
+        "os.truncate",
+        "os.chmod",
+        "os.chown",
+        "os.chflags",
+        "os.utime",
+        "os.setxattr",
+        "os.removexattr",
+        "os.kill",
+        "os.killpg",
+        "signal.pthread_kill",
+        "resource.setrlimit",
+        "resource.prlimit",
+        "shutil.rmtree",
+        "tempfile.mkstemp",
+        "tempfile.mkdtemp",
+        "webbrowser.open",
+    }
+)
+# os.exec*, os.spawn*, os.posix_spawn*, sockets, ctypes (loading, calls, raw memory), sqlite
+_REFUSED_PREFIXES = ("os.exec", "os.spawn", "os.posix_spawn", "socket.", "ctypes.", "sqlite3.")
+# Modules whose (re-)import would bring back a spawner the guard took away, or that write files
+# without Python's `open`: `_posixsubprocess.fork_exec` starts processes with no audit event.
+_REFUSED_IMPORTS = frozenset({"_posixsubprocess", "_sqlite3", "_dbm", "_gdbm"})
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 
-def _worker_main() -> None:
-    """Loop of a verification worker: one JSON request per stdin line, one JSON reply per line."""
-    import signal
+def install_guard() -> None:
+    """Refuse, from now on in this process, what a verification worker never needs: starting
+    processes, opening files to write or create, changing the file system, sockets, ctypes,
+    signals to other processes and raising its limits (each raises PermissionError).
 
-    try:
-        import resource
+    Installed in a worker after its libraries are imported and warmed up, so their lazy imports
+    have happened; the checks themselves only read. The hook takes everything it uses as
+    defaults, and refuses the attribute writes that could replace its code or defaults.
+    """
 
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails, not kills
+    def guard(
+        event: str,
+        args: tuple[Any, ...],
+        refused: frozenset[str] = _REFUSED_EVENTS,
+        prefixes: tuple[str, ...] = _REFUSED_PREFIXES,
+        imports: frozenset[str] = _REFUSED_IMPORTS,
+        write_flags: int = _WRITE_FLAGS,
+        write_modes: frozenset[str] = frozenset("wax+"),
+        function_attrs: frozenset[str] = frozenset({"__code__", "__defaults__", "__kwdefaults__"}),
+        error: type[Exception] = PermissionError,
+        string: type = str,
+        integer: type = int,
+        is_instance: Callable[[Any, Any], bool] = isinstance,
+    ) -> None:
+        if event in refused or event.startswith(prefixes):
+            raise error(f"refused in a verification worker: {event}")
+        if event == "open":
+            _, mode, flags = args
+            if (is_instance(flags, integer) and flags & write_flags) or (
+                is_instance(mode, string) and not write_modes.isdisjoint(mode)
+            ):
+                raise error("refused in a verification worker: open for writing")
+        elif event == "import" and args[0] in imports:
+            raise error(f"refused in a verification worker: import {args[0]}")
+        elif event == "object.__setattr__" and args[1] in function_attrs:
+            raise error("refused in a verification worker: replacing a function's code")
+
+    fork_exec = getattr(sys.modules.get("_posixsubprocess"), "fork_exec", None)
+    for module in list(sys.modules.values()):  # also `from _posixsubprocess import fork_exec`
+        for attr, value in list(getattr(module, "__dict__", {}).items()):
+            if fork_exec is not None and value is fork_exec:
+                setattr(module, attr, _refuse_spawn)
+    sys.addaudithook(guard)
+
+
+def _refuse_spawn(*_: Any) -> None:
+    raise PermissionError("refused in a verification worker: _posixsubprocess.fork_exec")
+
+
+def _limit_resources() -> None:
+    """No file-size allowance (a write past 0 bytes fails, not kills), no core dumps, a memory
+    cap; the zygote sets them and every worker inherits them."""
+    with contextlib.suppress(ValueError, OSError):  # limits already lower
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_AS, (_MEMORY_LIMIT, _MEMORY_LIMIT))
-    except (ImportError, ValueError, OSError):  # not POSIX, or limits already lower
-        pass
-    import logging
 
-    logging.disable(logging.WARNING)  # math-verify warns that its own timeout is off
-    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
-    extraction = [LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()]
-    scorers: dict[str, Any] = {}
+def _die_with_parent() -> None:
+    """Linux: the kernel kills this worker when its zygote dies. (Not for the zygote: the signal
+    follows the forking *thread*, and the pool may be started from a short-lived one; the zygote
+    leaves when its socket closes.)"""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
-    def check_math(gold_text: str, pred_text: str) -> bool:
-        gold = parse(gold_text, extraction_config=extraction, parsing_timeout=None)
-        pred = parse(pred_text, extraction_config=extraction, parsing_timeout=None)
-        return bool(gold and pred and verify(gold, pred, timeout_seconds=None))
 
-    def handle(request: dict[str, Any]) -> Any:
+class _Checker:
+    """What a worker runs: math-verify and the reasoning-gym scorers the zygote loaded."""
+
+    def __init__(self) -> None:
+        logging.disable(logging.WARNING)  # math-verify warns that its own timeout is off
+        # The parsers are imported here, in the zygote, never by the process that verifies
+        # through the pool: they load in the process whose guard then contains them.
+        import reasoning_gym
+        import sympy
+        from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+
+        self._reasoning_gym = reasoning_gym
+        self._parse, self._verify = parse, verify
+        self._extraction = [LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()]
+        self.scorers: dict[str, Any] = {}
+        # Warm-up before any guard: the LaTeX grammar, parse_expr, differentiation and
+        # simplification import and build what they need on first use.
+        self.math("\\boxed{1}", "\\boxed{1}")
+        self.math("\\boxed{\\frac{1}{2}, 3}", "1+2*3")
+        x = sympy.Symbol("x")
+        expr = sympy.parse_expr("-4*(-2*x - 8)**(3/2)/3 + exp(x)*sin(x)", local_dict={"x": x})
+        sympy.simplify(sympy.diff(expr, x) - expr)
+
+    def math(self, gold_text: str, pred_text: str) -> bool:
+        gold = self._parse(gold_text, extraction_config=self._extraction, parsing_timeout=None)
+        pred = self._parse(pred_text, extraction_config=self._extraction, parsing_timeout=None)
+        return bool(gold and pred and self._verify(gold, pred, timeout_seconds=None))
+
+    def load(self, name: str) -> None:
+        if name not in self.scorers:
+            self.scorers[name] = self._reasoning_gym.get_score_answer_fn(name)
+
+    def handle(self, request: dict[str, Any]) -> Any:
         op = request["op"]
-        if op == "load":
-            import reasoning_gym
-
-            name = request["task"]
-            if name not in scorers:
-                scorers[name] = reasoning_gym.get_score_answer_fn(name)
+        if op == "load":  # a task the zygote loaded after this worker was forked
+            self.load(request["task"])
             return True
         try:  # a scorer that chokes on an answer has judged it wrong
             if op == "math":
-                return check_math(request["gold"], request["pred"])
+                return self.math(request["gold"], request["pred"])
             if op == "task":
-                return float(scorers[request["task"]](request["answer"], request["entry"]))
+                return float(self.scorers[request["task"]](request["answer"], request["entry"]))
         except Exception:
             return 0.0 if op == "task" else False
         raise ValueError(f"unknown op {op!r}")
 
-    check_math("\\boxed{1}", "\\boxed{1}")  # builds the LaTeX parser before any deadline runs
-    out = sys.stdout
-    out.write('{"ok": true, "value": "ready"}\n')
-    out.flush()
-    for line in sys.stdin:
+
+def _serve(checker: _Checker, requests_fd: int, replies_fd: int) -> None:
+    """A worker, just forked from the zygote: guard, then one JSON reply per request line.
+    Never returns: the zygote's loop must not run on in a copy of it."""
+    try:
+        requests = os.fdopen(requests_fd, "r", encoding="utf-8")
+        replies = os.fdopen(replies_fd, "w", encoding="utf-8")
+        _die_with_parent()
+        install_guard()
+        replies.write('{"ok": true, "value": "ready"}\n')
+        replies.flush()
+        for line in requests:
+            try:
+                reply = {"ok": True, "value": checker.handle(json.loads(line))}
+            except Exception as exc:
+                reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+            replies.write(json.dumps(reply) + "\n")
+            replies.flush()
+    finally:
+        os._exit(0)
+
+
+_ZYGOTE_BOOT = "from traac.method.verify import _zygote_main; _zygote_main()"
+
+
+def _zygote_main() -> None:
+    """The zygote: imports and warms up once, then, one datagram per command on its socket (fd 0),
+    forks workers (handing each the two pipe ends that came with the command), loads a
+    reasoning-gym task's scorer for all later workers, or kills and reaps a worker."""
+    _limit_resources()
+    checker = _Checker()
+    channel = socket.socket(fileno=0)
+    channel.send(b'{"ok": true}')
+    while True:
+        data, fds, _, _ = socket.recv_fds(channel, 1 << 16, 2)
+        if not data:  # the pool is gone
+            return
+        request = json.loads(data)
+        reply: dict[str, Any] = {"ok": True}
         try:
-            reply = {"ok": True, "value": handle(json.loads(line))}
+            if request["op"] == "fork":
+                pid = os.fork()
+                if pid == 0:
+                    channel.close()
+                    _serve(checker, *fds)
+                reply["pid"], reply["tasks"] = pid, sorted(checker.scorers)
+            elif request["op"] == "load":
+                checker.load(request["task"])
+            elif request["op"] == "kill":
+                os.kill(request["pid"], signal.SIGKILL)
+                os.waitpid(request["pid"], 0)
         except Exception as exc:
             reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-        out.write(json.dumps(reply) + "\n")
-        out.flush()
+        finally:
+            for fd in fds:
+                os.close(fd)
+        channel.send(json.dumps(reply).encode())
+
+
+# ---------------------------------------------------------------------------------------------
+# The worker pool
+
+
+def _readable(fd: int, timeout: float) -> bool:
+    """Does `fd` have data or end-of-file within `timeout` seconds? (poll, not select: a
+    trainer's descriptors may number past select's 1024.)"""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(max(0, math.ceil(timeout * 1000))))
 
 
 class _Worker:
-    """One worker process and the reasoning-gym scorers it has loaded."""
+    """The pool's end of one worker: a request pipe, a reply pipe, and the tasks it can score."""
+
+    def __init__(self, pid: int, requests_fd: int, replies_fd: int, tasks: frozenset[str]) -> None:
+        self.pid = pid
+        self.tasks = tasks
+        self._requests = os.fdopen(requests_fd, "wb")
+        self._replies = replies_fd
+        self._buffer = b""
+        self._closed = False
+
+    def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+        """Send one request; its reply, or None when the deadline passed or the worker died."""
+        try:
+            self._requests.write(json.dumps(message).encode() + b"\n")
+            self._requests.flush()
+        except (OSError, ValueError):  # a dead worker, or a pool closed under the call
+            return None
+        return self.read_reply(time.monotonic() + timeout)
+
+    def read_reply(self, deadline: float) -> dict[str, Any] | None:
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or len(self._buffer) > _MAX_LINE:
+                return None
+            try:
+                if not _readable(self._replies, remaining):
+                    continue
+                chunk = os.read(self._replies, 1 << 16)
+            except (OSError, ValueError):  # closed under the call: the pool is closing
+                return None
+            if not chunk:  # the worker died
+                return None
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        try:
+            return json.loads(line)
+        except ValueError:
+            return None
+
+    def idle(self) -> bool:
+        """Alive and silent, as a worker between requests is (a dead one reads as end-of-file)."""
+        return not self._buffer and not _readable(self._replies, 0)
+
+    def close(self) -> None:
+        """Once only: a second `os.close` could hit a descriptor number reused meanwhile."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(OSError):  # flushing to a dead worker: nothing left to say
+            self._requests.close()
+        os.close(self._replies)
+
+
+class _Zygote:
+    """The pool's end of the zygote process: a datagram socket that also carries pipe ends."""
 
     def __init__(self, workdir: str) -> None:
         package_root = str(Path(__file__).resolve().parents[1])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         env.update(PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _WORKER_BOOT],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
+            [sys.executable, "-c", _ZYGOTE_BOOT],
+            stdin=theirs,
+            stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             cwd=workdir,
             env=env,
             start_new_session=True,  # a Ctrl-C aimed at the parent does not hit the workers
         )
-        self.loaded: set[str] = set()
-        self._buffer = b""
-        if self._read_reply(time.monotonic() + STARTUP_TIMEOUT) is None:
-            self.kill()
-            raise TraacError(
-                f"verification worker did not start within {STARTUP_TIMEOUT:.0f} s; check that "
-                f"`{sys.executable} -c 'import math_verify'` works"
-            )
-
-    def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any] | None:
-        """Send one request; its reply, or None when the deadline passed or the worker died."""
+        theirs.close()
+        self._channel = ours
+        self._lock = threading.Lock()
         try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            return None
-        return self._read_reply(time.monotonic() + timeout)
+            self._receive(STARTUP_TIMEOUT)
+        except TraacError:
+            self.close()
+            raise TraacError(
+                f"verification workers did not start within {STARTUP_TIMEOUT:.0f} s; check that "
+                f"`{sys.executable} -c 'import math_verify, reasoning_gym'` works"
+            ) from None
 
-    def _read_reply(self, deadline: float) -> dict[str, Any] | None:
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        while b"\n" not in self._buffer:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or len(self._buffer) > _MAX_LINE:
-                return None
-            ready, _, _ = select.select([fd], [], [], remaining)
-            if ready:
-                chunk = os.read(fd, 1 << 16)
-                if not chunk:  # the worker died
-                    return None
-                self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        return json.loads(line)
+    def _receive(self, timeout: float) -> dict[str, Any]:
+        self._channel.settimeout(timeout)
+        try:
+            data = self._channel.recv(1 << 16)
+        except OSError:
+            data = b""
+        if not data:
+            raise TraacError("the verification zygote died or stopped answering")
+        return json.loads(data)
 
-    def alive(self) -> bool:
-        return self.proc.poll() is None
+    def command(self, message: dict[str, Any], fds: Sequence[int] = ()) -> dict[str, Any]:
+        """One command and its reply (TraacError when the zygote is gone)."""
+        with self._lock:
+            try:
+                socket.send_fds(self._channel, [json.dumps(message).encode()], list(fds))
+            except OSError:
+                raise TraacError("the verification zygote died") from None
+            return self._receive(STARTUP_TIMEOUT)
 
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
+    def fork(self) -> _Worker:
+        """A new worker, guarded and ready (milliseconds)."""
+        requests_read, requests_write = os.pipe()
+        replies_read, replies_write = os.pipe()
+        try:
+            reply = self.command({"op": "fork"}, [requests_read, replies_write])
+        except TraacError:
+            for fd in (requests_write, replies_read):
+                os.close(fd)
+            raise
+        finally:
+            os.close(requests_read)
+            os.close(replies_write)
+        if not reply["ok"]:
+            for fd in (requests_write, replies_read):
+                os.close(fd)
+            raise TraacError(f"cannot fork a verification worker: {reply['error']}")
+        worker = _Worker(reply["pid"], requests_write, replies_read, frozenset(reply["tasks"]))
+        ready = worker.read_reply(time.monotonic() + STARTUP_TIMEOUT)
+        if ready is None:
+            self.kill(worker)
+            raise TraacError("a verification worker died while installing its guard")
+        return worker
+
+    def kill(self, worker: _Worker) -> None:
+        """Kill and reap `worker` (its pid stays reserved until the zygote reaps it)."""
+        worker.close()
+        self.command({"op": "kill", "pid": worker.pid})
+
+    def close(self) -> None:
+        """Kill the zygote and every worker (one process group)."""
+        with contextlib.suppress(OSError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stdout):
-            if stream is not None:
-                stream.close()
+        self._channel.close()
+
+
+@dataclass
+class _Waiter:
+    """A call waiting for a worker; `_release` fills `worker` and sets `ready`."""
+
+    ready: threading.Event = field(default_factory=threading.Event)
+    worker: _Worker | None = None
 
 
 class VerifierPool:
-    """Persistent worker processes with a hard deadline per call; any thread may call it.
+    """Workers forked from one zygote, a hard deadline per call; any thread may call it.
 
-    A call that misses its deadline kills its worker (a fresh one starts on the next call) and
-    returns None. Workers start lazily and load a reasoning-gym task's scorer once, outside the
-    per-call deadline.
+    A call that misses its deadline (waiting for a worker included) returns None; its worker is
+    killed and replaced in the background by a fork that has every task loaded so far. A task's
+    first use loads its scorer in the zygote, and a worker forked before that loads it the first
+    time it meets the task; neither is charged to the call.
     """
 
     def __init__(self, workers: int) -> None:
@@ -574,53 +1024,151 @@ class VerifierPool:
         self.workers = workers
         self.pid = os.getpid()
         self._workdir = tempfile.mkdtemp(prefix="traac-verify-")
-        self._slots: queue.Queue[list[_Worker | None]] = queue.Queue()
-        self._all: list[list[_Worker | None]] = []
-        for _ in range(workers):
-            slot: list[_Worker | None] = [None]
-            self._slots.put(slot)
-            self._all.append(slot)
+        self._lock = threading.Lock()
+        self._load_lock = threading.Lock()  # held while the zygote loads a task (seconds)
+        self._zygote_lock = threading.Lock()  # held while a dead zygote is replaced
+        self._live: set[_Worker] = set()
+        self._free: list[_Worker] = []  # idle workers, when no call is waiting
+        self._waiters: collections.deque[_Waiter] = collections.deque()  # calls, first come first
+        self._tasks: frozenset[str] = frozenset()
+        self._error: str | None = None  # why replacements stopped coming, for the next caller
+        self._closed = False
         self.timeouts = 0  # calls that missed their deadline, for reports
-        self._stats_lock = threading.Lock()
+        try:
+            self._zygote = _Zygote(self._workdir)
+            for _ in range(workers):
+                self._release(self._fork())
+        except TraacError:
+            self.close()
+            raise
         # Forked children (DataLoader workers, multiprocessing) leave through os._exit, which
         # skips atexit but runs multiprocessing's finalizers.
         multiprocessing.util.Finalize(None, self.close, exitpriority=0)
 
+    def _with_zygote(self, action: Callable[[_Zygote], _T]) -> _T:
+        """`action(zygote)`; if the zygote died (killed for memory, say), once more on a new one
+        that has loaded the pool's tasks (its workers died with it)."""
+        zygote = self._zygote
+        try:
+            return action(zygote)
+        except TraacError:
+            if self._closed or zygote.proc.poll() is None:
+                raise
+        with self._zygote_lock:
+            if self._zygote is zygote:
+                zygote.close()
+                fresh = _Zygote(self._workdir)
+                for task in sorted(self._tasks):
+                    fresh.command({"op": "load", "task": task})
+                self._zygote = fresh
+        return action(self._zygote)
+
+    def _fork(self) -> _Worker:
+        worker = self._with_zygote(_Zygote.fork)
+        with self._lock:
+            self._live.add(worker)
+        return worker
+
+    def _retire(self, worker: _Worker) -> None:
+        """Kill `worker` and fork its replacement, off the caller's clock."""
+        with self._lock:
+            self._live.discard(worker)
+        threading.Thread(target=self._replace, args=(worker,), daemon=True).start()
+
+    def _replace(self, worker: _Worker) -> None:
+        try:
+            with contextlib.suppress(TraacError):  # a dead zygote took its workers along
+                self._zygote.kill(worker)
+            if not self._closed:
+                self._release(self._fork())
+        except TraacError as exc:
+            if not self._closed:
+                self._error = f"verification worker lost and not replaced: {exc}"
+
+    def _release(self, worker: _Worker) -> None:
+        """Hand `worker` to the longest-waiting call, else keep it idle. (A plain queue lets the
+        thread that just returned a worker take it straight back, and a waiting call starves.)"""
+        with self._lock:
+            if self._waiters:
+                waiter = self._waiters.popleft()
+                waiter.worker = worker
+                waiter.ready.set()
+            else:
+                self._free.append(worker)
+
+    def _acquire(self, deadline: float) -> _Worker | None:
+        while True:
+            waiter = _Waiter()
+            with self._lock:
+                if self._free and not self._waiters:
+                    waiter.worker = self._free.pop()
+                    waiter.ready.set()
+                else:
+                    self._waiters.append(waiter)
+            waiter.ready.wait(max(0.0, deadline - time.monotonic()))
+            with self._lock:
+                worker = waiter.worker
+                if worker is None:
+                    self._waiters.remove(waiter)
+            if worker is None:
+                if self._error is not None:
+                    raise TraacError(self._error)
+                return None
+            if worker.idle():
+                return worker
+            self._retire(worker)  # died between calls
+
+    def _load(self, task: str) -> None:
+        with self._load_lock:
+            if task in self._tasks:
+                return
+            reply = self._with_zygote(lambda zygote: zygote.command({"op": "load", "task": task}))
+            if not reply["ok"]:
+                raise TraacError(
+                    f"verify_task: cannot load reasoning-gym task {task!r}: {reply['error']}"
+                )
+            self._tasks |= {task}
+
     def call(self, message: dict[str, Any], timeout: float, task: str | None = None) -> Any:
         """Run one request; its value, or None on timeout. Raises TraacError on a bad request."""
-        slot = self._slots.get()
-        try:
-            if slot[0] is None or not slot[0].alive():
-                slot[0] = _Worker(self._workdir)
-            worker = slot[0]
-            if task is not None and task not in worker.loaded:
-                reply = worker.request({"op": "load", "task": task}, STARTUP_TIMEOUT)
-                if reply is None or not reply["ok"]:
-                    worker.kill()
-                    slot[0] = None
-                    reason = reply["error"] if reply else "timed out"
-                    raise TraacError(
-                        f"verify_task: cannot load reasoning-gym task {task!r}: {reason}"
-                    )
-                worker.loaded.add(task)
-            reply = worker.request(message, timeout)
-            if reply is None:
-                worker.kill()
-                slot[0] = None
-                with self._stats_lock:
-                    self.timeouts += 1
-                return None
-            if not reply["ok"]:
-                raise TraacError(f"verification failed: {reply['error']}")
-            return reply["value"]
-        finally:
-            self._slots.put(slot)
+        start = time.monotonic()
+        if task is not None and task not in self._tasks:
+            self._load(task)  # once per pool, outside the deadline
+            start = time.monotonic()
+        deadline = start + timeout
+        while True:
+            worker = self._acquire(deadline)
+            if worker is None or task is None or task in worker.tasks:
+                break
+            # Forked before the zygote loaded the task: the worker loads it too (once, outside
+            # the deadline), or is replaced by a fork that has it.
+            loaded = worker.request({"op": "load", "task": task}, STARTUP_TIMEOUT)
+            if loaded is not None and loaded["ok"]:
+                worker.tasks |= {task}
+                deadline = time.monotonic() + timeout
+                break
+            self._retire(worker)
+        reply = None if worker is None else worker.request(message, deadline - time.monotonic())
+        if reply is None:
+            if worker is not None:
+                self._retire(worker)
+            with self._lock:
+                self.timeouts += 1
+            return None
+        self._release(worker)
+        if not reply["ok"]:
+            raise TraacError(f"verification failed: {reply['error']}")
+        return reply["value"]
 
     def close(self) -> None:
-        for slot in self._all:
-            if slot[0] is not None:
-                slot[0].kill()
-                slot[0] = None
+        with self._lock:
+            self._closed = True
+            workers, self._live = self._live, set()
+        zygote = getattr(self, "_zygote", None)
+        if zygote is not None:
+            zygote.close()  # kills the workers too
+        for worker in workers:
+            worker.close()
         shutil.rmtree(self._workdir, ignore_errors=True)
 
 
@@ -687,11 +1235,11 @@ def verify_math(
     **_: Any,
 ) -> bool:
     """Does the final answer equal `gold` mathematically (math-verify)? A timeout is wrong."""
-    text = answer_text(response, think_close)
+    text = _final_text(response, think_close)
     if text is None:
         return False
-    boxed = last_boxed(text)
-    pred = f"\\boxed{{{boxed}}}" if boxed is not None else _last_line(text)
+    boxes = boxed_answers(text)
+    pred = ", ".join(f"\\boxed{{{box}}}" for box in boxes) if boxes else _last_line(text)
     if not pred or looks_like_code(pred):
         return False
     gold_text = _strip_math_delimiters(str(gold))
@@ -718,13 +1266,14 @@ def task_score(
     think_close: str = "</think>",
     timeout: float = DEFAULT_TIMEOUT,
 ) -> float:
-    """reasoning-gym's own score (0..1) of the final answer; 0 on a timeout or with no closer."""
+    """reasoning-gym's own score (0..1) of the final answer; 0 on a timeout, with no closer, or
+    for an answer its task's allow-list refuses (`task_answer_allowed`)."""
     name = _task_name(entry)
-    text = answer_text(response, think_close)
+    text = _final_text(response, think_close)
     if text is None:
         return 0.0
     candidate = task_answer(text, name, entry.get("metadata"))
-    if looks_like_code(candidate):
+    if not task_answer_allowed(name, candidate, entry.get("metadata")):
         return 0.0
     payload = json.loads(json.dumps(entry, default=str))  # the worker gets plain JSON
     message = {"op": "task", "task": name, "answer": candidate, "entry": payload}
