@@ -18,6 +18,7 @@ from traac.method.compression import (
     eviction_fraction,
     step_scores,
     uniformity,
+    uniformity_rank,
 )
 from traac.method.formats import AUX_PROMPT, ChatFormat
 from traac.method.segmentation import Step, split_steps
@@ -173,11 +174,34 @@ def test_token_counts_are_those_of_the_text_tokenized_alone(text):
     assert len(inside) == result.tokens_before - 1
 
 
+class DelimiterScorer:
+    """Scores only the probe's own tokens (opener, auxiliary prompt, closer): 1, the rest 0."""
+
+    gated = True
+
+    def __init__(self):
+        self.tokenizer = WhitespaceTokenizer()
+
+    def score(self, requests):
+        out = []
+        for r in requests:
+            spans = self.tokenizer(r.probe, return_offsets_mapping=True)["offset_mapping"]
+            lo, hi = len("<think>"), len("<think>") + len(r.reasoning)
+            scores = [0.0 if lo <= a < hi and b <= hi else 1.0 for a, b in spans]
+            out.append(TokenScores(np.array(spans).reshape(-1, 2), np.array(scores)))
+        return out
+
+
 def test_probe_scope_puts_delimiters_in_edge_steps_only():
-    result = compress(REASONING, KeywordScorer(), tau=0.6, step_scope="probe")
-    assert "".join(s.text for s in result.steps) == REASONING
-    reasoning_scope = compress(REASONING, KeywordScorer(), tau=0.6, step_scope="reasoning")
-    assert [s.text for s in reasoning_scope.steps] == [s.text for s in split_steps(REASONING)]
+    """Scope `probe` (the authors'): the opener's and the auxiliary prompt's scores count in the
+    first and last steps. Scope `reasoning`: they count in no step."""
+    reasoning = " x1. " + REASONING  # a first step that does not open with a phrase
+    probe = compress(reasoning, DelimiterScorer(), tau=0.6, step_scope="probe")
+    assert "".join(s.text for s in probe.steps) == reasoning
+    assert probe.scores[0] > 0 and probe.scores[-1] > 0 and not probe.scores[1:-1].any()
+    scoped = compress(reasoning, DelimiterScorer(), tau=0.6, step_scope="reasoning")
+    assert [s.text for s in scoped.steps] == [s.text for s in split_steps(reasoning)]
+    assert not scoped.scores.any()
 
 
 def test_uniform_scores_compress_nothing():
@@ -293,3 +317,11 @@ def test_steps_without_text_are_never_evicted():
     result = compress("First, 1 + 1 = 2. So 2. Wait, 2.", FixedStepScorer([0.0, 5, 5, 0.1]), 1.0)
     assert result.steps[0].text == "" and result.kept[0]
     assert result.n_evicted == math.floor(4 * result.eviction_fraction + 1e-9) >= 1
+
+
+def test_uniformity_rank_is_the_share_below_with_ties_counted_half() -> None:
+    window = [0.9, 0.95, 0.95, 0.99]
+    assert uniformity_rank(0.95, window) == pytest.approx((1 + 0.5 * 2) / 4)
+    assert uniformity_rank(0.5, window) == 0.0 and uniformity_rank(1.0, window) == 1.0
+    with pytest.raises(TraacError, match="window is empty"):
+        uniformity_rank(0.9, [])

@@ -54,10 +54,12 @@ PROMPT_OPENS = ChatFormat(opener_in_prompt=True)
     ("response", "paper", "reference"),
     [
         ("<think>reason</think>answer", 1.0, 0.5),
-        ("<think>\n</think>answer", 0.5, 0.25),  # nothing inside
-        ("</think>reason<think>answer", 0.5, 0.25),  # one each, wrong order
-        ("<think>a</think>b</think>", 0.0, 0.0),  # two closers
-        ("<think>a<think>b</think>", 0.0, 0.0),  # two openers
+        ("<think>\n\n</think>answer", 1.0, 0.5),  # an empty block: a hybrid not thinking
+        ("Sure. <think>reason</think>answer", 1.0, 0.5),  # text before the opener
+        ("</think>reason<think>answer", 0.5, 0.25),  # one each, wrong order: count half
+        ("<think>a</think><think>b</think>c", 0.5, 0.25),  # two blocks: order half only
+        ("<think>a</think>b</think>", 0.5, 0.25),  # two closers, in order
+        ("<think>a<think>b</think>", 0.5, 0.25),  # two openers, in order
         ("<think>never closed", 0.0, 0.0),
         ("plain answer", 0.0, 0.0),
     ],
@@ -69,11 +71,22 @@ def test_format_reward_response_opens(response, paper, reference):
 
 
 @pytest.mark.parametrize(
+    "response",
+    ["<think>r</think>a", "Sure. <think>r</think>a", "<think></think>a", "</think>r<think>",
+     "<think>a</think><think>b</think>", "a</think>b", "<think>open"],
+)  # fmt: skip
+def test_compression_and_the_format_reward_read_one_parse(response):
+    """A rollout is compressed exactly when it earns the full format reward (SPEC 1 and 3)."""
+    parsed = RESPONSE_OPENS.parse(response)
+    assert parsed.well_formed == (format_reward(parsed, PAPER) == 1.0)
+
+
+@pytest.mark.parametrize(
     ("response", "reward"),
     [
         ("Okay, so 2+2=4.\n</think>\n\\boxed{4}", 1.0),  # the prompt holds the opener
-        ("\n</think>4", 0.5),
-        ("<think>x</think>4", 0.0),  # an opener where the prompt already opened
+        ("\n</think>4", 1.0),  # an empty block
+        ("<think>x</think>4", 0.5),  # an opener where the prompt already opened: order only
         ("no closer", 0.0),
     ],
 )
@@ -192,11 +205,11 @@ def test_score_rollouts_worked_example():
         difficulty=DifficultyConfig(),
     )
     assert out.correctness == [4.0, 4.0, 0.0, 4.0]
-    assert out.format == [1.0, 1.0, 1.0, 0.0]
+    assert out.format == [1.0, 1.0, 1.0, 0.5]  # two closers: the order half only
     # easy window [100, 300]: 100 gets W * 1.0 * 1; 300 gets 2 * beta(300; median 200) = 2/(1+e^5)
     # the wrong rollout gets nothing; the hard window [200] gives 2 * 0.5 * 0.5
     assert out.length == pytest.approx([2.0, 2 / (1 + math.exp(5)), 0.0, 0.5])
-    assert out.total == pytest.approx([7.0, 5.0 + 2 / (1 + math.exp(5)), 1.0, 4.5])
+    assert out.total == pytest.approx([7.0, 5.0 + 2 / (1 + math.exp(5)), 1.0, 5.0])
     assert windows.window(("math", "easy")) == [100, 300]
 
 

@@ -35,6 +35,11 @@ def test_word_boundaries_so_does_not_split_solve():
 def test_longest_phrase_wins():
     steps = split_steps("x. Let me double-check this. Let me see.")
     assert [s.text for s in steps] == ["x. ", "Let me double-check this. ", "Let me see."]
+    # Where a shorter phrase starts a longer one that holds a third phrase, matching the shorter
+    # first would cut inside the longer phrase.
+    phrases = ("Let me", "Let me double-check", "double-check")
+    steps = split_steps("x. Let me double-check this. Let me see.", phrases)
+    assert [s.text for s in steps] == ["x. ", "Let me double-check this. ", "Let me see."]
 
 
 def test_text_starting_with_phrase_has_no_empty_step():

@@ -424,7 +424,7 @@ def test_degenerate_outputs_cost_linear_time(entries):
         "P ∧ " * 16_000,
         "A or B, " * 8_000,
     ]
-    start = time.monotonic()
+    start = time.process_time()  # CPU seconds of this process: other jobs on the cores don't count
     for text in (t[: verify.MAX_ANSWER_CHARS - 50] for t in junk):  # longer is wrong unread
         response = say(text)
         assert not verify.verify_choice(response, "B")
@@ -433,7 +433,7 @@ def test_degenerate_outputs_cost_linear_time(entries):
         for name, task_entries in entries.items():
             candidate = verify.task_answer(text, name, task_entries[0]["metadata"])
             verify.task_answer_allowed(name, candidate, task_entries[0]["metadata"])
-    assert time.monotonic() - start < 20  # the quadratic " +" run alone took 45 s
+    assert time.process_time() - start < 20  # the quadratic " +" run alone took 45 s
 
 
 def test_puzzle24_must_use_the_given_numbers(entries):

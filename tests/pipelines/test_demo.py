@@ -41,7 +41,10 @@ def test_quick_demo_writes_report_summary_plots_and_viewer(quick_testbed, tmp_pa
     assert "| overall |" in report and "## Targets" in report
     for plot in summary["plots"]:
         assert (out / plot).stat().st_size > 1000
-    assert "<html" in (out / "steps.html").read_text().lower()
+    page = (out / "steps.html").read_text()
+    assert "<html" in page.lower()
+    # pruned under the recipe's own rule (layer 1, rank calibration), which the page names
+    assert "probe layers 1," in page and "ranked among" in page
     # a rerun resumes: nothing is retrained, the same numbers come back
     assert cli.main(["demo", "--quick", "--output", str(out), "--config", str(RECIPE)]) == 0
     assert json.loads((out / "summary.json").read_text())["models"] == summary["models"]

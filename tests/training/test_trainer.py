@@ -132,7 +132,9 @@ def test_cr_mode_through_the_cli(quick_testbed: Path, tmp_path: Path) -> None:
 
 def teacher_batch(trainer: TRAACTrainer) -> tuple[list[dict], list[list[int]], list[list[int]]]:
     """Two prompts x N rollouts whose completions are the testbed teacher's traces: right, well
-    formed and several steps long; the last rollout of the second prompt has a wrong answer."""
+    formed and several steps long; but the last rollout of the second prompt has a wrong answer
+    (origin 2N - 1) and the third of the first closes its think block twice (origin 2: right but
+    malformed)."""
     tokenizer = trainer.processing_class
     dataset = trainer.train_dataset
     rows, prompt_ids, completion_ids = [], [], []
@@ -152,6 +154,8 @@ def teacher_batch(trainer: TRAACTrainer) -> tuple[list[dict], list[list[int]], l
             text = trace.response()
             if p == 1 and k == N - 1:
                 text = text.replace("\\boxed{", "\\boxed{1")
+            if p == 0 and k == 2:
+                text = text.replace("</think>", "</think></think>")
             rows.append(dict(row))
             prompt_ids.append(list(prompt))
             ids = tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -183,6 +187,22 @@ def test_pooled_group_holds_n_rollouts_with_regenerated_compressed_ones(
 
     groups = trainer.last_step.groups
     assert [g.pass_rate for g in groups] == [1.0, 0.75]
+    # Only right, well-formed rollouts are compressed (SPEC section 1, step 4): the random
+    # scorer evicts tau of the steps of every candidate, so every other rollout is one.
+    originals = [r for g in groups for r in g.originals]
+    assert [(r.correct, r.well_formed) for r in (originals[2], originals[2 * N - 1])] == [
+        (True, False),
+        (False, True),
+    ]
+    candidates = {r.origin for r in originals if r.correct and r.well_formed}
+    assert {c.origin for g in groups for c in g.compressions if c.used} == candidates
+    assert 2 not in candidates and 2 * N - 1 not in candidates
+    # Originals and compressed copies are pooled, shuffled, and cut back to N (step 6): the
+    # first group held 4 originals and 3 copies, and its pooled N are not simply its originals.
+    first = groups[0]
+    assert len(first.originals) + sum(c.used for c in first.compressions) == N + 3
+    assert first.pooled != first.originals
+    assert any(r.compressed for r in first.pooled)
     assert [g.bin for g in groups] == ["easy", "medium"]
     assert [r.completion_ids for r in mine] == [r.completion_ids for g in groups for r in g.pooled]
     columns = trainer._columns  # what the reward functions will read, passed explicitly
@@ -261,7 +281,7 @@ def test_rewards_of_a_hand_built_group(quick_testbed: Path, tmp_path: Path) -> N
     texts = [
         "<think>a</think>The answer is \\boxed{1}.",  # right, length 10
         "<think>a</think>The answer is \\boxed{1}.",  # right, length 20
-        "<think>a</think></think>x",  # right, length 30, two closers
+        "<think>a</think></think>x",  # right, length 30, two closers: the order half
         "no think block at all",  # wrong, length 40
     ]
     lengths = [10, 20, 30, 40]
@@ -279,7 +299,7 @@ def test_rewards_of_a_hand_built_group(quick_testbed: Path, tmp_path: Path) -> N
         [
             [4.0, 1.0, 2.0 * 1.0 * 1.0],
             [4.0, 1.0, 2.0 * 1.0 * 0.5],
-            [4.0, 0.0, 2.0 * 1.0 * beta_30],
+            [4.0, 0.5, 2.0 * 1.0 * beta_30],
             [0.0, 0.0, 0.0],
         ]
     )

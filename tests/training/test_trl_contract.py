@@ -19,7 +19,12 @@ from trl import GRPOTrainer
 from traac.data.training import items_to_dataset
 from traac.method.items import Item
 from traac.training.config import TRAACConfig
-from traac.training.trainer import TRL_ATTRIBUTES, TRL_HOOKS, TRAACTrainer
+from traac.training.trainer import (
+    TRANSFORMERS_ATTRIBUTES,
+    TRL_ATTRIBUTES,
+    TRL_HOOKS,
+    TRAACTrainer,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,5 +78,7 @@ def test_every_private_attribute_read_exists_on_a_built_trainer(
     trainer = TRAACTrainer(
         str(model), args=args, train_dataset=items_to_dataset(items), processing_class=tokenizer
     )
-    missing = [name for name in TRL_ATTRIBUTES if not hasattr(trainer, name)]
+    missing = [
+        name for name in TRL_ATTRIBUTES + TRANSFORMERS_ATTRIBUTES if not hasattr(trainer, name)
+    ]
     assert not missing

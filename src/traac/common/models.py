@@ -127,8 +127,9 @@ def load_model(
         lm = AutoModelForCausalLM.from_pretrained(path, dtype=dtype or resolve_dtype(None, target))
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise TraacError(f"model {model!r}: cannot load it ({_first_line(err)})") from None
-    set_threads(num_threads)
-    return lm.to(target).eval()
+    lm = lm.to(target).eval()
+    set_threads(num_threads, model=lm)
+    return lm
 
 
 def _first_line(err: BaseException) -> str:

@@ -76,8 +76,11 @@ def _trace(result: CompressionResult, title: str) -> str:
     )
 
 
-def render_html(results: Sequence[CompressionResult], titles: Sequence[str] | None = None) -> str:
-    """One page for several compressed traces; `titles` default to "Trace 1", "Trace 2", ..."""
+def render_html(
+    results: Sequence[CompressionResult], titles: Sequence[str] | None = None, note: str = ""
+) -> str:
+    """One page for several compressed traces; `titles` default to "Trace 1", "Trace 2", ...;
+    `note` (plain text) says under which rule they were pruned."""
     if titles is None:
         titles = [f"Trace {i + 1}" for i in range(len(results))]
     if len(titles) != len(results):
@@ -90,9 +93,10 @@ def render_html(results: Sequence[CompressionResult], titles: Sequence[str] | No
         '<span class="evicted">evicted</span></div>'
     )
     sections = "\n".join(_trace(r, t) for r, t in zip(results, titles, strict=True))
+    paragraph = f'<p class="rule">{html.escape(note)}</p>' if note else ""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         "<title>traac compression</title>"
         f"<style>{_STYLE}</style></head><body>"
-        f"<h1>traac: attentive compression</h1>{legend}\n{sections}\n</body></html>\n"
+        f"<h1>traac: attentive compression</h1>{paragraph}{legend}\n{sections}\n</body></html>\n"
     )

@@ -153,6 +153,15 @@ def uniformity(scores: Sequence[float] | np.ndarray) -> float:
     return entropy / math.log(n)
 
 
+def uniformity_rank(u: float, window: Sequence[float] | np.ndarray) -> float:
+    """The share of `window` below `u` (ties count half): the calibrated uniformity that
+    `uniformity_calibration: rank` puts in place of u."""
+    values = np.asarray(window, dtype=np.float64)
+    if values.size == 0:
+        raise TraacError("uniformity_rank: the calibration window is empty")
+    return float(((values < u).sum() + 0.5 * (values == u).sum()) / values.size)
+
+
 def eviction_fraction(
     u: float, tau: float, gate: float = UNIFORMITY_GATE, cap: float = EVICTION_CAP
 ) -> float:

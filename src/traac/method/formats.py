@@ -33,12 +33,12 @@ class ParsedResponse:
     closed: bool  # a closer was found
     one_block: bool
     ordered: bool
-    opens_at_start: bool  # nothing but whitespace before the opener
 
     @property
     def well_formed(self) -> bool:
-        """One think block, opened before it closes: what compression may work on."""
-        return self.one_block and self.ordered and self.opens_at_start
+        """One think block, opened before it closes: what compression may work on (text before
+        the opener is allowed, as the format reward allows it; compression keeps only the block)."""
+        return self.one_block and self.ordered
 
 
 @dataclass(frozen=True)
@@ -73,9 +73,7 @@ class ChatFormat:
             one_block = n_open == 1 and n_close == 1
             ordered = 0 <= first_open < last_close
         if last_close < 0:
-            return ParsedResponse(
-                "", "", False, one_block=False, ordered=False, opens_at_start=False
-            )
+            return ParsedResponse("", "", closed=False, one_block=False, ordered=False)
         head = response[:last_close]
         opened = not self.opener_in_prompt and 0 <= first_open < last_close
         start = first_open + len(self.think_open) if opened else 0
@@ -85,7 +83,6 @@ class ChatFormat:
             closed=True,
             one_block=one_block,
             ordered=ordered,
-            opens_at_start=self.opener_in_prompt or response.lstrip().startswith(self.think_open),
         )
 
     def probe_text(self, reasoning: str, aux_prompt: str = AUX_PROMPT) -> str:

@@ -101,8 +101,7 @@ def correctness_reward(correct: bool, config: RewardConfig) -> float:
 def format_reward(parsed: ParsedResponse, config: RewardConfig) -> float:
     """`format_count` for exactly one think block, `format_order` for an opener before a
     closer; the halves are independent (SPEC section 3)."""
-    in_order = parsed.one_block and parsed.ordered and bool(parsed.reasoning.strip())
-    return config.format_count * parsed.one_block + config.format_order * in_order
+    return config.format_count * parsed.one_block + config.format_order * parsed.ordered
 
 
 def length_reward(

@@ -364,7 +364,7 @@ class AttentionScorer(_ModelScorer):
         last = width - 1 - valid.flip(1).int().argmax(dim=1)
         kwargs = _padding_kwargs(valid, right_padded)
         with torch.no_grad(), capture_probe_rows(self.model, self.layers, last) as captured:
-            self.model.base_model(input_ids=input_ids, use_cache=False, **kwargs)
+            _root_forward(self.model, input_ids, kwargs)
         rows = torch.stack([captured.rows[k] for k in self.layers])
         return rows.masked_fill(~valid[None], 0.0)
 
@@ -417,23 +417,42 @@ class ConfidenceScorer(_ModelScorer):
         valid, right_padded = _valid_positions(input_ids, attention_mask)
         self._check_length(int(valid.sum(dim=1).max()))
         kwargs = _padding_kwargs(valid, right_padded)
-        head = self.model.get_output_embeddings()
-        softcap = getattr(_text_config(self.model), "final_logit_softcapping", None)
-        chunk = max(1, (1 << 26) // head.weight.shape[0])  # ~64M logits at a time
-        with torch.no_grad():
-            hidden = self.model.base_model(input_ids=input_ids, use_cache=False, **kwargs)[0]
-            conf = torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
-            last = hidden.shape[1] - 1  # the final position predicts nothing in the text
-            for row in range(hidden.shape[0]):
-                for at in range(0, last, chunk):
-                    logits = head(hidden[row, at : min(at + chunk, last)]).float()
-                    if softcap:
-                        logits = torch.tanh(logits / softcap) * softcap
-                    conf[row, at + 1 : at + 1 + len(logits)] = topk_confidence(logits, self.k)
+        conf = torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
+
+        def read(module: Any, args: Any, output: Any) -> None:
+            # Inside the model's own forward, where a sharded head's weight is gathered.
+            self._confidences(output[0], conf)
+
+        handle = self.model.base_model.register_forward_hook(read)
+        try:
+            with torch.no_grad():
+                _root_forward(self.model, input_ids, kwargs)
+        finally:
+            handle.remove()
         conf = conf.masked_fill(~valid, 0.0)
         first = valid.int().argmax(dim=1)  # each sequence's first real token: nothing predicts it
         conf[torch.arange(len(first), device=conf.device), first] = 0.0
         return conf
+
+    def _confidences(self, hidden: torch.Tensor, conf: torch.Tensor) -> None:
+        """Fill `conf[:, 1:]` from the hidden states, computing logits a few hundred positions
+        at a time."""
+        head = self.model.get_output_embeddings()
+        softcap = getattr(_text_config(self.model), "final_logit_softcapping", None)
+        chunk = max(1, (1 << 26) // head.weight.shape[0])  # ~64M logits at a time
+        last = hidden.shape[1] - 1  # the final position predicts nothing in the text
+        for row in range(hidden.shape[0]):
+            for at in range(0, last, chunk):
+                logits = head(hidden[row, at : min(at + chunk, last)]).float()
+                if softcap:
+                    logits = torch.tanh(logits / softcap) * softcap
+                conf[row, at + 1 : at + 1 + len(logits)] = topk_confidence(logits, self.k)
+
+
+def _root_forward(model: Any, input_ids: torch.Tensor, kwargs: dict[str, Any]) -> None:
+    """A forward through the model's own entry point, which a sharded model (FSDP, ZeRO-3)
+    needs to gather its outer weights; logits only for the last position, which nobody reads."""
+    model(input_ids=input_ids, use_cache=False, logits_to_keep=1, **kwargs)
 
 
 def topk_confidence(logits: torch.Tensor, k: int) -> torch.Tensor:

@@ -8,6 +8,7 @@ into the same directory keeps what finished. The recipe is parsed before any wor
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import statistics
@@ -26,16 +27,16 @@ from traac.evaluation.records import TIER_ORDER
 from traac.evaluation.report import load_models
 from traac.evaluation.runner import SAMPLES_FILE, SamplesFile
 from traac.evaluation.viewer import render_html
-from traac.method.compression import Compressor
-from traac.method.difficulty import DifficultyConfig
+from traac.method.compression import Compressor, uniformity_rank
 from traac.method.formats import ChatFormat
-from traac.method.scoring import AttentionScorer
-from traac.method.settings import CompressionSettings
+from traac.method.scoring import build_scorer
 from traac.pipelines.stages import QUICK_TRAINING, HeldOut, Recipe, Stages, TierRow, tier_rows
 from traac.testbed.build import ensure_testbed
+from traac.training.config import TRAACConfig
 from traac.training.telemetry import read_metrics
 
 logger = logging.getLogger(__name__)
+CALIBRATION_SAMPLE = 64  # correct base responses the step viewer ranks uniformities among
 
 
 @dataclass(frozen=True)
@@ -237,7 +238,8 @@ def write_report(settings: DemoSettings, base_model: Path, trained_model: Path) 
     goals = targets(base, traac)
     plots = [p.name for p in write_plots(models, out)]
     plots.append(compression_plot(compression, out / "compression_by_bin.png").name)
-    examples = example_viewer(base_model, out / "eval" / "base", out / "steps.html")
+    _, config = settings.recipe_with_overrides.parse(base_model, trained_model)
+    examples = example_viewer(base_model, out / "eval" / "base", out / "steps.html", config)
     tables = [comparison_table(base, traac), compression_table(compression)]
     goal_lines = "\n".join(
         f"- {'met' if g.met else 'NOT met'}: {name} (measured {g.measured})"
@@ -275,24 +277,50 @@ def compression_plot(rows: dict[str, BinCompression], path: Path) -> Path:
     return path
 
 
-def example_viewer(model_path: Path, eval_dir: Path, path: Path, per_tier: int = 2) -> int:
-    """Score and prune a few of the base model's correct responses with the attention probe at
-    each tier's tau, into the step viewer; returns how many traces it shows."""
+def example_viewer(
+    model_path: Path, eval_dir: Path, path: Path, config: TRAACConfig, per_tier: int = 2
+) -> int:
+    """Prune a few of the base model's correct responses the way training prunes a rollout:
+    the recipe's scorer, probe layers, gate, cap and calibration, at each tier's tau, into the
+    step viewer (the rule named on the page); returns how many traces it shows.
+
+    Rank calibration ranks each trace's uniformity among the base model's correct responses, as
+    training ranks it among the recent correct rollouts."""
     records = list(SamplesFile(eval_dir / SAMPLES_FILE).read().values())
-    chosen = []
-    for tier in TIER_ORDER:
-        good = [r for r in records if r.difficulty == tier and r.correct and r.closed]
-        chosen.extend(good[:per_tier])
+    correct = [r for r in records if r.correct and r.closed]
+    chosen = [
+        r for tier in TIER_ORDER for r in [x for x in correct if x.difficulty == tier][:per_tier]
+    ]
     if not chosen:
         path.write_text("<p>No correct, well-formed base responses to show.</p>")
         return 0
-    difficulty = DifficultyConfig()
     fmt_ = ChatFormat()
-    scorer = AttentionScorer(load_model(str(model_path)), load_tokenizer(str(model_path)))
-    reasonings = [fmt_.parse(r.response).reasoning for r in chosen]
-    taus = [difficulty.tau_of(str(r.difficulty)) for r in chosen]
-    compressor = Compressor(scorer, fmt_, CompressionSettings(uniformity_gate=1.0))
-    results = compressor(reasonings, taus)
-    titles = [f"{r.difficulty} · {r.id} · tau {t}" for r, t in zip(chosen, taus, strict=True)]
-    path.write_text(render_html(results, titles))
+    model, tokenizer = load_model(str(model_path)), load_tokenizer(str(model_path))
+    settings = copy.copy(config)
+    settings.probe_layers = config.resolved_probe_layers(model.config.model_type)
+    scorer = build_scorer(settings, model, tokenizer, seed=config.seed)
+    compressor = Compressor(scorer, fmt_, settings)
+    window = correct[:CALIBRATION_SAMPLE] if config.uniformity_calibration == "rank" else []
+    traces = compressor.score([fmt_.parse(r.response).reasoning for r in chosen + window])
+    difficulty = config.difficulty_config()
+    uniformities = [t.uniformity for t in traces[len(chosen) :]]
+    results, titles = [], []
+    for record, trace in zip(chosen, traces[: len(chosen)], strict=True):
+        tau = difficulty.tau_of(str(record.difficulty))
+        rank = uniformity_rank(trace.uniformity, uniformities) if uniformities else None
+        results.append(compressor.evict(trace, tau, rank))
+        titles.append(f"{record.difficulty} · {record.id} · tau {tau}")
+    path.write_text(render_html(results, titles, note=rule_text(settings, len(uniformities))))
     return len(results)
+
+
+def rule_text(settings: TRAACConfig, window: int) -> str:
+    """The eviction rule a recipe trains with, in one line."""
+    rule = (
+        f"scorer {settings.scorer}, probe layers {settings.probe_layers}, step scope "
+        f"{settings.step_scope}; evict floor(n·e) lowest steps, e = tau·(1 − u) if u ≤ "
+        f"{settings.uniformity_gate} else 0, at most {settings.eviction_cap}"
+    )
+    if window:
+        rule += f"; u = the trace's uniformity ranked among {window} correct base responses"
+    return f"The training recipe's rule: {rule}."

@@ -34,7 +34,10 @@ import numpy as np
 import torch
 from accelerate.logging import get_logger
 from accelerate.utils import gather_object
+from torch.distributed.fsdp import FSDPModule
 from transformers import AutoModelForCausalLM, TrainerCallback
+from transformers.distributed.fsdp import is_fsdp_managed_module
+from transformers.integrations.deepspeed import is_deepspeed_zero3_enabled
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 from trl.extras.profiling import profiling_context
@@ -42,7 +45,12 @@ from trl.trainer.utils import get_config_model_id
 
 from traac.data.training import item_from_row
 from traac.errors import TraacError
-from traac.method.compression import CompressionResult, Compressor, ScoredTrace
+from traac.method.compression import (
+    CompressionResult,
+    Compressor,
+    ScoredTrace,
+    uniformity_rank,
+)
 from traac.method.formats import ChatFormat
 from traac.method.items import Item
 from traac.method.metrics import think_tokens_from_ids
@@ -82,6 +90,14 @@ TRL_ATTRIBUTES = (
     "reward_func_names", "ref_model", "generation_config", "generation_kwargs",
 )  # fmt: skip
 TRL_VLLM_ATTRIBUTES = ("vllm_generation",)  # present when use_vllm
+TRANSFORMERS_ATTRIBUTES = ("model_wrapped",)  # transformers' Trainer
+# What a process with nothing to score feeds the scorer so that its forwards match the others'.
+FILLER_REASONING = "."
+
+
+def _sharded(model: torch.nn.Module) -> bool:
+    """FSDP 1 or 2, however it was applied (accelerate, transformers or `fully_shard`)."""
+    return isinstance(model, FSDPModule) or is_fsdp_managed_module(model)
 
 
 def rank_state_file(rank: int) -> str:
@@ -490,8 +506,13 @@ class TRAACTrainer(GRPOTrainer):
         ]
         reasonings = [self.chat_format.parse(r.text).reasoning for r, _ in todo]
         contexts = [self._context(prompt_ids[r.origin - offset]) for r, _ in todo]
+        if self._collective_forwards:  # as many scoring forwards as every other process
+            real = sum(bool(r.strip()) for r in reasonings)
+            pad = max(gather_object([real])) - real
+            reasonings += [FILLER_REASONING] * pad
+            contexts += [self._context(prompt_ids[0])] * pad
         with self._phase("score"), self._scoring_mode():
-            traces = self.compressor.score(reasonings, contexts)
+            traces = self.compressor.score(reasonings, contexts)[: len(todo)]
         scored = [(r, tau, t) for (r, tau), t in zip(todo, traces, strict=True) if t.steps]
         # Calibration ranks against every process's uniformities of this step and recent ones.
         fresh: list[float] = gather_object([t.uniformity for _, _, t in scored])
@@ -520,10 +541,19 @@ class TRAACTrainer(GRPOTrainer):
         assert self.compressor is not None
         rank = None
         if self.args.uniformity_calibration == "rank":
-            window = np.asarray(self.uniformities, dtype=np.float64)
-            u = trace.uniformity
-            rank = float(((window < u).sum() + 0.5 * (window == u).sum()) / len(window))
+            rank = uniformity_rank(trace.uniformity, self.uniformities)
         return Compression(origin, self.compressor.evict(trace, tau, rank), tau, rank)
+
+    @property
+    def _collective_forwards(self) -> bool:
+        """Whether each forward is a collective across processes (FSDP, ZeRO-3): then every
+        process must run as many as the others, or the run deadlocks."""
+        if self.accelerator.num_processes == 1:
+            return False
+        if is_deepspeed_zero3_enabled():
+            return True
+        models = (self.model_wrapped, self.model, self.ref_model, self._scoring_model)
+        return any(m is not None and _sharded(m) for m in models)
 
     @contextmanager
     def _scoring_mode(self) -> Iterator[None]:
@@ -545,7 +575,8 @@ class TRAACTrainer(GRPOTrainer):
         """Answers sampled by the generation backend after each compressed think block.
 
         The token budget keeps every compressed rollout within `max_completion_length`. vLLM
-        collectives need the same number of prompts on every process, so those are padded.
+        and sharded models (every forward a collective) need the same number of prompts on
+        every process, so those are padded.
         """
         counts = gather_object([len(prompts)])
         shortest = gather_object([min(prefix_lengths)] if prefix_lengths else [])
@@ -553,7 +584,7 @@ class TRAACTrainer(GRPOTrainer):
             return []
         budget = self.max_completion_length - min(shortest)
         batch = list(prompts)
-        if self.use_vllm:
+        if self.use_vllm or self._collective_forwards:
             batch += [filler] * (max(counts) - len(prompts))
         if not batch:
             return []
