@@ -6,13 +6,11 @@ import subprocess
 import sys
 
 import pytest
-from trl.rewards import get_soft_overlong_punishment
 
 from traac.errors import TraacError
 from traac.method.length_rewards import (
     alp_length_reward,
-    dapo_overlong_punishment,
-    dapo_overlong_reward,
+    dapo_cache_length,
     kimi_length_reward,
     l1_max_length_reward,
     l1_max_prompt,
@@ -114,56 +112,23 @@ def test_kimi_weight_scales():
         kimi_length_reward(LENGTHS, CORRECT, weight=-1)
 
 
-# DAPO (TRL's function; paper values L_max 20480, L_cache 4096)
-
-
-def test_dapo_worked_example():
-    lengths = [16384, 17408, 20480, 20481]
-    assert dapo_overlong_reward(lengths, max_completion_length=20480) == approx(
-        [0.0, -0.25, -1.0, -1.0]
-    )
-    assert dapo_overlong_reward([800, 900, 1000], max_completion_length=1000) == approx(
-        [0.0, -0.5, -1.0]
-    )
-
-
-def test_dapo_is_trls_function():
-    ours = dapo_overlong_punishment(20480, 4096)
-    theirs = get_soft_overlong_punishment(max_completion_len=20480, soft_punish_cache=4096)
-    assert type(ours) is type(theirs)
-    assert type(ours).__module__ == "trl.rewards.other_rewards"
-    completions = [[7] * n for n in (0, 16000, 16384, 16385, 18000, 20480, 20481, 30000)]
-    assert ours(completions) == theirs(completions)
-    assert dapo_overlong_reward([len(c) for c in completions], max_completion_length=20480) == (
-        theirs(completions)
-    )
-
-
-def test_dapo_boundaries_pin_cache_semantics():
-    # L_cache is the band below L_max: 0 at L_max - L_cache, -1/L_cache one token later, -1 at
-    # L_max and beyond. A copy reading the cache as the expected length, or with other ends, fails.
-    lengths = [16384, 16385, 20480, 20481]
-    assert dapo_overlong_reward(lengths, max_completion_length=20480, cache_length=4096) == [
-        0.0,
-        -0.000244140625,
-        -1.0,
-        -1.0,
-    ]
+# DAPO's band (the formula is TRL's: tests/training/test_peer_rewards.py has the worked example)
 
 
 def test_dapo_default_cache_is_a_fifth():
-    assert dapo_overlong_punishment(20480).soft_punish_cache == 4096
-    assert dapo_overlong_punishment(1000).soft_punish_cache == 200
-    assert dapo_overlong_punishment(1000, 50).soft_punish_cache == 50
+    assert dapo_cache_length(20480) == 4096  # the paper's 4096 of 20480
+    assert dapo_cache_length(1000) == 200
+    assert dapo_cache_length(1000, 50) == 50
+    assert dapo_cache_length(1000, 0) == 0
 
 
 def test_dapo_rejects_bad_values():
     with pytest.raises(TraacError, match=r"cache_length \(2000\) must not exceed .*\(1000\)"):
-        dapo_overlong_punishment(1000, 2000)
+        dapo_cache_length(1000, 2000)
     with pytest.raises(TraacError, match=r"max_completion_length must be an integer >= 1, got 0"):
-        dapo_overlong_punishment(0)
+        dapo_cache_length(0)
     with pytest.raises(TraacError, match=r"cache_length must be an integer >= 0, got 0.5"):
-        dapo_overlong_punishment(1000, 0.5)  # type: ignore[arg-type]
+        dapo_cache_length(1000, 0.5)  # type: ignore[arg-type]
 
 
 # L1-Max (alpha 0.0003, delta 0.5, the defaults)
@@ -233,6 +198,13 @@ def test_group_checks(reward):
         reward([2.5], [True])
 
 
-def test_group_only_rewards_need_no_trl():
-    code = "import sys, traac.method.length_rewards; assert 'trl' not in sys.modules"
+def test_the_method_package_needs_no_trl():
+    """traac.method is the pure algorithm (numpy/torch): DAPO's TRL function is composed in
+    traac.training, so importing every method module must not load TRL."""
+    code = (
+        "import importlib, pkgutil, sys, traac.method as m\n"
+        "for info in pkgutil.iter_modules(m.__path__):\n"
+        "    importlib.import_module(f'traac.method.{info.name}')\n"
+        "assert 'trl' not in sys.modules, 'trl imported'\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, env=os.environ.copy())

@@ -19,7 +19,7 @@ from trl import GRPOTrainer
 from traac.data.training import items_to_dataset
 from traac.method.items import Item
 from traac.training.config import TRAACConfig
-from traac.training.trainer import TRL_ATTRIBUTES, TRL_HOOKS, TRAACTrainer
+from traac.training.trainer import TRL_ATTRIBUTES, TRL_CALLS, TRL_HOOKS, TRAACTrainer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,6 +42,14 @@ def test_each_overridden_hook_has_the_signature_it_was_written_for(
     ours = tuple(inspect.signature(getattr(TRAACTrainer, hook)).parameters)
     assert theirs == parameters, f"TRL's {hook} now takes {theirs}"
     assert ours == parameters
+
+
+@pytest.mark.parametrize(("name", "parameters"), list(TRL_CALLS.items()))
+def test_each_private_method_called_has_the_signature_it_was_written_for(
+    name: str, parameters: tuple[str, ...]
+) -> None:
+    assert tuple(inspect.signature(getattr(GRPOTrainer, name)).parameters) == parameters
+    assert name not in vars(TRAACTrainer)  # called, not overridden
 
 
 def test_no_private_override_escapes_the_contract() -> None:

@@ -9,7 +9,8 @@ trainer's correctness weight is that paper's `c`:
 - `alp_length_reward` (ALP, Xiang et al. 2025): c = 1;
 - `shorterbetter_length_reward` (ShorterBetter, Yi et al. 2025): c = alpha = 2 (or 1);
 - `kimi_length_reward` (Kimi k1.5): added to the correctness reward with a weight;
-- `dapo_overlong_reward` / `dapo_overlong_punishment` (DAPO Eq. 13, TRL's own function);
+- `dapo_cache_length` (DAPO Eq. 13's band; the formula is TRL's own, composed in
+  `traac.training.peer_rewards`);
 - `l1_max_length_reward` (L1-Max, Aggarwal & Welleck 2025): `r - 1[correct]`, so c = 1 gives
   the paper's multiplicative reward; `sample_l1_budget` and `l1_max_prompt` set up its prompts.
 
@@ -21,10 +22,10 @@ from __future__ import annotations
 import operator
 import random
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from traac.difficulty import pass_rate
 from traac.errors import TraacError
+from traac.method.difficulty import pass_rate
 
 DAPO_MAX_COMPLETION_LENGTH = 20480  # L_max, DAPO section 4.1: 16,384 expected + 4,096 cache
 DAPO_CACHE_LENGTH = 4096  # L_cache, DAPO section 4.1
@@ -113,49 +114,26 @@ def kimi_length_reward(
     return out
 
 
-def dapo_overlong_punishment(
-    max_completion_length: int, cache_length: int | None = None
-) -> Callable[..., list[float]]:
-    """TRL's DAPO soft overlong punishment for a run: `trl.rewards.get_soft_overlong_punishment`.
+def dapo_cache_length(max_completion_length: int, cache_length: int | None = None) -> int:
+    """L_cache of DAPO's soft overlong punishment for a run whose responses stop at `L_max =
+    max_completion_length` tokens: `cache_length` if given, else the paper's ratio.
 
     Yu et al., "DAPO: An Open-Source LLM Reinforcement Learning System at Scale",
     arXiv:2503.14476, Eq. 13: 0 up to `L_max - L_cache` tokens, then linear from 0 down to -1 at
-    `L_max`, and -1 beyond. L_max is the run's `max_completion_length` (GRPO cuts generation
-    there, so a truncated completion gets exactly -1) and L_cache is the soft-punish band below
-    it. The paper uses L_max = 20480 and L_cache = 4096 (section 4.1: 16,384 expected tokens
-    plus a 4,096-token cache); traac keeps that ratio as the default, `cache_length =
-    floor(max_completion_length * 4096 / 20480)`, i.e. one fifth, so a short run gets a band
-    scaled to its budget. Pass `cache_length` in tokens to set it explicitly.
-
-    The formula is TRL's, not a copy: the returned object is TRL's callable, usable directly as a
-    `GRPOTrainer` reward function (it reads `completion_ids`).
+    `L_max`, and -1 beyond. The paper uses L_max = 20480 and L_cache = 4096 (section 4.1: 16,384
+    expected tokens plus a 4,096-token cache); the default keeps that ratio, `floor(L_max * 4096
+    / 20480)`, one fifth, so a short run gets a band scaled to its budget. The formula itself is
+    TRL's (`traac.training.peer_rewards.dapo_overlong_punishment`), not copied here.
     """
-    # TRL is imported here so the other rewards stay importable with the standard library alone.
-    from trl.rewards import get_soft_overlong_punishment
-
     max_len = _check_count("dapo max_completion_length", max_completion_length, minimum=1)
     if cache_length is None:
-        cache = max_len * DAPO_CACHE_LENGTH // DAPO_MAX_COMPLETION_LENGTH
-    else:
-        cache = _check_count("dapo cache_length", cache_length, minimum=0)
-        if cache > max_len:
-            raise TraacError(
-                f"dapo cache_length ({cache}) must not exceed max_completion_length ({max_len})"
-            )
-    return get_soft_overlong_punishment(max_completion_len=max_len, soft_punish_cache=cache)
-
-
-def dapo_overlong_reward(
-    lengths: Sequence[int], *, max_completion_length: int, cache_length: int | None = None
-) -> list[float]:
-    """DAPO's overlong punishment of each rollout, from its length, through TRL's function.
-
-    TRL scores `completion_ids` by their `len()` only, so each length is handed over as a range
-    of that length (no token list is built). See `dapo_overlong_punishment` for the defaults.
-    """
-    lengths = _lengths("dapo", lengths)
-    punish = dapo_overlong_punishment(max_completion_length, cache_length)
-    return punish([range(n) for n in lengths])
+        return max_len * DAPO_CACHE_LENGTH // DAPO_MAX_COMPLETION_LENGTH
+    cache = _check_count("dapo cache_length", cache_length, minimum=0)
+    if cache > max_len:
+        raise TraacError(
+            f"dapo cache_length ({cache}) must not exceed max_completion_length ({max_len})"
+        )
+    return cache
 
 
 def l1_max_length_reward(
