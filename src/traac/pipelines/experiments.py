@@ -30,7 +30,14 @@ from traac.common.tables import Table, fmt
 from traac.errors import TraacError
 from traac.evaluation.plots import pareto_plot
 from traac.evaluation.records import TIER_ORDER, EvalSummary
-from traac.pipelines.stages import QUICK_TRAINING, HeldOut, Recipe, Stages, tier_rows
+from traac.pipelines.stages import (
+    QUICK_TRAINING,
+    HeldOut,
+    Recipe,
+    Stages,
+    tier_columns,
+    tier_rows,
+)
 from traac.testbed.build import ensure_testbed
 
 TIERS = (*TIER_ORDER, "overall")
@@ -259,8 +266,7 @@ def pareto_front(points: Mapping[str, tuple[float, float]]) -> list[str]:
 
 def experiment_table(results: Mapping[str, VariantResult], title: str) -> Table:
     """One row per variant: Acc and Len per tier and overall, AUC_OAA, mean ± s.e. over seeds."""
-    columns = [c for t in TIERS for c in (f"{t} Acc", f"{t} Len")]
-    table = Table(["variant", "seeds", *columns, "AUC_OAA"], title=title)
+    table = Table(["variant", "seeds", *tier_columns(TIERS), "AUC_OAA"], title=title)
     for name, r in results.items():
         cells = [c for t in TIERS for c in (r.accuracy[t].cell(), r.length[t].cell())]
         table.add(name, str(len(r.seeds)), *cells, r.auc_oaa.cell())
@@ -275,6 +281,8 @@ def write_report(
     table: Table,
     seconds: Mapping[str, float],
 ) -> list[Path]:
+    """`<name>.md` (the table, the front, the plot, the time), `<name>.json` (every number and
+    run directory, for tools) and `<name>_pareto.png`; returns their paths."""
     out = settings.output
     out.mkdir(parents=True, exist_ok=True)
     plot = pareto_plot(

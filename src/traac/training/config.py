@@ -250,7 +250,8 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
                   f"{self.l1_budget_min}")  # fmt: skip
         if self.mode == "l1_max" and self.l1_budget_max > self.max_completion_length:
             _fail("l1_budget_max", f"{self.l1_budget_max} exceeds max_completion_length "
-                  f"{self.max_completion_length}: no response could use that budget")  # fmt: skip
+                  f"{self.max_completion_length}: no response could use that budget; lower "
+                  "l1_budget_max (and l1_budget_min) or raise max_completion_length")  # fmt: skip
 
     # --- derived settings the trainer reads ---
 
