@@ -19,7 +19,13 @@ from trl import GRPOTrainer
 from traac.data.training import items_to_dataset
 from traac.method.items import Item
 from traac.training.config import TRAACConfig
-from traac.training.trainer import TRL_ATTRIBUTES, TRL_CALLS, TRL_HOOKS, TRAACTrainer
+from traac.training.trainer import (
+    TRL_ATTRIBUTES,
+    TRL_BATCH_KEYS,
+    TRL_CALLS,
+    TRL_HOOKS,
+    TRAACTrainer,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,6 +56,16 @@ def test_each_private_method_called_has_the_signature_it_was_written_for(
 ) -> None:
     assert tuple(inspect.signature(getattr(GRPOTrainer, name)).parameters) == parameters
     assert name not in vars(TRAACTrainer)  # called, not overridden
+
+
+@pytest.mark.parametrize("key", TRL_BATCH_KEYS)
+def test_each_batch_key_dynamic_sampling_rewrites_is_made_and_read_by_trl(key: str) -> None:
+    """Dynamic sampling masks dropped groups by rewriting these keys of TRL's batch: TRL must
+    still build each one and its loss still read it, or the mask would change nothing."""
+    made = inspect.getsource(GRPOTrainer._generate_and_score_completions)
+    read = inspect.getsource(GRPOTrainer._compute_loss)
+    assert f'"{key}": ' in made
+    assert f'inputs["{key}"]' in read
 
 
 def test_no_private_override_escapes_the_contract() -> None:

@@ -88,6 +88,8 @@ TRL_HOOKS: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 # TRL internals called but not overridden, likewise checked.
 TRL_CALLS: dict[str, tuple[str, ...]] = {"_tokenize_prompts": ("self", "prompts")}
+# Keys of the batch TRL generates and `_compute_loss` reads that dynamic sampling rewrites.
+TRL_BATCH_KEYS = ("completion_mask", "advantages", "num_items_in_batch")
 TRL_ATTRIBUTES = (
     "_tokenizer", "_metrics", "eos_token_ids", "use_vllm", "max_completion_length",
     "reward_func_names", "ref_model", "generation_config", "generation_kwargs",
