@@ -22,8 +22,8 @@ def build_parser() -> ArgumentParser:
         prog="traac experiment",
         description="Testbed experiments, every variant trained from the same model with the "
         "same recipe, steps and sampling, once per seed, and evaluated on the same held-out "
-        "problems. ablations: the paper's (" + ", ".join(ABLATIONS) + "). compare: TRAAC "
-        "against its peers (" + ", ".join(COMPARE) + "). Report: <name>.md, <name>.json and "
+        "problems. ablations: the paper's (" + "; ".join(ABLATIONS) + "). compare: TRAAC "
+        "against its peers (" + "; ".join(COMPARE) + "). Report: <name>.md, <name>.json and "
         "<name>_pareto.png in --output, mean ± standard error over seeds. Runs are kept in "
         "--runs, shared by both experiments; reruns resume.",
     )
