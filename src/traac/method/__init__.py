@@ -1,1 +1,2 @@
-"""Peer methods for adaptive-length reasoning, hosted on the same GRPO trainer as TRAAC."""
+"""The method itself, independent of TRL: segmentation, step scoring, compression, difficulty
+bins, rewards, metrics, verification, and the peer methods' length rewards."""
