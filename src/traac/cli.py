@@ -19,7 +19,7 @@ COMMANDS: dict[str, str] = {
     "report": "Tables and plots across evaluation directories",
     "generate": "Generate with test-time attentive compression",
     "demo": "TRAAC end to end on the CPU testbed",
-    "experiment": "Run the paper's ablations on the testbed",
+    "experiment": "Testbed experiments: the paper's ablations, TRAAC against its peers",
     "probe-report": "How well each step scorer finds a model's redundant steps",
 }
 

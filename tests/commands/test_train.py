@@ -70,6 +70,32 @@ def test_dry_run_of_a_paper_recipe_offline(tmp_path: Path, recipe: str, model: s
     assert not (tmp_path / "outputs").exists()  # nothing written
 
 
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("alp", "ALP, arXiv:2506.05256: -(beta/N) max(p_solved, 1/K) |y|, beta 1, N 10000"),
+        ("shorterbetter", "ShorterBetter, arXiv:2504.21370: -beta |l - l_SOL|, beta 0.001"),
+        ("kimi", "Kimi k1.5, arXiv:2501.12599 section 2.3.3: weight 1"),
+        ("dapo_overlong", "0 up to 8000, linear to -1 at 10000 tokens (L_cache 2000)"),
+        ("l1_max", "n_gold ~ U{100..4000} per prompt, written into the prompt"),
+    ],
+)
+def test_one_field_switches_the_gpu_recipe_to_a_peer_method(
+    tmp_path: Path, mode: str, expected: str
+) -> None:
+    """recipes/qwen3-4b.yaml runs any method with `mode` changed, and the dry run names it."""
+    done = subprocess.run(
+        [sys.executable, "-m", "traac.cli", "train", "--config", str(RECIPES / "qwen3-4b.yaml"),
+         "--mode", mode, "--dynamic_sampling", "resample", "--dry-run"],
+        capture_output=True, text=True, env=offline_env(tmp_path), timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = " ".join(done.stdout.split())
+    assert f"mode {mode}" in out and expected in out
+    assert "dynamic sampling resample (up to 2 rounds, then drop)" in out
+    assert "scorer attention" not in out  # nothing is compressed in a peer mode
+
+
 def local_recipe(tmp_path: Path, model: Path, dataset: str, **fields: Any) -> list[str]:
     values = {
         "model_name_or_path": str(model), "dataset": dataset,

@@ -66,6 +66,12 @@ def test_reference_preset_fills_only_unset_fields() -> None:
         ("cr", False, (SINGLE_BIN,), (False, False)),
         ("cr_lr", False, (SINGLE_BIN,), (True, True)),
         ("compression_no_difficulty", True, (SINGLE_BIN,), (True, True)),
+        # peer methods: their own length term replaces TRAAC's; bins kept for telemetry
+        ("alp", False, ("easy", "medium", "hard"), (True, False)),
+        ("shorterbetter", False, ("easy", "medium", "hard"), (True, False)),
+        ("kimi", False, ("easy", "medium", "hard"), (True, False)),
+        ("dapo_overlong", False, ("easy", "medium", "hard"), (True, False)),
+        ("l1_max", False, ("easy", "medium", "hard"), (True, False)),
     ],
 )
 def test_modes(mode: str, compresses: bool, bins: tuple, rewards: tuple) -> None:
@@ -113,12 +119,32 @@ def test_modes(mode: str, compresses: bool, bins: tuple, rewards: tuple) -> None
         ("correctness_reward", float("nan")),
         ("uniformity_gate", float("nan")),
         ("top_p", float("nan")),
+        ("dynamic_sampling", "always"),
+        ("max_resample_rounds", 0),
+        ("alp_beta", 0.0),
+        ("alp_normalizer", -5.0),
+        ("shorterbetter_beta", float("nan")),
+        ("kimi_weight", -1.0),
+        ("dapo_cache_length", 20000),  # above max_completion_length
+        ("l1_alpha", 0.0),
+        ("l1_budget_min", 0),
+        ("l1_budget_max", 50),  # below l1_budget_min
     ],
 )
 def test_invalid_values_name_their_field(field: str, value: object) -> None:
     with pytest.raises(TraacError) as info:
         make(**{field: value})
     assert str(info.value).startswith(f"{field}:")
+
+
+def test_peer_defaults_follow_the_response_budget() -> None:
+    p = make(mode="alp", max_completion_length=160).peer_settings()
+    assert (p.alp_beta, p.alp_normalizer, p.dapo_cache_length) == (1.0, 160.0, 32)
+    assert (p.shorterbetter_beta, p.kimi_weight, p.l1_alpha, p.l1_delta) == (0.001, 1.0, 3e-4, 0.5)
+    assert make(mode="alp", alp_normalizer=500.0).peer_settings().alp_normalizer == 500.0
+    with pytest.raises(TraacError, match=r"^l1_budget_max: 4000 exceeds max_completion_length"):
+        make(mode="l1_max", max_completion_length=160)  # the paper's budgets cannot fit
+    assert make(mode="l1_max", l1_budget_max=160, max_completion_length=160).l1_budget_max == 160
 
 
 def test_traac_field_errors_are_value_errors_for_api_users() -> None:

@@ -1,11 +1,13 @@
-"""TRAACTrainer on the quick testbed: 2-step runs of every mode and scorer, the pooled group of
-one TRAAC step, rewards of a hand-built group, the length windows advancing once per step."""
+"""TRAACTrainer on the quick testbed: 2-step runs of every mode (TRAAC's and the peers') and
+scorer, the pooled group of one TRAAC step, rewards of a hand-built group, the length windows
+advancing once per step, dynamic sampling on hand-built groups."""
 
 from __future__ import annotations
 
 import json
 import math
 import random
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +17,16 @@ import torch
 from traac.cli import main as cli_main
 from traac.common.models import load_tokenizer
 from traac.data.training import item_from_row, items_to_dataset
+from traac.method.length_rewards import (
+    alp_length_reward,
+    kimi_length_reward,
+    shorterbetter_length_reward,
+)
 from traac.testbed.config import TeacherConfig
 from traac.testbed.problems import make_items
 from traac.testbed.traces import teach
 from traac.training.config import TRAACConfig
+from traac.training.peer_rewards import dapo_overlong_punishment
 from traac.training.telemetry import METRICS_FILE, read_metrics, truncate_metrics
 from traac.training.trainer import TRAACTrainer
 
@@ -351,3 +359,158 @@ def test_metrics_are_cut_back_to_the_start_step(tmp_path: Path) -> None:
     assert path.read_text() == "\n".join(lines[:2]) + "\n"
     truncate_metrics(path, 0)  # a fresh run into the same output_dir starts a new file
     assert path.read_text() == ""
+
+
+# ---------------------------------------------------------------- peer modes, dynamic sampling
+
+
+@pytest.mark.parametrize(
+    ("mode", "sampling"),
+    [
+        ("alp", "none"),
+        ("shorterbetter", "drop"),
+        ("kimi", "none"),
+        ("dapo_overlong", "resample"),
+        ("l1_max", "none"),
+        ("traac", "resample"),
+    ],
+)
+def test_two_steps_of_each_peer_mode_and_dynamic_sampling(
+    quick_testbed: Path, tmp_path: Path, mode: str, sampling: str
+) -> None:
+    """Every peer mode trains end to end; what it logged is recomputed from the pooled groups
+    the step trained on (so the check holds whatever the CPU's weights sample)."""
+    trainer = make_trainer(
+        quick_testbed, tmp_path, mode=mode, dynamic_sampling=sampling, max_resample_rounds=1,
+        max_completion_length=64, l1_budget_min=8, l1_budget_max=64, scorer="random",
+    )  # fmt: skip
+    trainer.train()
+    assert trainer.state.global_step == 2
+    records = [json.loads(x) for x in (tmp_path / "out" / METRICS_FILE).read_text().splitlines()]
+    assert [r["step"] for r in records] == [1, 2]
+    last, groups = records[-1], trainer.last_step.groups
+    name = "length_reward" if mode == "traac" else f"{mode}_length_reward"
+    assert trainer.reward_func_names == ["correctness_reward", "format_reward", name]
+    assert f"traac/reward/{name}" in last
+    if mode in ("alp", "shorterbetter", "kimi", "dapo_overlong"):
+        peer = trainer.peer
+        s = peer.settings
+        formulas = {
+            "alp": lambda n, ok: alp_length_reward(
+                n, ok, beta=s.alp_beta, normalizer=s.alp_normalizer
+            ),
+            "shorterbetter": lambda n, ok: shorterbetter_length_reward(
+                n, ok, beta=s.shorterbetter_beta
+            ),
+            "kimi": lambda n, ok: kimi_length_reward(n, ok, weight=s.kimi_weight),
+            "dapo_overlong": lambda n, ok: dapo_overlong_punishment(64)([[0] * k for k in n]),
+        }
+        expected = [
+            s.scale * r
+            for g in groups
+            for r in formulas[mode](
+                [len(x.completion_ids) for x in g.pooled], [x.correct for x in g.pooled]
+            )
+        ]
+        assert last[f"traac/reward/{name}"] == pytest.approx(statistics.fmean(expected), abs=1e-5)
+    if mode == "l1_max":
+        rows = trainer.train_dataset
+        assert all(8 <= b <= 64 for b in rows["length_budget"])
+        assert all(
+            r["prompt"][-1]["content"].endswith(f"Think for maximum {r['length_budget']} tokens.")
+            for r in rows
+        )
+        assert -4.0 <= last[f"traac/reward/{name}"] <= 0.0
+    if sampling == "none":
+        assert "traac/all/dropped" not in last and not any(g.dropped for g in groups)
+        return
+    # Dropped exactly where the pooled verdicts all agree, whatever the shaped rewards.
+    assert [g.dropped for g in groups] == [len({r.correct for r in g.pooled}) == 1 for g in groups]
+    assert last["traac/all/dropped"] == sum(g.dropped for g in groups)
+    if sampling == "resample":
+        assert last["traac/sampling/resample_rounds"] == trainer.last_step.resample_rounds <= 1
+        assert last["traac/sampling/resampled_groups"] == sum(g.resampled for g in groups)
+
+
+def three_groups(trainer: TRAACTrainer) -> tuple[list[dict], list[list[int]], list[list[int]]]:
+    """The teacher batch plus a third prompt whose N rollouts are all wrong: group 0 all right
+    (lengths differ, so its length rewards differ), group 1 all wrong, group 2 mixed."""
+    rows, prompt_ids, completion_ids = teacher_batch(trainer)
+    wrong = [trainer.processing_class("<think>no</think>\\boxed{x}")["input_ids"]] * N
+    right, mixed = slice(0, N), slice(N, 2 * N)
+    return (
+        rows[right] + [rows[N]] * N + rows[mixed],
+        prompt_ids[right] + [prompt_ids[N]] * N + prompt_ids[mixed],
+        completion_ids[right] + wrong + completion_ids[mixed],
+    )
+
+
+def test_dynamic_sampling_drops_on_correctness_alone(quick_testbed: Path, tmp_path: Path) -> None:
+    trainer = make_trainer(quick_testbed, tmp_path, mode="cr_lr", dynamic_sampling="drop")
+    rows, prompt_ids, completion_ids = three_groups(trainer)
+    trainer.model.train()
+    mine = trainer.traac_step(rows, prompt_ids, completion_ids, None, N)
+    groups = trainer.last_step.groups
+    assert [g.pass_rate for g in groups] == [1.0, 0.0, 0.75]
+    assert [g.dropped for g in groups] == [True, True, False]
+    assert trainer._dropped == [True] * 2 * N + [False] * N
+    # The shaped reward disagrees: the all-right group's rewards differ (length reward), so it
+    # has a GRPO signal on them; it is dropped all the same, on its verdicts.
+    columns = trainer._columns
+    texts = [r.text for r in mine]
+    ids = [r.completion_ids for r in mine]
+    rows_in = [{**row, "correct": ok} for row, ok in zip(rows, columns.correct, strict=True)]
+    totals = trainer._calculate_rewards(rows_in, ["q"] * len(rows), texts, ids).sum(dim=1)
+    assert totals[:N].std() > 0
+    # Dropped rows contribute nothing to the loss: no mask, no advantage, not counted.
+    output = {
+        "completion_mask": torch.ones(3 * N, 5, dtype=torch.long),
+        "advantages": torch.arange(1.0, 3 * N + 1),
+        "num_items_in_batch": torch.tensor(15 * N),
+    }
+    masked = trainer._mask_dropped(output, trainer._dropped)
+    assert masked["completion_mask"][: 2 * N].sum() == 0
+    assert masked["completion_mask"][2 * N :].sum() == 5 * N
+    assert masked["advantages"][: 2 * N].abs().sum() == 0
+    assert torch.equal(masked["advantages"][2 * N :], torch.arange(2 * N + 1.0, 3 * N + 1))
+    assert masked["num_items_in_batch"].item() == 5 * N
+
+
+def test_dynamic_sampling_resamples_the_prompts_of_degenerate_groups(
+    quick_testbed: Path, tmp_path: Path
+) -> None:
+    trainer = make_trainer(
+        quick_testbed, tmp_path, mode="cr_lr", dynamic_sampling="resample", max_resample_rounds=1
+    )
+    calls: list[tuple[list[list[int]], list[list[int]]]] = []
+    sample = trainer._sample_answers
+
+    def spy(prompts: list[list[int]], budget: int) -> tuple:
+        out = sample(prompts, budget)
+        calls.append((prompts, out[0]))
+        return out
+
+    trainer._sample_answers = spy  # type: ignore[method-assign]
+    rows, prompt_ids, completion_ids = three_groups(trainer)
+    kept_rows, kept_prompts = rows[2 * N :], prompt_ids[2 * N :]
+    trainer.model.train()
+    mine = trainer.traac_step(rows, prompt_ids, completion_ids, None, N)
+    groups = trainer.last_step.groups
+    # Groups 0 (all right) and 1 (all wrong) got a fresh training prompt each, N rollouts of it
+    # sampled in one call; the mixed group kept its prompt and its rollouts.
+    assert [g.resampled for g in groups] == [1, 1, 0] and trainer.last_step.resample_rounds == 1
+    ((prompts, answers),) = calls
+    assert prompts == prompt_ids[: 2 * N]
+    for g in (0, 1):
+        group_rows = rows[g * N : (g + 1) * N]
+        assert all(r == group_rows[0] for r in group_rows)
+        assert any(group_rows[0] == dict(x) for x in trainer.train_dataset)
+        (expected,) = trainer._prompt_ids([group_rows[0]["prompt"]])
+        assert prompt_ids[g * N : (g + 1) * N] == [expected] * N
+    assert [r.completion_ids for r in mine[: 2 * N]] == answers
+    assert rows[2 * N :] == kept_rows and prompt_ids[2 * N :] == kept_prompts
+    assert [r.completion_ids for r in mine[2 * N :]] == completion_ids[2 * N :]
+    # What is still degenerate after the last round is dropped; the mixed group is kept.
+    assert [g.dropped for g in groups] == [
+        len({r.correct for r in g.pooled}) == 1 for g in groups[:2]
+    ] + [False]

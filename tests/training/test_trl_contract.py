@@ -22,6 +22,8 @@ from traac.training.config import TRAACConfig
 from traac.training.trainer import (
     TRANSFORMERS_ATTRIBUTES,
     TRL_ATTRIBUTES,
+    TRL_BATCH_KEYS,
+    TRL_CALLS,
     TRL_HOOKS,
     TRAACTrainer,
 )
@@ -47,6 +49,24 @@ def test_each_overridden_hook_has_the_signature_it_was_written_for(
     ours = tuple(inspect.signature(getattr(TRAACTrainer, hook)).parameters)
     assert theirs == parameters, f"TRL's {hook} now takes {theirs}"
     assert ours == parameters
+
+
+@pytest.mark.parametrize(("name", "parameters"), list(TRL_CALLS.items()))
+def test_each_private_method_called_has_the_signature_it_was_written_for(
+    name: str, parameters: tuple[str, ...]
+) -> None:
+    assert tuple(inspect.signature(getattr(GRPOTrainer, name)).parameters) == parameters
+    assert name not in vars(TRAACTrainer)  # called, not overridden
+
+
+@pytest.mark.parametrize("key", TRL_BATCH_KEYS)
+def test_each_batch_key_dynamic_sampling_rewrites_is_made_and_read_by_trl(key: str) -> None:
+    """Dynamic sampling masks dropped groups by rewriting these keys of TRL's batch: TRL must
+    still build each one and its loss still read it, or the mask would change nothing."""
+    made = inspect.getsource(GRPOTrainer._generate_and_score_completions)
+    read = inspect.getsource(GRPOTrainer._compute_loss)
+    assert f'"{key}": ' in made
+    assert f'inputs["{key}"]' in read
 
 
 def test_no_private_override_escapes_the_contract() -> None:

@@ -1,4 +1,5 @@
-"""`traac experiment ablations [--config RECIPE] [--output DIR] [--quick]`."""
+"""`traac experiment {ablations,compare} [--config RECIPE] [--output DIR] [--runs DIR]
+[--seeds N ...] [--variants NAME ...] [--quick]`."""
 
 from __future__ import annotations
 
@@ -6,28 +7,53 @@ from pathlib import Path
 
 from traac.commands import ArgumentParser
 from traac.console import make_console, make_progress, print_table
-from traac.pipelines.experiments import VARIANTS, AblationSettings, run_ablations
+from traac.pipelines.experiments import (
+    ABLATIONS,
+    COMPARE,
+    DEFAULT_SEEDS,
+    EXPERIMENTS,
+    ExperimentSettings,
+    run_experiment,
+)
 
 
 def build_parser() -> ArgumentParser:
     p = ArgumentParser(
         prog="traac experiment",
-        description="The paper's ablations on the testbed: base, CR, CR+LR, CR+LR+compression "
-        "without difficulty, TRAAC, TRAAC with random and confidence scorers; same seed and "
-        "step budget; one table (ablations.md in --output). Reruns resume.",
+        description="Testbed experiments, every variant trained from the same model with the "
+        "same recipe, steps and sampling, once per seed, and evaluated on the same held-out "
+        "problems. ablations: the paper's (" + "; ".join(ABLATIONS) + "). compare: TRAAC "
+        "against its peers (" + "; ".join(COMPARE) + "). Report: <name>.md, <name>.json and "
+        "<name>_pareto.png in --output, mean ± standard error over seeds. Runs are kept in "
+        "--runs, shared by both experiments; reruns resume.",
     )
-    p.add_argument("name", choices=["ablations"], help="the experiment")
+    p.add_argument("name", choices=list(EXPERIMENTS), help="the experiment")
     p.add_argument("--config", type=Path, default=Path("recipes/testbed.yaml"), help="recipe")
-    p.add_argument("--output", type=Path, default=Path("outputs/ablations"), help="run directory")
+    p.add_argument("--output", type=Path, help="report directory (default outputs/NAME)")
+    p.add_argument("--runs", type=Path, help="run store (default: runs/ beside --output)")
+    p.add_argument(
+        "--seeds", type=int, nargs="+", default=list(DEFAULT_SEEDS), help="training seeds"
+    )
+    p.add_argument("--variants", nargs="+", help="a subset of the experiment's (default: all)")
     p.add_argument("--quick", action="store_true", help="tiny settings: a smoke test")
-    p.add_argument("--variants", nargs="+", choices=list(VARIANTS), help="a subset (default: all)")
     return p
 
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    settings = AblationSettings.make(args.output, args.config, args.quick, args.variants)
+    settings = ExperimentSettings.make(
+        args.name,
+        args.output or Path("outputs") / args.name,
+        args.config,
+        args.quick,
+        args.variants,
+        args.seeds,
+        args.runs,
+    )
     console = make_console()
-    table = run_ablations(settings, make_progress(console))
-    print_table(console, table)
+    result = run_experiment(settings, make_progress(console))
+    print_table(console, result.table)
+    console.print(f"Pareto front: {', '.join(result.pareto_front)}")
+    for path in result.files:
+        console.print(f"wrote {path}")
     return 0

@@ -6,12 +6,14 @@
   paper's claim is that TRAAC thinks less on easy tiers and keeps accuracy on hard ones.
 - `oaa_curves.png`: OAA_t against the think budget t, one panel per dataset (for
   OptimalThinkingBench, its overthinking half); the area under each curve over t_max is AUC_OAA.
+- `pareto_plot`: the experiments' figure, accuracy against length per tier, one point per
+  variant with standard-error bars, the Pareto front of each panel drawn as a line.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -172,3 +174,38 @@ def write_plots(models: Sequence[Model], output: Path) -> list[Path]:
         oaa_curves(models, output / "oaa_curves.png"),
     ]
     return [p for p in written if p is not None]
+
+
+# A variant's point in one panel: (length, length s.e., accuracy, accuracy s.e.); s.e. may be
+# None (one seed).
+Point = tuple[float, float | None, float, float | None]
+
+
+def pareto_plot(variants: Mapping[str, Mapping[str, Point]], path: Path, title: str) -> Path:
+    """One panel per tier (the keys of each variant's mapping, in order); up and left is better.
+    The dashed line joins the panel's Pareto front (no other variant as accurate and shorter)."""
+    panels = list(next(iter(variants.values())))
+    fig = Figure(figsize=(4.2 * len(panels) + 2.6, 4.2), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    colors = _colors(len(variants))
+    for ax, panel in zip(axes, panels, strict=True):
+        points = {name: tiers[panel] for name, tiers in variants.items()}
+        for (name, (x, xerr, y, yerr)), color in zip(points.items(), colors, strict=True):
+            ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt=MARKERS[0], color=color, capsize=3,
+                        markersize=6, label=name)  # fmt: skip
+        front = sorted(
+            (x, y)
+            for x, _, y, _ in points.values()
+            if not any(
+                (y2 >= y and x2 <= x) and (y2, x2) != (y, x) for x2, _, y2, _ in points.values()
+            )
+        )
+        ax.plot([x for x, _ in front], [y for _, y in front], "--", color="gray", lw=1, zorder=0)
+        ax.set_title(panel)
+        ax.set_xlabel("mean response length (tokens)")
+        ax.set_ylabel("accuracy (%)")
+        ax.grid(alpha=0.3)
+    axes[-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=8)
+    fig.suptitle(title)
+    fig.savefig(path, dpi=130)
+    return path

@@ -223,7 +223,11 @@ def sharding_line(config: Any) -> str:
 
 
 def traac_line(config: Any) -> str:
+    """The method in use: the mode (a peer method with its paper and values), what TRAAC
+    compresses, the rewards, and dynamic sampling."""
     parts = [f"mode {config.mode}", f"preset {config.preset}"]
+    if config.peer_mode:
+        parts.append(config.peer_settings().describe())
     if config.compresses:
         layers = config.probe_layers or "first half for Qwen3 models, all for others"
         parts += [
@@ -232,9 +236,15 @@ def traac_line(config: Any) -> str:
             f"gate {config.uniformity_gate:g}, cap {config.eviction_cap:g}, "
             f"calibration {config.uniformity_calibration}",
         ]
-    if config.mode != "cr":
+    if config.peer_mode:
+        parts.append(f"format {config.format_preset}, correctness {config.correctness_reward:g}")
+    elif config.mode != "cr":
         parts.append(f"format {config.format_preset}, length weight {config.length_weight:g}, "
                      f"window {config.length_window_steps} steps")  # fmt: skip
+    sampling = config.dynamic_sampling
+    if sampling == "resample":
+        sampling += f" (up to {config.max_resample_rounds} rounds, then drop)"
+    parts.append(f"dynamic sampling {sampling}")
     return "; ".join(parts)
 
 

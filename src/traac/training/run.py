@@ -175,7 +175,9 @@ def train(
         if not config.disable_tqdm:
             # transformers' bar prints every step's log dict (the telemetry holds them)
             trainer.remove_callback(ProgressCallback)
-            trainer.add_callback(TrainerProgress(progress or NullProgress(), "TRAAC steps"))
+            trainer.add_callback(
+                TrainerProgress(progress or NullProgress(), f"{config.mode} steps")
+            )
         trainer.train(resume_from_checkpoint=resume)
         step = trainer.state.global_step
         if trainer.interrupted is None:

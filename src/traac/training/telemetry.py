@@ -5,8 +5,10 @@ with `read_metrics`.
 Per step, for the pooled group (`all`) and each difficulty bin: prompts, pass rate, response,
 think and answer tokens (the last two split by correct and incorrect rollouts, which TRL's one
 mean length hides), the share clipped at the maximum length and the share that never closed
-its think block, and what compression did (candidates, compressed share, steps and tokens
-removed). Keys are `traac/<scope>/<field>`, e.g. `traac/easy/think_tokens_correct`.
+its think block, what compression did (candidates, compressed share, steps and tokens
+removed) and the groups dynamic sampling dropped. Keys are `traac/<scope>/<field>`, e.g.
+`traac/easy/think_tokens_correct`; per step, `traac/sampling/resampled_groups` and
+`traac/sampling/resample_rounds` say what resampling did.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class ScopeStats:
     eviction_fraction: float | None  # mean over candidates
     steps_removed: float | None  # mean per compressed rollout
     tokens_removed: float | None  # mean per compressed rollout
+    dropped: int | None = None  # groups masked out of the loss by dynamic sampling
 
 
 @dataclass(frozen=True)
@@ -72,10 +75,11 @@ class StepStats:
     scopes: dict[str, ScopeStats]
     seconds: dict[str, float] = field(default_factory=dict)
     rewards: dict[str, float] = field(default_factory=dict)
+    sampling: dict[str, float] = field(default_factory=dict)  # resampled_groups, resample_rounds
 
     def flat(self) -> dict[str, float]:
-        """`traac/<scope>/<field>` -> value (None fields left out), plus phase seconds and mean
-        rewards: TRL's metrics dict and one line of `metrics.jsonl`."""
+        """`traac/<scope>/<field>` -> value (None fields left out), plus phase seconds, mean
+        rewards and dynamic sampling: TRL's metrics dict and one line of `metrics.jsonl`."""
         out: dict[str, float] = {}
         for scope, stats in self.scopes.items():
             for key, value in asdict(stats).items():
@@ -83,12 +87,13 @@ class StepStats:
                     out[f"traac/{scope}/{key}"] = float(value)
         out.update({f"traac/seconds/{k}": v for k, v in self.seconds.items()})
         out.update({f"traac/reward/{k}": v for k, v in self.rewards.items()})
+        out.update({f"traac/sampling/{k}": v for k, v in self.sampling.items()})
         return out
 
     @classmethod
     def from_flat(cls, step: int, row: Mapping[str, Any]) -> StepStats:
         scopes: dict[str, dict[str, Any]] = {}
-        seconds, rewards = {}, {}
+        seconds, rewards, sampling = {}, {}, {}
         for key, value in row.items():
             parts = key.split("/")
             if len(parts) != 3 or parts[0] != "traac":
@@ -97,17 +102,19 @@ class StepStats:
                 seconds[parts[2]] = value
             elif parts[1] == "reward":
                 rewards[parts[2]] = value
+            elif parts[1] == "sampling":
+                sampling[parts[2]] = value
             else:
                 scopes.setdefault(parts[1], {})[parts[2]] = value
         names = [f.name for f in fields(ScopeStats)]
-        ints = {"prompts", "rollouts", "candidates", "compressed_rollouts"}
+        ints = {"prompts", "rollouts", "candidates", "compressed_rollouts", "dropped"}
         built = {
             scope: ScopeStats(
                 **{n: (int(v[n]) if n in ints else v[n]) if n in v else None for n in names}
             )
             for scope, v in scopes.items()
         }
-        return cls(step, built, seconds, rewards)
+        return cls(step, built, seconds, rewards, sampling)
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -119,9 +126,11 @@ def scope_stats(
     pooled: Sequence[RolloutView],
     candidates: Sequence[CompressionResult],
     used: Sequence[CompressionResult],
+    dropped: int | None = None,
 ) -> ScopeStats:
     """Stats of one scope: the pass rates of its prompts, its pooled rollouts, the candidates
-    compression scored and the compressions that were used (re-answered)."""
+    compression scored, the compressions that were used (re-answered) and, with dynamic
+    sampling, how many of its groups were dropped."""
     right = [r for r in pooled if r.correct]
     wrong = [r for r in pooled if not r.correct]
     done = compression_stats(used)
@@ -143,6 +152,7 @@ def scope_stats(
         eviction_fraction=_mean([c.eviction_fraction for c in candidates]),
         steps_removed=done.steps_removed / len(used) if used else None,
         tokens_removed=done.tokens_removed / len(used) if used else None,
+        dropped=dropped,
     )
 
 

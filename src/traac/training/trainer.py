@@ -9,9 +9,17 @@ originals and compressed copies pooled, shuffled and cut back to N. The group TR
 trains on is that pooled group, in full. The rewards then read the step's verdicts and bins as
 explicit columns; the length reward pushes the step's lengths into its windows first.
 
-Rollouts of one prompt may sit on several processes. Every decision (pass rate, calibration,
-pooling) is taken on gathered data with the same seed on every process; each process compresses
-and regenerates its own rollouts and keeps its slice of the pooled batch.
+In a peer mode (`traac.training.peer_rewards`) nothing is compressed: the paper's length term
+replaces TRAAC's length reward, on the same verdicts and groups. With `dynamic_sampling`, groups
+whose rollouts are all right or all wrong (the verifiers' verdicts, never the shaped reward) are
+replaced by fresh prompts (`resample`, before compression) and those left are masked out of the
+loss (`drop`, and what `resample` could not replace): their completion mask and advantages are
+zeroed, as TRL's `mask_truncated_completions` does for truncated ones.
+
+Rollouts of one prompt may sit on several processes. Every decision (pass rate, resampling,
+calibration, pooling, dropping) is taken on gathered data with the same seed on every process;
+each process generates, compresses and regenerates its own rollouts and keeps its slice of the
+pooled batch.
 
 Every use of TRL's private API is in the section marked "TRL adapter" below; the contract test
 (`tests/training/test_trl_contract.py`) checks each hook's signature and each attribute.
@@ -59,6 +67,7 @@ from traac.method.scoring import build_scorer
 from traac.method.verify import verify_many
 from traac.training.config import TRAACConfig
 from traac.training.interrupt import StopOnSignal
+from traac.training.peer_rewards import PeerRewards, with_length_budgets
 from traac.training.rewards import TraacRewards
 from traac.training.telemetry import (
     ALL,
@@ -85,6 +94,10 @@ TRL_HOOKS: dict[str, tuple[str, ...]] = {
     "_load_optimizer_and_scheduler": ("self", "checkpoint"),
     "_get_output_dir": ("self", "trial"),
 }  # fmt: skip
+# TRL internals called but not overridden, likewise checked.
+TRL_CALLS: dict[str, tuple[str, ...]] = {"_tokenize_prompts": ("self", "prompts")}
+# Keys of the batch TRL generates and `_compute_loss` reads that dynamic sampling rewrites.
+TRL_BATCH_KEYS = ("completion_mask", "advantages", "num_items_in_batch")
 TRL_ATTRIBUTES = (
     "_tokenizer", "_metrics", "eos_token_ids", "use_vllm", "max_completion_length",
     "reward_func_names", "ref_model", "generation_config", "generation_kwargs",
@@ -146,6 +159,8 @@ class Group:
     originals: list[Rollout]
     compressions: list[Compression]
     pooled: list[Rollout]
+    resampled: int = 0  # times dynamic sampling replaced this group's prompt
+    dropped: bool = False  # masked out of the loss: its pooled verdicts all agree
 
 
 @dataclass
@@ -155,6 +170,7 @@ class TraacStep:
     step: int
     groups: list[Group]
     stats: StepStats | None = None
+    resample_rounds: int = 0  # extra generation rounds dynamic sampling ran
 
 
 @dataclass(frozen=True)
@@ -170,11 +186,12 @@ class TRAACTrainer(GRPOTrainer):
     """GRPO with difficulty-aware attentive compression of correct rollouts (TRAAC).
 
     Arguments are `GRPOTrainer`'s; `args` is a `TRAACConfig`. Without `reward_funcs` the mode's
-    rewards are used (correctness; + format + length except in `cr`). Training rows need the
-    columns of `traac.data.training.items_to_dataset` (prompt, id, answer, verifier,
-    data_source, entry). `last_step` holds the groups of the latest step (originals,
-    compressions, pooled rollouts) and its telemetry, which also goes to TRL's logs and to
-    `metrics.jsonl` in `output_dir`.
+    rewards are used (correctness; + format + TRAAC's length reward except in `cr`; in a peer
+    mode + format + the peer's length term). Training rows need the columns of
+    `traac.data.training.items_to_dataset` (prompt, id, answer, verifier, data_source, entry);
+    in mode `l1_max` each row gets its budget (`with_length_budgets`) unless it has one.
+    `last_step` holds the groups of the latest step (originals, compressions, pooled rollouts)
+    and its telemetry, which also goes to TRL's logs and to `metrics.jsonl` in `output_dir`.
 
     `train()` checkpoints and stops at the end of the step during which SIGINT or SIGTERM
     arrives (`traac.training.interrupt`); `interrupted` then names the signal. A run that starts
@@ -208,13 +225,28 @@ class TRAACTrainer(GRPOTrainer):
             num_generations=args.num_generations,
             gather=gather_object,
         )
-        super().__init__(model, reward_funcs or self.rewards.funcs, args, train_dataset, **kwargs)
+        funcs = self.rewards.funcs
+        self.peer: PeerRewards | None = None
+        if args.peer_mode:
+            self.peer = PeerRewards(
+                args.peer_settings(),
+                verdicts=self.rewards.verdicts,
+                num_generations=args.num_generations,
+                gather=gather_object,
+            )
+            funcs = [*funcs, self.peer.func]
+        if args.mode == "l1_max" and train_dataset is not None:
+            train_dataset = with_length_budgets(train_dataset, args.peer_settings(), args.seed)
+        super().__init__(model, reward_funcs or funcs, args, train_dataset, **kwargs)
+        if self.peer is not None:
+            self.peer.rank = self.accelerator.process_index
         self.tokenizer = self._tokenizer
         self.chat_format: ChatFormat = args.resolve(self.tokenizer)
         self.rewards.chat_format = self.chat_format  # known once TRL has the tokenizer
         self.uniformities: deque[float] = deque(maxlen=args.calibration_window)
         self.last_step: TraacStep | None = None
         self._columns: StepColumns | None = None
+        self._dropped: list[bool] | None = None  # this batch's rows masked by dynamic sampling
         self._seconds: defaultdict[str, float] = defaultdict(float)  # this step's phases
         self._scoring_model = self._load_scoring_model() if args.compresses else None
         self.compressor = self._build_compressor() if args.compresses else None
@@ -278,11 +310,30 @@ class TRAACTrainer(GRPOTrainer):
     # Every override of a TRL hook and every private TRL attribute this trainer touches.
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        """TRL's, then dynamic sampling's mask. Resampling replaces rows of `inputs` in place,
+        and their prompt ids in the list TRL tokenized, so TRL scores and trains on the
+        resampled prompts."""
         self._rows = inputs  # the dataset rows of this batch, one per rollout
+        self._dropped = None
         try:
-            return super()._generate_and_score_completions(inputs)
+            output = super()._generate_and_score_completions(inputs)
         finally:
             self._rows = None
+        dropped, self._dropped = self._dropped, None
+        return output if dropped is None else self._mask_dropped(output, dropped)
+
+    def _mask_dropped(self, output: dict[str, Any], dropped: list[bool]) -> dict[str, Any]:
+        """Dropped rows contribute nothing to the loss (policy term and KL): their completion
+        mask and advantages are zeroed and the token count TRL normalises by is recounted
+        (every process calls this, so the gather matches)."""
+        mask = output["completion_mask"]
+        keep = torch.tensor([not d for d in dropped], device=mask.device)
+        output["completion_mask"] = mask * keep.unsqueeze(1).to(mask.dtype)
+        output["advantages"] = output["advantages"] * keep.to(output["advantages"].dtype)
+        output["num_items_in_batch"] = self.accelerator.gather(
+            output["completion_mask"].sum()
+        ).sum()
+        return output
 
     def _generate_single_turn(
         self,
@@ -313,7 +364,9 @@ class TRAACTrainer(GRPOTrainer):
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         """TRL's reward call on copies of the rows that carry this step's verdicts, bins and
         compression flags. Evaluation batches score against a copy of the length windows, so
-        only training steps advance them."""
+        only training steps advance them. `prompts` is TRL's list: resampled rows' prompts are
+        written into it, so its logs show what was trained on."""
+        prompts[:] = [row["prompt"] for row in inputs]
         columns, self._columns = self._columns, None
         if columns is not None:
             inputs = [
@@ -340,6 +393,13 @@ class TRAACTrainer(GRPOTrainer):
         """One answer per prompt from TRL's generation backend, capped at `budget` tokens."""
         with self._max_new_tokens(budget):
             return super()._generate_single_turn(prompts, None, {}, 1)
+
+    def _prompt_ids(self, prompts: list[Any]) -> list[list[int]]:
+        """Token ids of dataset prompts, exactly as TRL tokenizes them for generation."""
+        if not prompts:
+            return []
+        ids, _, _ = self._tokenize_prompts(prompts)
+        return [list(x) for x in ids]
 
     @contextmanager
     def _max_new_tokens(self, budget: int) -> Iterator[None]:
@@ -382,6 +442,7 @@ class TRAACTrainer(GRPOTrainer):
                 name: float(np.nanmean(rewards[:, k]))
                 for k, name in enumerate(self.reward_func_names)
             },
+            self.args.dynamic_sampling,
         )
         step.stats = stats
         for key, value in stats.flat().items():
@@ -426,15 +487,23 @@ class TRAACTrainer(GRPOTrainer):
         n: int,
     ) -> list[Rollout]:
         """SPEC section 1, steps 2-6, on this process's sampled rollouts (dataset rows, prompt and
-        completion token ids, sampling log-probs if any, `n` per prompt): verify, bin, compress,
-        re-answer, pool. Returns this process's slice of the pooled groups; `last_step` holds
-        all of them. Compression runs only while the model is in training mode."""
+        completion token ids, sampling log-probs if any, `n` per prompt): verify, resample
+        (dynamic sampling), bin, compress, re-answer, pool, drop. Returns this process's slice
+        of the pooled groups; `last_step` holds all of them. Compression and dynamic sampling
+        run only while the model is in training mode. Resampling replaces entries of `rows`
+        and `prompt_ids` in place (they are TRL's lists)."""
         offset = self.accelerator.process_index * len(rows)
         items = [item_from_row(row) for row in rows]
         local = self._rollouts(items, completion_ids, logprobs, offset)
         originals: list[Rollout] = gather_object(local)
-        sources: list[str] = gather_object([item.data_source for item in items])
         n_groups = len(originals) // n
+        sampling = self.args.dynamic_sampling if self.model.training else "none"
+        resampled, rounds = [0] * n_groups, 0
+        if sampling == "resample":
+            originals, resampled, rounds = self._resample(
+                rows, items, prompt_ids, local, originals, n, offset
+            )
+        sources: list[str] = gather_object([item.data_source for item in items])
         pass_rates = [
             sum(r.correct for r in originals[g * n : (g + 1) * n]) / n for g in range(n_groups)
         ]
@@ -455,15 +524,78 @@ class TRAACTrainer(GRPOTrainer):
             compressed = gather_object(new)
 
         groups = self._pool(originals, compressed, compressions, sources, pass_rates, bins, n)
+        for group, count in zip(groups, resampled, strict=True):
+            group.resampled = count
+            # Correctness alone decides: a group whose verdicts all agree has no GRPO signal
+            # on correctness, whatever its shaped rewards say.
+            group.dropped = sampling != "none" and len({r.correct for r in group.pooled}) == 1
         pooled = [r for g in groups for r in g.pooled]
-        self.last_step = TraacStep(step=self.state.global_step + 1, groups=groups)
+        self.last_step = TraacStep(self.state.global_step + 1, groups, resample_rounds=rounds)
         mine = pooled[offset : offset + len(rows)]
         self._columns = StepColumns(
             correct=[r.correct for r in mine],
             difficulty_bin=[groups[(offset + i) // n].bin for i in range(len(mine))],
             compressed=[r.compressed for r in mine],
         )
+        if sampling != "none":
+            self._dropped = [groups[(offset + i) // n].dropped for i in range(len(mine))]
         return mine
+
+    def _resample(
+        self,
+        rows: list[dict[str, Any]],
+        items: list[Item],
+        prompt_ids: list[list[int]],
+        local: list[Rollout],
+        originals: list[Rollout],
+        n: int,
+        offset: int,
+    ) -> tuple[list[Rollout], list[int], int]:
+        """DAPO's dynamic sampling: while some groups' verdicts all agree (at most
+        `max_resample_rounds` times), give each such group a training prompt drawn at random
+        (seeded by seed, step and round, so every process draws the same) and sample its N
+        rollouts afresh; each process samples the rows it holds. `rows`, `items`,
+        `prompt_ids` and `local` are updated in place. Returns the gathered originals, how
+        often each group was replaced, and the rounds run."""
+        n_groups = len(originals) // n
+        replaced = [0] * n_groups
+        rounds = 0
+        for round_ in range(1, self.args.max_resample_rounds + 1):
+            todo = [
+                g
+                for g in range(n_groups)
+                if len({r.correct for r in originals[g * n : (g + 1) * n]}) == 1
+            ]
+            if not todo:
+                break
+            rng = np.random.default_rng([self.args.seed, self.state.global_step, round_])
+            picks = rng.integers(len(self.train_dataset), size=len(todo))
+            fresh = {g: dict(self.train_dataset[int(k)]) for g, k in zip(todo, picks, strict=True)}
+            mine = [i for i in range(len(rows)) if (offset + i) // n in fresh]
+            for i in mine:
+                rows[i] = dict(fresh[(offset + i) // n])
+                items[i] = item_from_row(rows[i])
+            new_ids = self._prompt_ids([rows[i]["prompt"] for i in mine])
+            for i, ids in zip(mine, new_ids, strict=True):
+                prompt_ids[i] = ids
+            with self._phase("resample"):
+                outputs = self._generate_padded(
+                    [prompt_ids[i] for i in mine], self.max_completion_length, prompt_ids[0]
+                )
+            new = self._rollouts(
+                [items[i] for i in mine],
+                [ids for ids, _ in outputs],
+                None if not outputs or outputs[0][1] is None else [lp for _, lp in outputs],
+                0,
+            )
+            for i, rollout in zip(mine, new, strict=True):
+                rollout.origin = offset + i
+                local[i] = rollout
+            originals = gather_object(local)
+            for g in todo:
+                replaced[g] += 1
+            rounds = round_
+        return originals, replaced, rounds
 
     def _rollouts(
         self,
@@ -574,28 +706,41 @@ class TRAACTrainer(GRPOTrainer):
     ) -> list[tuple[list[int], list[float] | None]]:
         """Answers sampled by the generation backend after each compressed think block.
 
-        The token budget keeps every compressed rollout within `max_completion_length`. vLLM
-        and sharded models (every forward a collective) need the same number of prompts on
-        every process, so those are padded.
+        The token budget keeps every compressed rollout within `max_completion_length`.
         """
-        counts = gather_object([len(prompts)])
         shortest = gather_object([min(prefix_lengths)] if prefix_lengths else [])
+        if not shortest:
+            return []
+        with self._phase("regenerate"):
+            sampled = self._generate_padded(
+                prompts, self.max_completion_length - min(shortest), filler
+            )
+        out = []
+        for (ids, lps), prefix_length in zip(sampled, prefix_lengths, strict=True):
+            limit = self.max_completion_length - prefix_length
+            out.append((list(ids[:limit]), None if lps is None else list(lps[:limit])))
+        return out
+
+    def _generate_padded(
+        self, prompts: list[list[int]], budget: int, filler: list[int]
+    ) -> list[tuple[list[int], list[float] | None]]:
+        """One completion per prompt, up to `budget` tokens, as (ids, sampling log-probs or
+        None). Every process calls it; vLLM and sharded models (every forward a collective) need
+        the same number of prompts on every process, so those are padded with `filler` (and the
+        padding dropped)."""
+        counts = gather_object([len(prompts)])
         if max(counts) == 0:
             return []
-        budget = self.max_completion_length - min(shortest)
         batch = list(prompts)
         if self.use_vllm or self._collective_forwards:
             batch += [filler] * (max(counts) - len(prompts))
         if not batch:
             return []
-        with self._phase("regenerate"):
-            ids, logprobs = self._sample_answers(batch, budget)
-        out = []
-        for k, prefix_length in enumerate(prefix_lengths):
-            limit = self.max_completion_length - prefix_length
-            lps = None if logprobs is None else list(logprobs[k][:limit])
-            out.append((list(ids[k][:limit]), lps))
-        return out
+        ids, logprobs = self._sample_answers(batch, budget)
+        return [
+            (list(ids[k]), None if logprobs is None else list(logprobs[k]))
+            for k in range(len(prompts))
+        ]
 
     def _compressed_rollouts(
         self,
@@ -672,8 +817,10 @@ def step_stats(
     eos_ids: Sequence[int],
     seconds: dict[str, float],
     rewards: dict[str, float],
+    sampling: str = "none",
 ) -> StepStats:
-    """The telemetry of one step: the pooled group and each difficulty bin."""
+    """The telemetry of one step: the pooled group and each difficulty bin; with dynamic
+    `sampling` (drop or resample) the groups dropped per scope, with resample what it did."""
     close_ids = tokenizer.encode(chat_format.think_close, add_special_tokens=False)
     stop = set(eos_ids)
 
@@ -699,12 +846,19 @@ def step_stats(
             [view(r) for g in groups for r in g.pooled],
             [c.result for c in candidates],
             [c.result for c in candidates if c.used],
+            sum(g.dropped for g in groups) if sampling != "none" else None,
         )
 
     scopes = {ALL: scope(step.groups)}
     for name in bins:
         scopes[name] = scope([g for g in step.groups if g.bin == name])
-    return StepStats(step.step, scopes, seconds, rewards)
+    counts = {}
+    if sampling == "resample":
+        counts = {
+            "resampled_groups": float(sum(g.resampled for g in step.groups)),
+            "resample_rounds": float(step.resample_rounds),
+        }
+    return StepStats(step.step, scopes, seconds, rewards, counts)
 
 
 class MetricsFromStart(TrainerCallback):

@@ -1,0 +1,285 @@
+"""The peer methods' length terms as TRL reward functions, on TRAACTrainer's rollouts.
+
+Each peer mode (`alp`, `shorterbetter`, `kimi`, `dapo_overlong`, `l1_max`) replaces TRAAC's
+difficulty-aware length reward and compression with one paper's length term; correctness and
+format stay traac's, so every method is trained against the same verifiers. The formulas are
+`traac.method.length_rewards` (docs/peer_methods.md pins each with its paper's values).
+
+A paper writes its reward with its own weight on correctness (ALP, Kimi and L1 give a right answer
+1, ShorterBetter 2, DAPO +1 against -1). traac's right answer is worth `correctness_reward` (4)
+in every mode, so the length term is multiplied by `correctness_reward / paper weight`: each
+paper's total reward times a constant, plus traac's format term. GRPO normalises rewards within a
+group, so that constant changes no advantage; what differs from the paper is the format term
+(0 to 1) alone.
+
+The length terms that need the whole group (ALP's solve rate, ShorterBetter's optimal length,
+Kimi's min and max) read GRPO's layout: consecutive runs of `num_generations` completions are one
+prompt's group. Rollouts of one group may sit on several processes, so the lengths and verdicts
+of every process are gathered and each process keeps its slice: all of them compute the same
+groups.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from datasets import Dataset
+from trl.rewards import get_soft_overlong_punishment
+
+from traac.errors import TraacError
+from traac.method.length_rewards import (
+    alp_length_reward,
+    dapo_cache_length,
+    kimi_length_reward,
+    l1_max_length_reward,
+    l1_max_prompt,
+    sample_l1_budget,
+    shorterbetter_length_reward,
+)
+from traac.method.rewards import Gather
+
+PEER_MODES = ("alp", "shorterbetter", "kimi", "dapo_overlong", "l1_max")
+# What each paper pays a right answer over a wrong one (its own total reward).
+PAPER_CORRECTNESS = {
+    "alp": 1.0,  # r = 1[correct] - penalty
+    "shorterbetter": 2.0,  # alpha = 2, the authors' released setting
+    "kimi": 1.0,  # binary correctness reward + weighted len_reward
+    "dapo_overlong": 2.0,  # +1 right, -1 wrong
+    "l1_max": 1.0,  # 1[correct] * clip(...)
+}
+PAPERS = {
+    "alp": "ALP, arXiv:2506.05256",
+    "shorterbetter": "ShorterBetter, arXiv:2504.21370",
+    "kimi": "Kimi k1.5, arXiv:2501.12599 section 2.3.3",
+    "dapo_overlong": "DAPO Eq. 13, arXiv:2503.14476 (TRL's get_soft_overlong_punishment)",
+    "l1_max": "L1-Max, arXiv:2503.04697",
+}
+BUDGET_COLUMN = "length_budget"  # L1-Max: each training row's n_gold
+
+
+@dataclass(frozen=True)
+class PeerSettings:
+    """One peer method's length term, resolved from a `TRAACConfig` (`peer_settings()`)."""
+
+    mode: str
+    correctness_reward: float
+    max_completion_length: int
+    alp_beta: float
+    alp_normalizer: float
+    shorterbetter_beta: float
+    kimi_weight: float
+    dapo_cache_length: int
+    l1_alpha: float
+    l1_delta: float
+    l1_budget_min: int
+    l1_budget_max: int
+    l1_budget_in_prompt: bool
+
+    @property
+    def scale(self) -> float:
+        """The factor on the paper's length term: traac's correctness over the paper's."""
+        return self.correctness_reward / PAPER_CORRECTNESS[self.mode]
+
+    def describe(self) -> str:
+        """One line for `--dry-run`: the method, its values and the scale."""
+        values = {
+            "alp": f"-(beta/N) max(p_solved, 1/K) |y|, beta {self.alp_beta:g}, "
+            f"N {self.alp_normalizer:g}",
+            "shorterbetter": f"-beta |l - l_SOL|, beta {self.shorterbetter_beta:g}",
+            "kimi": f"weight {self.kimi_weight:g} x (0.5 - (l - min) / (max - min)), "
+            "wrong rollouts capped at 0",
+            "dapo_overlong": f"0 up to {self.max_completion_length - self.dapo_cache_length}, "
+            f"linear to -1 at {self.max_completion_length} tokens "
+            f"(L_cache {self.dapo_cache_length})",
+            "l1_max": f"1[correct] clip(alpha (n_gold - n_y) + delta, 0, 1), alpha "
+            f"{self.l1_alpha:g}, delta {self.l1_delta:g}, n_gold ~ U{{{self.l1_budget_min}.."
+            f"{self.l1_budget_max}}} per prompt, "
+            + ("written into the prompt" if self.l1_budget_in_prompt else "not in the prompt"),
+        }[self.mode]
+        paper = PAPER_CORRECTNESS[self.mode]
+        return (
+            f"{PAPERS[self.mode]}: {values}; length term x{self.scale:g} (right answer "
+            f"{self.correctness_reward:g} here, {paper:g} in the paper)"
+        )
+
+
+def dapo_overlong_punishment(
+    max_completion_length: int, cache_length: int | None = None
+) -> Callable[..., list[float]]:
+    """DAPO's soft overlong punishment (Eq. 13) for a run: TRL's own
+    `trl.rewards.get_soft_overlong_punishment`, composed rather than copied, with L_max the run's
+    `max_completion_length` and L_cache `traac.method.length_rewards.dapo_cache_length` (a fifth
+    of L_max unless given). The result is TRL's callable, a `GRPOTrainer` reward function that
+    reads `completion_ids`; GRPO stops generating at L_max, so a truncated completion gets -1."""
+    cache = dapo_cache_length(max_completion_length, cache_length)
+    return get_soft_overlong_punishment(
+        max_completion_len=max_completion_length, soft_punish_cache=cache
+    )
+
+
+class PeerRewards:
+    """One peer method's length term as a TRL reward function: `PeerRewards(...).func`.
+
+    `verdicts(completions, **kwargs)` says which completions are right (TraacRewards.verdicts:
+    the trainer's `correct` column, else the verifiers). `gather` merges a list over processes
+    (`accelerate.utils.gather_object`) and `rank` is this process's index, for the methods
+    that need whole groups. L1-Max reads each row's budget from the `length_budget` column.
+    """
+
+    def __init__(
+        self,
+        settings: PeerSettings,
+        *,
+        verdicts: Callable[..., list[bool]],
+        num_generations: int | None,
+        gather: Gather | None = None,
+        rank: int = 0,
+    ) -> None:
+        if settings.mode not in PEER_MODES:
+            raise TraacError(f"mode: {settings.mode!r} is not a peer method ({PEER_MODES})")
+        self.settings = settings
+        self.verdicts = verdicts
+        self.num_generations = num_generations
+        self.gather = gather
+        self.rank = rank
+        self._punish = dapo_overlong_punishment(
+            settings.max_completion_length, settings.dapo_cache_length
+        )
+
+    @property
+    def func(self) -> Callable[..., list[float]]:
+        """The mode's reward function (its name is the one TRL logs)."""
+        return {
+            "alp": self.alp_length_reward,
+            "shorterbetter": self.shorterbetter_length_reward,
+            "kimi": self.kimi_length_reward,
+            "dapo_overlong": self.dapo_overlong_length_reward,
+            "l1_max": self.l1_max_length_reward,
+        }[self.settings.mode]
+
+    def alp_length_reward(
+        self, completions: list[Any], completion_ids: list[Sequence[int]], **kwargs: Any
+    ) -> list[float]:
+        s = self.settings
+        return self._per_group(
+            completions,
+            completion_ids,
+            kwargs,
+            lambda n, ok: alp_length_reward(n, ok, beta=s.alp_beta, normalizer=s.alp_normalizer),
+        )
+
+    def shorterbetter_length_reward(
+        self, completions: list[Any], completion_ids: list[Sequence[int]], **kwargs: Any
+    ) -> list[float]:
+        beta = self.settings.shorterbetter_beta
+        return self._per_group(
+            completions,
+            completion_ids,
+            kwargs,
+            lambda n, ok: shorterbetter_length_reward(n, ok, beta=beta),
+        )
+
+    def kimi_length_reward(
+        self, completions: list[Any], completion_ids: list[Sequence[int]], **kwargs: Any
+    ) -> list[float]:
+        weight = self.settings.kimi_weight
+        return self._per_group(
+            completions,
+            completion_ids,
+            kwargs,
+            lambda n, ok: kimi_length_reward(n, ok, weight=weight),
+        )
+
+    def dapo_overlong_length_reward(
+        self, completion_ids: list[Sequence[int]], **kwargs: Any
+    ) -> list[float]:
+        """TRL's soft overlong punishment, scaled; it reads each completion's length only."""
+        return [self.settings.scale * r for r in self._punish(completion_ids)]
+
+    def l1_max_length_reward(
+        self, completions: list[Any], completion_ids: list[Sequence[int]], **kwargs: Any
+    ) -> list[float]:
+        """Per rollout: its budget, length and verdict (no group needed)."""
+        budgets = kwargs.get(BUDGET_COLUMN)
+        if budgets is None:
+            raise TraacError(
+                f"mode l1_max: the training rows need a {BUDGET_COLUMN} column "
+                "(TRAACTrainer adds one; see with_length_budgets)"
+            )
+        s = self.settings
+        out = l1_max_length_reward(
+            [len(ids) for ids in completion_ids],
+            self.verdicts(completions, **kwargs),
+            [int(b) for b in budgets],
+            alpha=s.l1_alpha,
+            delta=s.l1_delta,
+        )
+        return [s.scale * r for r in out]
+
+    def _per_group(
+        self,
+        completions: list[Any],
+        completion_ids: list[Sequence[int]],
+        kwargs: dict[str, Any],
+        formula: Callable[[list[int], list[bool]], list[float]],
+    ) -> list[float]:
+        """`formula` on every group of the gathered batch; this process's slice, scaled."""
+        n = self.num_generations
+        if n is None:
+            raise TraacError(f"mode {self.settings.mode}: needs num_generations to find groups")
+        local = list(
+            zip(
+                [len(ids) for ids in completion_ids],
+                self.verdicts(completions, **kwargs),
+                strict=True,
+            )
+        )
+        parts: list[list[tuple[int, bool]]] = self.gather([local]) if self.gather else [local]
+        every = [x for part in parts for x in part]
+        if len(every) % n:
+            raise TraacError(
+                f"mode {self.settings.mode}: {len(every)} completions are not whole groups of "
+                f"num_generations={n}"
+            )
+        out: list[float] = []
+        for start in range(0, len(every), n):
+            lengths, correct = zip(*every[start : start + n], strict=True)
+            out += formula(list(lengths), list(correct))
+        offset = sum(len(part) for part in parts[: self.rank])
+        return [self.settings.scale * r for r in out[offset : offset + len(local)]]
+
+
+def with_length_budgets(dataset: Any, settings: PeerSettings, seed: int) -> Any:
+    """L1-Max's training rows: a `length_budget` column, n_gold ~ U{min..max} per row (seeded,
+    drawn once as the authors' data script does), appended to the prompt as "Think for maximum
+    n_gold tokens." unless `l1_budget_in_prompt` is off. A dataset that has the column is
+    returned as it is."""
+    if not isinstance(dataset, Dataset):
+        raise TraacError("mode l1_max: the training set must be a datasets.Dataset")
+    if BUDGET_COLUMN in dataset.column_names:
+        return dataset
+    rng = random.Random(seed)
+    budgets = [
+        sample_l1_budget(rng, low=settings.l1_budget_min, high=settings.l1_budget_max)
+        for _ in range(len(dataset))
+    ]
+    dataset = dataset.add_column(BUDGET_COLUMN, budgets)
+    if not settings.l1_budget_in_prompt:
+        return dataset
+    return dataset.map(
+        lambda row: {"prompt": _with_budget(row["prompt"], row[BUDGET_COLUMN])},
+        desc="L1-Max budgets",
+    )
+
+
+def _with_budget(prompt: Any, budget: int) -> Any:
+    """A prompt (text, or chat messages whose last user turn gets it) with the L1 instruction."""
+    if isinstance(prompt, str):
+        return l1_max_prompt(prompt, budget)
+    last = max(i for i, m in enumerate(prompt) if m["role"] == "user")
+    out = [dict(m) for m in prompt]
+    out[last]["content"] = l1_max_prompt(out[last]["content"], budget)
+    return out

@@ -1,0 +1,128 @@
+"""`traac experiment`: the compare and ablation plans (every run parsed up front, one run store
+keyed by what a run depends on), mean ± standard error over seeds, the Pareto front, and a quick
+compare end to end that a rerun resumes."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from traac import cli
+from traac.errors import TraacError
+from traac.pipelines.experiments import (
+    ABLATIONS,
+    COMPARE,
+    ExperimentSettings,
+    Stat,
+    pareto_front,
+    run_key,
+)
+
+RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "testbed.yaml"
+
+
+def settings(tmp_path: Path, name: str = "compare", **kwargs) -> ExperimentSettings:
+    return ExperimentSettings.make(name, tmp_path / name, RECIPE, quick=True, **kwargs)
+
+
+def test_compare_plans_every_method_and_seed_from_one_recipe(tmp_path: Path) -> None:
+    runs = settings(tmp_path).plan()
+    assert [(r.variant, r.seed) for r in runs] == [(v, s) for v in COMPARE for s in (0, 1, 2)]
+    modes = {r.variant: r.recipe.overrides["mode"] for r in runs}
+    assert set(modes.values()) == {"traac", "cr_lr", "alp", "shorterbetter", "kimi",
+                                   "dapo_overlong", "l1_max"}  # fmt: skip
+    assert {r.recipe.overrides["dynamic_sampling"] for r in runs if "dynamic" in r.variant} == {
+        "resample"
+    }
+    # Same recipe, steps and sampling for all: only the variant's fields and the seed differ.
+    for run in runs:
+        extra = set(run.recipe.overrides) - set(COMPARE[run.variant]) - {"seed"}
+        assert {k: run.recipe.overrides[k] for k in extra} == settings(tmp_path).train_overrides
+    assert len({r.directory for r in runs}) == len(runs)
+    assert all(r.directory.parent == tmp_path / "runs" for r in runs)
+
+
+def test_the_run_store_is_shared_by_the_experiments(tmp_path: Path) -> None:
+    """CR+LR is in both experiments: one directory, trained once whichever asks first."""
+    compare = {(r.variant, r.seed): r.directory for r in settings(tmp_path).plan()}
+    ablations = {(r.variant, r.seed): r.directory for r in settings(tmp_path, "ablations").plan()}
+    assert compare[("CR+LR", 1)] == ablations[("CR+LR", 1)]
+    assert compare[("TRAAC", 0)] == ablations[("TRAAC", 0)]
+    assert set(ablations) == {(v, s) for v in ABLATIONS for s in (0, 1, 2)}
+
+
+def test_run_key_changes_with_anything_a_run_depends_on() -> None:
+    key = run_key("recipe text", {"mode": "alp", "seed": 0}, "testbed")
+    assert key.startswith("alp-seed0-")
+    assert key == run_key("recipe text", {"seed": 0, "mode": "alp"}, "testbed")  # order-free
+    assert key != run_key("recipe text", {"mode": "alp", "seed": 1}, "testbed")
+    assert key != run_key("recipe text!", {"mode": "alp", "seed": 0}, "testbed")
+    assert key != run_key("recipe text", {"mode": "alp", "seed": 0}, "testbed-quick")
+    assert key != run_key("recipe text", {"mode": "alp", "seed": 0, "alp_beta": 2}, "testbed")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"variants": ["TRAAC", "GRPO"]}, r"^--variants: unknown \['GRPO'\]; compare has"),
+        ({"seeds": [0, 0]}, r"^--seeds: \[0, 0\] must be distinct integers >= 0"),
+        ({"seeds": []}, r"^--seeds: \[\] must be distinct"),
+    ],
+)
+def test_bad_choices_fail_in_one_line(tmp_path: Path, kwargs: dict, message: str) -> None:
+    with pytest.raises(TraacError, match=message):
+        settings(tmp_path, **kwargs)
+
+
+def test_a_bad_field_fails_before_training_naming_the_run(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    text = RECIPE.read_text().replace("max_completion_length: 160", "max_completion_length: 20")
+    bad.write_text(text)  # below L1-Max's budgets
+    s = ExperimentSettings.make("compare", tmp_path / "c", bad, quick=True, variants=["L1-Max"])
+    with pytest.raises(TraacError, match=r"^L1-Max \(seed 0\): l1_budget_max: 64 exceeds"):
+        s.plan()
+
+
+def test_mean_and_standard_error_over_seeds() -> None:
+    stat = Stat.of([60.0, 70.0, 80.0])
+    assert stat.mean == 70.0
+    assert stat.se == pytest.approx(10.0 / math.sqrt(3))  # sample s.d. 10 over sqrt(3)
+    assert stat.cell() == "70.0 ± 5.8"
+    assert Stat.of([42.0]) == Stat(42.0, None) and Stat.of([42.0]).cell() == "42.0"
+
+
+def test_pareto_front_keeps_what_nothing_beats() -> None:
+    # (accuracy, length): B is beaten by A (as accurate, shorter); D ties A exactly, so both stay.
+    points = {"A": (70.0, 30.0), "B": (70.0, 40.0), "C": (80.0, 50.0), "D": (70.0, 30.0),
+              "E": (60.0, 20.0), "F": (55.0, 25.0)}  # fmt: skip
+    assert pareto_front(points) == ["A", "C", "D", "E"]
+
+
+@pytest.mark.slow
+def test_quick_compare_end_to_end_then_resumes(quick_testbed: Path, tmp_path: Path) -> None:
+    out = tmp_path / "compare"
+    argv = ["experiment", "compare", "--quick", "--config", str(RECIPE), "--output", str(out),
+            "--seeds", "0", "--variants", "Kimi k1.5", "L1-Max"]  # fmt: skip
+    assert cli.main(argv) == 0
+    data = json.loads((out / "compare.json").read_text())
+    assert list(data["variants"]) == ["Base", "Kimi k1.5", "L1-Max"]
+    for variant in data["variants"].values():
+        for tier in ("easy", "medium", "hard", "overall"):
+            assert 0.0 <= variant["accuracy"][tier]["mean"] <= 100.0
+            assert variant["length"][tier]["mean"] > 0 and variant["length"][tier]["se"] is None
+        assert 0.0 <= variant["auc_oaa"]["mean"] <= 100.0
+    assert set(data["pareto_front"]) <= set(data["variants"]) and data["pareto_front"]
+    report = (out / "compare.md").read_text()
+    assert "| Kimi k1.5 | 1 |" in report and "AUC_OAA" in report
+    assert (out / "compare_pareto.png").stat().st_size > 1000
+    models = sorted((tmp_path / "runs").glob("*/model/config.json"))
+    assert len(models) == 2
+    stamps = [m.stat().st_mtime_ns for m in models]
+    # A rerun trains and evaluates nothing again: the same numbers, the same model files.
+    assert cli.main(argv) == 0
+    again = json.loads((out / "compare.json").read_text())
+    assert again["variants"] == data["variants"]
+    assert [m.stat().st_mtime_ns for m in models] == stamps
