@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from traac.cli import main
-from traac.evaluation.testtime import CompressingGenerator
+from traac.evaluation.testtime import ThinkingGenerator
 
 SPECIALS = ["<pad>", "<eos>", "<think>", "</think>"]
 PAD, EOS, OPEN, CLOSE = range(4)
@@ -81,12 +81,12 @@ def scripted(monkeypatch, tokenizer):
         f"<|user|>{q}\n<|assistant|>": ([OPEN, *enc(tokenizer, r), CLOSE], enc(tokenizer, " 8"))
         for q, r in REASONINGS.items()
     }
-    original = CompressingGenerator.generate
+    original = ThinkingGenerator.generate
 
     def generate(self, prompts, **kwargs):
         return original(self, prompts, logits_processor=Script(tokenizer, plans), **kwargs)
 
-    monkeypatch.setattr(CompressingGenerator, "generate", generate)
+    monkeypatch.setattr(ThinkingGenerator, "generate", generate)
 
 
 def test_generate_prints_pruned_steps_and_writes_json_and_html(

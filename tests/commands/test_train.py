@@ -171,9 +171,7 @@ def test_a_bad_row_fails_before_the_model_loads(
 
         pq.write_table(pa.Table.from_pylist([{"answer": None, **r} for r in rows]), path)
     no_weights(monkeypatch)
-    monkeypatch.setattr(
-        "traac.training.run.resolve_model", lambda *a: pytest.fail("model touched")
-    )
+    monkeypatch.setattr("traac.training.run.resolve_model", lambda *a: pytest.fail("model touched"))
     code = cli_main([*local_recipe(tmp_path, Path("testbed"), str(path))])
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.startswith("traac train: error:") and message in err

@@ -2,11 +2,12 @@
 through TRL's metrics (so `report_to` sees it) and into `metrics.jsonl`; reports read it back
 with `read_metrics`.
 
-Per step, for the pooled group (`all`) and each difficulty bin: prompts, pass rate, response,
-think and answer tokens (the last two split by correct and incorrect rollouts, which TRL's one
-mean length hides), the share clipped at the maximum length and the share that never closed
-its think block, and what compression did (candidates, compressed share, steps and tokens
-removed). Keys are `traac/<scope>/<field>`, e.g. `traac/easy/think_tokens_correct`.
+Per step, for the pooled group (`all`) and each difficulty bin: prompts, pass rate, the share
+of the pooled rollouts that are right, response, think and answer tokens (the last two split by
+correct and incorrect rollouts, which TRL's one mean length hides), the share clipped at the
+maximum length and the share that never closed its think block, and what compression did
+(candidates, compressed share, steps and tokens removed). Keys are `traac/<scope>/<field>`,
+e.g. `traac/easy/think_tokens_correct`; docs/telemetry.md lists them all.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ class ScopeStats:
 
     prompts: int
     rollouts: int
-    pass_rate: float | None
+    pass_rate: float | None  # mean over prompts of the originals' pass rate
+    correct_frac: float | None  # share of the pooled rollouts (compressed copies too) right
     response_tokens: float | None
     think_tokens_correct: float | None
     think_tokens_incorrect: float | None
@@ -129,6 +131,7 @@ def scope_stats(
         prompts=len(pass_rates),
         rollouts=len(pooled),
         pass_rate=_mean(pass_rates),
+        correct_frac=_mean([r.correct for r in pooled]),
         response_tokens=_mean([r.response_tokens for r in pooled]),
         think_tokens_correct=_mean([r.think_tokens for r in right]),
         think_tokens_incorrect=_mean([r.think_tokens for r in wrong]),
