@@ -376,3 +376,103 @@ def test_bad_prompts_and_budgets(model, tokenizer):
     with pytest.raises(TraacError, match="temperature"):
         generator.generate(["four"], temperature=-1)
     assert generator.generate([]) == []
+
+
+LONG = "Wait, 2+2. So 4. Hmm, check it again. Then 4. Let me see once more. So 4 it is."
+
+
+def interrupted_plans(tokenizer) -> dict[str, tuple[list[int], list[int]]]:
+    """One model that thinks past any small budget, one that closes within it."""
+    return plans_for(tokenizer, {"long one": LONG, "q1": REASONINGS["q1"][:9]})
+
+
+@pytest.mark.parametrize("budget", [1, 12, 40])
+def test_a_think_budget_interrupts_the_papers_way(model, tokenizer, budget):
+    """At B tokens the auxiliary prompt and the closer are appended and the model answers: the
+    response is well formed, and its think block is the model's first B tokens."""
+    fmt = ChatFormat()
+    plans = interrupted_plans(tokenizer)
+    generator = ThinkingGenerator(model, tokenizer, fmt, think_budget=budget)
+    cut, short = generator.generate(
+        list(plans), max_new_tokens=200, logits_processor=Script(tokenizer, plans)
+    )
+    think, answer = plans["long one"]
+    assert cut.interrupted and cut.closed and cut.compression is None
+    assert cut.think_tokens == budget and cut.reasoning_tokens == budget - 1  # the opener counts
+    reasoning = tokenizer.decode(think[1:budget])
+    tail = fmt.aux_separator(reasoning) + AUX_PROMPT
+    assert cut.reasoning == reasoning and cut.answer == " \\boxed{8}"
+    assert cut.response == f"<think>{reasoning}{tail}</think> \\boxed{{8}}"
+    assert cut.token_ids == (*think[:budget], *enc(tokenizer, tail), CLOSE, *answer)
+    parsed = fmt.parse(cut.response)
+    assert parsed.well_formed and parsed.closed and parsed.answer == " \\boxed{8}"
+    if budget > len(plans["q1"][0]):  # closed within the budget: answered as it was
+        assert not short.interrupted and short.closed
+        assert short.token_ids == (*plans["q1"][0], *plans["q1"][1])
+    else:
+        assert short.interrupted and short.think_tokens == budget
+
+
+def test_a_think_budget_with_compression_answers_from_the_pruned_steps(model, tokenizer):
+    """With --compress-tau the interrupted reasoning is scored by the probe (the same scores a
+    full re-forward gives) and pruned; the answer follows the kept steps, the auxiliary prompt
+    and the closer."""
+    fmt = ChatFormat()
+    plans = interrupted_plans(tokenizer)
+    budget = 60
+    generator = ThinkingGenerator(model, tokenizer, fmt, compress_tau=1.0, think_budget=budget)
+    cut, short = generator.generate(
+        list(plans), max_new_tokens=200, logits_processor=Script(tokenizer, plans)
+    )
+    assert cut.interrupted and not short.interrupted
+    assert cut.think_tokens == budget and cut.reasoning == tokenizer.decode(
+        plans["long one"][0][1:budget]
+    )
+    ref = reference(model, tokenizer, fmt, cut.reasoning, 1.0)
+    np.testing.assert_allclose(cut.compression.scores, ref.scores, rtol=0, atol=1e-5)
+    assert cut.compression.kept == ref.kept and cut.compressed_reasoning == ref.text
+    assert ref.text != cut.reasoning and cut.tokens_saved > 0, "nothing evicted"
+    tail = fmt.aux_separator(ref.text) + AUX_PROMPT
+    assert cut.response == f"<think>{ref.text}{tail}</think> \\boxed{{8}}"
+    prefix = [OPEN, *tokenizer.encode(ref.text + tail + "</think>", add_special_tokens=False)]
+    assert cut.token_ids == (*prefix, *enc(tokenizer, " \\boxed{8}"))
+    assert fmt.parse(cut.response).well_formed
+    assert short.compression is not None  # closed within the budget: test-time compression
+
+
+def test_a_budget_at_or_past_the_token_limit_never_interrupts(model, tokenizer):
+    plans = interrupted_plans(tokenizer)
+    generator = ThinkingGenerator(model, tokenizer, ChatFormat(), think_budget=30)
+    cut, _ = generator.generate(
+        list(plans), max_new_tokens=30, logits_processor=Script(tokenizer, plans)
+    )
+    assert not cut.interrupted and not cut.closed and cut.finish_reason == "length"
+    assert len(cut.token_ids) == 30
+    # One token short of the limit: interrupted, and the answer has no room left.
+    generator = ThinkingGenerator(model, tokenizer, ChatFormat(), think_budget=29)
+    cut, _ = generator.generate(
+        list(plans), max_new_tokens=30, logits_processor=Script(tokenizer, plans)
+    )
+    assert cut.interrupted and cut.think_tokens == 29 and cut.answer_tokens <= 1
+
+
+def test_the_backend_records_the_interruption(model, tokenizer):
+    plans = interrupted_plans(tokenizer)
+    generator = ThinkingGenerator(model, tokenizer, ChatFormat(), think_budget=12)
+    generator_generate = generator.generate
+    generator.generate = lambda prompts, **kw: generator_generate(  # force the scripts
+        prompts, logits_processor=Script(tokenizer, plans), **kw
+    )
+    cut, short = ThinkingBackend(generator).generate(
+        list(plans), Sampling(temperature=0, max_new_tokens=200), ["a", "b"]
+    )
+    assert (cut.interrupted, cut.budget_think_tokens) == (True, 12)
+    assert (short.interrupted, short.budget_think_tokens) == (False, len(plans["q1"][0]) - 1)
+    assert cut.extra == {} and cut.text.endswith("</think> \\boxed{8}")
+
+
+@pytest.mark.parametrize("budget", [0, -3, True])
+def test_a_bad_think_budget_is_a_one_line_error(model, tokenizer, budget):
+    with pytest.raises(TraacError, match="think_budget") as err:
+        ThinkingGenerator(model, tokenizer, think_budget=budget)
+    assert "\n" not in str(err.value)
