@@ -197,13 +197,14 @@ def test_think_budget_runs_form_the_sweep(runs, tmp_path, capsys):
     assert list(table.columns) == [
         "Model", "Dataset", "Think budget", "interrupted (%)", "truncate Acc",
         "compress 0.4 Acc", "Δ Acc compress 0.4 (pts)", "truncate Len", "compress 0.4 Len",
+        "compress 0.4 pruned",
     ]  # fmt: skip
     rows = [list(r) for r in table.rows]
     # hard: 1 (+1 at 300) (+1 compressing) of 4 right, easy all 4.
     assert rows[:3] == [
-        ["base", "tiers", "100", "-", "62.50", "75.00", "+12.50", "3", "3"],
-        ["base", "tiers", "300", "-", "75.00", "87.50", "+12.50", "3", "3"],
-        ["base", "tiers", "none", "-", "62.50", "-", "-", "602", "-"],
+        ["base", "tiers", "100", "-", "62.50", "75.00", "+12.50", "3", "3", "0.0"],
+        ["base", "tiers", "300", "-", "75.00", "87.50", "+12.50", "3", "3", "0.0"],
+        ["base", "tiers", "none", "-", "62.50", "-", "-", "602", "-", "-"],
     ]
     assert len(rows) == 6
     out = tmp_path / "report"

@@ -303,6 +303,7 @@ class SweepPoint:
     accuracy: float
     mean_response_tokens: float
     interrupted_rate: float | None  # % of think blocks the budget closed
+    tokens_pruned: float | None  # reasoning tokens the probe removed per sample (compress)
 
 
 def mode_label(run: Run) -> str:
@@ -319,10 +320,19 @@ def sweep_points(models: Sequence[Model]) -> list[SweepPoint]:
             s = run.summary.overall
             point = SweepPoint(
                 model.name, run.dataset, run.think_budget, mode_label(run), s.accuracy,
-                s.mean_response_tokens, run.summary.interrupted_rate,
+                s.mean_response_tokens, run.summary.interrupted_rate, _tokens_pruned(run),
             )  # fmt: skip
             points.append(point)
     return points
+
+
+def _tokens_pruned(run: Run) -> float | None:
+    """Mean reasoning tokens test-time compression removed per sample; None without it."""
+    if run.compress_tau is None:
+        return None
+    records = run.records()
+    saved = [r.extra.get("ttc_tokens_saved", 0) for r in records]
+    return statistics.fmean(saved) if saved else None
 
 
 def sweep_modes(points: Sequence[SweepPoint]) -> list[str]:
@@ -332,7 +342,8 @@ def sweep_modes(points: Sequence[SweepPoint]) -> list[str]:
 
 def budget_table(models: Sequence[Model]) -> Table | None:
     """Accuracy against think budget per model and dataset, one column per mode, the change
-    compressing brings over truncating, and the share of think blocks interrupted."""
+    compressing brings over truncating, the share of think blocks interrupted, and the tokens
+    the probe pruned (a compress column equal to truncate's may simply have pruned nothing)."""
     points = sweep_points(models)
     if not points:
         return None
@@ -342,7 +353,7 @@ def budget_table(models: Sequence[Model]) -> Table | None:
     table = Table(
         ["Model", "Dataset", "Think budget", "interrupted (%)",
          *[f"{m} Acc" for m in modes], *[f"Δ Acc {m} (pts)" for m in deltas],
-         *[f"{m} Len" for m in modes]],
+         *[f"{m} Len" for m in modes], *[f"{m} pruned" for m in compress]],
         left=frozenset({0, 1}),
     )  # fmt: skip
     rows: dict[tuple[str, str, int | None], dict[str, SweepPoint]] = {}
@@ -361,9 +372,10 @@ def budget_table(models: Sequence[Model]) -> Table | None:
             for m in deltas
         ]
         lengths = [_length(at[m].mean_response_tokens) if m in at else "-" for m in modes]
+        pruned = [fmt(at[m].tokens_pruned) if m in at else "-" for m in compress]
         table.add(
             model, dataset, "none" if budget is None else str(budget),
-            fmt(rates[0]) if rates else "-", *accs, *changes, *lengths,
+            fmt(rates[0]) if rates else "-", *accs, *changes, *lengths, *pruned,
         )  # fmt: skip
     return table
 
@@ -441,7 +453,9 @@ def report_tables(models: Sequence[Model]) -> list[ReportTable]:
             "Think budget sweep: accuracy (%) when think blocks are interrupted at the budget "
             "(auxiliary prompt and closer appended), answered as written (truncate) or after "
             "the attention probe pruned them (compress TAU); Δ = compress - truncate; budget "
-            f"'none': the run without a budget. Len: mean response length ({unit}).",
+            f"'none': the run without a budget. Len: mean response length ({unit}); pruned: "
+            "reasoning tokens the probe removed per sample (0: compress answered from the same "
+            "reasoning as truncate).",
             budget_table(models),
         ),
     )

@@ -261,21 +261,22 @@ def targets(base: dict[str, TierRow], traac: dict[str, TierRow]) -> dict[str, Ta
 
 def sweep_target(models: Sequence[Model], budget: int) -> Target:
     """Compressing against truncating at `budget` think tokens (half the base model's mean think
-    length), per model: met where compressing is the more accurate for every model; the value
-    is the first (base) model's change in points."""
+    length), per model, with the tokens the probe pruned: met where compressing is the more
+    accurate for every model; the value is the first (base) model's change in points."""
     points = [p for p in sweep_points(models) if p.budget == budget]
-    changes = {}
+    changes, texts = {}, []
     for model in models:
-        accuracy = {p.mode.split()[0]: p.accuracy for p in points if p.model == model.name}
-        if {"truncate", "compress"} <= set(accuracy):
-            changes[model.name] = accuracy["compress"] - accuracy["truncate"]
-    text = ", ".join(f"{name} {change:+.1f} points" for name, change in changes.items())
+        mine = {p.mode.split()[0]: p for p in points if p.model == model.name}
+        if {"truncate", "compress"} <= set(mine):
+            change = mine["compress"].accuracy - mine["truncate"].accuracy
+            changes[model.name] = change
+            texts.append(
+                f"{model.name} {change:+.1f} points ({mine['compress'].tokens_pruned or 0:.1f} "
+                "reasoning tokens pruned per sample)"
+            )
     met = bool(changes) and all(change > 0 for change in changes.values())
-    return Target(
-        f"compress - truncate at {budget} think tokens: {text or 'no runs'}",
-        met,
-        changes.get(models[0].name),
-    )
+    measured = f"compress - truncate at {budget} think tokens: {', '.join(texts) or 'no runs'}"
+    return Target(measured, met, changes.get(models[0].name))
 
 
 def comparison_table(base: dict[str, TierRow], traac: dict[str, TierRow]) -> Table:
