@@ -32,10 +32,11 @@ import torch
 from transformers import PrinterCallback, TrainerCallback
 from trl import GRPOTrainer
 
-from traac.common.models import load_tokenizer, resolve_model_path
+from traac.common.models import load_tokenizer
 from traac.data.training import items_to_dataset, load_training_items
 from traac.method.formats import resolve_chat_format
 from traac.method.rewards import RewardConfig
+from traac.testbed.build import resolve_model
 from traac.training.config import TRAACConfig
 from traac.training.rewards import TraacRewards
 from traac.training.telemetry import METRICS_FILE
@@ -133,7 +134,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     opts = parser.parse_args()
     torch.set_num_threads(opts.threads)
-    model = resolve_model_path("testbed-quick" if opts.quick else opts.model)
+    model = resolve_model("testbed-quick" if opts.quick else opts.model)
     tokenizer = load_tokenizer(model)
     tokenizer.padding_side = "left"
     dataset = items_to_dataset(

@@ -30,7 +30,7 @@ p.caption { margin: 1.2rem 0 0.4rem; }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; font-size: 0.85rem; }
 th, td { border: 1px solid #ccc; padding: 0.2rem 0.5rem; text-align: left; white-space: nowrap; }
-th { background: #f3f3f3; }
+th { background: #f3f3f3; white-space: normal; vertical-align: bottom; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 figure { margin: 1.5rem 0; }
 figcaption { margin-bottom: 0.4rem; }

@@ -85,12 +85,14 @@ def accuracy_vs_length(models: Sequence[Model], path: Path) -> Path:
     datasets = datasets_of(models)
     fig = Figure(figsize=(8.5, 5.0), layout="constrained")
     ax = fig.subplots()
+    lengths = []
     for model, color in zip(models, _colors(len(models)), strict=True):
         for k, dataset in enumerate(datasets):
             run = model.runs.get(dataset)
             if run is None:
                 continue
             s = run.summary.overall
+            lengths.append(s.mean_response_tokens)
             ax.scatter(
                 s.mean_response_tokens,
                 s.accuracy,
@@ -129,8 +131,9 @@ def accuracy_vs_length(models: Sequence[Model], path: Path) -> Path:
     ax.set_ylabel("accuracy (%)")
     ax.set_title("Accuracy against length (up and left is better)")
     ax.grid(alpha=0.3)
-    ax.set_ylim(bottom=min(0, ax.get_ylim()[0]), top=max(100, ax.get_ylim()[1]) + 2)
-    ax.set_xlim(left=0)
+    # Room around the points and the labels beside the stars: none sits on an edge.
+    ax.set_ylim(bottom=min(-5, ax.get_ylim()[0]), top=max(100, ax.get_ylim()[1]) + 5)
+    ax.set_xlim(left=0, right=1.2 * max(lengths, default=1.0))
     fig.savefig(path, dpi=130)
     return path
 
@@ -281,7 +284,7 @@ def budget_sweep(models: Sequence[Model], path: Path) -> Path | None:
         for k, mode in enumerate(modes)
     ]  # fmt: skip
     handles.append(Line2D([], [], color="gray", linestyle=":", label="no budget"))
-    fig.legend(handles=handles, loc="outside right upper", fontsize=8)
+    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8)
     fig.suptitle("Accuracy against think budget: truncate vs compress")
     fig.savefig(path, dpi=130)
     return path
