@@ -274,8 +274,8 @@ def budget_sweep(models: Sequence[Model], path: Path) -> Path | None:
         ax.set_title(dataset)
         ax.set_xlabel(f"think budget ({unit_of(models)})")
         ax.set_ylabel("accuracy (%)")
-        ax.set_ylim(0, 102)
-        ax.set_xlim(left=0)
+        ax.set_ylim(-3, 103)  # points at 0 or 100 % stay whole
+        ax.set_xlim(0, 1.1 * max(p.budget for p in budgeted if p.dataset == dataset))
         ax.grid(alpha=0.3)
     handles = [Line2D([], [], color=c, label=name) for name, c in colors.items()]
     handles += [
