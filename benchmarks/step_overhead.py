@@ -1,12 +1,18 @@
-"""Wall time of a TRAAC step against a vanilla GRPO step, in one run.
+"""Wall time of a TRAAC step against a vanilla GRPO step, and of TRAAC's telemetry, in one run.
 
 Same model, prompts, seed and sampling settings (by default the testbed recipe's step: 4
 prompts x 8 rollouts); the vanilla trainer is TRL's `GRPOTrainer` with the correctness and
-format rewards (the length reward needs TRAAC's difficulty bins). Each trainer runs `--warmup`
-untimed steps, then `--steps` timed optimizer steps (generation, TRAAC's verification, scoring,
-compression and answer regeneration, rewards, loss and update). The two trainers run
-alternately (`--rounds`), so load from other jobs on a shared machine drifts over both alike;
-TRAAC's own phases (scoring, answer regeneration) are printed too.
+format rewards (the length reward needs TRAAC's difficulty bins). TRAAC runs twice: as shipped,
+and with its telemetry switched off (`_log_step` skipped: no `step_stats`, no `traac/...` keys
+in TRL's metrics, no `metrics.jsonl`). Each trainer runs `--warmup` untimed steps, then
+`--steps` timed optimizer steps, each from one step's start to the next's (generation, TRAAC's
+verification, scoring, compression and answer regeneration, rewards, loss, update and TRL's
+logging). The trainers run alternately (`--rounds`), so load from other jobs on a shared machine
+drifts over all alike; TRAAC's own phases (scoring, answer regeneration) are printed too.
+
+The telemetry's share of a step is measured two ways: directly, as the time of `_log_step` plus
+what its keys add to TRL's `log` (with against without), over the TRAAC step; and as the A/B
+ratio of the two TRAAC trainers' step times, which carries the machine's noise.
 
     python benchmarks/step_overhead.py [--model testbed] [--steps 5] [--rounds 2] [--quick]
 """
@@ -14,6 +20,7 @@ TRAAC's own phases (scoring, answer regeneration) are printed too.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import tempfile
@@ -22,13 +29,14 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import TrainerCallback
+from transformers import PrinterCallback, TrainerCallback
 from trl import GRPOTrainer
 
-from traac.common.models import load_tokenizer, resolve_model_path
+from traac.common.models import load_tokenizer
 from traac.data.training import items_to_dataset, load_training_items
 from traac.method.formats import resolve_chat_format
 from traac.method.rewards import RewardConfig
+from traac.testbed.build import resolve_model
 from traac.training.config import TRAACConfig
 from traac.training.rewards import TraacRewards
 from traac.training.telemetry import METRICS_FILE
@@ -36,17 +44,44 @@ from traac.training.trainer import TRAACTrainer
 
 
 class StepTimer(TrainerCallback):
-    """Wall time of every optimizer step (`on_step_begin` to `on_step_end`)."""
+    """Wall time of every optimizer step, from its start to the next one's (the last: to the
+    end of training), so that the logging after `on_step_end` counts too."""
 
     def __init__(self) -> None:
-        self.times: list[float] = []
-        self._start = 0.0
+        self.starts: list[float] = []
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self._start = time.perf_counter()
+        self.starts.append(time.perf_counter())
 
-    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.times.append(time.perf_counter() - self._start)
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.starts.append(time.perf_counter())
+
+    @property
+    def times(self) -> list[float]:
+        return [b - a for a, b in itertools.pairwise(self.starts)]
+
+
+class TimedTRAAC(TRAACTrainer):
+    """TRAAC timing its telemetry (`_log_step`) and TRL's logging (`log`) per call; with
+    `telemetry=False` the telemetry is skipped."""
+
+    def __init__(self, *args: Any, telemetry: bool = True, **kwargs: Any) -> None:
+        self.bench_telemetry = telemetry
+        self.telemetry_seconds: list[float] = []
+        self.log_seconds: list[float] = []
+        super().__init__(*args, **kwargs)
+
+    def _log_step(self, step: Any, rewards_per_func: torch.Tensor) -> None:
+        if not self.bench_telemetry:
+            return
+        begin = time.perf_counter()
+        super()._log_step(step, rewards_per_func)
+        self.telemetry_seconds.append(time.perf_counter() - begin)
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        begin = time.perf_counter()
+        super().log(logs, start_time)
+        self.log_seconds.append(time.perf_counter() - begin)
 
 
 def config(output_dir: str, opts: argparse.Namespace, **overrides: Any) -> TRAACConfig:
@@ -69,7 +104,9 @@ def config(output_dir: str, opts: argparse.Namespace, **overrides: Any) -> TRAAC
 
 
 def run(trainer: Any, warmup: int) -> list[float]:
+    """Train; the step times after `warmup`. The log printer goes, as `traac train` drops it."""
     timer = StepTimer()
+    trainer.remove_callback(PrinterCallback)
     trainer.add_callback(timer)
     trainer.train()
     return timer.times[warmup:]
@@ -97,7 +134,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     opts = parser.parse_args()
     torch.set_num_threads(opts.threads)
-    model = resolve_model_path("testbed-quick" if opts.quick else opts.model)
+    model = resolve_model("testbed-quick" if opts.quick else opts.model)
     tokenizer = load_tokenizer(model)
     tokenizer.padding_side = "left"
     dataset = items_to_dataset(
@@ -110,18 +147,27 @@ def main() -> None:
     )
     grpo: list[float] = []
     traac: list[float] = []
+    silent: list[float] = []  # TRAAC with its telemetry off
+    telemetry: list[float] = []  # `_log_step` per timed step
+    log_times: dict[bool, list[float]] = {True: [], False: []}  # TRL `log`, telemetry on/off
     phases: dict[str, list[float]] = {}
-    # Alternate the two trainers so that load from other jobs drifts over both alike.
+    timed = slice(opts.warmup, opts.warmup + opts.steps)
+    # Alternate the trainers so that load from other jobs drifts over all alike.
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(opts.rounds):
             args = config(f"{tmp}/grpo{r}", opts, mode="cr_lr")
             vanilla = GRPOTrainer(model, rewards.funcs, args, dataset, processing_class=tokenizer)
             grpo += run(vanilla, opts.warmup)
-            out = f"{tmp}/traac{r}"
-            trainer = TRAACTrainer(model, args=config(out, opts), train_dataset=dataset,
-                                   processing_class=tokenizer)  # fmt: skip
-            traac += run(trainer, opts.warmup)
-            records = [json.loads(x) for x in Path(out, METRICS_FILE).read_text().splitlines()]
+            for on in (True, False):
+                out = f"{tmp}/traac{r}{'' if on else '-silent'}"
+                trainer = TimedTRAAC(model, args=config(out, opts), train_dataset=dataset,
+                                     processing_class=tokenizer, telemetry=on)  # fmt: skip
+                (traac if on else silent).extend(run(trainer, opts.warmup))
+                log_times[on] += trainer.log_seconds[timed]
+                telemetry.extend(trainer.telemetry_seconds[timed])
+            records = [
+                json.loads(x) for x in Path(tmp, f"traac{r}", METRICS_FILE).read_text().splitlines()
+            ]
             for record in records[opts.warmup :]:
                 for key, value in record.items():
                     if key.startswith(("traac/seconds/", "traac/all/compressed_frac")):
@@ -129,12 +175,23 @@ def main() -> None:
     print(f"model {model}; {opts.prompts} prompts x {opts.generations} rollouts per step, "
           f"max {opts.max_completion_length} tokens; {opts.rounds} alternating rounds of "
           f"{opts.warmup} + {opts.steps} steps per trainer, {opts.threads} thread(s)")  # fmt: skip
-    print(describe("vanilla GRPO step", grpo))
-    print(describe("TRAAC step       ", traac))
+    print(describe("vanilla GRPO step         ", grpo))
+    print(describe("TRAAC step                ", traac))
+    print(describe("TRAAC step, telemetry off ", silent))
     for key, values in sorted(phases.items()):
         print(f"  TRAAC {key.removeprefix('traac/')}: mean {statistics.mean(values):.3f}")
     ratio = statistics.mean(traac) / statistics.mean(grpo)
     print(f"ratio TRAAC / GRPO (means): {ratio:.2f} (goal <= 1.25)")
+    own = statistics.mean(telemetry)
+    log_on, log_off = statistics.mean(log_times[True]), statistics.mean(log_times[False])
+    share = (own + log_on - log_off) / statistics.mean(traac)
+    print(
+        f"telemetry: _log_step {1000 * own:.1f} ms/step, TRL log {1000 * log_on:.1f} ms with its "
+        f"keys vs {1000 * log_off:.1f} ms without: {100 * share:.2f}% of a TRAAC step "
+        "(goal <= 2%)"
+    )
+    ab = statistics.mean(traac) / statistics.mean(silent)
+    print(f"A/B: TRAAC step with / without telemetry (means): {ab:.3f} (machine noise included)")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from traac.cli import main
-from traac.evaluation.testtime import CompressingGenerator
+from traac.evaluation.testtime import ThinkingGenerator
 
 SPECIALS = ["<pad>", "<eos>", "<think>", "</think>"]
 PAD, EOS, OPEN, CLOSE = range(4)
@@ -81,12 +81,12 @@ def scripted(monkeypatch, tokenizer):
         f"<|user|>{q}\n<|assistant|>": ([OPEN, *enc(tokenizer, r), CLOSE], enc(tokenizer, " 8"))
         for q, r in REASONINGS.items()
     }
-    original = CompressingGenerator.generate
+    original = ThinkingGenerator.generate
 
     def generate(self, prompts, **kwargs):
         return original(self, prompts, logits_processor=Script(tokenizer, plans), **kwargs)
 
-    monkeypatch.setattr(CompressingGenerator, "generate", generate)
+    monkeypatch.setattr(ThinkingGenerator, "generate", generate)
 
 
 def test_generate_prints_pruned_steps_and_writes_json_and_html(
@@ -119,6 +119,34 @@ def test_generate_prints_pruned_steps_and_writes_json_and_html(
     assert "<html" in out_html.read_text().lower()
 
 
+@pytest.mark.parametrize("tau", [None, "1"])
+def test_a_think_budget_interrupts_and_the_model_answers(
+    model_dir, tmp_path, capsys, scripted, tau
+):
+    """At 10 think tokens every scripted reasoning is interrupted: the auxiliary prompt and the
+    closer are appended and the scripted answer follows; pruned first with --compress-tau."""
+    from traac.method.formats import AUX_PROMPT, ChatFormat
+
+    out_json = tmp_path / "out.json"
+    args = ["--model", str(model_dir), "--prompt", "q1", "--think-budget", "10"]
+    code, out, err = run_cli(
+        capsys, *args, *(["--compress-tau", tau] if tau else []), "--json", str(out_json)
+    )
+    assert code == 0, err
+    payload = json.loads(out_json.read_text())
+    assert payload["settings"]["think_budget"] == 10
+    assert payload["settings"]["compress_tau"] == (1.0 if tau else None)
+    (sample,) = payload["samples"]
+    assert sample["closed"] and sample["interrupted"]
+    assert sample["reasoning"] == REASONINGS["q1"][:9]  # the opener is the 10th token
+    kept = sample["compressed_reasoning"]
+    tail = ChatFormat.aux_separator(kept) + AUX_PROMPT
+    assert sample["response"] == f"<think>{kept}{tail}</think> 8"
+    assert (sample["steps"] != []) == (tau is not None)
+    assert "interrupted at the think budget (10 tokens)" in out
+    assert "1 prompt(s), 1 closed their think block (1 interrupted at the think budget)" in out
+
+
 def test_unclosed_think_block_is_reported_uncompressed(model_dir, tmp_path, capsys):
     out_json = tmp_path / "out.json"
     code, out, err = run_cli(
@@ -148,6 +176,7 @@ def test_unclosed_think_block_is_reported_uncompressed(model_dir, tmp_path, caps
         (["--prompt", "hi", "--json", "{tmp}"], "is a directory"),
         (["--prompt", "hi", "--temperature", "nan"], "--temperature nan"),
         (["--prompt", "hi", "--uniformity-gate", "1.5"], "uniformity_gate: 1.5"),
+        (["--prompt", "hi", "--think-budget", "0"], "--think-budget"),
     ],
 )
 def test_bad_input_is_a_one_line_error(tmp_path, capsys, args, message):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -11,12 +13,14 @@ from traac.errors import TraacError
 from traac.evaluation.records import SampleRecord
 from traac.evaluation.report import (
     TierStats,
+    budget_table,
     build_report,
     difficulty_table,
     load_models,
     main_table,
     otb_table,
     pooled_tiers,
+    verdict_table,
 )
 from traac.evaluation.runner import EvalSettings, run_eval
 
@@ -129,13 +133,90 @@ def test_traac_report_writes_markdown_and_plots(runs, tmp_path, capsys):
     assert main([str(runs / "base"), str(runs / "traac"), "--output", str(out)]) == 0
     assert "Change against base" in capsys.readouterr().out
     assert (out / "report.md").read_text().startswith("# Evaluation report")
-    for name in ("accuracy_vs_length.png", "difficulty.png", "oaa_curves.png"):
+    for name in ("accuracy_vs_length.png", "difficulty.png", "oaa_curves.png", "lengths.png"):
         data = (out / name).read_bytes()
         assert data.startswith(PNG) and len(data) > 10_000, name
+        assert base64.b64encode(data).decode() in (out / "report.html").read_text(), name
     # Without difficulty tiers there is no difficulty figure.
     bare = tmp_path / "bare"
     assert main([str(runs / "base" / "otb"), "--output", str(bare)]) == 0
     assert sorted(p.name for p in bare.glob("*.png")) == [
         "accuracy_vs_length.png",
+        "lengths.png",
         "oaa_curves.png",
     ]
+
+
+def test_lengths_of_right_and_wrong_samples(runs):
+    models = load_models([runs / "base", runs / "traac"])
+    table = verdict_table(models)
+    # base on tiers: right = 4 easy (402 words, 401 before the closer) + 1 hard (802, 801);
+    # wrong = 3 hard.
+    row = ["base", "tiers", "62.5", "482.0", "802.0", "481.0", "801.0"]
+    assert row in [list(r) for r in table.rows]
+    assert table.markdown() in build_report(models)
+
+
+def add_budget_runs(runs: Path, root: Path) -> None:
+    """Copies of the two models, each with runs "made" at think budgets 100 and 300, truncating
+    and compressing (tau 0.4): scored responses whose run.json says so, as `traac eval
+    --think-budget B [--compress-tau 0.4]` writes it. Compressing is right on one more hard
+    item than truncating; the budget of 300 on one more than 100."""
+    for model in PROFILES:
+        shutil.copytree(runs / model, root / model)
+        for budget in (100, 300):
+            for tau in (None, 0.4):
+                right = 1 + (budget == 300) + (tau is not None)
+                answers = [str(2 * k) if k < right else "-1" for k in range(4)]
+                rows = [
+                    {"id": f"{tier}{k}", "response": f"<think> hmm</think> \\boxed{{{a}}}"}
+                    for tier in ("easy", "hard")
+                    for k, a in enumerate(answers if tier == "hard" else ["0", "2", "4", "6"])
+                ]
+                name = f"budget-{budget}-{'compress' if tau else 'truncate'}"
+                path = root / f"{model}-{name}.jsonl"
+                path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+                settings = EvalSettings(
+                    dataset=str(runs / "tiers.jsonl"), responses=str(path), max_new_tokens=1000
+                )
+                run_eval(settings, root / model / name)
+                run_file = root / model / name / "run.json"
+                run = json.loads(run_file.read_text())
+                run["settings"].update(think_budget=budget, compress_tau=tau)
+                run_file.write_text(json.dumps(run))
+
+
+def test_think_budget_runs_form_the_sweep(runs, tmp_path, capsys):
+    from traac.commands.report import main
+
+    add_budget_runs(runs, tmp_path)
+    models = load_models([tmp_path / "base", tmp_path / "traac"])
+    assert sorted(models[0].runs) == ["otb", "tiers"]  # the budget runs are not columns
+    assert len(models[0].budget_runs) == 4
+    table = budget_table(models)
+    assert list(table.columns) == [
+        "Model", "Dataset", "Think budget", "interrupted (%)", "truncate Acc",
+        "compress 0.4 Acc", "Δ Acc compress 0.4 (pts)", "truncate Len", "compress 0.4 Len",
+        "compress 0.4 pruned",
+    ]  # fmt: skip
+    rows = [list(r) for r in table.rows]
+    # hard: 1 (+1 at 300) (+1 compressing) of 4 right, easy all 4.
+    assert rows[:3] == [
+        ["base", "tiers", "100", "-", "62.50", "75.00", "+12.50", "3", "3", "0.0"],
+        ["base", "tiers", "300", "-", "75.00", "87.50", "+12.50", "3", "3", "0.0"],
+        ["base", "tiers", "none", "-", "62.50", "-", "-", "602", "-", "-"],
+    ]
+    assert len(rows) == 6
+    out = tmp_path / "report"
+    assert main([str(tmp_path / "base"), str(tmp_path / "traac"), "--output", str(out)]) == 0
+    assert "Think budget sweep" in capsys.readouterr().out
+    data = (out / "budget_sweep.png").read_bytes()
+    assert data.startswith(PNG) and len(data) > 10_000
+    page = (out / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.count("data:image/png;base64,") == 5
+    assert table.html() in page and "no pruned steps to show" in page
+    assert "http" not in page.replace('href="#', "")  # nothing to fetch: one self-contained file
+    # Two runs of one model at the same budget and mode cannot both be rows.
+    shutil.copytree(tmp_path / "base" / "budget-100-truncate", tmp_path / "base" / "again")
+    with pytest.raises(TraacError, match="two runs on tiers at think budget 100 \\(truncate\\)"):
+        load_models([tmp_path / "base"])

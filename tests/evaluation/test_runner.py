@@ -22,6 +22,7 @@ from traac.errors import TraacError
 from traac.evaluation.generation import Generation
 from traac.evaluation.records import SampleRecord, summarize
 from traac.evaluation.runner import EvalSettings, SamplesFile, read_summary, run_eval
+from traac.method.formats import AUX_PROMPT
 
 REPO = Path(__file__).resolve().parents[2]
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
@@ -503,3 +504,48 @@ def test_the_prompt_style_a_model_was_trained_with_is_its_default(
     assert told["prompt"] == chatml.format(
         "What is 1 + 1? Let's think step by step and output the final answer within \\boxed{}"
     )
+
+
+def test_traac_eval_with_a_think_budget_records_the_interruptions(tmp_path, dataset, model_dir):
+    from traac.commands.eval import main
+
+    argv = ["--model", str(model_dir), "--dataset", str(dataset), "--num-samples", "2"]
+    argv += ["--max-new-tokens", "12", "--limit", "2"]
+    for tau in (None, "0.4"):
+        out = tmp_path / f"budget-{tau}"
+        extra = ["--think-budget", "3", *(["--compress-tau", tau] if tau else [])]
+        assert main([*argv, "--output", str(out), *extra]) == 0
+        records = lines(out / "samples.jsonl")
+        assert len(records) == 4
+        for r in records:
+            assert 1 <= r["budget_think_tokens"] <= 3 and isinstance(r["interrupted"], bool)
+            if r["interrupted"]:
+                assert r["budget_think_tokens"] == 3
+                assert f"{AUX_PROMPT}</think>" in r["response"]
+            assert ("ttc_tokens_saved" in r) == (tau is not None)
+        run = json.loads((out / "run.json").read_text())["settings"]
+        assert run["think_budget"] == 3 and run["compress_tau"] == (0.4 if tau else None)
+        summary = json.loads((out / "summary.json").read_text())
+        share = 100 * sum(r["interrupted"] for r in records) / 4
+        assert summary["interrupted_rate"] == pytest.approx(share)
+    with pytest.raises(TraacError, match="think_budget"):
+        main([*argv, "--output", str(tmp_path / "budget-None")])  # another run's directory
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--think-budget", "0"], "--think-budget 0: must be at least 1 token"),
+        (["--think-budget", "8", "--backend", "vllm"], "transformers backend only"),
+    ],
+)
+def test_a_bad_think_budget_fails_before_the_model_loads(
+    tmp_path, dataset, model_dir, monkeypatch, extra, message
+):
+    from traac.commands.eval import main
+
+    monkeypatch.setattr("traac.commands.eval.load_model", lambda *a, **k: pytest.fail("loaded"))
+    argv = ["--model", str(model_dir), "--dataset", str(dataset)]
+    with pytest.raises(TraacError, match=re.escape(message)) as err:
+        main([*argv, "--output", str(tmp_path / "out"), *extra])
+    assert "\n" not in str(err.value)

@@ -9,7 +9,7 @@ import torch
 
 from traac.errors import TraacError
 from traac.evaluation.generation import Generation, Sampling
-from traac.evaluation.testtime import CompressingBackend, CompressingGenerator, render_prompt
+from traac.evaluation.testtime import ThinkingBackend, ThinkingGenerator, render_prompt
 from traac.method.compression import Compressor
 from traac.method.formats import AUX_PROMPT, ChatFormat
 from traac.method.scoring import AttentionScorer
@@ -116,7 +116,7 @@ def suffix_tokens(tokenizer) -> int:
 @pytest.mark.parametrize(("layers", "chunk"), [("all", 1), ("first_half", 1), ("all", 32)])
 def test_cached_probe_gives_the_reforward_step_scores(model, tokenizer, layers, chunk):
     fmt = ChatFormat()
-    generator = CompressingGenerator(
+    generator = ThinkingGenerator(
         model,
         tokenizer,
         fmt,
@@ -157,9 +157,9 @@ def test_batch_of_prompts_of_different_lengths_matches_reforward(model, tokenize
     late = "late opener"
     plans[late] = ([*enc(tokenizer, "Hmm. "), OPEN, *enc(tokenizer, REASONINGS["q3?"]), CLOSE], [])
     prompts = list(plans)
-    generator = CompressingGenerator(model, tokenizer, fmt, compress_tau=1.0, probe_chunk=chunk)
+    generator = ThinkingGenerator(model, tokenizer, fmt, compress_tau=1.0, probe_chunk=chunk)
     samples = generator.generate(prompts, logits_processor=Script(tokenizer, plans))
-    reforward = CompressingGenerator(model, tokenizer, fmt, compress_tau=1.0, probe="reforward")
+    reforward = ThinkingGenerator(model, tokenizer, fmt, compress_tau=1.0, probe="reforward")
     again = reforward.generate(prompts, logits_processor=Script(tokenizer, plans))
     for sample, other in zip(samples, again, strict=True):
         ref = reference(model, tokenizer, fmt, sample.reasoning, 1.0)
@@ -178,7 +178,7 @@ def test_batch_of_prompts_of_different_lengths_matches_reforward(model, tokenize
 def test_answer_is_written_from_the_compressed_reasoning(model, tokenizer):
     fmt = ChatFormat()
     prompts = list(REASONINGS)
-    generator = CompressingGenerator(model, tokenizer, fmt, compress_tau=1.0)
+    generator = ThinkingGenerator(model, tokenizer, fmt, compress_tau=1.0)
     samples = generator.generate(
         prompts, logits_processor=Script(tokenizer, plans_for(tokenizer, REASONINGS))
     )
@@ -205,7 +205,7 @@ def test_without_eviction_it_decodes_exactly_as_plain_generate(model, tokenizer)
 
     plans = {p: ([OPEN, *enc(tokenizer, r), CLOSE], None) for p, r in REASONINGS.items()}
     script = Script(tokenizer, plans)
-    generator = CompressingGenerator(model, tokenizer, ChatFormat(), compress_tau=0.0)
+    generator = ThinkingGenerator(model, tokenizer, ChatFormat(), compress_tau=0.0)
     ours = generator.generate(
         list(plans), max_new_tokens=100, temperature=0, logits_processor=script
     )
@@ -228,7 +228,7 @@ def test_without_eviction_it_decodes_exactly_as_plain_generate(model, tokenizer)
 
 
 def test_tau_zero_keeps_the_reasoning_and_continues_it(model, tokenizer):
-    generator = CompressingGenerator(model, tokenizer, ChatFormat(), compress_tau=0.0)
+    generator = ThinkingGenerator(model, tokenizer, ChatFormat(), compress_tau=0.0)
     plans = plans_for(tokenizer, REASONINGS)
     samples = generator.generate(list(plans), logits_processor=Script(tokenizer, plans))
     for s in samples:
@@ -244,7 +244,7 @@ def test_no_closer_means_no_compression(model, tokenizer):
         "runs out": ([OPEN, *enc(tokenizer, "So on and on and on")], []),  # then eos
         "too long": ([OPEN, *enc(tokenizer, "Wait " * 20)], []),
     }
-    generator = CompressingGenerator(model, tokenizer, fmt, compress_tau=1.0)
+    generator = ThinkingGenerator(model, tokenizer, fmt, compress_tau=1.0)
     eos, length = generator.generate(
         list(plans), max_new_tokens=40, logits_processor=Script(tokenizer, plans)
     )
@@ -260,7 +260,7 @@ def test_no_closer_means_no_compression(model, tokenizer):
 def test_prompt_opens_format(model, tokenizer):
     fmt = ChatFormat(opener_in_prompt=True)
     plans = {"q1<think>": ([*enc(tokenizer, REASONINGS["q1"]), CLOSE], enc(tokenizer, "4"))}
-    generator = CompressingGenerator(model, tokenizer, fmt, compress_tau=1.0, probe_chunk=1)
+    generator = ThinkingGenerator(model, tokenizer, fmt, compress_tau=1.0, probe_chunk=1)
     (sample,) = generator.generate(["q1<think>"], logits_processor=Script(tokenizer, plans))
     ref = reference(model, tokenizer, fmt, sample.reasoning, 1.0)
     np.testing.assert_allclose(sample.compression.scores, ref.scores, rtol=0, atol=1e-5)
@@ -272,7 +272,7 @@ def test_a_preamble_before_the_opener_is_kept_out_of_the_reasoning(model, tokeni
     fmt = ChatFormat()
     think = [*enc(tokenizer, "ok "), OPEN, *enc(tokenizer, REASONINGS["q1"]), CLOSE]
     plans = {"q1": (think, enc(tokenizer, "4"))}
-    generator = CompressingGenerator(model, tokenizer, fmt, compress_tau=1.0, probe_chunk=1)
+    generator = ThinkingGenerator(model, tokenizer, fmt, compress_tau=1.0, probe_chunk=1)
     (sample,) = generator.generate(["q1"], logits_processor=Script(tokenizer, plans))
     assert sample.reasoning == REASONINGS["q1"]
     ref = reference(model, tokenizer, fmt, sample.reasoning, 1.0)
@@ -284,7 +284,7 @@ def test_a_preamble_before_the_opener_is_kept_out_of_the_reasoning(model, tokeni
 def test_a_model_that_never_opens_still_gets_exact_scores(model, tokenizer):
     fmt = ChatFormat()
     plans = {"q1": ([*enc(tokenizer, REASONINGS["q1"]), CLOSE], enc(tokenizer, "4"))}
-    generator = CompressingGenerator(model, tokenizer, fmt, compress_tau=1.0)
+    generator = ThinkingGenerator(model, tokenizer, fmt, compress_tau=1.0)
     (sample,) = generator.generate(["q1"], logits_processor=Script(tokenizer, plans))
     assert sample.reasoning == REASONINGS["q1"]  # what ChatFormat.parse calls the reasoning
     ref = reference(model, tokenizer, fmt, sample.reasoning, 1.0)
@@ -298,7 +298,7 @@ def test_a_model_that_never_opens_still_gets_exact_scores(model, tokenizer):
 def test_a_probe_longer_than_the_model_takes_is_not_compressed(make_model, tokenizer, probe):
     model = make_model(tokenizer, max_positions=150)  # the probe of q1 is 162 tokens
     plans = plans_for(tokenizer, {"q1": REASONINGS["q1"]})
-    generator = CompressingGenerator(model, tokenizer, ChatFormat(), compress_tau=1.0, probe=probe)
+    generator = ThinkingGenerator(model, tokenizer, ChatFormat(), compress_tau=1.0, probe=probe)
     (sample,) = generator.generate(["q1"], logits_processor=Script(tokenizer, plans))
     assert sample.closed and sample.tokens_saved == 0 and sample.probe_tokens == 0
     assert "more than the model's 150 positions" in sample.note
@@ -306,7 +306,7 @@ def test_a_probe_longer_than_the_model_takes_is_not_compressed(make_model, token
 
 
 def test_sampling_is_seeded_and_bounded(model, tokenizer):
-    generator = CompressingGenerator(model, tokenizer, ChatFormat())
+    generator = ThinkingGenerator(model, tokenizer, ChatFormat())
     prompts = ["a", "bb", "ccc"]
     first = generator.generate(prompts, max_new_tokens=30, seed=3)
     assert [s.response for s in first] == [
@@ -321,12 +321,12 @@ def test_sampling_is_seeded_and_bounded(model, tokenizer):
 
 def test_backend_gives_generations_with_tokens_saved(model, tokenizer):
     plans = plans_for(tokenizer, REASONINGS)
-    generator = CompressingGenerator(model, tokenizer, ChatFormat(), compress_tau=1.0)
+    generator = ThinkingGenerator(model, tokenizer, ChatFormat(), compress_tau=1.0)
     generator_generate = generator.generate
     generator.generate = lambda prompts, **kw: generator_generate(  # force the scripts
         prompts, logits_processor=Script(tokenizer, plans), **kw
     )
-    backend = CompressingBackend(generator)
+    backend = ThinkingBackend(generator)
     assert backend.max_context == 512 and backend.tokenizer is tokenizer
     outs = backend.generate(
         list(plans), Sampling(temperature=0, max_new_tokens=200), ["a", "b", "c"]
@@ -363,12 +363,12 @@ def test_render_prompt_applies_the_chat_template(tokenizer):
 )
 def test_bad_settings_are_one_line_errors(model, tokenizer, kwargs, message):
     with pytest.raises(TraacError, match=message) as err:
-        CompressingGenerator(model, tokenizer, **kwargs())
+        ThinkingGenerator(model, tokenizer, **kwargs())
     assert "\n" not in str(err.value)
 
 
 def test_bad_prompts_and_budgets(model, tokenizer):
-    generator = CompressingGenerator(model, tokenizer, ChatFormat())
+    generator = ThinkingGenerator(model, tokenizer, ChatFormat())
     with pytest.raises(TraacError, match="empty"):
         generator.generate(["ok", "  "])
     with pytest.raises(TraacError, match="lower max_new_tokens to at most 508"):
@@ -376,3 +376,103 @@ def test_bad_prompts_and_budgets(model, tokenizer):
     with pytest.raises(TraacError, match="temperature"):
         generator.generate(["four"], temperature=-1)
     assert generator.generate([]) == []
+
+
+LONG = "Wait, 2+2. So 4. Hmm, check it again. Then 4. Let me see once more. So 4 it is."
+
+
+def interrupted_plans(tokenizer) -> dict[str, tuple[list[int], list[int]]]:
+    """One model that thinks past any small budget, one that closes within it."""
+    return plans_for(tokenizer, {"long one": LONG, "q1": REASONINGS["q1"][:9]})
+
+
+@pytest.mark.parametrize("budget", [1, 12, 40])
+def test_a_think_budget_interrupts_the_papers_way(model, tokenizer, budget):
+    """At B tokens the auxiliary prompt and the closer are appended and the model answers: the
+    response is well formed, and its think block is the model's first B tokens."""
+    fmt = ChatFormat()
+    plans = interrupted_plans(tokenizer)
+    generator = ThinkingGenerator(model, tokenizer, fmt, think_budget=budget)
+    cut, short = generator.generate(
+        list(plans), max_new_tokens=200, logits_processor=Script(tokenizer, plans)
+    )
+    think, answer = plans["long one"]
+    assert cut.interrupted and cut.closed and cut.compression is None
+    assert cut.think_tokens == budget and cut.reasoning_tokens == budget - 1  # the opener counts
+    reasoning = tokenizer.decode(think[1:budget])
+    tail = fmt.aux_separator(reasoning) + AUX_PROMPT
+    assert cut.reasoning == reasoning and cut.answer == " \\boxed{8}"
+    assert cut.response == f"<think>{reasoning}{tail}</think> \\boxed{{8}}"
+    assert cut.token_ids == (*think[:budget], *enc(tokenizer, tail), CLOSE, *answer)
+    parsed = fmt.parse(cut.response)
+    assert parsed.well_formed and parsed.closed and parsed.answer == " \\boxed{8}"
+    if budget > len(plans["q1"][0]):  # closed within the budget: answered as it was
+        assert not short.interrupted and short.closed
+        assert short.token_ids == (*plans["q1"][0], *plans["q1"][1])
+    else:
+        assert short.interrupted and short.think_tokens == budget
+
+
+def test_a_think_budget_with_compression_answers_from_the_pruned_steps(model, tokenizer):
+    """With --compress-tau the interrupted reasoning is scored by the probe (the same scores a
+    full re-forward gives) and pruned; the answer follows the kept steps, the auxiliary prompt
+    and the closer."""
+    fmt = ChatFormat()
+    plans = interrupted_plans(tokenizer)
+    budget = 60
+    generator = ThinkingGenerator(model, tokenizer, fmt, compress_tau=1.0, think_budget=budget)
+    cut, short = generator.generate(
+        list(plans), max_new_tokens=200, logits_processor=Script(tokenizer, plans)
+    )
+    assert cut.interrupted and not short.interrupted
+    assert cut.think_tokens == budget and cut.reasoning == tokenizer.decode(
+        plans["long one"][0][1:budget]
+    )
+    ref = reference(model, tokenizer, fmt, cut.reasoning, 1.0)
+    np.testing.assert_allclose(cut.compression.scores, ref.scores, rtol=0, atol=1e-5)
+    assert cut.compression.kept == ref.kept and cut.compressed_reasoning == ref.text
+    assert ref.text != cut.reasoning and cut.tokens_saved > 0, "nothing evicted"
+    tail = fmt.aux_separator(ref.text) + AUX_PROMPT
+    assert cut.response == f"<think>{ref.text}{tail}</think> \\boxed{{8}}"
+    prefix = [OPEN, *tokenizer.encode(ref.text + tail + "</think>", add_special_tokens=False)]
+    assert cut.token_ids == (*prefix, *enc(tokenizer, " \\boxed{8}"))
+    assert fmt.parse(cut.response).well_formed
+    assert short.compression is not None  # closed within the budget: test-time compression
+
+
+def test_a_budget_at_or_past_the_token_limit_never_interrupts(model, tokenizer):
+    plans = interrupted_plans(tokenizer)
+    generator = ThinkingGenerator(model, tokenizer, ChatFormat(), think_budget=30)
+    cut, _ = generator.generate(
+        list(plans), max_new_tokens=30, logits_processor=Script(tokenizer, plans)
+    )
+    assert not cut.interrupted and not cut.closed and cut.finish_reason == "length"
+    assert len(cut.token_ids) == 30
+    # One token short of the limit: interrupted, and the answer has no room left.
+    generator = ThinkingGenerator(model, tokenizer, ChatFormat(), think_budget=29)
+    cut, _ = generator.generate(
+        list(plans), max_new_tokens=30, logits_processor=Script(tokenizer, plans)
+    )
+    assert cut.interrupted and cut.think_tokens == 29 and cut.answer_tokens <= 1
+
+
+def test_the_backend_records_the_interruption(model, tokenizer):
+    plans = interrupted_plans(tokenizer)
+    generator = ThinkingGenerator(model, tokenizer, ChatFormat(), think_budget=12)
+    generator_generate = generator.generate
+    generator.generate = lambda prompts, **kw: generator_generate(  # force the scripts
+        prompts, logits_processor=Script(tokenizer, plans), **kw
+    )
+    cut, short = ThinkingBackend(generator).generate(
+        list(plans), Sampling(temperature=0, max_new_tokens=200), ["a", "b"]
+    )
+    assert (cut.interrupted, cut.budget_think_tokens) == (True, 12)
+    assert (short.interrupted, short.budget_think_tokens) == (False, len(plans["q1"][0]) - 1)
+    assert cut.extra == {} and cut.text.endswith("</think> \\boxed{8}")
+
+
+@pytest.mark.parametrize("budget", [0, -3, True])
+def test_a_bad_think_budget_is_a_one_line_error(model, tokenizer, budget):
+    with pytest.raises(TraacError, match="think_budget") as err:
+        ThinkingGenerator(model, tokenizer, think_budget=budget)
+    assert "\n" not in str(err.value)

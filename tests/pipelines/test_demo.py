@@ -10,9 +10,19 @@ import pytest
 
 from traac import cli
 from traac.errors import TraacError
+from traac.evaluation.html_report import write_report
 from traac.evaluation.records import EvalSummary
+from traac.evaluation.report import budget_table, load_models
+from traac.evaluation.runner import SAMPLES_FILE, EvalSettings, SamplesFile, run_eval
+from traac.method.formats import AUX_PROMPT, ChatFormat
 from traac.method.metrics import GroupStats
-from traac.pipelines.demo import BinCompression, DemoSettings, targets, training_compression
+from traac.pipelines.demo import (
+    BinCompression,
+    BudgetSweep,
+    DemoSettings,
+    targets,
+    training_compression,
+)
 from traac.pipelines.stages import QUICK_TRAINING, HeldOut, TierRow, tier_rows
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "testbed.yaml"
@@ -35,10 +45,16 @@ def test_quick_demo_writes_report_summary_plots_and_viewer(quick_testbed, tmp_pa
         "evaluate base",
         "train TRAAC",
         "evaluate TRAAC",
+        "think budget sweep",
         "report",
     }
     report = (out / "report.md").read_text()
     assert "| overall |" in report and "## Targets" in report
+    assert "## Think budget sweep" in report and "budget_sweep.png" in summary["plots"]
+    swept = {(p["model"], p["mode"]) for p in summary["budget_sweep"] if p["budget"] is not None}
+    assert swept == {(m, t) for m in ("base", "TRAAC") for t in ("truncate", "compress 0.4")}
+    target = summary["targets"]["compress beats truncate at half the base think length"]
+    assert target["measured"].startswith("compress - truncate at ")
     for plot in summary["plots"]:
         assert (out / plot).stat().st_size > 1000
     page = (out / "steps.html").read_text()
@@ -134,3 +150,54 @@ def test_demo_settings_quick_and_full(tmp_path):
     missing = DemoSettings.make(tmp_path, quick=True, recipe=tmp_path / "no.yaml")
     with pytest.raises(TraacError, match="no such recipe"):
         missing.recipe_with_overrides  # noqa: B018
+
+
+def test_budget_sweep_on_the_quick_testbed(quick_testbed, tmp_path):
+    """Both modes at two budgets on the quick testbed: an interrupted response is well formed,
+    holds the auxiliary prompt right before its closer, and is verified like any other (scoring
+    its text as a plain response gives the same verdict); the report reads the runs back as the
+    sweep, with step examples from the compressing runs."""
+    held = HeldOut(per_tier=4, num_samples=1, max_new_tokens=160)
+    sweep = BudgetSweep(fractions=(0.25, 0.5), per_tier=2, num_samples=2)
+    budgets = sweep.run({"base": quick_testbed}, tmp_path / "eval", held, mean_think_tokens=40.0)
+    assert budgets == [10, 20]
+    fmt = ChatFormat()
+    interrupted = well_formed = 0
+    for run in sorted((tmp_path / "eval" / "base").iterdir()):
+        records = SamplesFile(run / SAMPLES_FILE).read()
+        assert len(records) == 3 * 2 * 2  # 2 problems per tier, 2 samples
+        budget = int(run.name.split("-")[1])
+        for record in records.values():
+            assert record.budget_think_tokens is not None
+            assert record.budget_think_tokens <= budget
+            if record.interrupted:
+                interrupted += 1
+                assert record.budget_think_tokens == budget
+                # The interruption closes the block right after the auxiliary prompt; the
+                # response is well formed unless the model wrote a stray tag of its own (the
+                # quick testbed sometimes opens a second block).
+                head, _, answer = record.response.partition("</think>")
+                assert head.startswith("<think>") and head.endswith(AUX_PROMPT)
+                own_tags = "<think>" in head[len("<think>") :] or "</think>" in answer
+                assert fmt.parse(record.response).well_formed == (not own_tags)
+                well_formed += not own_tags
+            assert ("ttc_step_kept" in record.extra) == run.name.endswith("compress")
+        rows = [{"id": i, "sample": s, "response": r.response} for (i, s), r in records.items()]
+        responses = tmp_path / f"{run.name}.jsonl"
+        responses.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        settings = EvalSettings(
+            dataset=held.subset(2, 2).dataset, responses=str(responses), max_new_tokens=160
+        )
+        rescored = run_eval(settings, tmp_path / "rescored" / run.name).records
+        assert {(r.id, r.sample): r.correct for r in rescored} == {
+            k: r.correct for k, r in records.items()
+        }
+    assert well_formed > 0, f"none of {interrupted} interrupted responses is well formed"
+    (model,) = load_models([tmp_path / "eval" / "base"])
+    assert not model.runs and len(model.budget_runs) == 4
+    table = budget_table([model])
+    assert [row[2] for row in table.rows] == ["10", "20"]
+    written = write_report([model], tmp_path / "report")
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert "budget_sweep.png" in [p.name for p in written]
+    assert page.count("<section><h2>base · testbed:all · think budget") == 4  # 2 compress runs

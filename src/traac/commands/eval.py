@@ -23,7 +23,7 @@ from traac.errors import TraacError
 from traac.evaluation.generation import BACKENDS, Backend, make_backend
 from traac.evaluation.prompts import PROMPT_STYLES
 from traac.evaluation.runner import EvalSettings, file_sha256, run_eval
-from traac.evaluation.testtime import CompressingBackend, CompressingGenerator
+from traac.evaluation.testtime import ThinkingBackend, ThinkingGenerator
 from traac.method.settings import CompressionSettings, FormatSettings
 from traac.testbed.build import resolve_model
 
@@ -88,7 +88,21 @@ def build_parser() -> ArgumentParser:
         help="test-time compression: think, prune the least attended steps at this tau, answer "
         "from the rest (the paper's test-time variant: 0.4); samples record the tokens saved",
     )
-    add_settings(p, CompressionSettings, "test-time compression (with --compress-tau)")
+    p.add_argument(
+        "--think-budget",
+        "--think_budget",
+        dest="think_budget",
+        type=int,
+        metavar="B",
+        help="interrupt a think block at B tokens the paper's way (the auxiliary prompt and the "
+        "closer are appended) and let the model answer; with --compress-tau the interrupted "
+        "reasoning is pruned first, so the answer reads its key steps",
+    )
+    add_settings(
+        p,
+        CompressionSettings,
+        "test-time compression (with --compress-tau; --aux-prompt also with --think-budget)",
+    )
     add_settings(p, FormatSettings, "think format")
     p.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda if available)")
     p.add_argument(
@@ -104,8 +118,9 @@ def main(argv: list[str]) -> int:
     think = settings_from(args, FormatSettings)
     if args.responses is not None and (args.device or args.dtype):
         raise TraacError("--device and --dtype apply to generation; --responses needs no model")
-    if args.compress_tau is not None and args.backend != "transformers":
-        raise TraacError("--compress-tau runs on the transformers backend only")
+    thinking = args.compress_tau is not None or args.think_budget is not None
+    if thinking and args.backend != "transformers":
+        raise TraacError("--compress-tau and --think-budget run on the transformers backend only")
     if not args.dataset.strip():
         raise TraacError(
             "--dataset: empty; pass a file, testbed:TIER, reasoning-gym:TASK or a name"
@@ -130,24 +145,26 @@ def main(argv: list[str]) -> int:
         seed=args.seed,
         chat_format=think.chat_format,
         compress_tau=args.compress_tau,
-        compression=asdict(compression) if args.compress_tau is not None else None,
+        compression=asdict(compression) if thinking else None,
+        think_budget=args.think_budget,
     )
     tokenizer = load_tokenizer(model or args.tokenizer) if (model or args.tokenizer) else None
 
     def backend(tok: Any) -> Backend:
         path = resolve_model(model)
-        if args.compress_tau is None:
+        if not thinking:
             return make_backend(
                 args.backend, path, tok, device=args.device, dtype=args.dtype, seed=args.seed
             )
-        generator = CompressingGenerator(
+        generator = ThinkingGenerator(
             load_model(path, device=device, dtype=dtype),
             tok,
             think.resolve(tok),
             compress_tau=args.compress_tau,
+            think_budget=args.think_budget,
             settings=compression,
         )
-        return CompressingBackend(generator)
+        return ThinkingBackend(generator)
 
     console = make_console()
     result = run_eval(

@@ -1,9 +1,11 @@
-"""`traac generate`: answer prompts with test-time attentive compression.
+"""`traac generate`: answer prompts with test-time attentive compression and think budgets.
 
 The model thinks until it closes its think block, the least attended reasoning steps are pruned
 at a fixed tau, and the model writes its answer from the pruned reasoning (SPEC section 5, last
-point). Prints each reasoning with the pruned steps struck through, the answer, and reasoning
-tokens before -> after; `--show-steps` adds the table of step scores.
+point). With `--think-budget B` a think block still open at B tokens is interrupted the paper's
+way (auxiliary prompt and closer appended) and answered; pruned first with `--compress-tau`.
+Prints each reasoning with the pruned steps struck through, the answer, and reasoning tokens
+before -> after; `--show-steps` adds the table of step scores.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from traac.common.models import load_model, load_tokenizer, resolve_device, reso
 from traac.console import make_console, make_progress, print_lines, print_steps
 from traac.errors import TraacError
 from traac.evaluation.generation import check_sampling
-from traac.evaluation.testtime import PROBE_MODES, CompressingGenerator, render_prompt
+from traac.evaluation.testtime import PROBE_MODES, ThinkingGenerator, render_prompt
 from traac.method.settings import TEST_TIME_TAU, CompressionSettings, FormatSettings
 from traac.testbed.build import resolve_model
 
@@ -48,7 +50,8 @@ def build_parser() -> ArgumentParser:
     parser = ArgumentParser(
         prog="traac generate",
         description="Generate with test-time attentive compression: think, prune the least "
-        "attended reasoning steps, answer from the rest.",
+        "attended reasoning steps, answer from the rest; --think-budget interrupts long think "
+        "blocks the paper's way.",
     )
     parser.add_argument(
         "--model", default=None, help="model directory or hub id (default: the testbed model)"
@@ -66,8 +69,18 @@ def build_parser() -> ArgumentParser:
         "--compress_tau",
         dest="compress_tau",
         type=float,
-        default=TEST_TIME_TAU,
-        help=f"target compression rate (default {TEST_TIME_TAU})",
+        default=None,
+        help=f"target compression rate (default {TEST_TIME_TAU}; with --think-budget: none, "
+        "an interrupted think block is answered as written)",
+    )
+    parser.add_argument(
+        "--think-budget",
+        "--think_budget",
+        dest="think_budget",
+        type=int,
+        metavar="B",
+        help="interrupt a think block at B tokens: the auxiliary prompt and the closer are "
+        "appended and the model answers (pruned first with --compress-tau)",
     )
     parser.add_argument("--show-steps", action="store_true", help="print the step score table")
     parser.add_argument(
@@ -101,6 +114,7 @@ def build_parser() -> ArgumentParser:
 
 def check_args(args: argparse.Namespace) -> None:
     check_tau(args.compress_tau)
+    check_positive(args.think_budget, "--think-budget")
     check_positive(args.max_new_tokens, "--max-new-tokens")
     check_sampling(args.temperature, args.top_p, args.max_new_tokens)
     check_positive(args.batch_size, "--batch-size")
@@ -152,7 +166,15 @@ def read_questions(args: argparse.Namespace) -> list[Question]:
     return questions
 
 
-def load_generator(args: argparse.Namespace) -> CompressingGenerator:
+def compress_tau(args: argparse.Namespace) -> float | None:
+    """The tau to compress at: as given; else the paper's test-time tau, except under a think
+    budget, which then interrupts and answers without pruning."""
+    if args.compress_tau is not None or args.think_budget is not None:
+        return args.compress_tau
+    return TEST_TIME_TAU
+
+
+def load_generator(args: argparse.Namespace) -> ThinkingGenerator:
     settings = settings_from(args, CompressionSettings)
     think = settings_from(args, FormatSettings)
     device = resolve_device(args.device)
@@ -160,17 +182,18 @@ def load_generator(args: argparse.Namespace) -> CompressingGenerator:
     path = resolve_model(args.model, make_progress())
     tokenizer = load_tokenizer(path)
     model = load_model(path, device=device, dtype=dtype)
-    return CompressingGenerator(
+    return ThinkingGenerator(
         model,
         tokenizer,
         think.resolve(tokenizer),
-        compress_tau=args.compress_tau,
+        compress_tau=compress_tau(args),
+        think_budget=args.think_budget,
         settings=settings,
         probe=args.probe,
     )
 
 
-def run(generator: CompressingGenerator, prompts: list[str], args: argparse.Namespace) -> list:
+def run(generator: ThinkingGenerator, prompts: list[str], args: argparse.Namespace) -> list:
     """Generate batch by batch behind a progress display (on stderr)."""
     samples: list[Any] = []
     produced = 0
@@ -214,7 +237,15 @@ def print_sample(
     console.print(Text("reasoning ", style="bold") + Text("(pruned steps struck through)", "dim"))
     console.print(marked_reasoning(sample))
     comp = sample.compression
-    if comp is None:
+    if sample.interrupted:
+        console.print(
+            Text(
+                f"interrupted at the think budget ({sample.think_tokens} tokens): auxiliary "
+                "prompt and closer appended",
+                "yellow",
+            )
+        )
+    if not sample.closed:
         console.print(
             Text("no think closer: nothing compressed, the response stands as generated", "yellow")
         )
@@ -246,15 +277,18 @@ def main(argv: list[str]) -> int:
     before = sum(s.tokens_before for s in samples)
     after = sum(s.tokens_after for s in samples)
     closed = sum(s.closed for s in samples)
+    interrupted = sum(s.interrupted for s in samples)
+    cut = f" ({interrupted} interrupted at the think budget)" if args.think_budget else ""
     lines = [
-        f"{len(samples)} prompt(s), {closed} closed their think block; reasoning tokens "
+        f"{len(samples)} prompt(s), {closed} closed their think block{cut}; reasoning tokens "
         f"{before} -> {after}"
     ]
     if args.json is not None:
         settings = {
             key: getattr(args, key)
-            for key in ("model", "compress_tau", "temperature", "top_p", "seed", "probe")
+            for key in ("model", "think_budget", "temperature", "top_p", "seed", "probe")
         }
+        settings["compress_tau"] = generator.tau
         settings.update(
             max_new_tokens=args.max_new_tokens,
             **asdict(settings_from(args, CompressionSettings)),

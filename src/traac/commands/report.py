@@ -7,14 +7,17 @@ import sys
 from pathlib import Path
 
 from traac.commands import ArgumentParser
-from traac.evaluation.plots import write_plots
+from traac.evaluation.html_report import write_report
 from traac.evaluation.report import build_report, load_models
 
 DESCRIPTION = """\
-Tables (markdown, to stdout and OUT/report.md) and PNG plots (OUT) across evaluation runs.
+Tables (markdown, to stdout and OUT/report.md), PNG plots (OUT) and one self-contained page
+holding both with step examples (OUT/report.html) across evaluation runs.
 Each DIR is one row (a model): a `traac eval --output` directory, or a directory of them, one
 subdirectory per dataset (e.g. results/base/aime, results/base/amc -> DIR results/base).
-Datasets are column groups; changes are against the first DIR."""
+Datasets are column groups; changes are against the first DIR. Runs of `traac eval
+--think-budget B` among a model's subdirectories (e.g. results/base/budget-64) form the budget
+sweep: accuracy against B, truncating against compressing (--compress-tau)."""
 
 
 def build_parser() -> ArgumentParser:
@@ -24,7 +27,7 @@ def build_parser() -> ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="evaluation directories")
-    p.add_argument("--output", type=Path, help="write report.md and the plots here")
+    p.add_argument("--output", type=Path, help="write report.md, the plots and report.html here")
     p.add_argument(
         "--names", nargs="+", help="row names, one per DIR (default: the directory names)"
     )
@@ -37,12 +40,8 @@ def main(argv: list[str]) -> int:
     text = build_report(models)
     sys.stdout.write(text)
     if args.output is None:
-        print("(pass --output OUT to write report.md and the plots)", file=sys.stderr)
+        print("(pass --output OUT to write report.md, the plots and report.html)", file=sys.stderr)
         return 0
-    args.output.mkdir(parents=True, exist_ok=True)
-    (args.output / "report.md").write_text(text)
-    written = write_plots(models, args.output)
-    print(
-        f"wrote {args.output / 'report.md'}, " + ", ".join(p.name for p in written), file=sys.stderr
-    )
+    written = write_report(models, args.output)
+    print(f"wrote into {args.output}: " + ", ".join(p.name for p in written), file=sys.stderr)
     return 0

@@ -3,6 +3,7 @@ files, and drawn by the commands on a terminal (`traac.console.print_table`)."""
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -40,6 +41,22 @@ class Table:
         rule = "|" + "|".join("---" if k in self.left else "---:" for k in range(len(self.columns)))
         body = ["| " + " | ".join(_cell(c) for c in row) + " |" for row in self.rows]
         return "\n".join([head, rule + "|", *body])
+
+    def html(self) -> str:
+        """An HTML `<table>` (cells escaped; number columns get class `num`)."""
+
+        def cells(tag: str, row: Sequence[str]) -> str:
+            return "".join(
+                f"<{tag}{'' if k in self.left else ' class=num'}>{html.escape(str(c))}</{tag}>"
+                for k, c in enumerate(row)
+            )
+
+        caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
+        body = "".join(f"<tr>{cells('td', row)}</tr>" for row in self.rows)
+        return (
+            f"<table>{caption}<thead><tr>{cells('th', self.columns)}</tr></thead>"
+            f"<tbody>{body}</tbody></table>"
+        )
 
 
 def _cell(text: str) -> str:

@@ -3,8 +3,8 @@
 A `Backend` turns prompts (exact text, chat template already applied) into one `Generation`
 each. `TransformersBackend` runs anywhere (CPU or GPU, left-padded batches); `VLLMBackend` is
 imported only when chosen. Anything with the same `generate` method slots in, e.g. a backend
-that decodes until the think closer, compresses the reasoning and lets the model answer
-(test-time compression) by wrapping another backend.
+that decodes until the think closer or a think budget, compresses the reasoning and lets the
+model answer (`traac.evaluation.testtime.ThinkingBackend`).
 """
 
 from __future__ import annotations
@@ -49,11 +49,15 @@ def check_sampling(temperature: float, top_p: float, max_new_tokens: int | None)
 @dataclass(frozen=True)
 class Generation:
     """One sampled response: its text (special think tags kept, end-of-sequence dropped) and
-    the generated token ids behind it."""
+    the generated token ids behind it. Under a think budget, `interrupted` says whether the
+    budget closed the think block and `budget_think_tokens` how many tokens the model wrote
+    before its closer or the interruption (None: no budget)."""
 
     text: str
     token_ids: tuple[int, ...]
     finish_reason: Literal["stop", "length"]
+    interrupted: bool | None = None
+    budget_think_tokens: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # more fields for the sample's record
 
 

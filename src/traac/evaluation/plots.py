@@ -8,6 +8,13 @@
   OptimalThinkingBench, its overthinking half); the area under each curve over t_max is AUC_OAA.
 - `pareto_plot`: the experiments' figure, accuracy against length per tier, one point per
   variant with standard-error bars, the Pareto front of each panel drawn as a line.
+- `lengths.png`: response lengths of right and wrong samples, one pair of boxes per model, one
+  panel per dataset.
+- `budget_sweep.png` (runs with `--think-budget`): accuracy against the think budget, per
+  model, truncating against compressing, each model's accuracy without a budget dotted.
+
+Every figure is laid out by matplotlib's constrained layout with titles that fit its width, so
+no label is cut at an edge.
 """
 
 from __future__ import annotations
@@ -28,13 +35,47 @@ from traac.evaluation.report import (
     averages,
     datasets_of,
     pooled_tiers,
+    sweep_modes,
+    sweep_points,
     tiers_of,
     unit_of,
 )
 from traac.method.metrics import oaa
 
+# Per figure file: a heading and the sentence that tells a reader what to look for.
+CAPTIONS: dict[str, tuple[str, str]] = {
+    "accuracy_vs_length.png": (
+        "Accuracy against length",
+        "Each model's datasets as points, its average as a star: up and to the left is better.",
+    ),
+    "difficulty.png": (
+        "By difficulty tier",
+        "Mean response length and accuracy per tier: a model that thinks right is short on "
+        "easy tiers and keeps its accuracy on hard ones.",
+    ),
+    "oaa_curves.png": (
+        "OAA_t curves",
+        "The share of samples that are right within t think tokens, against t; AUC_OAA (in "
+        "the legend) is the area under the curve over t_max. A curve that rises early belongs "
+        "to a model that is right without overthinking.",
+    ),
+    "lengths.png": (
+        "Lengths of right and wrong samples",
+        "Response lengths per verdict: wrong samples that run long point to loops or late "
+        "guesses, short ones to giving up early.",
+    ),
+    "budget_sweep.png": (
+        "Think budget sweep",
+        "Accuracy when think blocks are interrupted at the budget, answered from the reasoning "
+        "as written (truncate) or after the attention probe pruned it (compress); dotted: "
+        "the model without a budget.",
+    ),
+}
 MARKERS = "osD^vP*X<>"
 CURVE_POINTS = 200
+PANEL = (4.8, 3.8)  # inches per panel of the per-dataset figures
+MIN_WIDTH = 7.0  # inches: a figure's title fits even over one panel
+LINESTYLES = ("--", "-", "-.", ":")
 
 
 def _colors(n: int) -> list[Any]:
@@ -46,12 +87,14 @@ def accuracy_vs_length(models: Sequence[Model], path: Path) -> Path:
     datasets = datasets_of(models)
     fig = Figure(figsize=(8.5, 5.0), layout="constrained")
     ax = fig.subplots()
+    lengths = []
     for model, color in zip(models, _colors(len(models)), strict=True):
         for k, dataset in enumerate(datasets):
             run = model.runs.get(dataset)
             if run is None:
                 continue
             s = run.summary.overall
+            lengths.append(s.mean_response_tokens)
             ax.scatter(
                 s.mean_response_tokens,
                 s.accuracy,
@@ -90,8 +133,9 @@ def accuracy_vs_length(models: Sequence[Model], path: Path) -> Path:
     ax.set_ylabel("accuracy (%)")
     ax.set_title("Accuracy against length (up and left is better)")
     ax.grid(alpha=0.3)
-    ax.set_ylim(bottom=min(0, ax.get_ylim()[0]), top=max(100, ax.get_ylim()[1]) + 2)
-    ax.set_xlim(left=0)
+    # Room around the points and the labels beside the stars: none sits on an edge.
+    ax.set_ylim(bottom=min(-5, ax.get_ylim()[0]), top=max(100, ax.get_ylim()[1]) + 5)
+    ax.set_xlim(left=0, right=1.2 * max(lengths, default=1.0))
     fig.savefig(path, dpi=130)
     return path
 
@@ -134,14 +178,21 @@ def oaa_curve(records: Sequence[SampleRecord], t_max: int) -> tuple[list[float],
     return ts, [100.0 * oaa(correct, think, t) for t in ts]
 
 
+def _panels(n: int) -> tuple[Figure, list[Any]]:
+    """A figure of n panels, at most 3 a row, at least `MIN_WIDTH` wide; the spare axes go."""
+    cols = max(1, min(3, n))
+    rows = max(1, math.ceil(n / cols))
+    fig = Figure(figsize=(max(PANEL[0] * cols, MIN_WIDTH), PANEL[1] * rows), layout="constrained")
+    axes = [ax for row in fig.subplots(rows, cols, squeeze=False) for ax in row]
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes[:n]
+
+
 def oaa_curves(models: Sequence[Model], path: Path) -> Path:
     datasets = datasets_of(models)
-    cols = min(3, len(datasets))
-    rows = math.ceil(len(datasets) / cols)
-    fig = Figure(figsize=(4.6 * cols, 3.6 * rows), layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False)
-    for k, dataset in enumerate(datasets):
-        ax = axes[k // cols][k % cols]
+    fig, axes = _panels(len(datasets))
+    for ax, dataset in zip(axes, datasets, strict=True):
         for model, color in zip(models, _colors(len(models)), strict=True):
             run = model.runs.get(dataset)
             records = run.records() if run else []
@@ -155,13 +206,88 @@ def oaa_curves(models: Sequence[Model], path: Path) -> Path:
             ax.plot(ts, values, color=color, label=f"{model.name} (AUC {auc:.1f})")
         ax.set_title(dataset)
         ax.set_xlabel(f"think budget t ({unit_of(models)})")
-        ax.set_ylabel("OAA_t (%)")
+        ax.set_ylabel("OAA_t (%): right within t")
         ax.set_ylim(0, 102)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
-    for k in range(len(datasets), rows * cols):
-        axes[k // cols][k % cols].set_visible(False)
-    fig.suptitle(f"Overthinking-adjusted accuracy: right within t think {unit_of(models)}")
+    fig.suptitle("Overthinking-adjusted accuracy OAA_t (AUC_OAA: area / t_max)")
+    fig.savefig(path, dpi=130)
+    return path
+
+
+def length_distributions(models: Sequence[Model], path: Path) -> Path:
+    """Boxes of response lengths, right (green) and wrong (red) samples side by side per model."""
+    datasets = datasets_of(models)
+    fig, axes = _panels(len(datasets))
+    right, wrong = "#55a868", "#c44e52"
+    for ax, dataset in zip(axes, datasets, strict=True):
+        names = []
+        for k, model in enumerate(m for m in models if dataset in m.runs):
+            records = model.runs[dataset].records()
+            names.append(model.name)
+            for offset, color, verdict in ((-0.2, right, True), (0.2, wrong, False)):
+                lengths = [r.response_tokens for r in records if r.correct == verdict]
+                if lengths:
+                    box = ax.boxplot(
+                        [lengths], positions=[k + offset], widths=0.35, patch_artist=True,
+                        showfliers=False, medianprops={"color": "black"},
+                    )  # fmt: skip
+                    box["boxes"][0].set_facecolor(color)
+        ax.set_xticks(range(len(names)), names)
+        ax.set_xlim(-0.6, len(names) - 0.4)
+        ax.set_title(dataset)
+        ax.set_ylabel(f"response length ({unit_of(models)})")
+        ax.grid(axis="y", alpha=0.3)
+    handles = [
+        Line2D([], [], color=c, marker="s", linestyle="", markersize=9, label=label)
+        for c, label in ((right, "right"), (wrong, "wrong"))
+    ]
+    fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=8)
+    fig.suptitle("Response lengths of right and wrong samples (boxes: quartiles, whiskers 1.5 IQR)")
+    fig.savefig(path, dpi=130)
+    return path
+
+
+def budget_sweep(models: Sequence[Model], path: Path) -> Path | None:
+    """Accuracy against think budget, one panel per swept dataset; None without budget runs."""
+    points = sweep_points(models)
+    budgeted = [p for p in points if p.budget is not None]
+    if not budgeted:
+        return None
+    datasets = list(dict.fromkeys(p.dataset for p in budgeted))
+    modes = sweep_modes(points)
+    colors = dict(zip([m.name for m in models], _colors(len(models)), strict=True))
+    fig, axes = _panels(len(datasets))
+    for ax, dataset in zip(axes, datasets, strict=True):
+        for model in models:
+            mine = [p for p in points if p.model == model.name and p.dataset == dataset]
+            for k, mode in enumerate(modes):
+                line = sorted(
+                    (p.budget, p.accuracy) for p in mine if p.mode == mode and p.budget is not None
+                )
+                if line:
+                    ax.plot(
+                        *zip(*line, strict=True), color=colors[model.name],
+                        linestyle=LINESTYLES[k % len(LINESTYLES)], marker=MARKERS[k % len(MARKERS)],
+                    )  # fmt: skip
+            for p in mine:
+                if p.budget is None:
+                    ax.axhline(p.accuracy, color=colors[model.name], linestyle=":", alpha=0.8)
+        ax.set_title(dataset)
+        ax.set_xlabel(f"think budget ({unit_of(models)})")
+        ax.set_ylabel("accuracy (%)")
+        ax.set_ylim(-3, 103)  # points at 0 or 100 % stay whole
+        ax.set_xlim(0, 1.1 * max(p.budget for p in budgeted if p.dataset == dataset))
+        ax.grid(alpha=0.3)
+    handles = [Line2D([], [], color=c, label=name) for name, c in colors.items()]
+    handles += [
+        Line2D([], [], color="gray", linestyle=LINESTYLES[k % len(LINESTYLES)],
+               marker=MARKERS[k % len(MARKERS)], label=mode)
+        for k, mode in enumerate(modes)
+    ]  # fmt: skip
+    handles.append(Line2D([], [], color="gray", linestyle=":", label="no budget"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8)
+    fig.suptitle("Accuracy against think budget: truncate vs compress")
     fig.savefig(path, dpi=130)
     return path
 
@@ -172,6 +298,8 @@ def write_plots(models: Sequence[Model], output: Path) -> list[Path]:
         accuracy_vs_length(models, output / "accuracy_vs_length.png"),
         difficulty_bars(models, output / "difficulty.png"),
         oaa_curves(models, output / "oaa_curves.png"),
+        length_distributions(models, output / "lengths.png"),
+        budget_sweep(models, output / "budget_sweep.png"),
     ]
     return [p for p in written if p is not None]
 

@@ -21,8 +21,11 @@ SUMMARY_VERSION = 2
 
 @dataclass(frozen=True)
 class SampleRecord:
-    """One (item, sample) of an evaluation. `extra` holds fields a backend adds (test-time
-    compression's token counts); they are written flat beside the others."""
+    """One (item, sample) of an evaluation. Under a think budget, `interrupted` says whether the
+    budget closed the think block and `budget_think_tokens` how many tokens the model wrote
+    before its closer or the interruption (the auxiliary prompt not counted); None without a
+    budget. `extra` holds fields a backend adds (test-time compression's token counts and
+    steps); they are written flat beside the others."""
 
     id: str
     sample: int
@@ -37,6 +40,8 @@ class SampleRecord:
     extracted: str | None = None
     task: str | None = None
     finish_reason: str | None = None
+    interrupted: bool | None = None
+    budget_think_tokens: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -90,6 +95,7 @@ class EvalSummary:
     by_task: dict[str, GroupStats] = field(default_factory=dict)
     otb: OTBScore | None = None
     truncated_rate: float | None = None
+    interrupted_rate: float | None = None  # think blocks the think budget closed (%)
     notes: list[str] = field(default_factory=list)
     version: int = SUMMARY_VERSION
 
@@ -123,6 +129,7 @@ class EvalSummary:
                 by_task=groups("by_task"),
                 otb=OTBScore(**otb) if otb else None,
                 truncated_rate=data.get("truncated_rate"),
+                interrupted_rate=data.get("interrupted_rate"),
                 notes=list(data.get("notes", [])),
             )
         except (KeyError, TypeError, AttributeError, ValueError):
@@ -169,6 +176,7 @@ def summarize(
         auc, acc_ut = sources[OTB_OVERTHINK].auc_oaa, sources[OTB_UNDERTHINK].accuracy
         otb = OTBScore(auc, acc_ut, otb_f1(auc, acc_ut))
     finished = [r for r in records if r.finish_reason is not None]
+    budgeted = [r for r in records if r.interrupted is not None]
     return EvalSummary(
         dataset=dataset,
         model=model,
@@ -185,6 +193,9 @@ def summarize(
             100.0 * statistics.fmean(r.finish_reason == "length" for r in finished)
             if finished
             else None
+        ),
+        interrupted_rate=(
+            100.0 * statistics.fmean(bool(r.interrupted) for r in budgeted) if budgeted else None
         ),
         notes=list(notes),
     )
@@ -251,6 +262,9 @@ def summary_markdown(summary: EvalSummary, title: str) -> str:
         ]
     if summary.truncated_rate is not None:
         lines += ["", f"Responses cut at max_new_tokens: {summary.truncated_rate:.1f}%"]
+    if summary.interrupted_rate is not None:
+        rate = summary.interrupted_rate
+        lines += ["", f"Think blocks interrupted by the think budget: {rate:.1f}%"]
     for note in summary.notes:
         lines += ["", f"Note: {note}"]
     return "\n".join(lines) + "\n"

@@ -3,41 +3,59 @@
 Models are rows and datasets column groups (Acc % / mean length), with the average over the
 datasets; a second table gives each model's change against the first one (accuracy in points,
 length in percent, as the paper states its gains). Runs that hold both OptimalThinkingBench
-halves add the OTB table (AUC_OAA, UnderthinkingBench accuracy, F1).
+halves add the OTB table (AUC_OAA, UnderthinkingBench accuracy, F1); every run adds its lengths
+split by right and wrong samples.
+
+Runs made with `traac eval --think-budget B` are found by their run.json settings, wherever
+they sit among a model's run directories (e.g. runs/base/budget-64-truncate), and form the
+budget sweep: accuracy against B, truncating (no `--compress-tau`) against compressing (with
+it), beside the model's run without a budget on the same dataset.
 """
 
 from __future__ import annotations
 
+import json
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from traac.common.tables import Table, fmt
+from traac.common.tables import Table, fmt, signed
 from traac.errors import TraacError
 from traac.evaluation.records import TIER_ORDER, EvalSummary, SampleRecord
-from traac.evaluation.runner import SAMPLES_FILE, SUMMARY_JSON, SamplesFile, read_summary
+from traac.evaluation.runner import RUN_FILE, SAMPLES_FILE, SUMMARY_JSON, SamplesFile, read_summary
 from traac.method.metrics import GroupStats
 
 
 @dataclass
 class Run:
-    """One evaluation directory: a model on a dataset."""
+    """One evaluation directory: a model on a dataset, with a think budget and a test-time
+    compression tau where run.json says it was made with them."""
 
     path: Path
     dataset: str  # short label: a file's stem, else the spec
     summary: EvalSummary
+    think_budget: int | None = None
+    compress_tau: float | None = None
 
     def records(self) -> list[SampleRecord]:
         """The per-sample records (for curves and distributions)."""
         return list(SamplesFile(self.path / SAMPLES_FILE).read().values())
 
+    @property
+    def mode(self) -> str:
+        """How the think block ends: `truncate` (plain, or interrupted and answered as
+        written) or `compress` (pruned by the probe first)."""
+        return "truncate" if self.compress_tau is None else "compress"
+
 
 @dataclass
 class Model:
-    """A row of the table: a name and its runs by dataset label."""
+    """A row of the table: a name, its runs by dataset label, and its think-budget runs."""
 
     name: str
     runs: dict[str, Run] = field(default_factory=dict)
+    budget_runs: list[Run] = field(default_factory=list)
 
 
 def dataset_label(spec: str) -> str:
@@ -68,19 +86,52 @@ def load_models(dirs: Sequence[Path], names: Sequence[str] | None = None) -> lis
                 )
         model = Model(name=names[k] if names else _row_name(directory))
         for run in map(_load_run, found):
-            if run.dataset in model.runs:
+            if run.think_budget is not None:
+                _add_budget_run(model, run)
+            elif run.dataset in model.runs:
                 raise TraacError(
                     f"report: {model.name} has two runs on {run.dataset} "
                     f"({model.runs[run.dataset].path} and {run.path}); keep one of them"
                 )
-            model.runs[run.dataset] = run
+            else:
+                model.runs[run.dataset] = run
         models.append(model)
     return models
 
 
+def _add_budget_run(model: Model, run: Run) -> None:
+    for other in model.budget_runs:
+        if _sweep_key(other) == _sweep_key(run):
+            raise TraacError(
+                f"report: {model.name} has two runs on {run.dataset} at think budget "
+                f"{run.think_budget} ({run.mode}): {other.path} and {run.path}; keep one of them"
+            )
+    model.budget_runs.append(run)
+
+
+def _sweep_key(run: Run) -> tuple[str, int | None, float | None]:
+    return run.dataset, run.think_budget, run.compress_tau
+
+
 def _load_run(directory: Path) -> Run:
     summary = read_summary(directory)
-    return Run(path=directory, dataset=dataset_label(summary.dataset), summary=summary)
+    settings = _run_settings(directory)
+    return Run(
+        path=directory,
+        dataset=dataset_label(summary.dataset),
+        summary=summary,
+        think_budget=settings.get("think_budget"),
+        compress_tau=settings.get("compress_tau"),
+    )
+
+
+def _run_settings(directory: Path) -> dict:
+    """The settings of run.json ({} where the directory has none, or an unreadable one)."""
+    try:
+        settings = json.loads((directory / RUN_FILE).read_text())["settings"]
+    except (OSError, json.JSONDecodeError, KeyError, TypeError):
+        return {}
+    return settings if isinstance(settings, dict) else {}
 
 
 def _row_name(directory: Path) -> str:
@@ -241,26 +292,184 @@ def pooled_tiers(model: Model) -> dict[str, TierStats]:
     return out
 
 
-def build_report(models: Sequence[Model]) -> str:
-    """The whole markdown report."""
+@dataclass(frozen=True)
+class SweepPoint:
+    """A model on a dataset at a think budget (None: its run without one), in one mode."""
+
+    model: str
+    dataset: str
+    budget: int | None
+    mode: str  # "truncate" or "compress <tau>"
+    accuracy: float
+    mean_response_tokens: float
+    interrupted_rate: float | None  # % of think blocks the budget closed
+    tokens_pruned: float | None  # reasoning tokens the probe removed per sample (compress)
+
+
+def mode_label(run: Run) -> str:
+    return run.mode if run.compress_tau is None else f"compress {run.compress_tau:g}"
+
+
+def sweep_points(models: Sequence[Model]) -> list[SweepPoint]:
+    """Every think-budget run, and each model's run without a budget on the swept datasets."""
+    points = []
+    for model in models:
+        runs = list(model.budget_runs)
+        runs += [model.runs[d] for d in {r.dataset for r in runs} if d in model.runs]
+        for run in runs:
+            s = run.summary.overall
+            point = SweepPoint(
+                model.name, run.dataset, run.think_budget, mode_label(run), s.accuracy,
+                s.mean_response_tokens, run.summary.interrupted_rate, _tokens_pruned(run),
+            )  # fmt: skip
+            points.append(point)
+    return points
+
+
+def _tokens_pruned(run: Run) -> float | None:
+    """Mean reasoning tokens test-time compression removed per sample; None without it."""
+    if run.compress_tau is None:
+        return None
+    records = run.records()
+    saved = [r.extra.get("ttc_tokens_saved", 0) for r in records]
+    return statistics.fmean(saved) if saved else None
+
+
+def sweep_modes(points: Sequence[SweepPoint]) -> list[str]:
+    """Modes in column order: truncate first, then each compression tau."""
+    return sorted({p.mode for p in points}, key=lambda m: (m != "truncate", m))
+
+
+def budget_table(models: Sequence[Model]) -> Table | None:
+    """Accuracy against think budget per model and dataset, one column per mode, the change
+    compressing brings over truncating, the share of think blocks interrupted, and the tokens
+    the probe pruned (a compress column equal to truncate's may simply have pruned nothing)."""
+    points = sweep_points(models)
+    if not points:
+        return None
+    modes = sweep_modes(points)
+    compress = [m for m in modes if m != "truncate"]
+    deltas = compress if "truncate" in modes else []
+    table = Table(
+        ["Model", "Dataset", "Think budget", "interrupted (%)",
+         *[f"{m} Acc" for m in modes], *[f"Δ Acc {m} (pts)" for m in deltas],
+         *[f"{m} Len" for m in modes], *[f"{m} pruned" for m in compress]],
+        left=frozenset({0, 1}),
+    )  # fmt: skip
+    rows: dict[tuple[str, str, int | None], dict[str, SweepPoint]] = {}
+    for point in points:
+        rows.setdefault((point.model, point.dataset, point.budget), {})[point.mode] = point
+    order = [m.name for m in models]
+    for key in sorted(rows, key=lambda k: (order.index(k[0]), k[1], k[2] is None, k[2] or 0)):
+        model, dataset, budget = key
+        at = rows[key]
+        rates = [p.interrupted_rate for p in at.values() if p.interrupted_rate is not None]
+        accs = [fmt(at[m].accuracy, 2) if m in at else "-" for m in modes]
+        changes = [
+            signed(at[m].accuracy - at["truncate"].accuracy, 2)
+            if m in at and "truncate" in at
+            else "-"
+            for m in deltas
+        ]
+        lengths = [_length(at[m].mean_response_tokens) if m in at else "-" for m in modes]
+        pruned = [fmt(at[m].tokens_pruned) if m in at else "-" for m in compress]
+        table.add(
+            model, dataset, "none" if budget is None else str(budget),
+            fmt(rates[0]) if rates else "-", *accs, *changes, *lengths, *pruned,
+        )  # fmt: skip
+    return table
+
+
+@dataclass(frozen=True)
+class VerdictLengths:
+    """Mean lengths of a run's right and wrong samples (None where there are none)."""
+
+    right_share: float
+    response_right: float | None
+    response_wrong: float | None
+    think_right: float | None
+    think_wrong: float | None
+
+
+def verdict_lengths(records: Sequence[SampleRecord]) -> VerdictLengths:
+    right = [r for r in records if r.correct]
+    wrong = [r for r in records if not r.correct]
+
+    def mean(rs: Sequence[SampleRecord], name: str) -> float | None:
+        return statistics.fmean(getattr(r, name) for r in rs) if rs else None
+
+    return VerdictLengths(
+        100.0 * len(right) / len(records) if records else 0.0,
+        mean(right, "response_tokens"),
+        mean(wrong, "response_tokens"),
+        mean(right, "think_tokens"),
+        mean(wrong, "think_tokens"),
+    )
+
+
+def verdict_table(models: Sequence[Model]) -> Table:
+    """Response and think lengths of right and wrong samples, per model and dataset: a model
+    that is long when wrong is guessing late or looping; short when wrong, giving up early."""
+    table = Table(
+        ["Model", "Dataset", "right (%)", "Len right", "Len wrong", "Think right", "Think wrong"],
+        left=frozenset({0, 1}),
+    )
+    for model in models:
+        for dataset, run in model.runs.items():
+            v = verdict_lengths(run.records())
+            table.add(
+                model.name, dataset, fmt(v.right_share), fmt(v.response_right),
+                fmt(v.response_wrong), fmt(v.think_right), fmt(v.think_wrong),
+            )  # fmt: skip
+    return table
+
+
+@dataclass(frozen=True)
+class ReportTable:
+    """One table of the report: a key (main, change, difficulty, otb, budget, lengths), the
+    sentence that introduces it, and the table."""
+
+    key: str
+    caption: str
+    table: Table
+
+
+def report_tables(models: Sequence[Model]) -> list[ReportTable]:
+    """The report's tables, in order (markdown and HTML alike)."""
     if not models:
         raise TraacError("report: no evaluation directories")
     unit = unit_of(models)
-    parts = ["# Evaluation report", "", f"Accuracy (%) and mean response length ({unit}).", ""]
-    parts += [main_table(models).markdown(), ""]
+    out = [
+        ReportTable("main", f"Accuracy (%) and mean response length ({unit}).", main_table(models))
+    ]
     if len(models) > 1:
-        parts += [
-            f"Change against {models[0].name} (accuracy in points, length in percent):",
-            "",
-            change_table(models).markdown(),
-            "",
-        ]
-    for title, table in (
-        ("By difficulty tier (pooled over datasets):", difficulty_table(models)),
-        ("OptimalThinkingBench:", otb_table(models)),
-    ):
-        if table:
-            parts += [title, "", table.markdown(), ""]
+        caption = f"Change against {models[0].name} (accuracy in points, length in percent):"
+        out.append(ReportTable("change", caption, change_table(models)))
+    optional = (
+        ("difficulty", "By difficulty tier (pooled over datasets):", difficulty_table(models)),
+        ("otb", "OptimalThinkingBench:", otb_table(models)),
+        (
+            "budget",
+            "Think budget sweep: accuracy (%) when think blocks are interrupted at the budget "
+            "(auxiliary prompt and closer appended), answered as written (truncate) or after "
+            "the attention probe pruned them (compress TAU); Δ = compress - truncate; budget "
+            f"'none': the run without a budget. Len: mean response length ({unit}); pruned: "
+            "reasoning tokens the probe removed per sample (0: compress answered from the same "
+            "reasoning as truncate).",
+            budget_table(models),
+        ),
+    )
+    out += [ReportTable(k, caption, t) for k, caption, t in optional if t is not None]
+    caption = f"Lengths of right and wrong samples (mean {unit}; think: before the closer):"
+    out.append(ReportTable("lengths", caption, verdict_table(models)))
+    return out
+
+
+def build_report(models: Sequence[Model]) -> str:
+    """The whole markdown report."""
+    parts = ["# Evaluation report", ""]
+    for entry in report_tables(models):
+        parts += [entry.caption, "", entry.table.markdown(), ""]
     units = {run.summary.length_unit for model in models for run in model.runs.values()}
     if len(units) > 1:
         parts += [f"Note: lengths are counted in different units: {'; '.join(sorted(units))}.", ""]

@@ -59,6 +59,7 @@ class EvalSettings:
     chat_format: str = "auto"
     compress_tau: float | None = None  # tau of test-time compression, if on
     compression: dict[str, Any] | None = None  # its settings (CompressionSettings), if on
+    think_budget: int | None = None  # think tokens before the model is interrupted, if set
 
     def __post_init__(self) -> None:
         if (self.model is None) == (self.responses is None):
@@ -68,6 +69,13 @@ class EvalSettings:
             raise TraacError(f"--compress-tau {tau}: must lie in [0, 1]")
         if tau is not None and self.model is None:
             raise TraacError("--compress-tau needs --model (it changes generation)")
+        budget = self.think_budget
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
+            raise TraacError(f"--think-budget {budget!r}: must be a whole number of tokens")
+        if budget is not None and budget < 1:
+            raise TraacError(f"--think-budget {budget}: must be at least 1 token")
+        if budget is not None and self.model is None:
+            raise TraacError("--think-budget needs --model (it changes generation)")
         if self.prompt_style not in PROMPT_STYLES:
             raise TraacError(
                 f"prompt style {self.prompt_style!r}: use one of {', '.join(PROMPT_STYLES)}"
@@ -273,6 +281,8 @@ def score_records(
                 if item.verifier == "task" and item.entry
                 else None,
                 finish_reason=gen.finish_reason if gen is not None else None,
+                interrupted=gen.interrupted if gen is not None else None,
+                budget_think_tokens=gen.budget_think_tokens if gen is not None else None,
                 extra=dict(gen.extra) if gen is not None else {},
             )
         )

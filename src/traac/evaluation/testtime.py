@@ -1,10 +1,24 @@
-"""Test-time attentive compression: think, prune the least attended steps, answer from the rest.
+"""Thinking at test time: a think budget that interrupts, and attentive compression.
 
-The paper's inference-only variant (SPEC section 5, last point), for any model without training:
-decode until the think block closes, compress the reasoning at a fixed tau with compression.py's
-eviction rule (gate and cap included), then let the model write its answer from
-`prompt + chat_format.answer_prefix(compressed)`. A response that never closes its think block
-(end of sequence or token budget) is not compressed: it stands as generated.
+`ThinkingGenerator` lets the model think, then answer, with two optional interventions:
+
+- `compress_tau` (the paper's test-time variant, SPEC section 5, last point): once the think
+  block closes, compress the reasoning at this fixed tau with compression.py's eviction rule
+  (gate and cap included) and let the model write its answer from
+  `prompt + chat_format.answer_prefix(compressed)`.
+- `think_budget` B: a model that has written B tokens without closing its think block is
+  interrupted the paper's way: the auxiliary prompt and the closer are appended (the
+  separator first, as in the probe) and the model answers. Serving stacks truncate instead;
+  this keeps the response well formed and tells the model to sum up. With `compress_tau` too,
+  the interrupted reasoning is first pruned by the attention probe, whose text is exactly what
+  the interruption appends (opener + reasoning + auxiliary prompt + closer), so the answer is
+  written from the kept steps, the auxiliary prompt and the closer: truncating and compressing
+  differ only in the reasoning kept. A think block closed within the budget is answered
+  plainly (no `compress_tau`) or after test-time compression (with it). B counts every token
+  the model wrote before its closer (the opener included, as SPEC's think tokens do).
+
+A response that never closes its think block (end of sequence, or `max_new_tokens` reached
+before the budget) is not compressed: it stands as generated.
 
 The probe reuses a KV cache built while decoding. The probe of compression.py holds no prompt
 (SPEC section 2), but the reasoning tokens in the decoding cache attended to the prompt, so
@@ -12,16 +26,17 @@ their keys (from the second layer on) differ from those of a prompt-free forward
 holds the prompt can give the probe's scores. So beside the decoding batch runs a prompt-free
 *probe cache* (`ProbeCache`): per sequence, the opener at position 0, then the tokens the model
 samples after it, fed in one batched forward whenever `probe_chunk` (32) of them are waiting.
-When a sequence emits the closer, only its last few (< 32) reasoning tokens, the separator, the
-auxiliary prompt and the closer run against that cache, and the closer's attention row is the
-one `AttentionScorer` computes over the whole probe text (the tests compare them to 1e-5). The
-suffix starts where the probe text's own tokenization departs from the cached tokens (usually
-at the unfed tail; a token earlier when the tokenizer merges across the boundary; earlier still
-if the model sampled a tokenization the tokenizer would not produce, or wrote the opener in
-other tokens), so the scores are exact whatever was sampled. Building the cache costs about one
-prefill of the reasoning, spread over decoding in chunks, and the decoding batch itself is left
-as it is; what is saved is the re-forward's latency after the closer (benchmarks/README.md).
-`probe="reforward"` keeps no probe cache and runs `AttentionScorer` once decoding is done.
+When a sequence emits the closer (or reaches the think budget), only its last few (< 32)
+reasoning tokens, the separator, the auxiliary prompt and the closer run against that cache,
+and the closer's attention row is the one `AttentionScorer` computes over the whole probe text
+(the tests compare them to 1e-5). The suffix starts where the probe text's own tokenization
+departs from the cached tokens (usually at the unfed tail; a token earlier when the tokenizer
+merges across the boundary; earlier still if the model sampled a tokenization the tokenizer
+would not produce, or wrote the opener in other tokens), so the scores are exact whatever was
+sampled. Building the cache costs about one prefill of the reasoning, spread over decoding in
+chunks, and the decoding batch itself is left as it is; what is saved is the re-forward's
+latency after the closer (benchmarks/README.md). `probe="reforward"` keeps no probe cache and
+runs `AttentionScorer` once decoding is done. Without `compress_tau` no probe runs at all.
 
 Prompts are exact model input text (chat template applied, as `traac eval` builds them);
 `render_prompt` makes one from a question or a message list. The model decodes exactly as
@@ -35,7 +50,7 @@ The answer is then written from the prompt + the response up to and including th
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -60,7 +75,8 @@ from traac.method.compression import (
 )
 from traac.method.formats import ChatFormat, resolve_chat_format
 from traac.method.scoring import AttentionScorer, LayerSpec, capture_probe_rows
-from traac.method.settings import TEST_TIME_TAU, CompressionSettings
+from traac.method.segmentation import Step
+from traac.method.settings import CompressionSettings
 
 DEFAULT_MAX_NEW_TOKENS = 1024
 DEFAULT_PROBE_CHUNK = 32  # tokens fed to the probe cache at once: <= 31 left for the closer
@@ -73,14 +89,18 @@ TokenCallback = Callable[[int], None]  # tokens sampled in one decoding step (pr
 
 
 @dataclass(frozen=True)
-class CompressedSample:
-    """One prompt's generation with test-time compression.
+class ThinkingSample:
+    """One prompt's generation: its think block, what compression did to it, and the answer.
 
-    `compression` is None when the think block never closed (nothing compressed, `answer` empty,
-    `response` as generated). `token_ids` are the response's tokens after the prompt, as the
-    model read them when it answered: up to the opener, the compressed reasoning, the closer,
-    the answer. `reasoning_tokens` were sampled inside the think block (closer excluded);
-    `probe_tokens` is how many tokens the probe forward ran (0: no probe).
+    `compression` is None when nothing was compressed (no `compress_tau`, or the think block
+    never closed). `closed`: the think block closed, by the model or by the budget
+    (`interrupted`: then the auxiliary prompt and the closer were appended); a block that never
+    closed leaves `answer` empty and `response` as generated. `token_ids` are the response's
+    tokens after the prompt, as the model read them when it answered: up to the opener, the
+    (compressed) reasoning, the auxiliary prompt if interrupted, the closer, the answer.
+    `think_tokens`: tokens the model wrote before its closer or the interruption (what the
+    budget bounds); `reasoning_tokens` those after the opener; `probe_tokens` how many tokens
+    the probe forward ran (0: no probe).
     """
 
     prompt: str
@@ -90,14 +110,13 @@ class CompressedSample:
     response: str
     token_ids: tuple[int, ...]
     finish_reason: FinishReason
+    closed: bool
+    interrupted: bool
+    think_tokens: int
     reasoning_tokens: int
     answer_tokens: int
     probe_tokens: int
     note: str = ""
-
-    @property
-    def closed(self) -> bool:
-        return self.compression is not None
 
     @property
     def compressed_reasoning(self) -> str:
@@ -135,7 +154,9 @@ class CompressedSample:
             "answer": self.answer,
             "response": self.response,
             "closed": self.closed,
+            "interrupted": self.interrupted,
             "finish_reason": self.finish_reason,
+            "think_tokens": self.think_tokens,
             "reasoning_tokens_before": self.tokens_before,
             "reasoning_tokens_after": self.tokens_after,
             "tokens_saved": self.tokens_saved,
@@ -169,7 +190,7 @@ class _Decoded:
     """
 
     tokens: list[int]
-    stop: Literal["close", "eos", "length"]
+    stop: Literal["close", "budget", "eos", "length"]  # budget: interrupted at the think budget
     open_at: int | None = None
     scores: TokenScores | None = None  # the cached probe's token scores (closed rows)
     probe_text: str = ""
@@ -184,6 +205,11 @@ class _Decoded:
     @property
     def reasoning(self) -> list[int]:
         return self.tokens[self.open_at or 0 :]
+
+    @property
+    def ended(self) -> bool:
+        """The think block closed, by the model or by the budget: the model answers."""
+        return self.stop in ("close", "budget")
 
 
 @dataclass(frozen=True)
@@ -293,14 +319,16 @@ class ProbeCache:
         return cached_probe_row(self.model, self.cache, row, columns, held, probe_ids, layers)
 
 
-class CompressingGenerator:
-    """Generates with test-time attentive compression (see the module docstring).
+class ThinkingGenerator:
+    """Generates with a think budget and/or test-time compression (see the module docstring).
 
-    `settings` are the compression settings (the attention scorer only: the closer's attention
-    is what the probe cache computes); `compress_tau` the fixed target rate. `probe`: `cached`
-    (a prompt-free cache built while decoding, fed every `probe_chunk` tokens; the default) or
-    `reforward` (the whole probe text through `AttentionScorer` after decoding); both give the
-    same scores.
+    `compress_tau`: the fixed target rate of compression (None: no compression, no probe).
+    `think_budget`: tokens the model may write before its closer (None: no budget).
+    `settings`: the compression settings (the attention scorer only: the closer's attention is
+    what the probe cache computes; `aux_prompt` is also what an interruption appends). `probe`:
+    `cached` (a prompt-free cache built while decoding, fed every `probe_chunk` tokens; the
+    default) or `reforward` (the whole probe text through `AttentionScorer` after decoding);
+    both give the same scores.
     """
 
     def __init__(
@@ -309,15 +337,18 @@ class CompressingGenerator:
         tokenizer: Any,
         chat_format: ChatFormat | None = None,
         *,
-        compress_tau: float = TEST_TIME_TAU,
+        compress_tau: float | None = None,
+        think_budget: int | None = None,
         settings: CompressionSettings | None = None,
         probe: ProbeMode = "cached",
         probe_chunk: int = DEFAULT_PROBE_CHUNK,
         scorer_batch_size: int = 8,
     ) -> None:
         settings = settings or CompressionSettings()
-        if not 0.0 <= compress_tau <= 1.0:
+        if compress_tau is not None and not 0.0 <= compress_tau <= 1.0:
             raise TraacError(f"compress_tau: {compress_tau} must lie in [0, 1]")
+        if think_budget is not None and (isinstance(think_budget, bool) or think_budget < 1):
+            raise TraacError(f"think_budget: {think_budget} must be at least 1 token")
         if settings.scorer != "attention":
             raise TraacError(
                 f"scorer {settings.scorer}: test-time compression reads the closer's attention; "
@@ -325,14 +356,15 @@ class CompressingGenerator:
             )
         if probe not in PROBE_MODES:
             raise TraacError(f"probe {probe!r}: use one of {', '.join(PROBE_MODES)}")
+        if probe_chunk < 1:
+            raise TraacError(f"probe_chunk {probe_chunk}: must be at least 1")
         self.model = model
         self.tokenizer = tokenizer
         self.chat_format = chat_format or resolve_chat_format("auto", tokenizer=tokenizer)
         self.tau = compress_tau
+        self.think_budget = think_budget
         self.aux_prompt = settings.aux_prompt
         self.probe = probe
-        if probe_chunk < 1:
-            raise TraacError(f"probe_chunk {probe_chunk}: must be at least 1")
         self.probe_chunk = probe_chunk
         fmt = self.chat_format
         layers = settings.probe_layers or "all"
@@ -342,7 +374,7 @@ class CompressingGenerator:
         self.compressor = Compressor(self.scorer, fmt, settings)
         config = model.config.get_text_config()
         self.max_positions: int | None = getattr(config, "max_position_embeddings", None)
-        if probe == "cached" and _has_sliding_layers(model):
+        if self.caches_probe and _has_sliding_layers(model):
             raise TraacError(
                 "probe 'cached': the model uses sliding-window attention, whose cache does not "
                 "hold the whole reasoning; use probe 'reforward'"
@@ -351,13 +383,18 @@ class CompressingGenerator:
         if len(close) != 1:
             raise TraacError(
                 f"think closer {fmt.think_close!r} is {len(close)} tokens for this tokenizer; "
-                "test-time compression stops decoding on it, so it must be one token"
+                "the generator stops decoding on it, so it must be one token"
             )
         self.close_id = close[0]
         self.open_ids = tokenizer.encode(fmt.think_open, add_special_tokens=False)
         self.stop_ids = _stop_ids(model, tokenizer)
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else next(iter(self.stop_ids))
+
+    @property
+    def caches_probe(self) -> bool:
+        """Whether decoding feeds a prompt-free probe cache (compressing, cached probe)."""
+        return self.tau is not None and self.probe == "cached"
 
     # ----------------------------------------------------------------------------------------
 
@@ -371,12 +408,14 @@ class CompressingGenerator:
         seed: int = 0,
         logits_processor: LogitsProcessor | None = None,
         on_tokens: TokenCallback | None = None,
-    ) -> list[CompressedSample]:
-        """Think, compress, answer for one batch of prompts (exact model input text).
+    ) -> list[ThinkingSample]:
+        """Think (within the budget), compress, answer for one batch of prompts (exact model
+        input text).
 
         `max_new_tokens` bounds all sampled tokens of a response, think block and answer
-        together, so compression never gives the answer more room than the model would have had;
-        None: as many as fit the model's context, at most 1024.
+        together, so compression never gives the answer more room than the model would have had
+        (an interruption's auxiliary prompt is not sampled and not counted); None: as many as
+        fit the model's context, at most 1024. A think budget at or above it never interrupts.
         """
         if not prompts:
             return []
@@ -402,33 +441,48 @@ class CompressingGenerator:
             )
         sampler = _Sampler(temperature, top_p, seed, logits_processor, self.model.device)
         n = len(prompts)
+        budget = self.think_budget
+        interrupts = budget is not None and budget < max_new_tokens
+        think_limit = budget if budget is not None and interrupts else max_new_tokens
         with torch.no_grad():
-            think = self._decode(prompt_ids, [max_new_tokens] * n, sampler, on_tokens, think=True)
-            compressions = self._compress(think)
-            closed = [i for i in range(n) if compressions[i] is not None]
-            prefixes = {i: self._answer_prefix(think[i], compressions[i]) for i in closed}
+            think = self._decode(
+                prompt_ids, [think_limit] * n, sampler, on_tokens, think=True, interrupt=interrupts
+            )
+            ended = [i for i in range(n) if think[i].ended]
+            compressions = self._compress(think, ended) if self.tau is not None else {}
+            prefixes = {i: self._answer_prefix(think[i], compressions.get(i)) for i in ended}
             answered = self._decode(
-                [prompt_ids[i] + prefixes[i] for i in closed],
-                [max_new_tokens - len(think[i].tokens) - 1 for i in closed],  # the closer too
+                [prompt_ids[i] + prefixes[i] for i in ended],
+                [max_new_tokens - len(think[i].tokens) - 1 for i in ended],  # the closer too
                 sampler,
                 on_tokens,
             )
-        answers = dict(zip(closed, answered, strict=True))
+        answers = dict(zip(ended, answered, strict=True))
         return [
-            self._sample(prompts[i], think[i], compressions[i], answers.get(i), prefixes.get(i))
+            self._sample(prompts[i], think[i], compressions.get(i), answers.get(i), prefixes.get(i))
             for i in range(n)
         ]
 
-    def _answer_prefix(self, think: _Decoded, comp: CompressionResult) -> list[int]:
+    def _interruption(self, reasoning: str) -> str:
+        """What an interruption appends before the closer: separator and auxiliary prompt."""
+        return self.chat_format.aux_separator(reasoning) + self.aux_prompt
+
+    def _answer_prefix(self, think: _Decoded, comp: CompressionResult | None) -> list[int]:
         """What follows the prompt when the model answers: its tokens up to the opener, the
-        compressed reasoning and the closer; where nothing was evicted, its own tokens (then
-        answering is a plain continuation)."""
-        if comp.text != comp.reasoning:
+        compressed reasoning, the auxiliary prompt if interrupted, and the closer; where nothing
+        was evicted, its own tokens (then answering a natural close is a plain continuation)."""
+        interrupted = think.stop == "budget"
+        if comp is not None and comp.text != comp.reasoning:
+            tail = self._interruption(comp.text) if interrupted else ""
             rest = self.tokenizer.encode(
-                comp.text + self.chat_format.think_close, add_special_tokens=False
+                comp.text + tail + self.chat_format.think_close, add_special_tokens=False
             )
             return [*think.preamble, *rest]
-        return [*think.tokens, self.close_id]
+        appended: list[int] = []
+        if interrupted:
+            tail = self._interruption(self._text(think.reasoning))
+            appended = self.tokenizer.encode(tail, add_special_tokens=False)
+        return [*think.tokens, *appended, self.close_id]
 
     def _sample(
         self,
@@ -437,10 +491,10 @@ class CompressingGenerator:
         comp: CompressionResult | None,
         answer: _Decoded | None,
         prefix: list[int] | None,
-    ) -> CompressedSample:
+    ) -> ThinkingSample:
         reasoning = self._text(think.reasoning)
-        if comp is None or answer is None or prefix is None:  # never closed: as generated
-            return CompressedSample(
+        if answer is None or prefix is None:  # never closed: as generated
+            return ThinkingSample(
                 prompt=prompt,
                 reasoning=reasoning,
                 compression=None,
@@ -448,20 +502,29 @@ class CompressingGenerator:
                 response=self._text(think.tokens),
                 token_ids=tuple(think.tokens),
                 finish_reason="stop" if think.stop == "eos" else "length",
+                closed=False,
+                interrupted=False,
+                think_tokens=len(think.tokens),
                 reasoning_tokens=len(think.reasoning),
                 answer_tokens=0,
                 probe_tokens=0,
             )
         text = self._text(answer.tokens)
+        kept = reasoning if comp is None else comp.text
+        interrupted = think.stop == "budget"
+        tail = self._interruption(kept) if interrupted else ""
         close = self.chat_format.think_close
-        return CompressedSample(
+        return ThinkingSample(
             prompt=prompt,
             reasoning=reasoning,
             compression=comp,
             answer=text,
-            response=f"{self._text(think.preamble)}{comp.text}{close}{text}",
+            response=f"{self._text(think.preamble)}{kept}{tail}{close}{text}",
             token_ids=(*prefix, *answer.tokens),
             finish_reason="stop" if answer.stop == "eos" else "length",
+            closed=True,
+            interrupted=interrupted,
+            think_tokens=len(think.tokens),
             reasoning_tokens=len(think.reasoning),
             answer_tokens=len(answer.tokens),
             probe_tokens=think.probe_tokens,
@@ -473,21 +536,21 @@ class CompressingGenerator:
     def _text(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=False) if ids else ""
 
-    def _compress(self, think: list[_Decoded]) -> list[CompressionResult | None]:
-        """Compress the closed rows (None for the others) with the stored or re-forward scores."""
-        closed = [i for i, d in enumerate(think) if d.stop == "close"]
-        reasonings = {i: self._text(think[i].reasoning) for i in closed}
-        out: list[CompressionResult | None] = [None] * len(think)
+    def _compress(self, think: list[_Decoded], rows: list[int]) -> dict[int, CompressionResult]:
+        """Compress the rows whose think block ended, with the stored or re-forward scores."""
+        assert self.tau is not None
+        reasonings = {i: self._text(think[i].reasoning) for i in rows}
+        out: dict[int, CompressionResult] = {}
         if self.probe == "cached":
             stored = {d.probe_text: d.scores for d in think if d.scores is not None}
             compressor = dataclasses.replace(
                 self.compressor, scorer=_StoredScores(self.tokenizer, stored)
             )
-            unscored = [i for i in closed if think[i].scores is None]
+            unscored = [i for i in rows if think[i].scores is None]
         else:
             compressor = self.compressor
             unscored = []
-            for i in closed:
+            for i in rows:
                 text = self.chat_format.probe_text(reasonings[i], self.aux_prompt)
                 n = count_tokens(self.tokenizer, text)
                 if self.max_positions is not None and n > self.max_positions:
@@ -495,12 +558,12 @@ class CompressingGenerator:
                     unscored.append(i)
                 elif reasonings[i].strip():
                     think[i].probe_tokens = n
-        todo = [i for i in closed if i not in unscored]
+        todo = [i for i in rows if i not in unscored]
         for i, result in zip(
             todo, compressor([reasonings[i] for i in todo], [self.tau] * len(todo)), strict=True
         ):
             out[i] = result
-        for i in unscored:  # empty reasoning or a probe too long: closed, nothing evicted
+        for i in unscored:  # empty reasoning or a probe too long: nothing evicted
             tokens = count_tokens(self.tokenizer, reasonings[i])
             out[i] = CompressionResult.unchanged(reasonings[i], tokens)
         return out
@@ -518,8 +581,10 @@ class CompressingGenerator:
         on_tokens: TokenCallback | None,
         *,
         think: bool = False,
+        interrupt: bool = False,
     ) -> list[_Decoded]:
-        """Sample until each row stops: eos, its budget or, when thinking, the closer.
+        """Sample until each row stops: eos, its budget or, when thinking, the closer; with
+        `interrupt`, a thinking row that reaches its budget is interrupted (stop `budget`).
 
         Rows are left-padded into one batch; finished rows leave it (and its cache). Thinking
         with the cached probe, a `ProbeCache` keeps the think blocks' prompt-free keys.
@@ -545,7 +610,7 @@ class CompressingGenerator:
         opened = 0 if think and self.chat_format.opener_in_prompt else None
         open_at: dict[int, int | None] = dict.fromkeys(live, opened)
         probe = None
-        if think and self.probe == "cached":
+        if think and self.caches_probe:
             probe = ProbeCache(self.model, self.open_ids, len(live), self.probe_chunk)
         while live:
             n = len(live)
@@ -563,17 +628,19 @@ class CompressingGenerator:
             keep = []
             for r, (i, t) in enumerate(zip(live, token.tolist(), strict=True)):
                 if think and t == self.close_id:
-                    out[i] = self._probe(tokens[i], open_at[i], probe, r)
+                    out[i] = self._probe(tokens[i], open_at[i], probe, r, "close")
                 elif t in self.stop_ids:
                     out[i] = _Decoded(tokens[i], "eos", open_at[i])
                 else:
                     tokens[i].append(t)
                     if think and open_at[i] is None and _ends_with(tokens[i], self.open_ids):
                         open_at[i] = len(tokens[i])
-                    if len(tokens[i]) >= budgets[i]:
-                        out[i] = _Decoded(tokens[i], "length", open_at[i])
-                    else:
+                    if len(tokens[i]) < budgets[i]:
                         keep.append(r)
+                    elif think and interrupt:
+                        out[i] = self._probe(tokens[i], open_at[i], probe, r, "budget")
+                    else:
+                        out[i] = _Decoded(tokens[i], "length", open_at[i])
             if not keep:
                 break
             index = torch.tensor(keep, device=device)
@@ -591,15 +658,20 @@ class CompressingGenerator:
         return out  # type: ignore[return-value]
 
     def _probe(
-        self, tokens: list[int], open_at: int | None, probe: ProbeCache | None, row: int
+        self,
+        tokens: list[int],
+        open_at: int | None,
+        probe: ProbeCache | None,
+        row: int,
+        stop: Literal["close", "budget"],
     ) -> _Decoded:
-        """A row that just closed its think block; with the cached probe, its scores: only the
-        tokens past what the probe cache holds (a tail shorter than a chunk, the separator, the
-        auxiliary prompt and the closer) run."""
-        decoded = _Decoded(tokens, "close", open_at)
+        """A row whose think block just ended (closed, or interrupted at the budget); with the
+        cached probe, its scores: only the tokens past what the probe cache holds (a tail
+        shorter than a chunk, the separator, the auxiliary prompt and the closer) run."""
+        decoded = _Decoded(tokens, stop, open_at)
         reasoning = self._text(decoded.reasoning)
         if probe is None or not reasoning.strip():
-            return decoded  # scored after decoding, or nothing to compress
+            return decoded  # scored after decoding, not compressed, or nothing to compress
         text = self.chat_format.probe_text(reasoning, self.aux_prompt)
         ids, offsets = self._encode_probe(text)
         if self.max_positions is not None and len(ids) > self.max_positions:
@@ -661,13 +733,14 @@ def cached_probe_row(
     return captured.mean()[0], len(probe_ids) - k
 
 
-class CompressingBackend:
-    """The evaluation `Backend` (traac.evaluation.generation) for test-time compression:
-    `traac eval --test-time-compression TAU`. Seeds follow `TransformersBackend` (one per batch,
-    from its request keys); each generation's `extra` adds the sample's test-time fields (tokens
-    saved among them) to its evaluation record."""
+class ThinkingBackend:
+    """The evaluation `Backend` (traac.evaluation.generation) of `traac eval --think-budget B`
+    and/or `--compress-tau TAU`. Seeds follow `TransformersBackend` (one per batch, from its
+    request keys). Each generation says whether the budget interrupted it and how many think
+    tokens the model wrote; with compression, its `extra` adds the sample's test-time fields
+    (tokens saved, the steps with their scores) to its evaluation record."""
 
-    def __init__(self, generator: CompressingGenerator) -> None:
+    def __init__(self, generator: ThinkingGenerator) -> None:
         self.generator = generator
         self.tokenizer = generator.tokenizer
         self.max_context = generator.max_positions
@@ -687,19 +760,23 @@ class CompressingBackend:
             seed=request_seed(sampling.seed, "|".join(keys)),
             on_tokens=on_tokens,
         )
+        budget = self.generator.think_budget is not None
         return [
             Generation(
                 text=s.response,
                 token_ids=s.token_ids,
                 finish_reason=s.finish_reason,
-                extra=sample_fields(s),
+                interrupted=s.interrupted if budget else None,
+                budget_think_tokens=s.think_tokens if budget else None,
+                extra=sample_fields(s) if self.generator.tau is not None else {},
             )
             for s in samples
         ]
 
 
-def sample_fields(sample: CompressedSample) -> dict[str, Any]:
-    """What an evaluation record keeps of a compressed sample (tokens saved among them)."""
+def sample_fields(sample: ThinkingSample) -> dict[str, Any]:
+    """What an evaluation record keeps of a compressed sample: tokens saved, and the steps
+    (where each ends in the original reasoning, its score, kept or not) for the step viewer."""
     comp = sample.compression
     return {
         "ttc_closed": sample.closed,
@@ -710,8 +787,34 @@ def sample_fields(sample: CompressedSample) -> dict[str, Any]:
         "ttc_steps": 0 if comp is None else len(comp.kept),
         "ttc_steps_evicted": 0 if comp is None else comp.n_evicted,
         "ttc_uniformity": None if comp is None else comp.uniformity,
+        "ttc_eviction_fraction": None if comp is None else comp.eviction_fraction,
         "ttc_original_reasoning": sample.reasoning,
+        "ttc_step_ends": [] if comp is None else [s.end for s in comp.steps],
+        "ttc_step_scores": [] if comp is None else [float(v) for v in comp.scores],
+        "ttc_step_kept": [] if comp is None else [bool(k) for k in comp.kept],
     }
+
+
+def recorded_compression(fields: Mapping[str, Any]) -> CompressionResult | None:
+    """The compression an evaluation record's test-time fields describe (`sample_fields`), for
+    the step viewer; None where the record holds no scored steps."""
+    kept = fields.get("ttc_step_kept")
+    if not kept:
+        return None
+    reasoning = fields["ttc_original_reasoning"]
+    ends = list(fields["ttc_step_ends"])
+    steps = [Step(reasoning[a:b], a, b) for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+    return CompressionResult(
+        reasoning=reasoning,
+        steps=steps,
+        scores=np.asarray(fields["ttc_step_scores"], dtype=np.float64),
+        kept=[bool(k) for k in kept],
+        uniformity=fields["ttc_uniformity"],
+        eviction_fraction=fields["ttc_eviction_fraction"],
+        text="".join(s.text for s, k in zip(steps, kept, strict=True) if k),
+        tokens_before=fields["ttc_reasoning_tokens_before"],
+        tokens_after=fields["ttc_reasoning_tokens_after"],
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -16,17 +16,22 @@ import numpy as np
 
 from traac.method.compression import CompressionResult
 
-_STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 60rem; color: #222; }
+PAGE_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 60rem; color: #222;
+       padding: 0 1rem; }
 h1 { font-size: 1.3rem; }
-section { border: 1px solid #ccc; border-radius: 6px; padding: 0.8rem 1rem; margin: 1.2rem 0; }
-h2 { font-size: 1.05rem; margin: 0 0 0.4rem; }
-.summary { font-size: 0.9rem; color: #444; margin-bottom: 0.6rem; }
-.trace { white-space: pre-wrap; font-family: ui-monospace, monospace; font-size: 0.85rem;
-         line-height: 1.6; }
-.step { border-radius: 3px; padding: 0 1px; }
-.evicted { text-decoration: line-through; opacity: 0.75; }
-.legend span { display: inline-block; padding: 0 0.5rem; margin-right: 0.3rem; }
+"""
+# The viewer's own rules, scoped to `.viewer` so that a page embedding it keeps its own look.
+VIEWER_STYLE = """
+.viewer section { border: 1px solid #ccc; border-radius: 6px; padding: 0.8rem 1rem;
+                  margin: 1.2rem 0; }
+.viewer h2 { font-size: 1.05rem; margin: 0 0 0.4rem; }
+.viewer .summary { font-size: 0.9rem; color: #444; margin-bottom: 0.6rem; }
+.viewer .trace { white-space: pre-wrap; overflow-wrap: anywhere;
+                 font-family: ui-monospace, monospace; font-size: 0.85rem; line-height: 1.6; }
+.viewer .step { border-radius: 3px; padding: 0 1px; }
+.viewer .evicted { text-decoration: line-through; opacity: 0.75; }
+.viewer .legend span { display: inline-block; padding: 0 0.5rem; margin-right: 0.3rem; }
 """
 
 
@@ -76,11 +81,9 @@ def _trace(result: CompressionResult, title: str) -> str:
     )
 
 
-def render_html(
-    results: Sequence[CompressionResult], titles: Sequence[str] | None = None, note: str = ""
-) -> str:
-    """One page for several compressed traces; `titles` default to "Trace 1", "Trace 2", ...;
-    `note` (plain text) says under which rule they were pruned."""
+def render_traces(results: Sequence[CompressionResult], titles: Sequence[str] | None = None) -> str:
+    """The legend and one section per trace, in a `<div class="viewer">` (style: `VIEWER_STYLE`),
+    for a page of its own or embedded in another; `titles` default to "Trace 1", "Trace 2", ..."""
     if titles is None:
         titles = [f"Trace {i + 1}" for i in range(len(results))]
     if len(titles) != len(results):
@@ -93,10 +96,19 @@ def render_html(
         '<span class="evicted">evicted</span></div>'
     )
     sections = "\n".join(_trace(r, t) for r, t in zip(results, titles, strict=True))
+    return f'<div class="viewer">{legend}\n{sections}\n</div>'
+
+
+def render_html(
+    results: Sequence[CompressionResult], titles: Sequence[str] | None = None, note: str = ""
+) -> str:
+    """One page for several compressed traces; `titles` default to "Trace 1", "Trace 2", ...;
+    `note` (plain text) says under which rule they were pruned."""
     paragraph = f'<p class="rule">{html.escape(note)}</p>' if note else ""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         "<title>traac compression</title>"
-        f"<style>{_STYLE}</style></head><body>"
-        f"<h1>traac: attentive compression</h1>{paragraph}{legend}\n{sections}\n</body></html>\n"
+        f"<style>{PAGE_STYLE}{VIEWER_STYLE}</style></head><body>"
+        f"<h1>traac: attentive compression</h1>{paragraph}"
+        f"{render_traces(results, titles)}\n</body></html>\n"
     )

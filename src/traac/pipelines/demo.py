@@ -2,8 +2,14 @@
 
 Stages: build the testbed (cached) -> evaluate the base model on held-out problems of the three
 tiers -> train it with TRAAC (`recipes/testbed.yaml`) -> evaluate the trained model on the same
-problems -> tables, plots, example compressions. Every stage is resumable: rerunning the demo
-into the same directory keeps what finished. The recipe is parsed before any work starts.
+problems -> sweep think budgets over both models on a subset of those problems, interrupting
+the think block the paper's way and answering from the reasoning as written (truncate) or
+pruned by the probe (compress) -> tables, plots, example compressions. Every stage is
+resumable: rerunning the demo into the same directory keeps what finished. The recipe is parsed
+before any work starts.
+
+Layout: `eval/<model>/held-out` (the evaluation) and `eval/<model>/budget-<B>-<mode>` (the
+sweep), so that `traac report eval/base eval/traac` finds both.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import copy
 import json
 import logging
 import statistics
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,12 +31,13 @@ from traac.common.tables import Table, fmt, signed
 from traac.errors import TraacError
 from traac.evaluation.plots import write_plots
 from traac.evaluation.records import TIER_ORDER
-from traac.evaluation.report import load_models
+from traac.evaluation.report import Model, SweepPoint, budget_table, load_models, sweep_points
 from traac.evaluation.runner import SAMPLES_FILE, SamplesFile
 from traac.evaluation.viewer import render_html
 from traac.method.compression import Compressor, uniformity_rank
 from traac.method.formats import ChatFormat
 from traac.method.scoring import build_scorer
+from traac.method.settings import TEST_TIME_TAU
 from traac.pipelines.stages import QUICK_TRAINING, HeldOut, Recipe, Stages, TierRow, tier_rows
 from traac.testbed.build import ensure_testbed
 from traac.training.config import TRAACConfig
@@ -37,6 +45,52 @@ from traac.training.telemetry import read_metrics
 
 logger = logging.getLogger(__name__)
 CALIBRATION_SAMPLE = 64  # correct base responses the step viewer ranks uniformities among
+
+
+MODELS = {"base": "base", "traac": "TRAAC"}  # directory under eval/ -> name in the report
+HELD_OUT_RUN = "held-out"
+
+
+def budget_at(fraction: float, mean_think_tokens: float) -> int:
+    """The think budget at a fraction of a mean think length (at least one token)."""
+    return max(1, round(fraction * mean_think_tokens))
+
+
+@dataclass(frozen=True)
+class BudgetSweep:
+    """Think budgets at fractions of the base model's mean think length (one of them half, the
+    issue's point of comparison), each run truncating and compressing at `compress_tau`, on the
+    first `per_tier` held-out problems of each tier: 2 models x 3 budgets x 2 modes, kept
+    small so that the demo stays within its time budget."""
+
+    fractions: tuple[float, ...] = (0.25, 0.5, 0.75)
+    per_tier: int = 25
+    num_samples: int = 2
+    compress_tau: float = TEST_TIME_TAU
+
+    def budgets(self, mean_think_tokens: float) -> list[int]:
+        return sorted({budget_at(f, mean_think_tokens) for f in self.fractions})
+
+    def run(
+        self,
+        models: dict[str, Path],
+        output: Path,
+        held_out: HeldOut,
+        mean_think_tokens: float,
+        progress: Progress | None = None,
+    ) -> list[int]:
+        """Evaluate every model at every budget, both modes, into `output/<model>/budget-B-
+        <mode>` (resuming); returns the budgets."""
+        subset = held_out.subset(self.per_tier, self.num_samples)
+        budgets = self.budgets(mean_think_tokens)
+        for name, model in models.items():
+            for budget in budgets:
+                for mode, tau in (("truncate", None), ("compress", self.compress_tau)):
+                    subset.evaluate(
+                        model, output / name / f"budget-{budget}-{mode}", progress,
+                        think_budget=budget, compress_tau=tau,
+                    )  # fmt: skip
+        return budgets
 
 
 @dataclass(frozen=True)
@@ -48,6 +102,7 @@ class DemoSettings:
     quick: bool = False
     held_out: HeldOut = field(default_factory=HeldOut)
     train_overrides: dict[str, Any] = field(default_factory=dict)
+    sweep: BudgetSweep = field(default_factory=BudgetSweep)
 
     @classmethod
     def make(
@@ -65,7 +120,8 @@ class DemoSettings:
             num_samples or held.num_samples,
             max_new_tokens or held.max_new_tokens,
         )
-        return cls(output, recipe, quick, held, dict(QUICK_TRAINING) if quick else {})
+        sweep = BudgetSweep(per_tier=3, num_samples=1) if quick else BudgetSweep()
+        return cls(output, recipe, quick, held, dict(QUICK_TRAINING) if quick else {}, sweep)
 
     @property
     def recipe_with_overrides(self) -> Recipe:
@@ -103,6 +159,7 @@ class DemoResult:
     targets: dict[str, Target]
     tables: list[Table]
     plots: list[str]
+    sweep: list[SweepPoint] = field(default_factory=list)
     stage_seconds: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -112,6 +169,7 @@ class DemoResult:
                 "traac": {k: asdict(v) for k, v in self.traac.items()},
             },
             "training_compression": {k: asdict(v) for k, v in self.compression.items()},
+            "budget_sweep": [asdict(p) for p in self.sweep],
             "targets": {k: asdict(v) for k, v in self.targets.items()},
             "plots": self.plots,
             "stage_seconds": self.stage_seconds,
@@ -132,11 +190,15 @@ def run_demo(settings: DemoSettings, progress: Progress | None = None) -> DemoRe
         base = ensure_testbed(quick=settings.quick, progress=progress)
         logger.info(f"testbed model: {base}")
     with stages.stage("evaluate base"):
-        settings.held_out.evaluate(base, out / "eval" / "base", progress)
+        summary = settings.held_out.evaluate(base, out / "eval" / "base" / HELD_OUT_RUN, progress)
     with stages.stage("train TRAAC"):
         recipe.train(base, trained, progress)
     with stages.stage("evaluate TRAAC"):
-        settings.held_out.evaluate(trained, out / "eval" / "traac", progress)
+        settings.held_out.evaluate(trained, out / "eval" / "traac" / HELD_OUT_RUN, progress)
+    with stages.stage("think budget sweep"):
+        think = summary.overall.mean_think_tokens
+        models = {"base": base, "traac": trained}
+        settings.sweep.run(models, out / "eval", settings.held_out, think, progress)
     with stages.stage("report"):
         result = write_report(settings, base, trained)
     result.stage_seconds = stages.seconds
@@ -199,6 +261,26 @@ def targets(base: dict[str, TierRow], traac: dict[str, TierRow]) -> dict[str, Ta
     }
 
 
+def sweep_target(models: Sequence[Model], budget: int) -> Target:
+    """Compressing against truncating at `budget` think tokens (half the base model's mean think
+    length), per model, with the tokens the probe pruned: met where compressing is the more
+    accurate for every model; the value is the first (base) model's change in points."""
+    points = [p for p in sweep_points(models) if p.budget == budget]
+    changes, texts = {}, []
+    for model in models:
+        mine = {p.mode.split()[0]: p for p in points if p.model == model.name}
+        if {"truncate", "compress"} <= set(mine):
+            change = mine["compress"].accuracy - mine["truncate"].accuracy
+            changes[model.name] = change
+            texts.append(
+                f"{model.name} {change:+.1f} points ({mine['compress'].tokens_pruned or 0:.1f} "
+                "reasoning tokens pruned per sample)"
+            )
+    met = bool(changes) and all(change > 0 for change in changes.values())
+    measured = f"compress - truncate at {budget} think tokens: {', '.join(texts) or 'no runs'}"
+    return Target(measured, met, changes.get(models[0].name))
+
+
 def comparison_table(base: dict[str, TierRow], traac: dict[str, TierRow]) -> Table:
     table = Table(
         ["tier", "base Acc", "base Len", "TRAAC Acc", "TRAAC Len", "Δ Acc (pts)", "Δ Len"],
@@ -232,14 +314,20 @@ def compression_table(rows: dict[str, BinCompression]) -> Table:
 def write_report(settings: DemoSettings, base_model: Path, trained_model: Path) -> DemoResult:
     """report.md + plots + step viewer, and the result (per model, per tier)."""
     out = settings.output
-    models = load_models([out / "eval" / "base", out / "eval" / "traac"], ["base", "TRAAC"])
-    base, traac = (tier_rows(m.runs[next(iter(m.runs))].summary) for m in models)
+    models = load_models([out / "eval" / name for name in MODELS], list(MODELS.values()))
+    held_out = [m.runs[next(iter(m.runs))].summary for m in models]
+    base, traac = map(tier_rows, held_out)
     compression = training_compression(trained_model / "metrics.jsonl")
     goals = targets(base, traac)
+    half = budget_at(0.5, held_out[0].overall.mean_think_tokens)
+    goals["compress beats truncate at half the base think length"] = sweep_target(models, half)
     plots = [p.name for p in write_plots(models, out)]
     plots.append(compression_plot(compression, out / "compression_by_bin.png").name)
     _, config = settings.recipe_with_overrides.parse(base_model, trained_model)
-    examples = example_viewer(base_model, out / "eval" / "base", out / "steps.html", config)
+    examples = example_viewer(
+        base_model, out / "eval" / "base" / HELD_OUT_RUN, out / "steps.html", config
+    )
+    sweep = budget_table(models)
     tables = [comparison_table(base, traac), compression_table(compression)]
     goal_lines = "\n".join(
         f"- {'met' if g.met else 'NOT met'}: {name} (measured {g.measured})"
@@ -247,17 +335,32 @@ def write_report(settings: DemoSettings, base_model: Path, trained_model: Path) 
     )
     images = "\n".join(f"![{p}]({p})" for p in plots)
     held = settings.held_out
+    swept = held.subset(settings.sweep.per_tier, settings.sweep.num_samples)
+    sweep_text = (
+        f"\n\n## Think budget sweep\n\nThe first {swept.per_tier} problems of each tier, "
+        f"{swept.num_samples} sample(s) each; think blocks interrupted at the budget (auxiliary "
+        "prompt and closer appended) and answered from the reasoning as written (truncate) or "
+        f"after the attention probe pruned it at tau {settings.sweep.compress_tau} (compress). "
+        "Budgets are fractions of the base model's mean think length "
+        f"({held_out[0].overall.mean_think_tokens:.1f} tokens); budget 'none' is the model's "
+        f"run above, on all the held-out problems.\n\n{sweep.markdown()}"
+        if sweep is not None
+        else ""
+    )
     report = (
         f"# traac demo\n\nHeld-out testbed problems: `{held.dataset}`, "
         f"{held.num_samples} samples each, temperature 1.0, at most "
         f"{held.max_new_tokens} new tokens. Acc in %, Len = mean response tokens.\n\n"
         f"{tables[0].markdown()}\n\n## Compression during training (means over steps)\n\n"
-        f"{tables[1].markdown()}\n\n## Targets\n\n{goal_lines}\n\n## Plots\n\n{images}\n\n"
+        f"{tables[1].markdown()}{sweep_text}\n\n## Targets\n\n{goal_lines}\n\n"
+        f"## Plots\n\n{images}\n\n"
         f"Example trajectories with their steps scored and pruned: [steps.html](steps.html) "
         f"({examples} traces).\n"
     )
     (out / "report.md").write_text(report)
-    return DemoResult(base, traac, compression, goals, tables, plots)
+    if sweep is not None:
+        tables.append(sweep)
+    return DemoResult(base, traac, compression, goals, tables, plots, sweep_points(models))
 
 
 def compression_plot(rows: dict[str, BinCompression], path: Path) -> Path:

@@ -11,15 +11,18 @@ import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from traac.common.models import load_tokenizer, resolve_model_path
+from traac.common.models import load_model, load_tokenizer, resolve_model_path
 from traac.common.progress import NullProgress, Progress
-from traac.evaluation.generation import make_backend
+from traac.evaluation.generation import Backend, make_backend
 from traac.evaluation.records import TIER_ORDER, EvalSummary
 from traac.evaluation.runner import EvalSettings, run_eval
+from traac.evaluation.testtime import ThinkingBackend, ThinkingGenerator
+from traac.method.formats import resolve_chat_format
+from traac.method.settings import CompressionSettings
 from traac.training.config import TRAACConfig
 from traac.training.run import TrainScriptArguments, parse, train
 
@@ -62,27 +65,57 @@ class HeldOut:
     def dataset(self) -> str:
         return f"testbed:all?n={self.per_tier}&seed={self.seed}"
 
-    def evaluate(self, model: Path, output: Path, progress: Progress | None = None) -> EvalSummary:
-        """Evaluate (resuming) with the prompt style the testbed learned: the question alone."""
+    def evaluate(
+        self,
+        model: Path,
+        output: Path,
+        progress: Progress | None = None,
+        *,
+        think_budget: int | None = None,
+        compress_tau: float | None = None,
+    ) -> EvalSummary:
+        """Evaluate (resuming) with the prompt style the testbed learned: the question alone;
+        with a think budget and/or a test-time compression tau as `traac eval` takes them."""
         path = resolve_model_path(str(model))
         tokenizer = load_tokenizer(path)
+        thinking = think_budget is not None or compress_tau is not None
         settings = EvalSettings(
             dataset=self.dataset,
             model=str(Path(path).resolve()),
             prompt_style="question",
             max_new_tokens=self.max_new_tokens,
+            compress_tau=compress_tau,
+            compression=asdict(CompressionSettings()) if thinking else None,
+            think_budget=think_budget,
         )
+
+        def backend(tok: Any) -> Backend:
+            if not thinking:
+                return make_backend("transformers", path, tok)
+            chat_format = resolve_chat_format("auto", tokenizer=tok)
+            return ThinkingBackend(
+                ThinkingGenerator(
+                    load_model(path), tok, chat_format, compress_tau=compress_tau,
+                    think_budget=think_budget,
+                )
+            )  # fmt: skip
+
         result = run_eval(
             settings,
             output,
             num_samples=self.num_samples,
             batch_size=self.batch_size,
             args={"pipeline": True},
-            make_backend=lambda tok: make_backend("transformers", path, tok),
+            make_backend=backend,
             tokenizer=tokenizer,
             progress=progress,
         )
         return result.summary
+
+    def subset(self, per_tier: int, num_samples: int) -> HeldOut:
+        """The first `per_tier` problems of each tier (a prefix of each tier's draws), sampled
+        `num_samples` times, decoded alike."""
+        return replace(self, per_tier=min(per_tier, self.per_tier), num_samples=num_samples)
 
 
 @dataclass(frozen=True)

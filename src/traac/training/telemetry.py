@@ -2,13 +2,14 @@
 through TRL's metrics (so `report_to` sees it) and into `metrics.jsonl`; reports read it back
 with `read_metrics`.
 
-Per step, for the pooled group (`all`) and each difficulty bin: prompts, pass rate, response,
-think and answer tokens (the last two split by correct and incorrect rollouts, which TRL's one
-mean length hides), the share clipped at the maximum length and the share that never closed
-its think block, what compression did (candidates, compressed share, steps and tokens
-removed) and the groups dynamic sampling dropped. Keys are `traac/<scope>/<field>`, e.g.
-`traac/easy/think_tokens_correct`; per step, `traac/sampling/resampled_groups` and
-`traac/sampling/resample_rounds` say what resampling did.
+Per step, for the pooled group (`all`) and each difficulty bin: prompts, pass rate, the share
+of the pooled rollouts that are right, response, think and answer tokens (the last two split by
+correct and incorrect rollouts, which TRL's one mean length hides), the share clipped at the
+maximum length and the share that never closed its think block, what compression did
+(candidates, compressed share, steps and tokens removed) and the groups dynamic sampling
+dropped. Keys are `traac/<scope>/<field>`, e.g. `traac/easy/think_tokens_correct`; per step,
+`traac/sampling/resampled_groups` and `traac/sampling/resample_rounds` say what resampling did.
+docs/telemetry.md lists them all.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ class ScopeStats:
 
     prompts: int
     rollouts: int
-    pass_rate: float | None
+    pass_rate: float | None  # mean over prompts of the originals' pass rate
+    correct_frac: float | None  # share of the pooled rollouts (compressed copies too) right
     response_tokens: float | None
     think_tokens_correct: float | None
     think_tokens_incorrect: float | None
@@ -138,6 +140,7 @@ def scope_stats(
         prompts=len(pass_rates),
         rollouts=len(pooled),
         pass_rate=_mean(pass_rates),
+        correct_frac=_mean([r.correct for r in pooled]),
         response_tokens=_mean([r.response_tokens for r in pooled]),
         think_tokens_correct=_mean([r.think_tokens for r in right]),
         think_tokens_incorrect=_mean([r.think_tokens for r in wrong]),
