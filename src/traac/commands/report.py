@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from traac.commands import ArgumentParser
+from traac.common.outputs import output_dir, write_text
 from traac.evaluation.plots import write_plots
 from traac.evaluation.report import build_report, load_models
 
@@ -33,14 +34,17 @@ def build_parser() -> ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    if args.output is not None:
+        output_dir(args.output)
     models = load_models(args.dirs, args.names)
+    for warning in filter(None, (run.stale() for m in models for run in m.runs.values())):
+        print(f"traac report: warning: {warning}", file=sys.stderr)
     text = build_report(models)
     sys.stdout.write(text)
     if args.output is None:
         print("(pass --output OUT to write report.md and the plots)", file=sys.stderr)
         return 0
-    args.output.mkdir(parents=True, exist_ok=True)
-    (args.output / "report.md").write_text(text)
+    write_text(args.output / "report.md", text, "--output")
     written = write_plots(models, args.output)
     print(
         f"wrote {args.output / 'report.md'}, " + ", ".join(p.name for p in written), file=sys.stderr

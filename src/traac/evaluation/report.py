@@ -31,6 +31,20 @@ class Run:
         """The per-sample records (for curves and distributions)."""
         return list(SamplesFile(self.path / SAMPLES_FILE).read().values())
 
+    def stale(self) -> str | None:
+        """Why the summary may not describe the samples, if it may not: a rerun that added
+        samples and was stopped before its summary leaves the old one beside a longer file."""
+        samples, summary = self.path / SAMPLES_FILE, self.path / SUMMARY_JSON
+        if not samples.exists() or samples.stat().st_mtime <= summary.stat().st_mtime:
+            return None
+        held, counted = len(self.records()), self.summary.overall.n_samples
+        if held == counted:
+            return None
+        return (
+            f"{self.path}: {SUMMARY_JSON} counts {counted} samples but {SAMPLES_FILE}, written "
+            f"after it, holds {held}; rerun `traac eval` into it to bring the summary up to date"
+        )
+
 
 @dataclass
 class Model:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from traac.common.outputs import output_dir
 from traac.common.progress import NullProgress, Progress
 from traac.common.tables import Table, fmt
 from traac.errors import TraacError
@@ -81,7 +82,7 @@ def run_ablations(settings: AblationSettings, progress: Progress | None = None) 
     written to `ablations.md`."""
     progress = progress or NullProgress()
     recipes = settings.recipes()
-    out = settings.output
+    out = output_dir(settings.output)
     stages = Stages()
     with stages.stage("testbed"):
         base = ensure_testbed(quick=settings.quick, progress=progress)
