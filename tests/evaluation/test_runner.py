@@ -649,3 +649,16 @@ def test_a_resume_after_a_torn_line_makes_the_uninterrupted_records(tmp_path, da
     assert main(argv(tmp_path / "cut")) == 0
     assert samples.read_text() == whole
     assert len({json.loads(x)["response"] for x in kept}) > 1  # sampled, not one fixed text
+
+
+def test_cuda_without_a_gpu_is_one_line(tmp_path, dataset, model_dir, monkeypatch):
+    import torch
+
+    from traac.commands.eval import main
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    out = tmp_path / "run"
+    argv = ["--model", str(model_dir), "--dataset", str(dataset), "--output", str(out)]
+    with pytest.raises(TraacError, match="--device cuda: no CUDA GPU is visible here"):
+        main([*argv, "--device", "cuda"])
+    assert not out.exists()
