@@ -208,3 +208,27 @@ def test_prompt_file_questions_are_rendered_with_the_chat_template(model_dir, tm
     samples = json.loads(out_json.read_text())["samples"]
     assert [s["title"] for s in samples] == ["line 1", "line 3"]
     assert samples[0]["prompt"] == "<|user|>first question\n<|assistant|>"
+
+
+@pytest.mark.parametrize("flag", ["--json", "--html"])
+def test_an_unwritable_output_file_fails_before_any_work(capsys, monkeypatch, flag):
+    """Checked by writing, so `/proc` (which root may 'write' by permissions) fails up front."""
+    monkeypatch.setattr(
+        "traac.commands.generate.load_generator", lambda *a: pytest.fail("work started")
+    )
+    code, _, err = run_cli(capsys, "--prompt", "hi", flag, "/proc/traac-out.x")
+    assert code == 2 and err.count("\n") == 1
+    assert f"{flag} /proc/traac-out.x: cannot write it" in err
+
+
+def test_a_prompt_samples_the_same_at_any_batch_size(model_dir, tmp_path, capsys):
+    """Each prompt draws from its own random stream, so batching does not change a response."""
+    prompts = tmp_path / "q.txt"
+    prompts.write_text("What is 1 + 1?\nWhat is 2 + 2?\nWhat is 3 + 3?\n")
+    outputs = []
+    for batch in ("1", "3"):
+        out = tmp_path / f"b{batch}.json"
+        argv = ["--model", str(model_dir), "--input", str(prompts), "--max-new-tokens", "12"]
+        assert run_cli(capsys, *argv, "--batch-size", batch, "--json", str(out))[0] == 0
+        outputs.append([s["response"] for s in json.loads(out.read_text())["samples"]])
+    assert outputs[0] == outputs[1]

@@ -164,6 +164,43 @@ def test_dry_run_of_an_invalid_field_exits_2_naming_it(
     assert field in err
 
 
+@pytest.mark.parametrize("field", ["learning_rate", "beta", "correctness_reward"])
+def test_dry_run_of_a_recipe_holding_nan_exits_2_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any, field: str
+) -> None:
+    """NaN passes `>= 0` and `> 0` checks written the obvious way; the real run dies of it."""
+    no_weights(monkeypatch)
+    argv = local_recipe(tmp_path, Path("testbed"), "testbed:easy?n=4")
+    recipe = Path(argv[2])
+    recipe.write_text(recipe.read_text() + f"{field}: .nan\n")  # YAML's NaN
+    code = cli_main([*argv, "--dry-run"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert f"traac train: error: {field}: nan must be a finite number" in err
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("learning_rate: [1.0e-5, 2\n", "not valid YAML (expected ',' or ']'"),
+        ("learning_rate: [1.0e-5, 2.0e-5]\n", "learning_rate: [1e-05, 2e-05] is a list"),
+        ("beta: {a: 1}\n", "beta: {'a': 1} is a dict"),
+        ("- just\n- a list\n", "a recipe is a YAML mapping"),
+    ],
+)
+def test_a_broken_recipe_is_one_line_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any, line: str, message: str
+) -> None:
+    no_weights(monkeypatch)
+    argv = local_recipe(tmp_path, Path("testbed"), "testbed:easy?n=4")
+    recipe = Path(argv[2])
+    recipe.write_text(line if line.startswith("-") else recipe.read_text() + line)
+    code = cli_main([*argv, "--dry-run"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert err.startswith(f"traac train: error: --config {recipe}: ") and message in err
+
+
 BAD_ROWS = [
     ({"question": "2+2?"}, "row 1 has no answer field"),
     ({"question": "", "answer": "4"}, "row 1 has no 'question' field (or it is empty)"),

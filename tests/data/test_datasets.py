@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -303,3 +304,33 @@ def test_offline_hub_without_the_cache_is_a_clear_error(tmp_path, monkeypatch):
         with pytest.raises(TraacError, match="needs the network or the hub cache") as err:
             load_items(spec)
         assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("bad.jsonl", b'{"question": "q\xff", "answer": "1"}\n', "not UTF-8 text (byte 15"),
+        ("bad.json", b'[{"question": "q\xff", "answer": "1"}]', "not UTF-8 text (byte 16"),
+        ("bad.jsonl", b'{"question": "q\\udc80", "answer": "1"}\n', "line 1: holds a lone"),
+        ("bad.json", b'[{"question": "q", "answer": "\\ud800"}]', "holds a lone surrogate"),
+    ],
+)
+def test_files_that_are_not_text_are_one_line_errors(tmp_path, name, content, message):
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(TraacError, match=re.escape(message)):
+        load_items(str(path))
+
+
+def test_a_line_separator_inside_a_jsonl_string_does_not_split_the_line(tmp_path):
+    path = tmp_path / "sep.jsonl"
+    row = {"question": "a\u2028b", "answer": "1"}
+    path.write_text(json.dumps(row, ensure_ascii=False) + "\n")  # U+2028 raw, not escaped
+    (item,) = load_items(str(path))
+    assert item.question == "a\u2028b"
+
+
+def test_an_empty_spec_is_not_the_current_directory():
+    for spec in ("", "  "):
+        with pytest.raises(TraacError, match="dataset: empty spec"):
+            load_items(spec)

@@ -220,3 +220,37 @@ def test_think_budget_runs_form_the_sweep(runs, tmp_path, capsys):
     shutil.copytree(tmp_path / "base" / "budget-100-truncate", tmp_path / "base" / "again")
     with pytest.raises(TraacError, match="two runs on tiers at think budget 100 \\(truncate\\)"):
         load_models([tmp_path / "base"])
+
+
+def test_a_summary_older_than_more_samples_is_reported_stale(runs, tmp_path, capsys):
+    """An interrupted rerun that added samples leaves the old summary beside a longer file."""
+    import os
+    import shutil
+
+    from traac.commands.report import main
+
+    run = tmp_path / "otb"
+    shutil.copytree(runs / "base" / "otb", run)
+    assert main([str(run)]) == 0
+    assert "warning" not in capsys.readouterr().err  # whole and up to date
+    samples = run / "samples.jsonl"
+    first = json.loads(samples.read_text().splitlines()[0])
+    with open(samples, "a") as f:
+        f.write(json.dumps({**first, "sample": 1}) + "\n")
+    later = (run / "summary.json").stat().st_mtime + 5
+    os.utime(samples, (later, later))
+    assert main([str(run)]) == 0
+    err = capsys.readouterr().err
+    assert f"traac report: warning: {run}: summary.json counts 4 samples" in err
+    assert "holds 5; rerun `traac eval` into it" in err
+
+
+@pytest.mark.parametrize("output", ["file", "/proc/traac-report"])
+def test_an_unwritable_output_is_one_line_before_any_work(runs, tmp_path, capsys, output):
+    from traac.commands.report import main
+
+    (tmp_path / "file").write_text("")
+    target = tmp_path / "file" if output == "file" else Path(output)
+    with pytest.raises(TraacError, match=f"--output {target}: "):
+        main([str(runs / "base"), "--output", str(target)])
+    assert capsys.readouterr().out == ""  # no table printed, then lost

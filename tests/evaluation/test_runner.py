@@ -549,3 +549,162 @@ def test_a_bad_think_budget_fails_before_the_model_loads(
     with pytest.raises(TraacError, match=re.escape(message)) as err:
         main([*argv, "--output", str(tmp_path / "out"), *extra])
     assert "\n" not in str(err.value)
+
+
+# --------------------------------------------------------------------------------------------
+# Careless input: one line, nothing blocked, nothing lost (issue 15)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ["--temperature", "-1"],
+        ["--temperature", "nan"],
+        ["--top-p", "2"],
+        ["--max-new-tokens", "0"],
+        ["--device", "bogus"],
+        ["--dtype", "bogus"],
+    ],
+)
+def test_a_failed_eval_leaves_its_folder_free_for_the_corrected_one(
+    tmp_path, dataset, model_dir, bad
+):
+    from traac.commands.eval import main
+
+    out = tmp_path / "run"
+    argv = ["--model", str(model_dir), "--dataset", str(dataset), "--output", str(out)]
+    argv += ["--num-samples", "1", "--max-new-tokens", "2", "--limit", "1"]
+    with pytest.raises(TraacError, match=re.escape(bad[0])):
+        main([*argv, *bad])
+    assert not (out / "run.json").exists()
+    assert main(argv) == 0
+
+
+def test_a_wrong_responses_file_leaves_the_folder_free(tmp_path, dataset):
+    out = tmp_path / "out"
+    unknown = write_responses(tmp_path / "unknown.jsonl", {**GOLD, "zz": "1"})
+    with pytest.raises(TraacError, match="not in the dataset"):
+        score(dataset, unknown, out)
+    assert not (out / "run.json").exists()
+    right = write_responses(tmp_path / "right.jsonl", GOLD)
+    assert score(dataset, right, out).summary.overall.accuracy == 100.0
+
+
+def test_a_model_that_does_not_load_leaves_the_folder_free(tmp_path, dataset, model_dir):
+    from traac.commands.eval import main
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (broken / name).write_bytes((model_dir / name).read_bytes())
+    (broken / "config.json").write_text("{}")
+    out = tmp_path / "run"
+    argv = ["--dataset", str(dataset), "--output", str(out), "--num-samples", "1"]
+    argv += ["--max-new-tokens", "2", "--limit", "1"]
+    with pytest.raises(TraacError, match="cannot load it"):
+        main(["--model", str(broken), *argv])
+    assert not (out / "run.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"id": "m1", "response": "\xff"}\n', "not UTF-8 text (byte 26"),
+        (b'{"id": "m1", "response": "\\ud800 2"}\n', "line 1: holds a lone surrogate"),
+    ],
+)
+def test_responses_that_are_not_text_are_one_line(tmp_path, dataset, content, message):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(content)
+    with pytest.raises(TraacError, match=re.escape(message)):
+        score(dataset, bad, tmp_path / "out", limit=1)
+    assert not (tmp_path / "out" / "run.json").exists()
+
+
+@pytest.mark.parametrize("output", ["file", "/proc/traac-eval"])
+def test_an_unwritable_output_is_one_line(tmp_path, dataset, output):
+    target = tmp_path / "file" if output == "file" else Path(output)
+    (tmp_path / "file").write_text("")
+    responses = write_responses(tmp_path / "r.jsonl", GOLD)
+    with pytest.raises(TraacError, match=re.escape(f"--output {target}: ")):
+        score(dataset, responses, target)
+
+
+def test_an_empty_dataset_name_is_not_the_current_directory(tmp_path, model_dir):
+    from traac.commands.eval import main
+
+    argv = ["--model", str(model_dir), "--output", str(tmp_path / "run")]
+    for empty in ("", "  "):
+        with pytest.raises(TraacError, match="--dataset: empty"):
+            main([*argv, "--dataset", empty])
+
+
+def test_a_bad_option_value_is_one_line_without_the_usage(capsys):
+    from traac.cli import main
+
+    assert main(["eval", "--dataset", "x", "--output", "o", "--model", "m", "--limit", "a"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "argument --limit: invalid int value: 'a'" in err
+
+
+def test_a_full_disk_is_one_line_and_loses_nothing(tmp_path, dataset, tokenizer, monkeypatch):
+    """ENOSPC in the third batch: the two batches before stay, and the rerun completes them."""
+    import errno
+
+    import traac.evaluation.runner as runner
+
+    settings = EvalSettings(dataset=str(dataset), model="fake")
+    out = tmp_path / "out"
+    calls = {"n": 0}
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(runner.os, "fsync", fsync)
+    backend = FlakyBackend(tokenizer, GOLD)
+    kwargs = {"num_samples": 2, "batch_size": 4, "tokenizer": tokenizer}
+    with pytest.raises(TraacError, match=r"No space left on device.*samples written before"):
+        run_eval(settings, out, make_backend=lambda t: backend, **kwargs)
+    kept = lines(out / "samples.jsonl")
+    assert len(kept) >= 8  # the first two batches
+    monkeypatch.setattr(runner.os, "fsync", real_fsync)
+    result = run_eval(settings, out, make_backend=lambda t: backend, **kwargs)
+    assert lines(out / "samples.jsonl")[:8] == kept[:8]
+    assert result.summary.overall.n_samples == 16 and result.summary.overall.accuracy == 100.0
+
+
+def test_a_resume_after_a_torn_line_makes_the_uninterrupted_records(tmp_path, dataset, model_dir):
+    """Seeds per sample, not per batch: after a cut at line 7 of 16 the resumed run's batches
+    fall differently, and it must still make the records an uninterrupted run made."""
+    from traac.commands.eval import main
+
+    def argv(out: Path) -> list[str]:
+        return ["--model", str(model_dir), "--dataset", str(dataset), "--output", str(out),
+                "--num-samples", "2", "--max-new-tokens", "8", "--batch-size", "4"]  # fmt: skip
+
+    assert main(argv(tmp_path / "whole")) == 0
+    whole = (tmp_path / "whole" / "samples.jsonl").read_text()
+    assert main(argv(tmp_path / "cut")) == 0
+    samples = tmp_path / "cut" / "samples.jsonl"
+    kept = whole.splitlines(keepends=True)
+    samples.write_text("".join(kept[:6]) + kept[6][:20])  # torn mid-line
+    assert main(argv(tmp_path / "cut")) == 0
+    assert samples.read_text() == whole
+    assert len({json.loads(x)["response"] for x in kept}) > 1  # sampled, not one fixed text
+
+
+def test_cuda_without_a_gpu_is_one_line(tmp_path, dataset, model_dir, monkeypatch):
+    import torch
+
+    from traac.commands.eval import main
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    out = tmp_path / "run"
+    argv = ["--model", str(model_dir), "--dataset", str(dataset), "--output", str(out)]
+    with pytest.raises(TraacError, match="--device cuda: no CUDA GPU is visible here"):
+        main([*argv, "--device", "cuda"])
+    assert not out.exists()

@@ -72,6 +72,31 @@ def test_demo_bad_recipe_is_one_line_error(tmp_path, capsys):
     assert "no such recipe" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", [["demo"], ["experiment", "ablations"]])
+def test_a_broken_recipe_stops_before_any_work(tmp_path, capsys, monkeypatch, command):
+    """A YAML syntax error is noticed before the testbed is built or the base model evaluated."""
+    for where in ("traac.pipelines.demo", "traac.pipelines.experiments"):
+        monkeypatch.setattr(f"{where}.ensure_testbed", lambda **k: pytest.fail("work started"))
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(RECIPE.read_text() + "beta: [0.1\n")
+    out = tmp_path / "out"
+    assert cli.main([*command, "--output", str(out), "--config", str(recipe)]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1].startswith(f"traac {command[0]}: error: --config {recipe}: not")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", [["demo"], ["experiment", "ablations"]])
+def test_an_output_that_is_a_file_stops_before_any_work(tmp_path, capsys, monkeypatch, command):
+    for where in ("traac.pipelines.demo", "traac.pipelines.experiments"):
+        monkeypatch.setattr(f"{where}.ensure_testbed", lambda **k: pytest.fail("work started"))
+    out = tmp_path / "file"
+    out.write_text("")
+    assert cli.main([*command, "--quick", "--output", str(out), "--config", str(RECIPE)]) == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith(f"traac {command[0]}: error: --output {out}: is a file")
+
+
 def group(accuracy: float, length: float) -> GroupStats:
     return GroupStats(
         n_items=10, n_samples=10, accuracy=accuracy, mean_response_tokens=length,

@@ -185,3 +185,25 @@ def test_config_hash_keys_the_cache():
     assert default_config().hash() != default_config(quick=True).hash()
     assert default_config(seed=1).hash() != default_config(seed=2).hash()
     assert cache_path(default_config(seed=3)).name.startswith("full-seed3-")
+
+
+@pytest.mark.parametrize("cache", ["file", "/proc/traac-cache"])
+def test_an_unwritable_cache_is_one_line_before_any_build(tmp_path, monkeypatch, capsys, cache):
+    (tmp_path / "file").write_text("")
+    root = tmp_path / "file" if cache == "file" else Path(cache)
+    monkeypatch.setenv("TRAAC_CACHE_DIR", str(root))
+    monkeypatch.setattr("traac.testbed.build._build_steps", lambda *a: pytest.fail("built"))
+    assert cli.main(["testbed", "build", "--quick"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"traac testbed: error: testbed cache {root / 'testbed'}: ")
+    assert err.endswith("set TRAAC_CACHE_DIR to a writable directory") and "\n" not in err
+
+
+@pytest.mark.parametrize("output", ["file", "/proc/traac-testbed"])
+def test_an_unwritable_output_is_one_line_before_any_build(tmp_path, monkeypatch, capsys, output):
+    (tmp_path / "file").write_text("")
+    target = tmp_path / "file" if output == "file" else Path(output)
+    monkeypatch.setattr("traac.testbed.build._build_steps", lambda *a: pytest.fail("built"))
+    assert cli.main(["testbed", "build", "--quick", "--force", "--output", str(target)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("traac testbed: error: testbed: ") and "\n" not in err

@@ -113,3 +113,23 @@ def test_gold_response_verifies_and_wrong_one_does_not():
     wrong = f"<think>First, ...\n</think>The answer is \\boxed{{{int(item.answer) + 1}}}."
     assert verify_item(item, right)
     assert not verify_item(item, wrong)
+
+
+def test_an_n_past_any_pool_is_refused_at_once_naming_the_pool():
+    """`testbed:easy?n=100000000` drew for hours: the easy pool has about 50 problems."""
+    import time
+
+    from traac.data.datasets import load_items
+
+    start = time.monotonic()
+    message = "n=100000000 is more than 100,000 per tier; its eval pool holds about 50 distinct"
+    with pytest.raises(TraacError, match=message):
+        load_items("testbed:easy?n=100000000")
+    assert time.monotonic() - start < 1
+
+
+def test_an_exhausted_pool_stops_drawing_and_repeats():
+    items = make_items("easy", 5_000)
+    distinct = {i.id.split("-r")[0] for i in items}
+    assert len(items) == 5_000 and 40 <= len(distinct) <= 60  # about 50, each found
+    assert distinct == {i.id.split("-r")[0] for i in make_items("easy", 200)}

@@ -13,7 +13,6 @@ import dataclasses
 import math
 import types
 import typing
-from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 from traac.errors import TraacError
@@ -70,21 +69,3 @@ def check_tau(value: float | None, flag: str = "--compress-tau") -> None:
 def check_positive(value: int | None, flag: str) -> None:
     if value is not None and value < 1:
         raise TraacError(f"{flag} {value}: must be at least 1")
-
-
-def check_writable(path: Path | None, flag: str) -> None:
-    """An output file that can be written: not a directory, in a directory that exists."""
-    if path is None:
-        return
-    if path.is_dir():
-        raise TraacError(f"{flag} {path}: is a directory; name a file")
-    if not path.parent.is_dir():
-        raise TraacError(f"{flag} {path}: no directory {path.parent}")
-
-
-def write_output(path: Path, text: str, flag: str) -> None:
-    """Write an output file; a failure is one line naming the flag (the results were printed)."""
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as err:
-        raise TraacError(f"{flag} {path}: cannot write it ({err.strerror})") from None

@@ -19,11 +19,10 @@ from traac.commands import (
     add_settings,
     check_positive,
     check_tau,
-    check_writable,
     settings_from,
-    write_output,
 )
 from traac.common.models import load_config, load_model, load_tokenizer, resolve_device
+from traac.common.outputs import output_file, write_text
 from traac.console import make_console, make_progress, print_lines, print_steps
 from traac.errors import TraacError
 from traac.evaluation.testtime import render_prompt
@@ -149,8 +148,8 @@ def main(argv: list[str]) -> int:
     check_positive(args.batch_size, "--batch-size")
     settings = settings_from(args, CompressionSettings)
     think = settings_from(args, FormatSettings)
-    check_writable(args.html, "--html")
-    check_writable(args.json, "--json")
+    output_file(args.html, "--html")
+    output_file(args.json, "--json")
     device = resolve_device(args.device)
     traces = read_traces(args.input, think.resolve())
     if settings.scorer == "confidence":
@@ -220,10 +219,10 @@ def main(argv: list[str]) -> int:
             },
             "traces": records,
         }
-        write_output(args.json, json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "--json")
+        write_text(args.json, json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "--json")
         written.append(f"wrote {args.json}")
     if args.html is not None:
-        write_output(args.html, render_html(results, [t.title for t in traces]), "--html")
+        write_text(args.html, render_html(results, [t.title for t in traces]), "--html")
         written.append(f"wrote {args.html}")
     print_lines(console, written)
     return 0

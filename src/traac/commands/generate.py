@@ -24,11 +24,10 @@ from traac.commands import (
     add_settings,
     check_positive,
     check_tau,
-    check_writable,
     settings_from,
-    write_output,
 )
 from traac.common.models import load_model, load_tokenizer, resolve_device, resolve_dtype
+from traac.common.outputs import output_file, write_text
 from traac.console import make_console, make_progress, print_lines, print_steps
 from traac.errors import TraacError
 from traac.evaluation.generation import check_sampling
@@ -118,8 +117,8 @@ def check_args(args: argparse.Namespace) -> None:
     check_positive(args.max_new_tokens, "--max-new-tokens")
     check_sampling(args.temperature, args.top_p, args.max_new_tokens)
     check_positive(args.batch_size, "--batch-size")
-    check_writable(args.html, "--html")
-    check_writable(args.json, "--json")
+    output_file(args.html, "--html")
+    output_file(args.json, "--json")
 
 
 def read_questions(args: argparse.Namespace) -> list[Question]:
@@ -211,7 +210,8 @@ def run(generator: ThinkingGenerator, prompts: list[str], args: argparse.Namespa
                 max_new_tokens=args.max_new_tokens,
                 temperature=args.temperature,
                 top_p=args.top_p,
-                seed=args.seed + at,
+                seed=args.seed,
+                keys=[str(at + k) for k in range(len(chunk))],  # the same draws at any batch size
                 on_tokens=on_tokens,
             )
             task.advance(len(chunk))
@@ -298,10 +298,10 @@ def main(argv: list[str]) -> int:
             for q, s in zip(questions, samples, strict=True)
         ]
         payload = {"settings": settings, "samples": records}
-        write_output(args.json, json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "--json")
+        write_text(args.json, json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "--json")
         lines.append(f"wrote {args.json}")
     print_lines(console, lines)
     if args.html is not None:
-        write_output(args.html, console.export_html(inline_styles=True), "--html")
+        write_text(args.html, console.export_html(inline_styles=True), "--html")
         print_lines(console, [f"wrote {args.html}"])
     return 0

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from traac.commands import ArgumentParser
+from traac.common.outputs import output_dir
 from traac.evaluation.html_report import write_report
 from traac.evaluation.report import build_report, load_models
 
@@ -36,7 +37,11 @@ def build_parser() -> ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    if args.output is not None:
+        output_dir(args.output)
     models = load_models(args.dirs, args.names)
+    for warning in filter(None, (run.stale() for m in models for run in m.runs.values())):
+        print(f"traac report: warning: {warning}", file=sys.stderr)
     text = build_report(models)
     sys.stdout.write(text)
     if args.output is None:

@@ -234,27 +234,45 @@ def read_rows(path: Path) -> list[Row] | dict[str, Any]:
             return pq.read_table(path).to_pylist()
         except Exception as err:  # pyarrow raises many types for a bad file
             raise TraacError(f"dataset {str(path)!r}: not a readable parquet file ({err})") from err
-    text = path.read_text(encoding="utf-8")
+    where = f"dataset {str(path)!r}"
+    text = read_text(path, where)
     if suffix == ".jsonl":
-        rows = []
-        for n, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                raise TraacError(
-                    f"dataset {str(path)!r}: line {n} is not JSON ({err.msg})"
-                ) from None
-        return rows
+        return [
+            json_value(line, f"{where}: line {n}")
+            for n, line in enumerate(text.split("\n"), start=1)  # U+2028 may sit in a string
+            if line.strip()
+        ]
+    return json_value(text, where, whole_file=True)
+
+
+def read_text(path: Path, where: str) -> str:
+    """A file's text; bytes that are not UTF-8 are one line naming where."""
     try:
-        data = json.loads(text)
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise TraacError(f"{where}: not UTF-8 text (byte {err.start}: {err.reason})") from None
+
+
+def json_value(text: str, where: str, *, whole_file: bool = False) -> Any:
+    """Parsed JSON that is also valid text: a lone surrogate escape such as "\\ud800" parses
+    but cannot be written back as UTF-8, so it is refused here, before any work."""
+    try:
+        value = json.loads(text)
     except json.JSONDecodeError as err:
+        if whole_file:
+            raise TraacError(
+                f"{where}: not JSON ({err.msg} at line {err.lineno}); "
+                "use .jsonl for one record per line"
+            ) from None
+        raise TraacError(f"{where} is not JSON ({err.msg})") from None
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as err:
         raise TraacError(
-            f"dataset {str(path)!r}: not JSON ({err.msg} at line {err.lineno}); "
-            "use .jsonl for one record per line"
+            f"{where}: holds a lone surrogate ({err.object[err.start : err.end]!r}), "
+            "which is not text"
         ) from None
-    return data
+    return value
 
 
 def load_file(path: Path) -> list[Item]:

@@ -16,6 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import torch
+from transformers import (
+    LogitsProcessor,
+    LogitsProcessorList,
+    TemperatureLogitsWarper,
+    TopPLogitsWarper,
+)
 
 from traac.common.models import load_model, resolve_device, resolve_dtype
 from traac.errors import TraacError
@@ -87,6 +93,51 @@ def request_seed(seed: int, key: str) -> int:
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
 
 
+class RowSampler:
+    """Temperature and nucleus sampling (transformers' warpers) with one seeded generator per
+    request, so a request draws the same tokens whichever batch it lands in: a resumed run,
+    which re-forms its batches after the samples it kept, repeats an uninterrupted one."""
+
+    def __init__(self, temperature: float, top_p: float, seeds: Sequence[int], device: Any) -> None:
+        check_sampling(temperature, top_p, None)
+        self.greedy = temperature == 0
+        self.warpers: list[Any] = []
+        if temperature not in (0, 1):
+            self.warpers.append(TemperatureLogitsWarper(temperature))
+        if top_p < 1:
+            self.warpers.append(TopPLogitsWarper(top_p))
+        self.generators = [torch.Generator(device=device).manual_seed(s) for s in seeds]
+
+    def __call__(
+        self, history: torch.Tensor, logits: torch.Tensor, rows: Sequence[int] | None = None
+    ) -> torch.Tensor:
+        """The next token of each row; `rows[r]` is the request of row r (default: r)."""
+        if self.greedy:
+            return logits.argmax(dim=-1)
+        for warper in self.warpers:
+            logits = warper(history, logits)
+        probs = torch.softmax(logits.float(), dim=-1)
+        rows = range(len(probs)) if rows is None else rows
+        return torch.cat(
+            [
+                torch.multinomial(probs[r], 1, generator=self.generators[i])
+                for r, i in enumerate(rows)
+            ]
+        )
+
+
+class _ForcedDraw(LogitsProcessor):
+    """Hands `model.generate` (run greedily) the token a `RowSampler` drew for each row."""
+
+    def __init__(self, sampler: RowSampler) -> None:
+        self.sampler = sampler
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        token = self.sampler(input_ids, scores)
+        forced = torch.full_like(scores, -math.inf)
+        return forced.scatter_(1, token[:, None], 0.0)
+
+
 class TransformersBackend:
     """`model.generate` on left-padded batches (CPU or GPU)."""
 
@@ -109,19 +160,12 @@ class TransformersBackend:
         batch = self.tokenizer(
             list(prompts), return_tensors="pt", padding=True, add_special_tokens=False
         ).to(self.model.device)
-        # One seed per batch, from its requests: a resumed run re-forms the same batches.
-        torch.manual_seed(request_seed(sampling.seed, "|".join(keys)))
-        sample = sampling.temperature > 0
-        options = (
-            {
-                "do_sample": True,
-                "temperature": sampling.temperature,
-                "top_p": sampling.top_p,
-                "top_k": 0,
-            }
-            if sample
-            else {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
-        )
+        seeds = [request_seed(sampling.seed, key) for key in keys]
+        sampler = RowSampler(sampling.temperature, sampling.top_p, seeds, self.model.device)
+        # Greedy decoding of the tokens the sampler drew: one random stream per request.
+        options = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+        if not sampler.greedy:
+            options["logits_processor"] = LogitsProcessorList([_ForcedDraw(sampler)])
         with torch.inference_mode():
             out = self.model.generate(
                 **batch,

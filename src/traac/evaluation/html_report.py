@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from traac.common.outputs import output_dir, write_text
 from traac.evaluation.plots import CAPTIONS, write_plots
 from traac.evaluation.report import Model, ReportTable, Run, build_report, report_tables
 from traac.evaluation.testtime import recorded_compression
@@ -127,11 +128,12 @@ def render_report_page(
 def write_report(models: Sequence[Model], output: Path) -> list[Path]:
     """report.md, the plots and report.html (the same tables and plots, with step examples) into
     `output`; the paths written."""
-    output.mkdir(parents=True, exist_ok=True)
+    output_dir(output)
     markdown = output / "report.md"
-    markdown.write_text(build_report(models))
+    write_text(markdown, build_report(models), "--output")
     pngs = write_plots(models, output)
     plots = [Plot(p, *CAPTIONS[p.name]) for p in pngs]
     page = output / "report.html"
-    page.write_text(render_report_page(report_tables(models), plots, step_examples(models)))
+    html = render_report_page(report_tables(models), plots, step_examples(models))
+    write_text(page, html, "--output")
     return [markdown, *pngs, page]

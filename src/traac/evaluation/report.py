@@ -48,6 +48,20 @@ class Run:
         written) or `compress` (pruned by the probe first)."""
         return "truncate" if self.compress_tau is None else "compress"
 
+    def stale(self) -> str | None:
+        """Why the summary may not describe the samples, if it may not: a rerun that added
+        samples and was stopped before its summary leaves the old one beside a longer file."""
+        samples, summary = self.path / SAMPLES_FILE, self.path / SUMMARY_JSON
+        if not samples.exists() or samples.stat().st_mtime <= summary.stat().st_mtime:
+            return None
+        held, counted = len(self.records()), self.summary.overall.n_samples
+        if held == counted:
+            return None
+        return (
+            f"{self.path}: {SUMMARY_JSON} counts {counted} samples but {SAMPLES_FILE}, written "
+            f"after it, holds {held}; rerun `traac eval` into it to bring the summary up to date"
+        )
+
 
 @dataclass
 class Model:

@@ -2,7 +2,9 @@
 
 Every (item, sample) pair is one line of `samples.jsonl`, appended, flushed and fsynced batch
 by batch, so an interrupted run loses at most the batch in flight; a rerun into the same
-directory skips the pairs it finds and redoes a half-written last line. `run.json` pins the
+directory skips the pairs it finds and redoes a half-written last line. Each sample draws from
+its own random stream, seeded by its item, its index and the run's seed, so what a resumed run
+makes is what an uninterrupted one would have made, however its batches fall. `run.json` pins the
 settings that decide what a sample is (model, dataset, prompt, decoding): a rerun that changes
 them into the same directory is refused rather than mixing two experiments in one file.
 """
@@ -21,8 +23,9 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from traac.common.outputs import output_dir, write_text
 from traac.common.progress import NullProgress, Progress
-from traac.data.datasets import load_items
+from traac.data.datasets import json_value, load_items, read_text
 from traac.errors import TraacError
 from traac.evaluation.generation import Backend, Generation, Sampling, check_sampling
 from traac.evaluation.prompts import PROMPT_STYLES, build_prompt
@@ -174,14 +177,21 @@ class SamplesFile:
         return records
 
     def append(self, records: Iterable[SampleRecord]) -> None:
-        """Write whole lines, then flush and fsync: a crash leaves at most one torn line."""
+        """Write whole lines, then flush and fsync: a crash or a full disk leaves at most one
+        torn line, which the next `load` cuts off; the lines before it are kept."""
         payload = "".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in records)
         if not payload:
             return
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(payload)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as err:
+            raise TraacError(
+                f"{self.path}: cannot write ({err.strerror}); the samples written before are "
+                "kept: free some space and rerun the same command to resume"
+            ) from None
 
 
 def _parse_record(raw: bytes) -> SampleRecord | None:
@@ -222,7 +232,7 @@ def write_run_file(output: Path, settings: EvalSettings, args: dict[str, Any]) -
         "args": args,
         "updated": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
-    (output / RUN_FILE).write_text(json.dumps(record, indent=2) + "\n")
+    write_text(output / RUN_FILE, json.dumps(record, indent=2) + "\n", "run file")
 
 
 @contextlib.contextmanager
@@ -384,15 +394,11 @@ def read_responses(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
         raise TraacError(f"responses file {str(path)!r}: no such file")
     out: dict[tuple[str, int], dict[str, Any]] = {}
     counts: dict[str, int] = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    where = f"responses file {str(path)!r}"
+    for n, line in enumerate(read_text(path, where).split("\n"), start=1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise TraacError(
-                f"responses file {str(path)!r}: line {n} is not JSON ({err.msg})"
-            ) from None
+        row = json_value(line, f"{where}: line {n}")
         if not isinstance(row, dict) or "id" not in row or not isinstance(row.get("response"), str):
             raise TraacError(
                 f"responses file {str(path)!r}: line {n} needs an 'id' and a 'response' text field"
@@ -414,19 +420,15 @@ def read_responses(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
     return out
 
 
-def score_responses(
+def select_responses(
     items: Sequence[Item],
     responses: dict[tuple[str, int], dict[str, Any]],
-    counter: LengthCounter,
-    store: SamplesFile,
-    done: dict[tuple[str, int], SampleRecord],
     *,
     num_samples: int | None = None,
     known_ids: set[str] | None = None,
-    chunk: int = 256,
-    progress: Progress | None = None,
-) -> tuple[list[tuple[Item, int]], int]:
-    """Score a responses file against the items; returns (the selected pairs, newly scored).
+) -> list[tuple[Item, int]]:
+    """The (item, sample) pairs a responses file answers, in dataset order; checked before
+    anything is written, so a wrong file leaves the run directory free for the right one.
 
     `known_ids`: every id of the dataset when `items` is a prefix of it (--limit); responses
     to the rest are left out, responses to ids the dataset lacks are an error.
@@ -455,6 +457,20 @@ def score_responses(
             f"responses file: no response for {len(missing)} of {len(items)} items "
             f"(first: {missing[0]!r}); pass --limit to score a prefix of the dataset"
         )
+    return selected
+
+
+def score_responses(
+    selected: Sequence[tuple[Item, int]],
+    responses: dict[tuple[str, int], dict[str, Any]],
+    counter: LengthCounter,
+    store: SamplesFile,
+    done: dict[tuple[str, int], SampleRecord],
+    *,
+    chunk: int = 256,
+    progress: Progress | None = None,
+) -> int:
+    """Score the selected responses not scored yet; returns how many were."""
     pending = [p for p in selected if (p[0].id, p[1]) not in done]
     with (progress or NullProgress()).task("scoring", len(pending)) as task:
         for lo in range(0, len(pending), chunk):
@@ -469,7 +485,7 @@ def score_responses(
             store.append(records)
             done.update((r.key, r) for r in records)
             task.advance(len(batch))
-    return selected, len(pending)
+    return len(pending)
 
 
 # --------------------------------------------------------------------------------------------
@@ -477,9 +493,9 @@ def score_responses(
 
 
 def write_summary(output: Path, summary: EvalSummary, title: str) -> str:
-    (output / SUMMARY_JSON).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
+    write_text(output / SUMMARY_JSON, json.dumps(summary.to_json(), indent=2) + "\n", "summary")
     text = summary_markdown(summary, title)
-    (output / SUMMARY_MD).write_text(text)
+    write_text(output / SUMMARY_MD, text, "summary")
     return text
 
 
@@ -512,7 +528,9 @@ def run_eval(
     """Evaluate (or score) into `output`, resuming what is there; writes the summary files.
 
     `make_backend(tokenizer)` builds the generation backend (generation mode only), so that
-    argument checks, run.json and the dataset fail fast before a model is loaded.
+    argument checks and the dataset fail fast before a model is loaded. run.json is written
+    only once everything, the model included, has passed: a failed run leaves the directory
+    free for the corrected one.
     """
     if num_samples is not None and num_samples < 1:
         raise TraacError(f"--num-samples {num_samples} must be >= 1")
@@ -520,7 +538,7 @@ def run_eval(
         raise TraacError(f"--limit {limit} must be >= 1")
     if batch_size < 1:
         raise TraacError(f"--batch-size {batch_size} must be >= 1")
-    output.mkdir(parents=True, exist_ok=True)
+    output_dir(output)
     with run_lock(output):
         check_run_file(output, settings)
         all_items = load_items(settings.dataset)
@@ -528,43 +546,38 @@ def run_eval(
         if not items:
             raise TraacError(f"dataset {settings.dataset!r} has no items")
         responses = read_responses(Path(settings.responses)) if settings.responses else None
+        if responses is not None:
+            pairs = select_responses(
+                items, responses, num_samples=num_samples, known_ids={it.id for it in all_items}
+            )
+        else:
+            pairs = [(it, s) for it in items for s in range(num_samples or 5)]
         chat_format = resolve_chat_format(settings.chat_format, tokenizer=tokenizer)
-        write_run_file(output, settings, args or {})
-        counter = LengthCounter(tokenizer, chat_format, settings.tokenizer or settings.model)
         store = SamplesFile(output / SAMPLES_FILE)
         done = store.load()
-        notes: list[str] = []
+        backend = None
+        if responses is None and any((it.id, s) not in done for it, s in pairs):
+            if make_backend is None:
+                raise TraacError("generation needs a backend")
+            backend = make_backend(tokenizer)  # a model that does not load fails here
+        # Everything is checked: only now does the directory belong to these settings.
+        write_run_file(output, settings, args or {})
+        counter = LengthCounter(tokenizer, chat_format, settings.tokenizer or settings.model)
+        new, notes = 0, list[str]()
         if responses is not None:
-            pairs, new = score_responses(
+            new = score_responses(pairs, responses, counter, store, done, progress=progress)
+        elif backend is not None:
+            new, notes = generate_samples(
                 items,
-                responses,
+                num_samples or 5,
+                backend,
+                settings,
                 counter,
                 store,
                 done,
-                num_samples=num_samples,
-                known_ids={it.id for it in all_items},
+                batch_size=batch_size,
                 progress=progress,
             )
-        else:
-            n = num_samples or 5
-            pairs = [(it, s) for it in items for s in range(n)]
-            if any(key not in done for key in ((it.id, s) for it, s in pairs)):
-                if make_backend is None:
-                    raise TraacError("generation needs a backend")
-                backend = make_backend(tokenizer)
-                new, notes = generate_samples(
-                    items,
-                    n,
-                    backend,
-                    settings,
-                    counter,
-                    store,
-                    done,
-                    batch_size=batch_size,
-                    progress=progress,
-                )
-            else:
-                new = 0
         records = [done[(it.id, s)] for it, s in pairs]
         summary = summarize(
             records,

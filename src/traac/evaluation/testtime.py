@@ -56,14 +56,14 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from transformers import DynamicCache, TemperatureLogitsWarper, TopPLogitsWarper
+from transformers import DynamicCache
 
 from traac.errors import TraacError
 from traac.evaluation.generation import (
     Generation,
+    RowSampler,
     Sampling,
     _stop_ids,
-    check_sampling,
     request_seed,
 )
 from traac.method.compression import (
@@ -225,36 +225,19 @@ class _StoredScores:
 
 
 class _Sampler:
-    """Greedy at temperature 0, else temperature and nucleus sampling (transformers' warpers)
-    from one seeded generator."""
+    """The script of `logits_processor` (if any), then a `RowSampler`: greedy at temperature
+    0, else one seeded random stream per request."""
 
-    def __init__(
-        self,
-        temperature: float,
-        top_p: float,
-        seed: int,
-        processor: LogitsProcessor | None,
-        device: Any,
-    ) -> None:
-        check_sampling(temperature, top_p, None)
-        self.greedy = temperature == 0
+    def __init__(self, rows: RowSampler, processor: LogitsProcessor | None) -> None:
+        self.rows = rows
         self.processor = processor
-        self.warpers: list[Any] = []
-        if not self.greedy and temperature != 1:
-            self.warpers.append(TemperatureLogitsWarper(temperature))
-        if not self.greedy and top_p < 1:
-            self.warpers.append(TopPLogitsWarper(top_p))
-        self.generator = torch.Generator(device=device).manual_seed(seed)
 
-    def __call__(self, history: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+    def __call__(
+        self, history: torch.Tensor, logits: torch.Tensor, requests: Sequence[int]
+    ) -> torch.Tensor:
         if self.processor is not None:
             logits = self.processor(history, logits)
-        if self.greedy:
-            return logits.argmax(dim=-1)
-        for warper in self.warpers:
-            logits = warper(history, logits)
-        probs = torch.softmax(logits, dim=-1)
-        return torch.multinomial(probs, 1, generator=self.generator).squeeze(1)
+        return self.rows(history, logits, requests)
 
 
 class ProbeCache:
@@ -406,6 +389,7 @@ class ThinkingGenerator:
         temperature: float = 1.0,
         top_p: float = 1.0,
         seed: int = 0,
+        keys: Sequence[str] | None = None,
         logits_processor: LogitsProcessor | None = None,
         on_tokens: TokenCallback | None = None,
     ) -> list[ThinkingSample]:
@@ -416,6 +400,8 @@ class ThinkingGenerator:
         together, so compression never gives the answer more room than the model would have had
         (an interruption's auxiliary prompt is not sampled and not counted); None: as many as
         fit the model's context, at most 1024. A think budget at or above it never interrupts.
+        Each prompt samples from its own stream, seeded by `seed` and its key (`keys`, default
+        its index), so a prompt's response does not depend on the batch it is in.
         """
         if not prompts:
             return []
@@ -439,7 +425,10 @@ class ThinkingGenerator:
                 f"max_new_tokens {max_new_tokens}: no room for a response (a prompt of "
                 f"{longest} tokens, {self.max_positions} positions)"
             )
-        sampler = _Sampler(temperature, top_p, seed, logits_processor, self.model.device)
+        names = keys if keys is not None else [str(k) for k in range(len(prompts))]
+        seeds = [request_seed(seed, name) for name in names]
+        rows = RowSampler(temperature, top_p, seeds, self.model.device)
+        sampler = _Sampler(rows, logits_processor)
         n = len(prompts)
         budget = self.think_budget
         interrupts = budget is not None and budget < max_new_tokens
@@ -456,6 +445,7 @@ class ThinkingGenerator:
                 [max_new_tokens - len(think[i].tokens) - 1 for i in ended],  # the closer too
                 sampler,
                 on_tokens,
+                requests=ended,
             )
         answers = dict(zip(ended, answered, strict=True))
         return [
@@ -582,14 +572,17 @@ class ThinkingGenerator:
         *,
         think: bool = False,
         interrupt: bool = False,
+        requests: Sequence[int] | None = None,
     ) -> list[_Decoded]:
         """Sample until each row stops: eos, its budget or, when thinking, the closer; with
         `interrupt`, a thinking row that reaches its budget is interrupted (stop `budget`).
+        `requests[i]`: the request (prompt index, whose random stream it draws) of row i.
 
         Rows are left-padded into one batch; finished rows leave it (and its cache). Thinking
         with the cached probe, a `ProbeCache` keeps the think blocks' prompt-free keys.
         """
         device = self.model.device
+        requests = range(len(rows)) if requests is None else requests
         out: list[_Decoded | None] = [None] * len(rows)
         live = [i for i, b in enumerate(budgets) if b > 0]
         for i in set(range(len(rows))) - set(live):
@@ -621,7 +614,7 @@ class ThinkingGenerator:
                 past_key_values=cache,
                 use_cache=True,
             ).last_hidden_state
-            token = sampler(history, self._logits(hidden[:, -1]))
+            token = sampler(history, self._logits(hidden[:, -1]), [requests[i] for i in live])
             if on_tokens is not None:
                 on_tokens(n)
             history = torch.cat([history, token[:, None]], dim=1)
@@ -735,10 +728,10 @@ def cached_probe_row(
 
 class ThinkingBackend:
     """The evaluation `Backend` (traac.evaluation.generation) of `traac eval --think-budget B`
-    and/or `--compress-tau TAU`. Seeds follow `TransformersBackend` (one per batch, from its
-    request keys). Each generation says whether the budget interrupted it and how many think
-    tokens the model wrote; with compression, its `extra` adds the sample's test-time fields
-    (tokens saved, the steps with their scores) to its evaluation record."""
+    and/or `--compress-tau TAU`. Seeds follow `TransformersBackend` (one random stream per
+    request, from its key). Each generation says whether the budget interrupted it and how many
+    think tokens the model wrote; with compression, its `extra` adds the sample's test-time
+    fields (tokens saved, the steps with their scores) to its evaluation record."""
 
     def __init__(self, generator: ThinkingGenerator) -> None:
         self.generator = generator
@@ -757,7 +750,8 @@ class ThinkingBackend:
             max_new_tokens=sampling.max_new_tokens,
             temperature=sampling.temperature,
             top_p=sampling.top_p,
-            seed=request_seed(sampling.seed, "|".join(keys)),
+            seed=sampling.seed,
+            keys=keys,
             on_tokens=on_tokens,
         )
         budget = self.generator.think_budget is not None

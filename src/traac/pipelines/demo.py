@@ -26,6 +26,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from traac.common.models import load_model, load_tokenizer
+from traac.common.outputs import output_dir
 from traac.common.progress import NullProgress, Progress
 from traac.common.tables import Table, fmt, signed
 from traac.errors import TraacError
@@ -184,7 +185,7 @@ def run_demo(settings: DemoSettings, progress: Progress | None = None) -> DemoRe
     out = settings.output
     trained = out / "train"
     recipe.parse(Path("testbed"), trained)  # a bad recipe fails now, not after the base eval
-    out.mkdir(parents=True, exist_ok=True)
+    output_dir(out)
     stages = Stages()
     with stages.stage("testbed"):
         base = ensure_testbed(quick=settings.quick, progress=progress)

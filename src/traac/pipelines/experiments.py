@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from traac.common.outputs import output_dir
 from traac.common.progress import NullProgress, Progress
 from traac.common.tables import Table, fmt
 from traac.errors import TraacError
@@ -234,6 +235,7 @@ def run_experiment(
     `<name>.json` and `<name>_pareto.png` into the output directory."""
     progress = progress or NullProgress()
     runs = settings.plan()
+    output_dir(settings.output)  # writable, before any work
     stages = Stages()
     with stages.stage("testbed"):
         base = ensure_testbed(quick=settings.quick, progress=progress)

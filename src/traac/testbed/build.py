@@ -25,6 +25,7 @@ from transformers import GenerationConfig, PrinterCallback, Qwen3Config, Qwen3Fo
 from trl import SFTConfig, SFTTrainer
 
 from traac.common.models import TESTBED_NAMES, resolve_model_path
+from traac.common.outputs import output_dir
 from traac.common.progress import NullProgress, Progress, TrainerProgress, quiet_libraries
 from traac.common.threads import set_threads
 from traac.errors import TraacError
@@ -71,17 +72,13 @@ def build_cached(
     if (target / CARD).exists() and not force:
         return target
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(target.with_name(target.name + ".lock"))
-        with lock:
-            if (target / CARD).exists() and not force:
-                return target  # another process built it while we waited
-            build_testbed(target, config, force=True, progress=progress)
-    except PermissionError as err:
-        raise TraacError(
-            f"testbed cache {target.parent}: not writable ({err.strerror}); set TRAAC_CACHE_DIR "
-            "to a writable directory"
-        ) from None
+        output_dir(target.parent, "testbed cache")
+    except TraacError as err:
+        raise TraacError(f"{err}; set TRAAC_CACHE_DIR to a writable directory") from None
+    with FileLock(target.with_name(target.name + ".lock")):
+        if (target / CARD).exists() and not force:
+            return target  # another process built it while we waited
+        build_testbed(target, config, force=True, progress=progress)
     return target
 
 
@@ -90,9 +87,11 @@ def build_testbed(
 ) -> dict:
     """Build into `output` atomically: a sibling temporary directory renamed at the end."""
     output = Path(output).expanduser()
+    if output.exists() and not output.is_dir():
+        raise TraacError(f"testbed: {output} is a file; name a directory for the model")
     if output.exists() and not force:
         raise TraacError(f"testbed: {output} already exists; pass --force to rebuild it")
-    output.parent.mkdir(parents=True, exist_ok=True)
+    output_dir(output.parent, "testbed: directory")
     for stale in output.parent.glob(f".{output.name}.tmp-*"):
         if not _pid_alive(stale.name.rsplit("-", 1)[-1]):
             shutil.rmtree(stale, ignore_errors=True)  # left by a killed build

@@ -24,6 +24,8 @@ Split = Literal["sft", "rl", "eval"]
 SPLITS: tuple[Split, ...] = ("sft", "rl", "eval")
 DEFAULT_SEEDS: dict[str, int] = {"rl": RL_SEED, "eval": EVAL_SEED}
 DEFAULT_N = 200
+MAX_N = 100_000  # problems per tier: far past every pool but the hard one, and still seconds
+SHARES: dict[str, float] = {"eval": EVAL_SHARE, "rl": RL_SHARE, "sft": 1 - EVAL_SHARE - RL_SHARE}
 DATA_SOURCE = "testbed"
 TASK = "chain_sum"
 
@@ -56,6 +58,12 @@ def split_of(expression: str) -> Split:
     if u < EVAL_SHARE:
         return "eval"
     return "rl" if u < EVAL_SHARE + RL_SHARE else "sft"
+
+
+def expressions(terms: int, digits: int) -> int:
+    """Distinct chains of `terms` operands of `digits` digits (1 digit: 0-9), + or - between."""
+    values = 10 if digits == 1 else 9 * 10 ** (digits - 1)
+    return values**terms * 2 ** (terms - 1)
 
 
 def _stream_seed(seed: int, label: str) -> int:
@@ -107,8 +115,9 @@ def make_items(
 ) -> list[Item]:
     """`n` problems of `tier` (easy|medium|hard, or all: n per tier) from one pool.
 
-    Problems are distinct while the pool has enough of them; past that (only the easy tier's
-    ~50 evaluation problems run out) the sample repeats and ids get an `-r2`, `-r3` suffix.
+    Problems are distinct while the pool has enough of them; past that (the easy tier's ~50
+    evaluation problems run out, the medium tier's ~1,000) the sample repeats and ids get an
+    `-r2`, `-r3` suffix. More than `MAX_N` per tier is refused at once, naming the pool's size.
     """
     tiers = tiers or TierConfig()
     if tier == "all":
@@ -120,14 +129,24 @@ def make_items(
     if n <= 0:
         raise TraacError(f"testbed: n must be a positive integer, got {n}")
     terms = tiers.terms[tier]
+    every = expressions(terms, tiers.digits)
+    if n > MAX_N:
+        raise TraacError(
+            f"testbed tier {tier!r}: n={n} is more than {MAX_N:,} per tier; its {split} pool "
+            f"holds about {round(every * SHARES[split]):,} distinct problems (past them, "
+            "problems repeat)"
+        )
     found: dict[str, dict[str, Any]] = {}
     budget = 40 * n + 4_000  # enough draws to exhaust a small pool
+    stall = 20 * every  # draws with nothing new: every problem of the pool is found (1 - e^-20)
+    last_new = 0
     for draws, entry in enumerate(draw_entries(terms, terms, tiers.digits, seed, tier)):
-        if len(found) == n or draws >= budget:
+        if len(found) == n or draws >= budget or draws - last_new > stall:
             break
         expression = entry["metadata"]["expression"]
         if expression not in found and split_of(expression) == split:
             found[expression] = entry
+            last_new = draws
     if not found:
         raise TraacError(f"testbed tier {tier!r} has no problems in the {split} pool")
     distinct = list(found.values())

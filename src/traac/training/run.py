@@ -10,10 +10,14 @@ the experiments all come through `train`.
 from __future__ import annotations
 
 import re
+import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
+import yaml
 from accelerate import PartialState
 from accelerate.logging import get_logger
 from transformers.trainer_callback import ProgressCallback
@@ -82,13 +86,43 @@ def parse(argv: list[str]) -> tuple[TrainScriptArguments, TRAACConfig]:
         at = argv.index("--config")
         if at + 1 >= len(argv):
             raise TraacError("--config needs a recipe path")
-        if not Path(argv[at + 1]).is_file():
-            raise TraacError(f"--config {argv[at + 1]}: no such recipe file")
+        check_recipe(Path(argv[at + 1]))
     try:
         script, config = build_parser().parse_args_and_config(list(argv))
     except (ValueError, TypeError) as err:
         raise TraacError(str(err).splitlines()[0]) from err
     return script, config
+
+
+def check_recipe(path: Path) -> None:
+    """Read a recipe as the parser will, naming what the parser would choke on (a YAML syntax
+    error, a list where a number belongs) in one line, before any work."""
+    if not path.is_file():
+        raise TraacError(f"--config {path}: no such recipe file")
+    try:
+        recipe = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise TraacError(f"--config {path}: not UTF-8 text ({err.reason})") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or type(err).__name__
+        raise TraacError(f"--config {path}: not valid YAML ({problem}{where})") from None
+    if not isinstance(recipe, dict):
+        raise TraacError(f"--config {path}: a recipe is a YAML mapping of field: value")
+    hints = {**typing.get_type_hints(TRAACConfig), **typing.get_type_hints(TrainScriptArguments)}
+    for name, value in recipe.items():
+        kind = type(value).__name__
+        if isinstance(value, (list, dict)) and name in hints and not _takes(hints[name], kind):
+            raise TraacError(f"--config {path}: {name}: {value!r} is a {kind}; one value belongs")
+
+
+def _takes(hint: Any, kind: str) -> bool:
+    """Whether a field's type admits a list (or a dict)."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return any(_takes(a, kind) for a in typing.get_args(hint))
+    origin = typing.get_origin(hint) or hint
+    return getattr(origin, "__name__", "") == kind
 
 
 def build_parser() -> TrlParser:
