@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from transformers import TrainerCallback
 
 from traac.common.models import load_tokenizer
@@ -123,17 +124,19 @@ def test_telemetry_keys_and_their_relations(quick_testbed: Path, tmp_path: Path)
     )
 
 
-def test_telemetry_reaches_tensorboard(quick_testbed: Path, tmp_path: Path) -> None:
-    """With tensorboard installed, `report_to: tensorboard` writes the telemetry's scalars."""
-    pytest.importorskip("tensorboard")
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
+def test_telemetry_reaches_tensorboard(
+    quick_testbed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`report_to: tensorboard` writes the telemetry's scalars (tensorboard is a dev extra)."""
     logs = tmp_path / "tb"
-    trainer = run(quick_testbed, tmp_path / "out", report_to="tensorboard", logging_dir=str(logs))
+    monkeypatch.setenv("TENSORBOARD_LOGGING_DIR", str(logs))  # transformers' own setting
+    trainer = run(quick_testbed, tmp_path / "out", report_to="tensorboard")
     trainer.train()
     (events,) = {p.parent for p in logs.rglob("events.out.tfevents.*")}
     tags = set(EventAccumulator(str(events)).Reload().Tags()["scalars"])
     for scope in (ALL, *BINS):
         assert f"train/traac/{scope}/prompts" in tags
-    for field in ("think_tokens_correct", "answer_tokens_correct", "clipped_frac"):
+    for field in ("rollouts", "response_tokens", "clipped_frac", "unclosed_frac"):
         assert f"train/traac/{ALL}/{field}" in tags
+    # right or wrong rollouts, whichever these weights gave: their think lengths are logged
+    assert {f"train/traac/{ALL}/think_tokens_{k}" for k in ("correct", "incorrect")} & tags
