@@ -40,6 +40,7 @@ from traac.pipelines.stages import (
     tier_rows,
 )
 from traac.testbed.build import ensure_testbed
+from traac.training.run import check_recipe
 
 TIERS = (*TIER_ORDER, "overall")
 DEFAULT_SEEDS = (0, 1, 2)
@@ -149,6 +150,7 @@ class ExperimentSettings:
             raise TraacError(
                 f"--config {self.recipe}: no such recipe (run from the repository root)"
             )
+        check_recipe(self.recipe)  # the recipe's own faults, named once and not per variant
         text = self.recipe.read_text()
         out = []
         for variant in self.variants:
