@@ -1,12 +1,21 @@
 """`traac` command line: a thin dispatcher; each command lives in `traac.commands.<name>`.
 
 Commands import lazily so `traac --help` answers at once, without loading torch.
+
+OpenMP threads wait passively here unless `OMP_WAIT_POLICY` says otherwise: spinning threads
+stall each other on a CPU that other jobs share (an evaluation 1.9x slower beside three busy
+processes), while a passive wait costs nothing measurable in training and a few percent in
+decoding on an idle machine (`benchmarks/threads.py`). OpenMP reads the variable once, when
+torch loads, so it is set before any command imports torch.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from traac import __version__
 from traac.errors import TraacError

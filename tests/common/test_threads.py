@@ -1,51 +1,25 @@
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
 
-from traac.common import threads
-from traac.common.models import load_model
 from traac.common.threads import set_threads
 from traac.errors import TraacError
 
+PROBE = "import os, sys, traac.cli; print(os.environ['OMP_WAIT_POLICY'], 'torch' in sys.modules)"
 
-@pytest.fixture
-def two_threads(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Start each case from torch's default on a 2-core machine, with no OMP_NUM_THREADS."""
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+
+def test_the_users_count_wins() -> None:
     before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(before)
-
-
-def test_a_small_model_on_the_cpu_gets_one_thread(two_threads: None) -> None:
-    assert set_threads(None, model=torch.nn.Linear(4, 4)) == 1
-
-
-def test_the_users_count_wins(two_threads: None) -> None:
-    assert set_threads(2, model=torch.nn.Linear(4, 4)) == 2
-    assert set_threads(3) == 3
-
-
-def test_omp_num_threads_is_left_to_torch(
-    two_threads: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("OMP_NUM_THREADS", "2")
-    assert set_threads(None, model=torch.nn.Linear(4, 4)) == 2
-
-
-def test_large_or_off_cpu_models_keep_the_default(
-    two_threads: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(threads, "SMALL_MODEL_PARAMETERS", 10)
-    assert set_threads(None, model=torch.nn.Linear(4, 4)) == 2  # 20 parameters
-    monkeypatch.setattr(threads, "SMALL_MODEL_PARAMETERS", 10**9)
-    assert set_threads(None, model=torch.nn.Linear(4, 4, device="meta")) == 2
-    assert set_threads(None) == 2
+    try:
+        assert set_threads(2) == 2
+        assert set_threads(None) == 2  # unset: left as it is
+    finally:
+        torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
@@ -54,9 +28,13 @@ def test_a_bad_count_names_the_field(bad: object) -> None:
         set_threads(bad)  # type: ignore[arg-type]
 
 
-def test_loading_a_tiny_model_sets_one_thread(
-    two_threads: None, tmp_path: Path, char_tokenizer: Callable, save_tiny: Callable
-) -> None:
-    path = save_tiny(tmp_path / "tiny", char_tokenizer())
-    load_model(str(path), device="cpu")
-    assert torch.get_num_threads() == 1
+@pytest.mark.parametrize(("given", "expected"), [(None, "PASSIVE"), ("active", "active")])
+def test_the_command_line_waits_passively_unless_told(given: str | None, expected: str) -> None:
+    """Set before torch loads (OpenMP reads it once, then), and never over the user's choice."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if given is not None:
+        env["OMP_WAIT_POLICY"] = given
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == [expected, "False"]

@@ -127,9 +127,8 @@ def load_model(
         lm = AutoModelForCausalLM.from_pretrained(path, dtype=dtype or resolve_dtype(None, target))
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise TraacError(f"model {model!r}: cannot load it ({_first_line(err)})") from None
-    lm = lm.to(target).eval()
-    set_threads(num_threads, model=lm)
-    return lm
+    set_threads(num_threads)
+    return lm.to(target).eval()
 
 
 def _first_line(err: BaseException) -> str:

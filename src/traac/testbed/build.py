@@ -27,7 +27,6 @@ from trl import SFTConfig, SFTTrainer
 from traac.common.models import TESTBED_NAMES, resolve_model_path
 from traac.common.outputs import output_dir
 from traac.common.progress import NullProgress, Progress, TrainerProgress, quiet_libraries
-from traac.common.threads import set_threads
 from traac.errors import TraacError
 from traac.testbed.config import EVAL_SEED, RL_SEED, TestbedConfig, default_config
 from traac.testbed.measure import measure, teacher_stats
@@ -175,7 +174,6 @@ def _build_steps(work: Path, config: TestbedConfig, progress: Progress) -> dict:
         records = sft_records(entries, traces, tokenizer)
     clock.lap("data")
     model = _init_model(config, tokenizer)
-    set_threads(None, model=model)
     train_info = _train(model, tokenizer, records, config, work, progress)
     model.save_pretrained(work)
     tokenizer.save_pretrained(work)

@@ -55,8 +55,7 @@ class TrainScriptArguments:
     )
     num_threads: int | None = field(
         default=None,
-        metadata={"help": "torch CPU threads (unset: OMP_NUM_THREADS if set, else 1 for a model "
-                  "under 100M parameters on the CPU, else torch's default)."},
+        metadata={"help": "torch CPU threads (unset: torch's default)."},
     )  # fmt: skip
     dry_run: bool = field(
         default=False,
@@ -196,6 +195,7 @@ def train(
     model_path = resolve_model(script.model_name_or_path, progress)
     tokenizer = load_tokenizer(model_path)
     tokenizer.padding_side = "left"
+    set_threads(script.num_threads)
     dataset = items_to_dataset(
         items,
         prompt_suffix=script.prompt_suffix,
@@ -205,7 +205,6 @@ def train(
         trainer = TRAACTrainer(
             model_path, args=config, train_dataset=dataset, processing_class=tokenizer
         )
-        set_threads(script.num_threads, model=trainer.model)
         if not config.disable_tqdm:
             # transformers' bar prints every step's log dict (the telemetry holds them)
             trainer.remove_callback(ProgressCallback)
