@@ -395,13 +395,14 @@ def example_viewer(
     chosen = [
         r for tier in TIER_ORDER for r in [x for x in correct if x.difficulty == tier][:per_tier]
     ]
-    if not chosen:
-        path.write_text("<p>No correct, well-formed base responses to show.</p>")
-        return 0
     fmt_ = ChatFormat()
     model, tokenizer = load_model(str(model_path)), load_tokenizer(str(model_path))
     settings = copy.copy(config)
     settings.probe_layers = config.resolved_probe_layers(model.config.model_type)
+    note = rule_text(settings)
+    if not chosen:
+        path.write_text(render_html([], [], note=f"{note} No correct base response to show."))
+        return 0
     scorer = build_scorer(settings, model, tokenizer, seed=config.seed)
     compressor = Compressor(scorer, fmt_, settings)
     window = correct[:CALIBRATION_SAMPLE] if config.uniformity_calibration == "rank" else []
@@ -414,17 +415,20 @@ def example_viewer(
         rank = uniformity_rank(trace.uniformity, uniformities) if uniformities else None
         results.append(compressor.evict(trace, tau, rank))
         titles.append(f"{record.difficulty} · {record.id} · tau {tau}")
-    path.write_text(render_html(results, titles, note=rule_text(settings, len(uniformities))))
+    path.write_text(render_html(results, titles, note=note))
     return len(results)
 
 
-def rule_text(settings: TRAACConfig, window: int) -> str:
+def rule_text(settings: TRAACConfig) -> str:
     """The eviction rule a recipe trains with, in one line."""
     rule = (
         f"scorer {settings.scorer}, probe layers {settings.probe_layers}, step scope "
         f"{settings.step_scope}; evict floor(n·e) lowest steps, e = tau·(1 − u) if u ≤ "
         f"{settings.uniformity_gate} else 0, at most {settings.eviction_cap}"
     )
-    if window:
-        rule += f"; u = the trace's uniformity ranked among {window} correct base responses"
+    if settings.uniformity_calibration == "rank":
+        rule += (
+            "; u = the trace's uniformity ranked among the base model's correct responses (up "
+            f"to {CALIBRATION_SAMPLE}), as training ranks it among recent correct rollouts"
+        )
     return f"The training recipe's rule: {rule}."
