@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from traac.commands import ArgumentParser, check_positive, check_writable, write_output
+from traac.commands import ArgumentParser, check_positive
 from traac.common.models import load_model, load_tokenizer, resolve_device
+from traac.common.outputs import output_file, write_text
 from traac.console import make_console, make_progress, print_table
 from traac.evaluation.generation import TransformersBackend
 from traac.evaluation.probe_report import probe_report, read_labelled
@@ -45,7 +46,7 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     check_positive(args.eval_n, "--eval-n")
     check_positive(args.num_samples, "--num-samples")
-    check_writable(args.json, "--json")
+    output_file(args.json, "--json")
     device = resolve_device(args.device)
     console = make_console()
     progress = make_progress(console)
@@ -70,5 +71,5 @@ def main(argv: list[str]) -> int:
     for tier in tiers:
         print_table(out, report.table(tier))
     if args.json is not None:
-        write_output(args.json, json.dumps(report.to_json(), indent=2) + "\n", "--json")
+        write_text(args.json, json.dumps(report.to_json(), indent=2) + "\n", "--json")
     return 0
