@@ -138,6 +138,21 @@ def test_cr_mode_through_the_cli(quick_testbed: Path, tmp_path: Path) -> None:
     assert (out / "model.safetensors").exists()
 
 
+def spy_on_answers(trainer: TRAACTrainer) -> list[tuple[list[list[int]], list[list[int]]]]:
+    """Record every (prompts, answers) of `_sample_answers`, the one call into TRL's generation
+    (the adapter's)."""
+    calls: list[tuple[list[list[int]], list[list[int]]]] = []
+    sample = trainer._sample_answers
+
+    def spy(prompts: list[list[int]], budget: int) -> tuple:
+        out = sample(prompts, budget)
+        calls.append((prompts, out[0]))
+        return out
+
+    trainer._sample_answers = spy  # type: ignore[method-assign]
+    return calls
+
+
 def teacher_batch(trainer: TRAACTrainer) -> tuple[list[dict], list[list[int]], list[list[int]]]:
     """Two prompts x N rollouts whose completions are the testbed teacher's traces: right, well
     formed and several steps long; but the last rollout of the second prompt has a wrong answer
@@ -180,15 +195,7 @@ def test_pooled_group_holds_n_rollouts_with_regenerated_compressed_ones(
         max_completion_length=200,
         scorer="random",
     )  # fmt: skip: random evicts e = tau of the steps whatever the weights (SPEC section 2)
-    calls: list[tuple[list[list[int]], list]] = []
-    sample = trainer._sample_answers  # the one call into TRL's generation (the adapter's)
-
-    def spy(prompts: list[list[int]], budget: int) -> tuple:
-        out = sample(prompts, budget)
-        calls.append((prompts, out[0]))
-        return out
-
-    trainer._sample_answers = spy  # type: ignore[method-assign]
+    calls = spy_on_answers(trainer)
     rows, prompt_ids, completion_ids = teacher_batch(trainer)
     trainer.model.train()
     mine = trainer.traac_step(rows, prompt_ids, completion_ids, None, N)
@@ -482,15 +489,7 @@ def test_dynamic_sampling_resamples_the_prompts_of_degenerate_groups(
     trainer = make_trainer(
         quick_testbed, tmp_path, mode="cr_lr", dynamic_sampling="resample", max_resample_rounds=1
     )
-    calls: list[tuple[list[list[int]], list[list[int]]]] = []
-    sample = trainer._sample_answers
-
-    def spy(prompts: list[list[int]], budget: int) -> tuple:
-        out = sample(prompts, budget)
-        calls.append((prompts, out[0]))
-        return out
-
-    trainer._sample_answers = spy  # type: ignore[method-assign]
+    calls = spy_on_answers(trainer)
     rows, prompt_ids, completion_ids = three_groups(trainer)
     kept_rows, kept_prompts = rows[2 * N :], prompt_ids[2 * N :]
     trainer.model.train()
