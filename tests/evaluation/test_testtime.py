@@ -10,9 +10,10 @@ import torch
 from traac.errors import TraacError
 from traac.evaluation.generation import Generation, Sampling
 from traac.evaluation.testtime import ThinkingBackend, ThinkingGenerator, render_prompt
-from traac.method.compression import Compressor
+from traac.method.compression import Compressor, ScoreRequest, step_scores, uniformity
 from traac.method.formats import AUX_PROMPT, ChatFormat
 from traac.method.scoring import AttentionScorer
+from traac.method.segmentation import split_steps
 from traac.method.settings import CompressionSettings
 
 SPECIALS = ["<pad>", "<eos>", "<think>", "</think>"]
@@ -102,10 +103,10 @@ def plans_for(tokenizer, prompts: dict[str, str]) -> dict[str, tuple[list[int], 
     }
 
 
-def reference(model, tokenizer, chat_format, reasoning: str, tau: float, layers: str = "all"):
+def reference(model, tokenizer, chat_format, reasoning: str, tau: float, layers="all", **settings):
     """The full re-forward of the probe text: compression.py with the attention scorer."""
-    scorer = AttentionScorer(model, tokenizer, layers)
-    settings = CompressionSettings(probe_layers=layers)
+    settings = CompressionSettings(probe_layers=layers, **settings)
+    scorer = AttentionScorer(model, tokenizer, layers, heads=settings.probe_heads)
     return Compressor(scorer, chat_format, settings)([reasoning], [tau])[0]
 
 
@@ -143,6 +144,30 @@ def test_cached_probe_gives_the_reforward_step_scores(model, tokenizer, layers, 
         assert tokenizer.convert_ids_to_tokens(probe[-sample.probe_tokens]) == ".\n"
     else:  # the 45 reasoning tokens were fed 32 at a time: the last 13 run with the suffix
         assert sample.probe_tokens == suffix_tokens(tokenizer) + 45 - 32 - 1
+
+
+def test_cached_probe_keeps_each_heads_row_for_gated_heads(model, tokenizer):
+    """With a gate between the heads' own uniformities, gated scores differ from the mean, and
+    the cached probe (one row per head from the KV cache) still gives the re-forward's."""
+    fmt, reasoning = ChatFormat(), REASONINGS["q1"]
+    probe = fmt.probe_text(reasoning)
+    gated = AttentionScorer(model, tokenizer, heads="gated")
+    (rows,) = gated.score([ScoreRequest(reasoning, probe)])
+    gate = float(np.median([uniformity(s) for s in step_scores(rows, split_steps(probe))]))
+    generator = ThinkingGenerator(
+        model, tokenizer, fmt, compress_tau=1.0, probe_chunk=4,
+        settings=CompressionSettings(probe_heads="gated", uniformity_gate=gate),
+    )  # fmt: skip
+    (sample,) = generator.generate(
+        ["q1"], logits_processor=Script(tokenizer, plans_for(tokenizer, {"q1": reasoning}))
+    )
+    ref = reference(
+        model, tokenizer, fmt, reasoning, 1.0, probe_heads="gated", uniformity_gate=gate
+    )
+    mean = reference(model, tokenizer, fmt, reasoning, 1.0, uniformity_gate=gate)
+    assert np.abs(ref.scores - mean.scores).max() > 1e-3
+    np.testing.assert_allclose(sample.compression.scores, ref.scores, rtol=0, atol=1e-5)
+    assert sample.compression.kept == ref.kept
 
 
 @pytest.mark.parametrize("chunk", [1, 4, 32])

@@ -16,6 +16,7 @@ from traac.method.compression import (
     TokenScores,
     evict,
     eviction_fraction,
+    gate_heads,
     step_scores,
     uniformity,
     uniformity_rank,
@@ -123,6 +124,74 @@ def test_step_scores_mean_and_uncovered_step():
     ts = TokenScores(np.array([(0, 1), (1, 3), (3, 4)]), np.array([1.0, 3.0, 5.0]))
     # token (1, 3) starts in step 0, so step 1 takes its score from the token covering it.
     assert step_scores(ts, steps).tolist() == [2.0, 3.0, 5.0]
+
+
+@given(st.integers(1, 4), st.integers(1, 12), st.integers(0, 2**31 - 1))
+def test_per_head_step_scores_are_each_heads_own(heads, n_tokens, seed):
+    rng = np.random.default_rng(seed)
+    offsets = np.array([(k, k + 1) for k in range(n_tokens)])
+    cuts = sorted({0, *rng.integers(0, n_tokens, 3).tolist()})
+    steps = [Step("", a, b) for a, b in zip(cuts, [*cuts[1:], n_tokens], strict=True)]
+    rows = rng.random((heads, n_tokens))
+    together = step_scores(TokenScores(offsets, rows), steps)
+    alone = [step_scores(TokenScores(offsets, r), steps) for r in rows]
+    np.testing.assert_allclose(together, np.stack(alone))
+
+
+class HeadScorer:
+    """Per-head token scores (`probe_heads: gated`): the rows `heads(steps)` gives, each token
+    taking its step's value in every head."""
+
+    gated = True
+
+    def __init__(self, heads):
+        self.tokenizer = WhitespaceTokenizer()
+        self.heads = heads
+
+    def score(self, requests):
+        out = []
+        for text in (r.probe for r in requests):
+            steps = split_steps(text)
+            spans = self.tokenizer(text, return_offsets_mapping=True)["offset_mapping"]
+            step_of = [
+                next(k for k, s in enumerate(steps) if s.start <= a < s.end) for a, _ in spans
+            ]
+            rows = np.array([[row[k] for k in step_of] for row in self.heads(steps)], float)
+            out.append(TokenScores(np.array(spans).reshape(-1, 2), rows))
+        return out
+
+
+def selective_and_diffuse_heads(steps):
+    """One head attends to the key steps (those that do not re-check), four attend evenly."""
+    selective = [0.01 if s.text.startswith(("Wait", "Hmm")) else 1.0 for s in steps]
+    return [selective, *[[1.0] * len(steps)] * 4]
+
+
+def test_gated_heads_drop_the_heads_that_attend_evenly():
+    """Averaged with four even heads the selective head is drowned (u above the gate, nothing
+    evicted); gated, only it is left and it evicts re-checks alone."""
+    scorer = HeadScorer(selective_and_diffuse_heads)
+    mean = compress(REASONING, scorer, tau=0.6)
+    assert mean.uniformity > 0.8 and mean.n_evicted == 0
+    gated = compress(REASONING, scorer, tau=0.6, probe_heads="gated")
+    assert gated.uniformity < 0.8 and gated.n_evicted > 0
+    evicted = [s.text for s, k in zip(gated.steps, gated.kept, strict=True) if not k]
+    assert all(t.startswith(("Wait", "Hmm")) for t in evicted)
+
+
+def test_gate_heads_keeps_those_at_or_under_the_gate_else_all():
+    offsets = np.array([(0, 1), (1, 2), (2, 3), (3, 4)])
+    steps = [Step("", k, k + 1) for k in range(4)]
+    peaked, even = [0.97, 0.01, 0.01, 0.01], [0.25, 0.25, 0.25, 0.25]
+    got = gate_heads(TokenScores(offsets, np.array([peaked, even, even])), steps, 0.8)
+    np.testing.assert_allclose(got.scores, peaked)
+    # no head passes: all of them, as with probe_heads all
+    got = gate_heads(TokenScores(offsets, np.array([even, [0.3, 0.2, 0.3, 0.2]])), steps, 0.8)
+    np.testing.assert_allclose(got.scores, [0.275, 0.225, 0.275, 0.225])
+    # a head exactly at the gate passes it, as the eviction rule lets u == gate act
+    u = uniformity(peaked)
+    got = gate_heads(TokenScores(offsets, np.array([peaked, even])), steps, u)
+    np.testing.assert_allclose(got.scores, peaked)
 
 
 REASONING = (
@@ -238,6 +307,8 @@ def test_prompt_opens_format_and_custom_delimiters():
 def test_invalid_options_name_the_field():
     with pytest.raises(TraacError, match="step_scope"):
         CompressionSettings(step_scope="tokens")
+    with pytest.raises(TraacError, match="probe_heads"):
+        CompressionSettings(probe_heads="best")
     with pytest.raises(TraacError, match="uniformity_gate"):
         CompressionSettings(uniformity_gate=1.5)
     with pytest.raises(TraacError, match="uniformity_gate"):

@@ -37,8 +37,9 @@ def eager_copy(model):
     return twin
 
 
-def eager_reference(model, ids, mask, layers):
-    """Row of the last real position in `output_attentions=True`, mean over layers and heads."""
+def eager_reference(model, ids, mask, layers, heads=False):
+    """Row of the last real position in `output_attentions=True`, mean over layers and heads
+    (B, T); with `heads` every head's row, layer by layer: (L * H, B, T)."""
     valid = torch.ones_like(ids, dtype=torch.bool) if mask is None else mask.bool()
     kwargs = {}
     if mask is not None:
@@ -49,6 +50,8 @@ def eager_reference(model, ids, mask, layers):
     att = torch.stack([attentions[i] for i in layers])  # (L, B, H, T, T)
     last = ids.shape[1] - 1 - valid.flip(1).int().argmax(1)
     rows = torch.stack([att[:, b, :, last[b]] for b in range(len(ids))])  # (B, L, H, T)
+    if heads:
+        return rows.flatten(1, 2).transpose(0, 1).masked_fill(~valid[None], 0.0)
     return rows.mean(dim=(1, 2)).masked_fill(~valid, 0.0)
 
 
@@ -75,6 +78,23 @@ def test_probe_equals_eager_output_attentions(arch, padding, layers, tiny_model,
     torch.testing.assert_close(got.sum(1), torch.ones(3), atol=1e-5, rtol=0)
     if mask is not None:
         assert (got[mask == 0] == 0).all()
+
+
+@pytest.mark.parametrize("padding", list(PADDINGS))
+def test_gated_heads_scorer_gives_each_heads_own_row(padding, tiny_model, char_tokenizer):
+    model = tiny_model("qwen3")
+    ids = torch.randint(4, 104, (3, 12), generator=torch.Generator().manual_seed(1))
+    mask = None if PADDINGS[padding] is None else torch.tensor(PADDINGS[padding])
+    gated = AttentionScorer(model, char_tokenizer(), layers=[1, 3], heads="gated")
+    got = gated.token_scores(ids, mask)
+    heads = model.config.num_attention_heads
+    assert got.shape == (2 * heads, 3, 12)
+    torch.testing.assert_close(got, eager_reference(model, ids, mask, [1, 3], heads=True),
+                               atol=1e-5, rtol=0)  # fmt: skip
+    averaged = AttentionScorer(model, char_tokenizer(), layers=[1, 3]).token_scores(ids, mask)
+    torch.testing.assert_close(got.mean(0), averaged, atol=1e-6, rtol=0)
+    with pytest.raises(TraacError, match="probe_heads"):
+        AttentionScorer(model, char_tokenizer(), heads="best")
 
 
 def test_padding_does_not_change_a_sequence_scores(tiny_model, char_tokenizer):
@@ -129,9 +149,11 @@ def test_single_token_decode_step_against_cache(tiny_model):
     cache = DynamicCache(config=model.config)
     with torch.no_grad():
         model(ids[:, :8], past_key_values=cache, use_cache=True)
-        with capture_probe_rows(model, "all") as rows:
+        with capture_probe_rows(model, "all", heads=True) as rows:
             model(ids[:, 8:], past_key_values=cache, use_cache=True)
     torch.testing.assert_close(rows.mean(), want, atol=1e-5, rtol=0)
+    per_head = eager_reference(model, ids, None, range(4), heads=True).transpose(0, 1)
+    torch.testing.assert_close(rows.per_head(), per_head, atol=1e-5, rtol=0)
 
 
 def test_attention_implementation_is_restored_even_on_error(tiny_model, char_tokenizer):

@@ -59,8 +59,8 @@ def test_quick_demo_writes_report_summary_plots_and_viewer(quick_testbed, tmp_pa
         assert (out / plot).stat().st_size > 1000
     page = (out / "steps.html").read_text()
     assert "<html" in page.lower()
-    # pruned under the recipe's own rule (layer 1, rank calibration), which the page names
-    assert "probe layers 1," in page and "ranked among" in page
+    # pruned under the recipe's own rule (all layers, gated heads), which the page names
+    assert "probe layers all, heads gated," in page and "ranked among" not in page
     # a rerun resumes: nothing is retrained, the same numbers come back
     assert cli.main(["demo", "--quick", "--output", str(out), "--config", str(RECIPE)]) == 0
     assert json.loads((out / "summary.json").read_text())["models"] == summary["models"]

@@ -14,6 +14,7 @@ from traac import cli
 from traac.testbed import build as build_module
 from traac.testbed.build import CARD, build_cached, cache_path, ensure_testbed
 from traac.testbed.config import default_config
+from traac.testbed.measure import PROBE_REPORT_PER_TIER
 
 pytestmark = pytest.mark.slow
 
@@ -76,6 +77,14 @@ def test_card_reports_the_measured_properties(quick_model):
         str(i) for i in range(config.model.num_hidden_layers)
     }
     assert card["train"]["steps"] > 0 and card["train"]["parameters"] > 0
+    report = card["measure"]["probe_report"]  # the card's own correct responses, each scorer
+    assert set(report) == {
+        "attention all", "attention first_half", "attention all, gated heads",
+        "attention first_half, gated heads", "confidence", "random",
+    }  # fmt: skip
+    for tiers in report.values():
+        assert 0 < tiers["all"]["responses"] <= 3 * PROBE_REPORT_PER_TIER
+        assert 0.0 <= tiers["all"]["compressed_share"] <= 1.0
 
 
 def test_second_call_reuses_the_cache(quick_model, monkeypatch):
@@ -96,6 +105,7 @@ def test_show_prints_the_card(quick_model, monkeypatch, capsys):
     assert cli.main(["testbed", "show", "--quick"]) == 0
     out = capsys.readouterr().out
     assert "easy" in out and "hard" in out and str(path.name) in out.replace("\n", "")
+    assert "Step scorers on all correct responses" in out
     assert cli.main(["testbed", "show", "--quick", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["config"]["name"] == "quick"
 

@@ -17,8 +17,9 @@ from typing import Any
 from rich.table import Table
 
 from traac.commands import ArgumentParser
-from traac.console import make_console, make_progress
+from traac.console import make_console, make_progress, print_table
 from traac.errors import TraacError
+from traac.evaluation.probe_report import ProbeReport
 from traac.testbed.build import CARD, build_cached, build_testbed, cache_path
 from traac.testbed.config import default_config
 
@@ -104,6 +105,8 @@ def _print_card(card: dict[str, Any], path: Path) -> None:
         for layer, scores in versus.get("relative_score_by_layer", {}).items():
             one = ", ".join(f"{k} {v:.2f}" for k, v in scores.items())
             console.print(f"  layer {layer} alone: {one}")
+    if measured.get("probe_report"):
+        print_table(console, ProbeReport.from_json(measured["probe_report"]).table("all"))
     targets = measured["targets"]
     met = ", ".join(
         f"{name} {'ok' if t['met'] else 'MISSED'} ({t['value']})"

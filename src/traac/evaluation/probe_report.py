@@ -80,8 +80,9 @@ class ScorerSpec:
     settings: CompressionSettings
 
     @classmethod
-    def attention(cls, layers: str, label: str | None = None) -> ScorerSpec:
-        return cls(label or f"attention {layers}", CompressionSettings(probe_layers=layers))
+    def attention(cls, layers: str, label: str | None = None, heads: str = "all") -> ScorerSpec:
+        name = label or f"attention {layers}" + (", gated heads" if heads == "gated" else "")
+        return cls(name, CompressionSettings(probe_layers=layers, probe_heads=heads))
 
 
 @dataclass(frozen=True)
@@ -126,12 +127,20 @@ class ProbeReport:
     def to_json(self) -> dict[str, Any]:
         return {name: {t: vars(s) for t, s in tiers.items()} for name, tiers in self.rows.items()}
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProbeReport:
+        rows = {n: {t: ProbeStats(**s) for t, s in tiers.items()} for n, tiers in data.items()}
+        return cls(rows)
 
-def default_specs(num_layers: int) -> list[ScorerSpec]:
+
+def default_specs(num_layers: int, each_layer: bool = True) -> list[ScorerSpec]:
     """Attention over all layers (the paper), the first half (the authors' code for Qwen3) and
-    each layer alone; then the ablation scorers."""
+    (`each_layer`) each layer alone; both sets again with gated heads (beyond the paper); then
+    the ablation scorers."""
     specs = [ScorerSpec.attention("all"), ScorerSpec.attention("first_half")]
-    specs += [ScorerSpec.attention(str(k), f"attention layer {k}") for k in range(num_layers)]
+    if each_layer:
+        specs += [ScorerSpec.attention(str(k), f"attention layer {k}") for k in range(num_layers)]
+    specs += [ScorerSpec.attention(layers, heads="gated") for layers in ("all", "first_half")]
     specs += [
         ScorerSpec("confidence", CompressionSettings(scorer="confidence")),
         ScorerSpec("random", CompressionSettings(scorer="random")),
@@ -193,7 +202,7 @@ def probe_report(
         if on_spec is not None:
             on_spec(spec.name)
         settings = spec.settings
-        if settings.scorer == "attention":
+        if settings.scorer == "attention" and settings.probe_heads == "all":
             layers = resolve_layers(settings.probe_layers or "all", num_layers)
             scorer: Any = _LayerSet(layer_rows, layers, tokenizer)
         else:

@@ -294,12 +294,19 @@ class ProbeCache:
         self.fed = [fed + len(w) for fed, w in zip(self.fed, waiting, strict=True)]
 
     def score(
-        self, row: int, reasoning: list[int], probe_ids: list[int], layers: LayerSpec
+        self,
+        row: int,
+        reasoning: list[int],
+        probe_ids: list[int],
+        layers: LayerSpec,
+        heads: bool = False,
     ) -> tuple[torch.Tensor, int]:
         """The closer's attention row over `probe_ids` for row `row` (see `cached_probe_row`)."""
         held = [*self.open_ids, *reasoning[: self.fed[row]]]
         columns = self.mask[row].nonzero()[:, 0]
-        return cached_probe_row(self.model, self.cache, row, columns, held, probe_ids, layers)
+        return cached_probe_row(
+            self.model, self.cache, row, columns, held, probe_ids, layers, heads
+        )
 
 
 class ThinkingGenerator:
@@ -352,7 +359,7 @@ class ThinkingGenerator:
         fmt = self.chat_format
         layers = settings.probe_layers or "all"
         self.scorer = AttentionScorer(
-            model, tokenizer, layers, scorer_batch_size, think_close=fmt.think_close
+            model, tokenizer, layers, scorer_batch_size, fmt.think_close, settings.probe_heads
         )
         self.compressor = Compressor(self.scorer, fmt, settings)
         config = model.config.get_text_config()
@@ -670,7 +677,9 @@ class ThinkingGenerator:
         if self.max_positions is not None and len(ids) > self.max_positions:
             decoded.note = _too_long(len(ids), self.max_positions)
             return decoded
-        row_scores, ran = probe.score(row, decoded.reasoning, ids, self.scorer.layers)
+        row_scores, ran = probe.score(
+            row, decoded.reasoning, ids, self.scorer.layers, self.scorer.heads == "gated"
+        )
         decoded.scores = TokenScores(offsets=offsets, scores=row_scores.double().cpu().numpy())
         decoded.probe_text = text
         decoded.probe_tokens = ran
@@ -696,12 +705,14 @@ def cached_probe_row(
     cached_ids: Sequence[int],
     probe_ids: Sequence[int],
     layers: LayerSpec = "all",
+    heads: bool = False,
 ) -> tuple[torch.Tensor, int]:
     """The attention row of the probe's last token (the closer) over all its tokens, averaged
     over `layers` and heads, from a KV cache: in batch row `row` of `cache`, the cache `columns`
     hold the keys of `cached_ids`, positions from 0 and nothing before them. Only the probe
     tokens past their longest common prefix with `cached_ids` run (the closer always does).
-    Returns the row, (len(probe_ids),) float32, and how many tokens ran.
+    Returns the row, (len(probe_ids),) float32, or with `heads` one row per head
+    (layers * heads, len(probe_ids)), and how many tokens ran.
     """
     k = _common_prefix(cached_ids, probe_ids[:-1])
     kept = columns[:k].to(model.device)
@@ -716,14 +727,14 @@ def cached_probe_row(
         config=model.config,
     )
     device = model.device
-    with torch.no_grad(), capture_probe_rows(model, layers) as captured:
+    with torch.no_grad(), capture_probe_rows(model, layers, heads=heads) as captured:
         model.base_model(
             input_ids=torch.tensor([list(probe_ids[k:])], device=device),
             position_ids=torch.arange(k, len(probe_ids), device=device)[None],
             past_key_values=past if k else None,
             use_cache=bool(k),
         )
-    return captured.mean()[0], len(probe_ids) - k
+    return (captured.per_head() if heads else captured.mean())[0], len(probe_ids) - k
 
 
 class ThinkingBackend:

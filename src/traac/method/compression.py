@@ -32,7 +32,7 @@ class TokenScores:
     it (a scorer that reads another text maps its offsets onto the probe's)."""
 
     offsets: np.ndarray  # (T, 2) int
-    scores: np.ndarray  # (T,) float
+    scores: np.ndarray  # (T,) float, or (heads, T) one row per head for `gate_heads`
 
 
 @dataclass(frozen=True)
@@ -191,21 +191,35 @@ def evict(
 
 
 def step_scores(token_scores: TokenScores, steps: Sequence[Step]) -> np.ndarray:
-    """Mean token score per step; a step no token starts in takes the score of the token that
-    covers its first character (0 if none does)."""
+    """Mean token score per step, (n,), or (heads, n) for per-head scores; a step no token
+    starts in takes the score of the token that covers its first character (0 if none does)."""
     index = token_step_index(steps, token_scores.offsets)
     scores = np.asarray(token_scores.scores, dtype=np.float64)
+    rows = scores.reshape(-1, scores.shape[-1])
+    n = len(steps)
     valid = index >= 0
-    sums = np.bincount(index[valid], weights=scores[valid], minlength=len(steps))
-    counts = np.bincount(index[valid], minlength=len(steps))
-    out = np.divide(sums, counts, out=np.zeros(len(steps)), where=counts > 0)
+    flat = (np.arange(len(rows))[:, None] * n + index[None, valid]).ravel()
+    sums = np.bincount(flat, weights=rows[:, valid].ravel(), minlength=len(rows) * n)
+    counts = np.bincount(index[valid], minlength=n)
+    out = np.divide(
+        sums.reshape(len(rows), n), counts, out=np.zeros((len(rows), n)), where=counts > 0
+    )
     for k in np.flatnonzero(counts == 0):
         covering = np.flatnonzero(
             (token_scores.offsets[:, 0] <= steps[k].start)
             & (token_scores.offsets[:, 1] > steps[k].start)
         )
-        out[k] = scores[covering[0]] if len(covering) else 0.0
-    return out
+        out[:, k] = rows[:, covering[0]] if len(covering) else 0.0
+    return out.reshape(*scores.shape[:-1], n)
+
+
+def gate_heads(token_scores: TokenScores, steps: Sequence[Step], gate: float) -> TokenScores:
+    """Per-head token scores -> the mean over the heads whose own step scores pass the
+    uniformity gate (u <= gate), or over all heads if none does (`probe_heads: gated`)."""
+    rows = np.asarray(token_scores.scores, dtype=np.float64)
+    passing = np.array([uniformity(s) <= gate for s in step_scores(token_scores, steps)])
+    chosen = rows[passing] if passing.any() else rows
+    return TokenScores(token_scores.offsets, chosen.mean(axis=0))
 
 
 def count_tokens(tokenizer: Any, text: str) -> int:
@@ -251,6 +265,11 @@ class Compressor:
         else:
             shifted = split_steps(reasoning, phrases)
             scope_steps = [Step(s.text, s.start + lo, s.end + lo) for s in shifted]
+        if np.ndim(token_scores.scores) == 2:  # one row per head
+            if self.settings.probe_heads == "gated":
+                token_scores = gate_heads(token_scores, scope_steps, self.settings.uniformity_gate)
+            else:
+                token_scores = TokenScores(token_scores.offsets, token_scores.scores.mean(axis=0))
         scores = step_scores(token_scores, scope_steps)
         steps = []
         for s in scope_steps:

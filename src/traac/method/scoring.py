@@ -28,7 +28,7 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 from traac.errors import TraacError
 from traac.method.compression import ScoreRequest, TokenScores
 from traac.method.segmentation import split_steps, token_step_index
-from traac.method.settings import CompressionSettings
+from traac.method.settings import PROBE_HEADS, CompressionSettings, check_choice
 
 LayerSpec = Literal["all", "first_half"] | Sequence[int] | str
 PROBE_ATTENTION = "traac_probe"  # the name our attention function is registered under
@@ -66,19 +66,31 @@ class ProbeRows:
     `query_index` (batch,) says which query position of the current forward is the probe in
     each sequence; `None` means the last one (what a decode step against a KV cache needs).
     `rows[layer]` is that query's attention over all keys (cache + current input), averaged
-    over the query heads: (batch, keys), float32. A later forward overwrites the rows.
+    over the query heads: (batch, keys), float32; with `heads`, one row per query head:
+    (batch, heads, keys). A later forward overwrites the rows.
     """
 
     layers: frozenset[int]
     query_index: torch.Tensor | None = None
+    heads: bool = False
     rows: dict[int, torch.Tensor] = field(default_factory=dict)
 
-    def mean(self) -> torch.Tensor:
-        """The rows averaged over the captured layers: (batch, keys)."""
+    def _stacked(self) -> torch.Tensor:
         missing = sorted(self.layers - self.rows.keys())
         if missing:
             raise TraacError(f"probe: no attention captured for layers {missing}; run a forward")
-        return torch.stack([self.rows[i] for i in sorted(self.layers)]).mean(0)
+        return torch.stack([self.rows[i] for i in sorted(self.layers)])
+
+    def mean(self) -> torch.Tensor:
+        """The rows averaged over the captured layers and heads: (batch, keys)."""
+        rows = self._stacked()
+        return rows.mean(dim=(0, 2)) if self.heads else rows.mean(0)
+
+    def per_head(self) -> torch.Tensor:
+        """Every captured head's row, layer by layer: (batch, layers * heads, keys)."""
+        if not self.heads:
+            raise TraacError("probe: per-head rows need a capture with heads=True")
+        return self._stacked().transpose(0, 1).flatten(1, 2)
 
 
 # Captures in progress, keyed by the id of the (text) config their model's attention modules
@@ -108,7 +120,7 @@ def _probe_attention(
         is_causal = getattr(module, "is_causal", True) if is_causal is None else is_causal
         scale = query.shape[-1] ** -0.5 if scaling is None else scaling
         holder.rows[layer] = probe_row(
-            query, key, attention_mask, scale, is_causal, holder.query_index
+            query, key, attention_mask, scale, is_causal, holder.query_index, holder.heads
         )
     return output, None
 
@@ -120,8 +132,10 @@ def probe_row(
     scaling: float,
     is_causal: bool,
     query_index: torch.Tensor | None,
+    keep_heads: bool = False,
 ) -> torch.Tensor:
-    """softmax(q_probe . K^T * scaling + mask_row), averaged over heads: (batch, keys) float32.
+    """softmax(q_probe . K^T * scaling + mask_row), averaged over heads: (batch, keys) float32;
+    with `keep_heads`, one row per query head: (batch, heads, keys).
 
     `query` (b, heads, q, d), `key` (b, kv_heads, k, d): grouped-query heads are matched to
     their key head by reshaping the query, never by copying K. The mask is what transformers
@@ -149,7 +163,8 @@ def probe_row(
             logits = logits.masked_fill(~mask, float("-inf"))
         else:
             logits = logits + mask.float()
-    return torch.softmax(logits, dim=-1).mean(dim=1)
+    rows = torch.softmax(logits, dim=-1)
+    return rows if keep_heads else rows.mean(dim=1)
 
 
 def _register() -> None:
@@ -165,9 +180,13 @@ def _text_config(model: Any) -> Any:
 
 @contextmanager
 def capture_probe_rows(
-    model: Any, layers: LayerSpec = "all", query_index: torch.Tensor | None = None
+    model: Any,
+    layers: LayerSpec = "all",
+    query_index: torch.Tensor | None = None,
+    heads: bool = False,
 ) -> Iterator[ProbeRows]:
-    """Within the block, every forward of `model` runs SDPA and records the probe rows.
+    """Within the block, every forward of `model` runs SDPA and records the probe rows (each
+    head's with `heads`).
 
     Works for a full sequence and for a suffix run against a KV cache (`past_key_values`): the
     row then spans cache + suffix keys. The model's attention implementation is restored on
@@ -175,7 +194,8 @@ def capture_probe_rows(
     """
     _register()
     config = _text_config(model)
-    holder = ProbeRows(frozenset(resolve_layers(layers, config.num_hidden_layers)), query_index)
+    chosen = frozenset(resolve_layers(layers, config.num_hidden_layers))
+    holder = ProbeRows(chosen, query_index, heads)
     captures = _CAPTURES.get() or {}
     if id(config) in captures:
         raise TraacError("probe: this model is already inside capture_probe_rows")
@@ -317,7 +337,8 @@ class AttentionScorer(_ModelScorer):
     """Score each token by the attention the probe's closer pays it (SPEC section 2).
 
     `layers`: `all` (paper), `first_half` (authors' implementation) or explicit indices; the
-    score is the mean over those layers and all query heads. Every probe text must end with
+    score is the mean over those layers and all query heads, or with `heads="gated"` one row
+    per head, which the compressor gates (`gate_heads`). Every probe text must end with
     `think_close` tokenised as ONE token: the closer is the query whose attention is read.
     """
 
@@ -328,10 +349,13 @@ class AttentionScorer(_ModelScorer):
         layers: LayerSpec = "all",
         batch_size: int = 8,
         think_close: str = "</think>",
+        heads: str = "all",
     ) -> None:
         super().__init__(model, tokenizer, batch_size)
+        check_choice("probe_heads", heads, PROBE_HEADS)
         self.layers = resolve_layers(layers, _text_config(model).num_hidden_layers)
         self.think_close = think_close
+        self.heads = heads
 
     def _encode(self, text: str) -> tuple[list[int], np.ndarray]:
         ids, offsets = super()._encode(text)
@@ -351,21 +375,33 @@ class AttentionScorer(_ModelScorer):
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
     ) -> torch.Tensor:
         """(b, T) attention of each sequence's last real position to every position, averaged
-        over the chosen layers and heads; zeros on padding (left or right)."""
+        over the chosen layers and heads, or (layers * heads, b, T) one row per head with heads
+        `gated`; zeros on padding (left or right)."""
+        if self.heads == "gated":
+            return self._rows(input_ids, attention_mask, heads=True)
         return self.layer_scores(input_ids, attention_mask).mean(dim=0)
 
     def layer_scores(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
     ) -> torch.Tensor:
         """(layers, b, T): the same rows per chosen layer, before the mean over layers."""
+        return self._rows(input_ids, attention_mask, heads=False)
+
+    def _rows(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, heads: bool
+    ) -> torch.Tensor:
         valid, right_padded = _valid_positions(input_ids, attention_mask)
         self._check_length(int(valid.sum(dim=1).max()))
         width = valid.shape[1]
         last = width - 1 - valid.flip(1).int().argmax(dim=1)
         kwargs = _padding_kwargs(valid, right_padded)
-        with torch.no_grad(), capture_probe_rows(self.model, self.layers, last) as captured:
+        capture = capture_probe_rows(self.model, self.layers, last, heads=heads)
+        with torch.no_grad(), capture as captured:
             _root_forward(self.model, input_ids, kwargs)
-        rows = torch.stack([captured.rows[k] for k in self.layers])
+        if heads:
+            rows = captured.per_head().transpose(0, 1)
+        else:
+            rows = torch.stack([captured.rows[k] for k in self.layers])
         return rows.masked_fill(~valid[None], 0.0)
 
     def score_layers(self, requests: Sequence[ScoreRequest]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -514,4 +550,4 @@ def build_scorer(
             model, tokenizer, settings.confidence_top_k, batch_size, think_open=think_open
         )
     layers = settings.probe_layers or "all"
-    return AttentionScorer(model, tokenizer, layers, batch_size, think_close)
+    return AttentionScorer(model, tokenizer, layers, batch_size, think_close, settings.probe_heads)

@@ -17,6 +17,7 @@ from traac.method.formats import AUX_PROMPT, PRESETS, ChatFormat, resolve_chat_f
 
 SCORERS = ("attention", "confidence", "random")
 STEP_SCOPES = ("probe", "reasoning")
+PROBE_HEADS = ("all", "gated")
 UNIFORMITY_GATE = 0.8
 EVICTION_CAP = 0.8
 DEFAULT_TOP_K = 20  # the paper does not give k; 20 is the usual cap on returned logprobs (vLLM)
@@ -70,6 +71,14 @@ class CompressionSettings:
         metadata={"help": "Attention layers averaged: all (paper) | first_half (authors' code "
                   "for Qwen3) | comma-separated indices."},
     )  # fmt: skip
+    probe_heads: str = field(
+        default="all",
+        metadata={"help": "Attention heads averaged: all (paper) | gated (beyond the paper: "
+                  "only the heads whose own step scores pass the uniformity gate; a head that "
+                  "attends near-uniformly has no say in which steps matter, so it is left out "
+                  "of the mean rather than diluting the heads that select; all heads if none "
+                  "passes).", "choices": PROBE_HEADS},
+    )  # fmt: skip
     step_scope: str = field(
         default="probe",
         metadata={"help": "Steps split over the whole probe text (opener and auxiliary prompt in "
@@ -97,6 +106,7 @@ class CompressionSettings:
     def __post_init__(self) -> None:
         check_choice("scorer", self.scorer, SCORERS)
         check_choice("step_scope", self.step_scope, STEP_SCOPES)
+        check_choice("probe_heads", self.probe_heads, PROBE_HEADS)
         if self.probe_layers is not None:
             check_layers(self.probe_layers)
         check_unit("uniformity_gate", self.uniformity_gate)

@@ -422,7 +422,8 @@ def example_viewer(
 def rule_text(settings: TRAACConfig) -> str:
     """The eviction rule a recipe trains with, in one line."""
     rule = (
-        f"scorer {settings.scorer}, probe layers {settings.probe_layers}, step scope "
+        f"scorer {settings.scorer}, probe layers {settings.probe_layers}, heads "
+        f"{settings.probe_heads}, step scope "
         f"{settings.step_scope}; evict floor(n·e) lowest steps, e = tau·(1 − u) if u ≤ "
         f"{settings.uniformity_gate} else 0, at most {settings.eviction_cap}"
     )

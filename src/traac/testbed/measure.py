@@ -3,7 +3,9 @@
 On fresh evaluation problems (the default `testbed:<tier>` sets, never trained on), sampled at
 temperature 1.0: accuracy, think length and share of responses that re-check after answering,
 per tier; then the attention probe of TRAAC on the model's own correct responses: uniformity u
-and eviction fraction e per tier, and the mean probe score of re-check steps against key steps.
+and eviction fraction e per tier, and the mean probe score of re-check steps against key steps;
+and the probe report of every scorer (share compressed, eviction precision, compute loss,
+answers kept).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import numpy as np
 import torch
 
 from traac.common.progress import NullProgress, Progress
-from traac.evaluation.probe_report import LabelledResponse
+from traac.evaluation.generation import TransformersBackend
+from traac.evaluation.probe_report import LabelledResponse, default_specs, probe_report
 from traac.method.compression import Compressor, ScoreRequest, TokenScores
 from traac.method.formats import ChatFormat
 from traac.method.items import Item
@@ -30,6 +33,7 @@ from traac.testbed.traces import Trace, has_recheck, step_kinds
 
 TAUS = {"easy": 0.6, "medium": 0.4, "hard": 0.2}  # SPEC section 1: target rate per bin
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
+PROBE_REPORT_PER_TIER = 100  # correct responses a tier the card's probe report scores
 TARGETS = {
     "easy_accuracy_min": 0.85,
     "hard_accuracy_range": (0.30, 0.75),
@@ -202,6 +206,13 @@ def labelled_responses(
     torch.manual_seed(seed)
     drawn = generate(model, tokenizer, items, samples, 1.0, max_new_tokens, 64, progress)
     verdicts = verify_many([s.item for s in drawn], [s.text for s in drawn])
+    return _labelled(tokenizer, drawn, verdicts)
+
+
+def _labelled(
+    tokenizer: Any, drawn: Sequence[Sample], verdicts: Sequence[bool]
+) -> list[LabelledResponse]:
+    """The correct, well-formed responses among `drawn`, each step labelled by `step_kinds`."""
     prompts = render_prompts(tokenizer, [s.item.question for s in drawn])
     chat_format = ChatFormat()
     out = []
@@ -216,6 +227,23 @@ def labelled_responses(
                 )
             )
     return out
+
+
+def _probe_report(
+    model: Any, tokenizer: Any, responses: list[LabelledResponse], seed: int
+) -> dict[str, Any]:
+    """`traac probe-report`'s numbers on up to PROBE_REPORT_PER_TIER correct responses a tier:
+    attention (paper: all layers; the authors' first half; each with gated heads) against the
+    ablation scorers, under the paper's rule with no calibration."""
+    per_tier: dict[str, list[LabelledResponse]] = {}
+    for r in responses:
+        per_tier.setdefault(r.tier, []).append(r)
+    chosen = [r for rows in per_tier.values() for r in rows[:PROBE_REPORT_PER_TIER]]
+    if not chosen:
+        return {}
+    specs = default_specs(model.config.num_hidden_layers, each_layer=False)
+    backend = TransformersBackend(model, tokenizer)
+    return probe_report(model, tokenizer, chosen, backend, specs, seed=seed).to_json()
 
 
 def measure(
@@ -251,6 +279,10 @@ def measure(
         ]
     with progress.phase("testbed: attention probe on the correct responses"):
         probed = probe(model, tokenizer, correct)
+    with progress.phase("testbed: probe report (every scorer, the paper's rule)"):
+        report = _probe_report(
+            model, tokenizer, _labelled(tokenizer, samples, verdicts), config.seed
+        )
     return {
         "problems_per_tier": m.n_per_tier,
         "samples": m.samples,
@@ -258,6 +290,7 @@ def measure(
         "eval_seed": EVAL_SEED,
         "tiers": tiers,
         "probe": probed,
+        "probe_report": report,
         "targets": check_targets(tiers),
     }
 

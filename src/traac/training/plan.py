@@ -231,7 +231,8 @@ def traac_line(config: Any) -> str:
     if config.compresses:
         layers = config.probe_layers or "first half for Qwen3 models, all for others"
         parts += [
-            f"scorer {config.scorer} on the {config.scoring_model} model (probe layers {layers})",
+            f"scorer {config.scorer} on the {config.scoring_model} model (probe layers {layers}, "
+            f"heads {config.probe_heads})",
             f"tau easy/medium/hard {config.tau_easy:g}/{config.tau_medium:g}/{config.tau_hard:g}",
             f"gate {config.uniformity_gate:g}, cap {config.eviction_cap:g}, "
             f"calibration {config.uniformity_calibration}",
