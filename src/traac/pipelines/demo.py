@@ -38,7 +38,7 @@ from traac.evaluation.viewer import render_html
 from traac.method.compression import Compressor, uniformity_rank
 from traac.method.formats import ChatFormat
 from traac.method.scoring import build_scorer
-from traac.method.settings import TEST_TIME_TAU
+from traac.method.settings import TEST_TIME_TAU, CompressionSettings
 from traac.pipelines.stages import QUICK_TRAINING, HeldOut, Recipe, Stages, TierRow, tier_rows
 from traac.testbed.build import ensure_testbed
 from traac.training.config import TRAACConfig
@@ -78,10 +78,11 @@ class BudgetSweep:
         output: Path,
         held_out: HeldOut,
         mean_think_tokens: float,
+        compression: CompressionSettings,
         progress: Progress | None = None,
     ) -> list[int]:
-        """Evaluate every model at every budget, both modes, into `output/<model>/budget-B-
-        <mode>` (resuming); returns the budgets."""
+        """Evaluate every model at every budget, both modes (compressing with `compression`),
+        into `output/<model>/budget-B-<mode>` (resuming); returns the budgets."""
         subset = held_out.subset(self.per_tier, self.num_samples)
         budgets = self.budgets(mean_think_tokens)
         for name, model in models.items():
@@ -89,7 +90,7 @@ class BudgetSweep:
                 for mode, tau in (("truncate", None), ("compress", self.compress_tau)):
                     subset.evaluate(
                         model, output / name / f"budget-{budget}-{mode}", progress,
-                        think_budget=budget, compress_tau=tau,
+                        think_budget=budget, compress_tau=tau, compression=compression,
                     )  # fmt: skip
         return budgets
 
@@ -184,7 +185,7 @@ def run_demo(settings: DemoSettings, progress: Progress | None = None) -> DemoRe
     recipe = settings.recipe_with_overrides
     out = settings.output
     trained = out / "train"
-    recipe.parse(Path("testbed"), trained)  # a bad recipe fails now, not after the base eval
+    _, config = recipe.parse(Path("testbed"), trained)  # a bad recipe fails now
     output_dir(out)
     stages = Stages()
     with stages.stage("testbed"):
@@ -199,7 +200,9 @@ def run_demo(settings: DemoSettings, progress: Progress | None = None) -> DemoRe
     with stages.stage("think budget sweep"):
         think = summary.overall.mean_think_tokens
         models = {"base": base, "traac": trained}
-        settings.sweep.run(models, out / "eval", settings.held_out, think, progress)
+        model_type = json.loads((Path(base) / "config.json").read_text()).get("model_type")
+        compression = config.compression_settings(model_type)  # prune as training did
+        settings.sweep.run(models, out / "eval", settings.held_out, think, compression, progress)
     with stages.stage("report"):
         result = write_report(settings, base, trained)
     result.stage_seconds = stages.seconds
@@ -341,7 +344,9 @@ def write_report(settings: DemoSettings, base_model: Path, trained_model: Path) 
         f"\n\n## Think budget sweep\n\nThe first {swept.per_tier} problems of each tier, "
         f"{swept.num_samples} sample(s) each; think blocks interrupted at the budget (auxiliary "
         "prompt and closer appended) and answered from the reasoning as written (truncate) or "
-        f"after the attention probe pruned it at tau {settings.sweep.compress_tau} (compress). "
+        f"after the attention probe pruned it at tau {settings.sweep.compress_tau} (compress: "
+        f"the recipe's probe, layers {config.probe_layers or 'as the preset says'}, heads "
+        f"{config.probe_heads}, gate {config.uniformity_gate}, no calibration). "
         "Budgets are fractions of the base model's mean think length "
         f"({held_out[0].overall.mean_think_tokens:.1f} tokens); budget 'none' is the model's "
         f"run above, on all the held-out problems.\n\n{sweep.markdown()}"

@@ -73,9 +73,12 @@ class HeldOut:
         *,
         think_budget: int | None = None,
         compress_tau: float | None = None,
+        compression: CompressionSettings | None = None,
     ) -> EvalSummary:
         """Evaluate (resuming) with the prompt style the testbed learned: the question alone;
-        with a think budget and/or a test-time compression tau as `traac eval` takes them."""
+        with a think budget and/or a test-time compression tau (and its `compression`
+        settings, default the paper's) as `traac eval` takes them."""
+        compression = compression or CompressionSettings()
         path = resolve_model_path(str(model))
         tokenizer = load_tokenizer(path)
         thinking = think_budget is not None or compress_tau is not None
@@ -85,7 +88,7 @@ class HeldOut:
             prompt_style="question",
             max_new_tokens=self.max_new_tokens,
             compress_tau=compress_tau,
-            compression=asdict(CompressionSettings()) if thinking else None,
+            compression=asdict(compression) if thinking else None,
             think_budget=think_budget,
         )
 
@@ -96,7 +99,7 @@ class HeldOut:
             return ThinkingBackend(
                 ThinkingGenerator(
                     load_model(path), tok, chat_format, compress_tau=compress_tau,
-                    think_budget=think_budget,
+                    think_budget=think_budget, settings=compression,
                 )
             )  # fmt: skip
 

@@ -10,7 +10,7 @@ The peer modes (`traac.training.peer_rewards`) carry their papers' values, and
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, NoReturn
 
 from trl import GRPOConfig
@@ -261,6 +261,14 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         if self.probe_layers is not None:
             return self.probe_layers
         return "first_half" if (model_type or "").startswith("qwen3") else "all"
+
+    def compression_settings(self, model_type: str | None) -> CompressionSettings:
+        """The recipe's compression settings alone (probe layers resolved for the model): what
+        test-time compression of the trained model uses, so it prunes as training did."""
+        values = {f.name: getattr(self, f.name) for f in fields(CompressionSettings)}
+        return CompressionSettings(
+            **{**values, "probe_layers": self.resolved_probe_layers(model_type)}
+        )
 
     @property
     def peer_mode(self) -> bool:
