@@ -1,0 +1,90 @@
+"""What L1-Max's budget instruction does to a model that never saw one: accuracy, think-block
+format and length on held-out testbed problems, with the plain prompt and with "Think for
+maximum N tokens." appended (`traac.method.length_rewards.l1_max_prompt`, as L1-Max training
+writes its prompts).
+
+The testbed's SFT data has no budget instruction, so this measures how far out of distribution
+L1-Max's training prompts are before any RL step, and, given a trained L1-Max model, whether it
+learned to read them (docs/peer_methods.md, "L1-Max on the testbed").
+
+    OMP_NUM_THREADS=1 python benchmarks/l1_budget_prompt.py [--model testbed] \
+        [--budgets 16 64 160] [--per-tier 20] [--samples 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from traac.data.datasets import load_items
+from traac.method.formats import ChatFormat
+from traac.method.length_rewards import l1_max_prompt
+from traac.method.verify import verify_item
+from traac.testbed.build import resolve_model
+from traac.testbed.tokenizer import render_prompts
+
+TIERS = ("easy", "medium", "hard")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="testbed")
+    parser.add_argument("--dataset", default="testbed:all?n=100&seed=2026")  # the compare's
+    parser.add_argument("--budgets", type=int, nargs="*", default=[16, 64, 160])
+    parser.add_argument("--per-tier", type=int, default=20)
+    parser.add_argument("--samples", type=int, default=4)
+    parser.add_argument("--max-new-tokens", type=int, default=256)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    path = resolve_model(args.model)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path).eval()
+    by_tier = defaultdict(list)
+    for item in load_items(args.dataset):
+        by_tier[item.difficulty].append(item)
+    items = [item for tier in TIERS for item in by_tier[tier][: args.per_tier]]
+    fmt = ChatFormat()
+    print("| prompt | tier | Acc (%) | think block well formed (%) | Len (tokens) |")
+    print("|---|---|---:|---:|---:|")
+    for budget in [None, *args.budgets]:
+        torch.manual_seed(args.seed)
+        questions = [
+            i.question if budget is None else l1_max_prompt(i.question, budget) for i in items
+        ]
+        rows = defaultdict(list)
+        for start in range(0, len(items), 20):
+            prompts = render_prompts(tokenizer, questions[start : start + 20])
+            batch = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+            with torch.no_grad():
+                out = model.generate(
+                    **batch,
+                    do_sample=True,
+                    temperature=1.0,
+                    top_p=1.0,
+                    max_new_tokens=args.max_new_tokens,
+                    num_return_sequences=args.samples,
+                    pad_token_id=tokenizer.pad_token_id,
+                )
+            new = out[:, batch["input_ids"].shape[1] :]
+            for k, ids in enumerate(new):
+                item = items[start + k // args.samples]
+                text = tokenizer.decode(ids, skip_special_tokens=True)
+                n = int(((ids != tokenizer.pad_token_id) & (ids != tokenizer.eos_token_id)).sum())
+                ok = verify_item(item, text)
+                rows[item.difficulty].append((ok, fmt.parse(text).well_formed, n))
+        rows["all"] = [r for tier in TIERS for r in rows[tier]]
+        label = "plain" if budget is None else f"max {budget}"
+        for tier in (*TIERS, "all"):
+            r = rows[tier]
+            acc = 100 * sum(ok for ok, _, _ in r) / len(r)
+            wf = 100 * sum(w for _, w, _ in r) / len(r)
+            length = sum(n for *_, n in r) / len(r)
+            print(f"| {label} | {tier} | {acc:.1f} | {wf:.1f} | {length:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
