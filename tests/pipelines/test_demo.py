@@ -16,6 +16,7 @@ from traac.evaluation.report import budget_table, load_models
 from traac.evaluation.runner import SAMPLES_FILE, EvalSettings, SamplesFile, run_eval
 from traac.method.formats import AUX_PROMPT, ChatFormat
 from traac.method.metrics import GroupStats
+from traac.method.settings import CompressionSettings
 from traac.pipelines.demo import (
     BinCompression,
     BudgetSweep,
@@ -184,7 +185,8 @@ def test_budget_sweep_on_the_quick_testbed(quick_testbed, tmp_path):
     sweep, with step examples from the compressing runs."""
     held = HeldOut(per_tier=4, num_samples=1, max_new_tokens=160)
     sweep = BudgetSweep(fractions=(0.25, 0.5), per_tier=2, num_samples=2)
-    budgets = sweep.run({"base": quick_testbed}, tmp_path / "eval", held, mean_think_tokens=40.0)
+    gated = CompressionSettings(probe_heads="gated")  # the testbed recipe's probe
+    budgets = sweep.run({"base": quick_testbed}, tmp_path / "eval", held, 40.0, gated)
     assert budgets == [10, 20]
     fmt = ChatFormat()
     interrupted = well_formed = 0
@@ -192,6 +194,8 @@ def test_budget_sweep_on_the_quick_testbed(quick_testbed, tmp_path):
         records = SamplesFile(run / SAMPLES_FILE).read()
         assert len(records) == 3 * 2 * 2  # 2 problems per tier, 2 samples
         budget = int(run.name.split("-")[1])
+        compression = json.loads((run / "run.json").read_text())["settings"]["compression"]
+        assert compression["probe_heads"] == "gated"  # both modes record the probe they were given
         for record in records.values():
             assert record.budget_think_tokens is not None
             assert record.budget_think_tokens <= budget
