@@ -125,12 +125,17 @@ def test_targets_and_tier_rows():
     assert base["hard"] == TierRow(accuracy=60.0, mean_length=120.0)
     trained = {
         "easy": TierRow(95.0, 40.0),  # -50%
-        "medium": TierRow(85.0, 70.0),
+        "medium": TierRow(85.0, 60.0),
         "hard": TierRow(61.0, 96.0),  # -20%
-        "overall": TierRow(79.5, 69.0),  # -31%
+        "overall": TierRow(82.0, 60.0),  # +2 points, -40%
     }
     goals = targets(base, trained)
     assert all(g.met for g in goals.values())
+    trained["overall"] = TierRow(81.9, 60.1)  # just short of both
+    goals = targets(base, trained)
+    assert not goals["overall accuracy >= base + 2 points"].met
+    assert not goals["overall length -40% or more"].met
+    trained["overall"] = TierRow(82.0, 60.0)
     assert goals["easy length cut >= 1.5x hard cut"].value == pytest.approx(2.5)
     trained["hard"] = TierRow(59.0, 96.0)
     assert not targets(base, trained)["hard accuracy >= base"].met

@@ -234,8 +234,9 @@ def training_compression(metrics_path: Path) -> dict[str, BinCompression]:
 
 
 def targets(base: dict[str, TierRow], traac: dict[str, TierRow]) -> dict[str, Target]:
-    """The demo's targets, each with its measured value and whether it is met. Cuts are
-    fractions of the base length (0.3 = 30% shorter)."""
+    """The demo's targets (issue "Attentive compression that earns its name"), each with its
+    measured value and whether it is met. Cuts are fractions of the base length (0.4 = 40%
+    shorter)."""
 
     def change(tier: str) -> float:
         before = base[tier].mean_length
@@ -250,14 +251,14 @@ def targets(base: dict[str, TierRow], traac: dict[str, TierRow]) -> dict[str, Ta
     ratio = easy_cut / hard_cut if hard_cut > 0 else None
     ratio_text = f", ratio {ratio:.2f}" if ratio is not None else ""
     return {
-        "overall accuracy >= base - 1 point": Target(
-            f"{acc_change:+.1f} points", acc_change >= -1.0, acc_change
+        "overall accuracy >= base + 2 points": Target(
+            f"{acc_change:+.1f} points", acc_change >= 2.0, acc_change
         ),
         "hard accuracy >= base": Target(
             f"{hard_change:+.1f} points", hard_change >= 0.0, hard_change
         ),
-        "overall length -30% or more": Target(
-            f"{change('overall'):+.1%}", overall_cut >= 0.3, -overall_cut
+        "overall length -40% or more": Target(
+            f"{change('overall'):+.1%}", overall_cut >= 0.4, -overall_cut
         ),
         "easy length cut >= 1.5x hard cut": Target(
             f"easy {change('easy'):+.1%}, hard {change('hard'):+.1%}{ratio_text}", adaptive, ratio

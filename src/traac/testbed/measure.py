@@ -232,13 +232,18 @@ def _labelled(
 def _probe_report(
     model: Any, tokenizer: Any, responses: list[LabelledResponse], seed: int
 ) -> dict[str, Any]:
-    """`traac probe-report`'s numbers on up to PROBE_REPORT_PER_TIER correct responses a tier:
-    attention (paper: all layers; the authors' first half; each with gated heads) against the
-    ablation scorers, under the paper's rule with no calibration."""
+    """`traac probe-report`'s numbers on up to PROBE_REPORT_PER_TIER correct responses a tier,
+    spread evenly over the tier's problems: attention (paper: all layers; the authors' first
+    half; each with gated heads) against the ablation scorers, under the paper's rule with no
+    calibration."""
     per_tier: dict[str, list[LabelledResponse]] = {}
     for r in responses:
         per_tier.setdefault(r.tier, []).append(r)
-    chosen = [r for rows in per_tier.values() for r in rows[:PROBE_REPORT_PER_TIER]]
+    chosen = [
+        r
+        for rows in per_tier.values()
+        for r in rows[:: max(1, len(rows) // PROBE_REPORT_PER_TIER)][:PROBE_REPORT_PER_TIER]
+    ]
     if not chosen:
         return {}
     specs = default_specs(model.config.num_hidden_layers, each_layer=False)
