@@ -79,14 +79,18 @@ class FixedStepScorer:
     def score(self, requests):
         out = []
         for text in (r.probe for r in requests):
-            steps = split_steps(text)
-            spans = self.tokenizer(text, return_offsets_mapping=True)["offset_mapping"]
-            scores = [
-                self.values[next(k for k, s in enumerate(steps) if s.start <= a < s.end)]
-                for a, _ in spans
-            ]
-            out.append(TokenScores(np.array(spans).reshape(-1, 2), np.array(scores, float)))
+            offsets, step_of, _ = token_steps(self.tokenizer, text)
+            out.append(TokenScores(offsets, np.array([self.values[k] for k in step_of], float)))
         return out
+
+
+def token_steps(tokenizer, text):
+    """The tokens' offsets in `text`, the step of the probe text each token starts in, and the
+    steps."""
+    steps = split_steps(text)
+    spans = tokenizer(text, return_offsets_mapping=True)["offset_mapping"]
+    step_of = [next(k for k, s in enumerate(steps) if s.start <= a < s.end) for a, _ in spans]
+    return np.array(spans).reshape(-1, 2), step_of, steps
 
 
 def test_uniformity_worked_numbers():
@@ -151,13 +155,9 @@ class HeadScorer:
     def score(self, requests):
         out = []
         for text in (r.probe for r in requests):
-            steps = split_steps(text)
-            spans = self.tokenizer(text, return_offsets_mapping=True)["offset_mapping"]
-            step_of = [
-                next(k for k, s in enumerate(steps) if s.start <= a < s.end) for a, _ in spans
-            ]
+            offsets, step_of, steps = token_steps(self.tokenizer, text)
             rows = np.array([[row[k] for k in step_of] for row in self.heads(steps)], float)
-            out.append(TokenScores(np.array(spans).reshape(-1, 2), rows))
+            out.append(TokenScores(offsets, rows))
         return out
 
 
