@@ -83,6 +83,12 @@ def _colors(n: int) -> list[Any]:
     return [cmap(i % 10) for i in range(n)]
 
 
+def _styles(n: int) -> list[tuple[Any, str]]:
+    """A colour and marker per series, every pair distinct: past tab10's ten colours the marker
+    changes, so the eleventh series is not mistaken for the first."""
+    return [(color, MARKERS[i // 10 % len(MARKERS)]) for i, color in enumerate(_colors(n))]
+
+
 def accuracy_vs_length(models: Sequence[Model], path: Path) -> Path:
     datasets = datasets_of(models)
     fig = Figure(figsize=(8.5, 5.0), layout="constrained")
@@ -315,11 +321,11 @@ def pareto_plot(variants: Mapping[str, Mapping[str, Point]], path: Path, title: 
     panels = list(next(iter(variants.values())))
     fig = Figure(figsize=(4.2 * len(panels) + 2.6, 4.2), layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
-    colors = _colors(len(variants))
+    styles = _styles(len(variants))
     for ax, panel in zip(axes, panels, strict=True):
         points = {name: tiers[panel] for name, tiers in variants.items()}
-        for (name, (x, xerr, y, yerr)), color in zip(points.items(), colors, strict=True):
-            ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt=MARKERS[0], color=color, capsize=3,
+        for (name, (x, xerr, y, yerr)), (color, marker) in zip(points.items(), styles, strict=True):
+            ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt=marker, color=color, capsize=3,
                         markersize=6, label=name)  # fmt: skip
         front = sorted(
             (x, y)

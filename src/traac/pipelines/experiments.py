@@ -63,6 +63,8 @@ ABLATIONS: dict[str, dict[str, Any]] = {
 COMPARE: dict[str, dict[str, Any]] = {
     "TRAAC": {"mode": "traac"},
     "TRAAC, dynamic sampling": {"mode": "traac", "dynamic_sampling": "resample"},
+    "CR": {"mode": "cr"},
+    "CR, dynamic sampling": {"mode": "cr", "dynamic_sampling": "resample"},
     "CR+LR": {"mode": "cr_lr"},
     "CR+LR, dynamic sampling": {"mode": "cr_lr", "dynamic_sampling": "resample"},
     "ALP": {"mode": "alp"},
