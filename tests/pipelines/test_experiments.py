@@ -1,6 +1,6 @@
 """`traac experiment`: the compare and ablation plans (every run parsed up front, one run store
-keyed by what a run depends on), mean ± standard error over seeds, the Pareto front, and a quick
-compare end to end that a rerun resumes."""
+keyed by what a run depends on), mean ± standard error over seeds, effects paired by seed, the
+Pareto front, and a quick compare end to end that a rerun resumes."""
 
 from __future__ import annotations
 
@@ -12,11 +12,17 @@ import pytest
 
 from traac import cli
 from traac.errors import TraacError
+from traac.evaluation.records import EvalSummary
+from traac.method.metrics import GroupStats
 from traac.pipelines.experiments import (
     ABLATIONS,
     COMPARE,
+    CONTRASTS,
+    EXPERIMENTS,
     ExperimentSettings,
     Stat,
+    effects_table_of,
+    paired_effects,
     pareto_front,
     run_key,
 )
@@ -32,7 +38,7 @@ def test_compare_plans_every_method_and_seed_from_one_recipe(tmp_path: Path) -> 
     runs = settings(tmp_path).plan()
     assert [(r.variant, r.seed) for r in runs] == [(v, s) for v in COMPARE for s in (0, 1, 2)]
     modes = {r.variant: r.recipe.overrides["mode"] for r in runs}
-    assert set(modes.values()) == {"traac", "cr_lr", "alp", "shorterbetter", "kimi",
+    assert set(modes.values()) == {"traac", "cr", "cr_lr", "alp", "shorterbetter", "kimi",
                                    "dapo_overlong", "l1_max"}  # fmt: skip
     assert {r.recipe.overrides["dynamic_sampling"] for r in runs if "dynamic" in r.variant} == {
         "resample"
@@ -94,6 +100,51 @@ def test_mean_and_standard_error_over_seeds() -> None:
     assert Stat.of([42.0]) == Stat(42.0, None) and Stat.of([42.0]).cell() == "42.0"
 
 
+def summary(acc: float, length: float, auc: float) -> EvalSummary:
+    """An evaluation whose every tier and overall has this accuracy and length."""
+
+    def group(shift: float) -> GroupStats:
+        return GroupStats(
+            n_items=10, n_samples=10, accuracy=acc + shift, mean_response_tokens=length + shift,
+            mean_think_tokens=length / 2, closed_rate=100.0, auc_oaa=auc,
+        )  # fmt: skip
+
+    tiers = {"easy": group(10.0), "medium": group(0.0), "hard": group(-10.0)}
+    return EvalSummary(
+        dataset="testbed:all", model="m", overall=group(0.0), t_max=256, length_unit="tokens",
+        accuracy_by_sample={0: acc}, accuracy_std_over_samples=0.0, by_difficulty=tiers,
+    )  # fmt: skip
+
+
+def test_contrasts_name_variants_of_their_experiment() -> None:
+    assert set(CONTRASTS) == set(EXPERIMENTS)
+    for name, contrasts in CONTRASTS.items():
+        for _, baseline, variant in contrasts:
+            assert {baseline, variant} <= set(EXPERIMENTS[name]) and baseline != variant
+
+
+def test_effects_are_differences_paired_by_seed() -> None:
+    """Seed by seed, not mean minus mean: the variant's seed-0 run beats the baseline's by 4 and
+    seed 1 by 2 (so +3.0 ± 1.0), though the baseline's spread alone (60 vs 70) would swamp it."""
+    summaries = {
+        "CR": {0: summary(60.0, 50.0, 40.0), 1: summary(70.0, 40.0, 45.0)},
+        "CR+LR": {0: summary(64.0, 30.0, 44.0), 1: summary(72.0, 26.0, 46.0), 2: summary(0, 1, 0)},
+        "CR, dynamic sampling": {5: summary(99.0, 10.0, 90.0)},  # no seed in common with CR
+    }
+    contrasts = CONTRASTS["compare"]
+    (effect,) = paired_effects(contrasts, summaries)  # only CR -> CR+LR is there, seeds 0 and 1
+    assert (effect.change, effect.baseline, effect.variant) == ("length reward", "CR", "CR+LR")
+    r = effect.result
+    assert r.seeds == (0, 1)
+    for tier in ("easy", "medium", "hard", "overall"):
+        assert r.accuracy[tier] == Stat(3.0, pytest.approx(1.0))
+        assert r.length[tier] == Stat(-17.0, pytest.approx(3.0))  # -20 and -14
+    assert r.auc_oaa == Stat(2.5, pytest.approx(1.5))
+    row = effects_table_of([effect]).rows[0]
+    assert row[:3] == ("length reward", "CR+LR − CR", "2")
+    assert row[-3:] == ("+3.0 ± 1.0", "-17.0 ± 3.0", "+2.5 ± 1.5")
+
+
 def test_pareto_front_keeps_what_nothing_beats() -> None:
     # (accuracy, length): B is beaten by A (as accurate, shorter); D ties A exactly, so both stay.
     points = {"A": (70.0, 30.0), "B": (70.0, 40.0), "C": (80.0, 50.0), "D": (70.0, 30.0),
@@ -117,6 +168,7 @@ def test_quick_compare_end_to_end_then_resumes(quick_testbed: Path, tmp_path: Pa
     assert set(data["pareto_front"]) <= set(data["variants"]) and data["pareto_front"]
     report = (out / "compare.md").read_text()
     assert "| Kimi k1.5 | 1 |" in report and "AUC_OAA" in report
+    assert data["effects"] == [] and "Effects" not in report  # no contrast among these two
     assert (out / "compare_pareto.png").stat().st_size > 1000
     models = sorted((tmp_path / "runs").glob("*/model/config.json"))
     assert len(models) == 2

@@ -24,7 +24,8 @@ def build_parser() -> ArgumentParser:
         "same recipe, steps and sampling, once per seed, and evaluated on the same held-out "
         "problems. ablations: the paper's (" + "; ".join(ABLATIONS) + "). compare: TRAAC "
         "against its peers (" + "; ".join(COMPARE) + "). Report: <name>.md, <name>.json and "
-        "<name>_pareto.png in --output, mean ± standard error over seeds. Runs are kept in "
+        "<name>_pareto.png in --output, mean ± standard error over seeds, and the effect of "
+        "each single change paired by seed. Runs are kept in "
         "--runs, shared by both experiments; reruns resume.",
     )
     p.add_argument("name", choices=list(EXPERIMENTS), help="the experiment")
@@ -53,6 +54,8 @@ def main(argv: list[str]) -> int:
     console = make_console()
     result = run_experiment(settings, make_progress(console))
     print_table(console, result.table)
+    if result.effects_table is not None:
+        print_table(console, result.effects_table)
     console.print(f"Pareto front: {', '.join(result.pareto_front)}")
     for path in result.files:
         console.print(f"wrote {path}")

@@ -5,7 +5,8 @@ One runner for both. Every variant starts from the same testbed model and trains
 recipe, step budget and sampling, once per seed; only the fields of its variant change. All are
 evaluated on the same held-out problems (`HeldOut`, as the demo), and the report gives per
 variant the accuracy and mean length per tier and overall, and AUC_OAA, each as mean ± standard
-error over the seeds, plus a Pareto plot of accuracy against length.
+error over the seeds, plus a Pareto plot of accuracy against length, and the effect of each one
+change the experiment isolates (`CONTRASTS`: one variant minus another, paired by seed).
 
 Every (variant, seed) configuration is parsed before anything trains, so a bad field fails in
 seconds. Runs live in a store shared by the experiments (`--runs`, default `runs/` beside the
@@ -27,7 +28,7 @@ from typing import Any
 
 from traac.common.outputs import output_dir
 from traac.common.progress import NullProgress, Progress
-from traac.common.tables import Table, fmt
+from traac.common.tables import Table, fmt, signed
 from traac.errors import TraacError
 from traac.evaluation.plots import pareto_plot
 from traac.evaluation.records import TIER_ORDER, EvalSummary
@@ -79,6 +80,26 @@ COMPARE: dict[str, dict[str, Any]] = {
     },
 }
 EXPERIMENTS: dict[str, dict[str, dict[str, Any]]] = {"ablations": ABLATIONS, "compare": COMPARE}
+# The one change each pair isolates: (what changed, baseline, variant). The report gives the
+# variant minus the baseline seed by seed: both runs of a pair start from the same model with
+# the same seed, so what varies with the seed alone cancels in their difference.
+CONTRASTS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "ablations": (
+        ("length reward", "CR", "CR+LR"),
+        ("compression, one bin", "CR+LR", "CR+LR+compression (no difficulty)"),
+        ("difficulty bins", "CR+LR+compression (no difficulty)", "TRAAC"),
+        ("compression with difficulty", "CR+LR", "TRAAC"),
+        ("attention, not random", "TRAAC, random scorer", "TRAAC"),
+        ("attention, not confidence", "TRAAC, confidence scorer", "TRAAC"),
+    ),
+    "compare": (
+        ("length reward", "CR", "CR+LR"),
+        ("dynamic sampling, no length reward", "CR", "CR, dynamic sampling"),
+        ("dynamic sampling with the length reward", "CR+LR", "CR+LR, dynamic sampling"),
+        ("dynamic sampling with TRAAC", "TRAAC", "TRAAC, dynamic sampling"),
+        ("compression with difficulty", "CR+LR", "TRAAC"),
+    ),
+}
 TITLES = {
     "ablations": "Ablations on the testbed",
     "compare": "TRAAC and its peers on the testbed",
@@ -200,8 +221,9 @@ class Stat:
         se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else None
         return cls(statistics.fmean(values), se)
 
-    def cell(self) -> str:
-        return fmt(self.mean) if self.se is None else f"{fmt(self.mean)} ± {fmt(self.se)}"
+    def cell(self, sign: bool = False) -> str:
+        mean = signed(self.mean) if sign else fmt(self.mean)
+        return mean if self.se is None else f"{mean} ± {fmt(self.se)}"
 
 
 @dataclass(frozen=True)
@@ -215,13 +237,51 @@ class VariantResult:
 
     @classmethod
     def of(cls, summaries: Mapping[int, EvalSummary]) -> VariantResult:
-        rows = {seed: tier_rows(s) for seed, s in summaries.items()}
+        return cls._over_seeds({seed: seed_numbers(s) for seed, s in summaries.items()})
+
+    @classmethod
+    def difference(
+        cls, variant: Mapping[int, EvalSummary], baseline: Mapping[int, EvalSummary]
+    ) -> VariantResult | None:
+        """`variant` minus `baseline` seed by seed, over the seeds both have (None if none)."""
+        seeds = [seed for seed in variant if seed in baseline]
+        if not seeds:
+            return None
+        numbers = {}
+        for seed in seeds:
+            v, b = seed_numbers(variant[seed]), seed_numbers(baseline[seed])
+            numbers[seed] = {key: v[key] - b[key] for key in v}
+        return cls._over_seeds(numbers)
+
+    @classmethod
+    def _over_seeds(cls, numbers: Mapping[int, Mapping[str, float]]) -> VariantResult:
+        def stat(key: str) -> Stat:
+            return Stat.of([n[key] for n in numbers.values()])
+
         return cls(
-            seeds=tuple(summaries),
-            accuracy={t: Stat.of([r[t].accuracy for r in rows.values()]) for t in TIERS},
-            length={t: Stat.of([r[t].mean_length for r in rows.values()]) for t in TIERS},
-            auc_oaa=Stat.of([s.overall.auc_oaa for s in summaries.values()]),
+            seeds=tuple(numbers),
+            accuracy={t: stat(f"{t} Acc") for t in TIERS},
+            length={t: stat(f"{t} Len") for t in TIERS},
+            auc_oaa=stat("AUC_OAA"),
         )
+
+
+def seed_numbers(summary: EvalSummary) -> dict[str, float]:
+    """One evaluation's numbers by column name: Acc and Len per tier and overall, AUC_OAA."""
+    rows = tier_rows(summary)
+    acc = {f"{t} Acc": rows[t].accuracy for t in TIERS}
+    return {**acc, **{f"{t} Len": rows[t].mean_length for t in TIERS},
+            "AUC_OAA": summary.overall.auc_oaa}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What one change does: `variant` minus `baseline`, paired by seed."""
+
+    change: str
+    baseline: str
+    variant: str
+    result: VariantResult
 
 
 @dataclass(frozen=True)
@@ -229,6 +289,8 @@ class ExperimentResult:
     table: Table
     results: dict[str, VariantResult]
     pareto_front: list[str]
+    effects: list[Effect]
+    effects_table: Table | None
     files: list[Path]
 
 
@@ -256,8 +318,24 @@ def run_experiment(
     front = pareto_front({name: (r.accuracy["overall"].mean, r.length["overall"].mean)
                           for name, r in results.items()})  # fmt: skip
     table = experiment_table(results, TITLES[settings.name])
-    files = write_report(settings, runs, results, front, table, stages.seconds)
-    return ExperimentResult(table, results, front, files)
+    effects = paired_effects(CONTRASTS[settings.name], summaries)
+    effects_table = effects_table_of(effects) if effects else None
+    result = ExperimentResult(table, results, front, effects, effects_table, [])
+    result.files.extend(write_report(settings, runs, result, stages.seconds))
+    return result
+
+
+def paired_effects(
+    contrasts: Sequence[tuple[str, str, str]], summaries: Mapping[str, Mapping[int, EvalSummary]]
+) -> list[Effect]:
+    """Each contrast whose two variants ran with a seed in common, as an `Effect`."""
+    effects = []
+    for change, baseline, variant in contrasts:
+        if baseline in summaries and variant in summaries:
+            result = VariantResult.difference(summaries[variant], summaries[baseline])
+            if result is not None:
+                effects.append(Effect(change, baseline, variant, result))
+    return effects
 
 
 def pareto_front(points: Mapping[str, tuple[float, float]]) -> list[str]:
@@ -274,28 +352,45 @@ def experiment_table(results: Mapping[str, VariantResult], title: str) -> Table:
     """One row per variant: Acc and Len per tier and overall, AUC_OAA, mean ± s.e. over seeds."""
     table = Table(["variant", "seeds", *tier_columns(TIERS), "AUC_OAA"], title=title)
     for name, r in results.items():
-        cells = [c for t in TIERS for c in (r.accuracy[t].cell(), r.length[t].cell())]
-        table.add(name, str(len(r.seeds)), *cells, r.auc_oaa.cell())
+        table.add(name, str(len(r.seeds)), *result_cells(r))
     return table
+
+
+def effects_table_of(effects: Sequence[Effect]) -> Table:
+    """One row per change: the variant minus its baseline, mean ± s.e. of the paired
+    differences (accuracy and AUC_OAA in points, length in tokens)."""
+    table = Table(
+        ["change", "variant − baseline", "seeds", *tier_columns(TIERS), "AUC_OAA"],
+        title="Effects: variant minus baseline, paired by seed",
+        left=frozenset({0, 1}),
+    )
+    for e in effects:
+        r = e.result
+        table.add(e.change, f"{e.variant} − {e.baseline}", str(len(r.seeds)),
+                  *result_cells(r, sign=True))  # fmt: skip
+    return table
+
+
+def result_cells(r: VariantResult, sign: bool = False) -> list[str]:
+    cells = [c for t in TIERS for c in (r.accuracy[t].cell(sign), r.length[t].cell(sign))]
+    return [*cells, r.auc_oaa.cell(sign)]
 
 
 def write_report(
     settings: ExperimentSettings,
     runs: Sequence[Run],
-    results: Mapping[str, VariantResult],
-    front: Sequence[str],
-    table: Table,
+    result: ExperimentResult,
     seconds: Mapping[str, float],
 ) -> list[Path]:
-    """`<name>.md` (the table, the front, the plot, the time), `<name>.json` (every number and
-    run directory, for tools) and `<name>_pareto.png`; returns their paths."""
+    """`<name>.md` (the table, the front, the plot, the effects, the time), `<name>.json`
+    (every number and run directory, for tools) and `<name>_pareto.png`; returns their paths."""
     out = settings.output
     out.mkdir(parents=True, exist_ok=True)
     plot = pareto_plot(
         {
             name: {t: (r.length[t].mean, r.length[t].se, r.accuracy[t].mean, r.accuracy[t].se)
                    for t in TIERS}
-            for name, r in results.items()
+            for name, r in result.results.items()
         },
         out / f"{settings.name}_pareto.png",
         title=f"{TITLES[settings.name]}: accuracy against length (mean ± s.e. over seeds)",
@@ -309,14 +404,15 @@ def write_report(
         f"{held.num_samples} sample(s) each, at most {held.max_new_tokens} tokens. Cells: mean "
         "± standard error over seeds (the base model is evaluated once). Length in tokens; "
         "AUC_OAA overall, in percent.\n\n"
-        f"{table.markdown()}\n\n"
-        f"Pareto front (overall accuracy against length): {', '.join(front)}.\n\n"
+        f"{result.table.markdown()}\n\n"
+        f"Pareto front (overall accuracy against length): {', '.join(result.pareto_front)}.\n\n"
         f"![Pareto plot]({plot.name})\n\n"
+        f"{effects_markdown(result.effects_table)}"
         f"Time of this invocation (runs found in the store are reused and take about 0 s): "
         f"{total:.0f} s ({', '.join(f'{k} {v:.0f} s' for k, v in seconds.items())})\n"
     )
-    report = out / f"{settings.name}.md"
-    report.write_text(md)
+    md_path = out / f"{settings.name}.md"
+    md_path.write_text(md)
     data = {
         "experiment": settings.name,
         "recipe": str(settings.recipe),
@@ -327,13 +423,26 @@ def write_report(
             name: {
                 "overrides": EXPERIMENTS[settings.name].get(name, {}),
                 "runs": {str(run.seed): str(run.directory) for run in runs if run.variant == name},
-                **asdict(result),
+                **asdict(r),
             }
-            for name, result in results.items()
+            for name, r in result.results.items()
         },
-        "pareto_front": list(front),
+        "pareto_front": list(result.pareto_front),
+        "effects": [asdict(e) for e in result.effects],
         "stage_seconds": dict(seconds),
     }
     path = out / f"{settings.name}.json"
     path.write_text(json.dumps(data, indent=2) + "\n")
-    return [report, path, plot]
+    return [md_path, path, plot]
+
+
+def effects_markdown(table: Table | None) -> str:
+    if table is None:
+        return ""
+    return (
+        "## Effects, paired by seed\n\n"
+        "Each row is one change: the variant minus its baseline, seed by seed (both runs of a "
+        "pair start from the same model with the same seed), as mean ± standard error of those "
+        "differences. Accuracy and AUC_OAA in points, length in "
+        f"tokens.\n\n{table.markdown()}\n\n"
+    )
