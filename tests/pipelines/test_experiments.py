@@ -25,6 +25,7 @@ from traac.pipelines.experiments import (
     paired_effects,
     pareto_front,
     run_key,
+    run_seconds,
 )
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "testbed.yaml"
@@ -145,6 +146,14 @@ def test_effects_are_differences_paired_by_seed() -> None:
     assert row[-3:] == ("+3.0 ± 1.0", "-17.0 ± 3.0", "+2.5 ± 1.5")
 
 
+def test_run_seconds_are_recorded_once_and_read_back(tmp_path: Path) -> None:
+    assert run_seconds(tmp_path, None) is None  # trained before runs recorded their time
+    assert run_seconds(tmp_path, 12.34) == 12.3
+    assert run_seconds(tmp_path, None) == 12.3
+    (tmp_path / "seconds.json").write_text("{not json")
+    assert run_seconds(tmp_path, None) is None
+
+
 def test_pareto_front_keeps_what_nothing_beats() -> None:
     # (accuracy, length): B is beaten by A (as accurate, shorter); D ties A exactly, so both stay.
     points = {"A": (70.0, 30.0), "B": (70.0, 40.0), "C": (80.0, 50.0), "D": (70.0, 30.0),
@@ -169,6 +178,9 @@ def test_quick_compare_end_to_end_then_resumes(quick_testbed: Path, tmp_path: Pa
     report = (out / "compare.md").read_text()
     assert "| Kimi k1.5 | 1 |" in report and "AUC_OAA" in report
     assert data["effects"] == [] and "Effects" not in report  # no contrast among these two
+    for variant in ("Kimi k1.5", "L1-Max"):  # the rerun below must read these back, not re-time
+        assert data["variants"][variant]["seconds"]["0"] > 0
+    assert "Wall seconds of each run" in report
     assert (out / "compare_pareto.png").stat().st_size > 1000
     models = sorted((tmp_path / "runs").glob("*/model/config.json"))
     assert len(models) == 2

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from traac.common.outputs import output_dir
+from traac.common.outputs import output_dir, write_text
 from traac.common.progress import NullProgress, Progress
 from traac.common.tables import Table, fmt, signed
 from traac.errors import TraacError
@@ -46,6 +46,7 @@ from traac.training.run import check_recipe
 TIERS = (*TIER_ORDER, "overall")
 DEFAULT_SEEDS = (0, 1, 2)
 BASE = "Base"
+RUN_SECONDS = "seconds.json"  # in a run's directory: what training and evaluating it took
 
 # Per-token constants of the peer methods are scaled to the testbed: its responses are capped at
 # 160 tokens (recipes/testbed.yaml), the paper's (and recipes/qwen3-4b.yaml's) at 10k, so a
@@ -291,6 +292,7 @@ class ExperimentResult:
     pareto_front: list[str]
     effects: list[Effect]
     effects_table: Table | None
+    seconds: dict[str, dict[int, float | None]]  # variant -> seed -> wall seconds of the run
     files: list[Path]
 
 
@@ -309,20 +311,41 @@ def run_experiment(
     with stages.stage("evaluate base"):
         base_dir = settings.eval_dir(settings.runs / f"base-{settings.base_name}")
         summaries[BASE] = {0: settings.held_out.evaluate(base, base_dir, progress)}
+    seconds: dict[str, dict[int, float | None]] = {}
     for run in runs:
-        with stages.stage(f"{run.variant}, seed {run.seed}"):
+        stage = f"{run.variant}, seed {run.seed}"
+        trained_before = (run.directory / "model" / "config.json").exists()
+        with stages.stage(stage):
             model = run.recipe.train(base, run.directory / "model", progress)
             summary = settings.held_out.evaluate(model, settings.eval_dir(run.directory), progress)
         summaries.setdefault(run.variant, {})[run.seed] = summary
+        took = None if trained_before else stages.seconds[stage]
+        seconds.setdefault(run.variant, {})[run.seed] = run_seconds(run.directory, took)
     results = {name: VariantResult.of(s) for name, s in summaries.items()}
     front = pareto_front({name: (r.accuracy["overall"].mean, r.length["overall"].mean)
                           for name, r in results.items()})  # fmt: skip
     table = experiment_table(results, TITLES[settings.name])
     effects = paired_effects(CONTRASTS[settings.name], summaries)
     effects_table = effects_table_of(effects) if effects else None
-    result = ExperimentResult(table, results, front, effects, effects_table, [])
+    result = ExperimentResult(table, results, front, effects, effects_table, seconds, [])
     result.files.extend(write_report(settings, runs, result, stages.seconds))
     return result
+
+
+def run_seconds(directory: Path, took: float | None) -> float | None:
+    """The wall seconds of training and evaluating a run: `took`, recorded in the run's directory,
+    when this invocation trained it; else what was recorded then (None if nothing was). A report
+    of reused runs so still says what each cost."""
+    path = directory / RUN_SECONDS
+    if took is not None:
+        write_text(path, json.dumps({"seconds": round(took, 1)}) + "\n", "run time")
+        return round(took, 1)
+    if not path.is_file():
+        return None
+    try:
+        return float(json.loads(path.read_text())["seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # a damaged record costs only the time line, never the report
 
 
 def paired_effects(
@@ -408,6 +431,7 @@ def write_report(
         f"Pareto front (overall accuracy against length): {', '.join(result.pareto_front)}.\n\n"
         f"![Pareto plot]({plot.name})\n\n"
         f"{effects_markdown(result.effects_table)}"
+        f"{seconds_markdown(result.seconds)}"
         f"Time of this invocation (runs found in the store are reused and take about 0 s): "
         f"{total:.0f} s ({', '.join(f'{k} {v:.0f} s' for k, v in seconds.items())})\n"
     )
@@ -423,6 +447,7 @@ def write_report(
             name: {
                 "overrides": EXPERIMENTS[settings.name].get(name, {}),
                 "runs": {str(run.seed): str(run.directory) for run in runs if run.variant == name},
+                "seconds": {str(k): v for k, v in result.seconds.get(name, {}).items()},
                 **asdict(r),
             }
             for name, r in result.results.items()
@@ -434,6 +459,21 @@ def write_report(
     path = out / f"{settings.name}.json"
     path.write_text(json.dumps(data, indent=2) + "\n")
     return [md_path, path, plot]
+
+
+def seconds_markdown(seconds: Mapping[str, Mapping[int, float | None]]) -> str:
+    """Each variant's runs' wall seconds by seed, as recorded when they were trained."""
+    if not seconds:
+        return ""
+    cells = [
+        f"{variant} {' / '.join('–' if s is None else f'{s:.0f}' for s in by_seed.values())}"
+        for variant, by_seed in seconds.items()
+    ]
+    return (
+        "Wall seconds of each run, training and evaluation, seed by seed as recorded when it "
+        "was trained (– where not recorded); what else ran on the machine then changes them: "
+        f"{'; '.join(cells)}.\n\n"
+    )
 
 
 def effects_markdown(table: Table | None) -> str:
