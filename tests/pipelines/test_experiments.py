@@ -134,7 +134,7 @@ def test_effects_are_differences_paired_by_seed() -> None:
     }
     contrasts = CONTRASTS["compare"]
     (effect,) = paired_effects(contrasts, summaries)  # only CR -> CR+LR is there, seeds 0 and 1
-    assert (effect.change, effect.baseline, effect.variant) == ("length reward", "CR", "CR+LR")
+    assert (effect.baseline, effect.variant) == ("CR", "CR+LR")
     r = effect.result
     assert r.seeds == (0, 1)
     for tier in ("easy", "medium", "hard", "overall"):
@@ -142,7 +142,7 @@ def test_effects_are_differences_paired_by_seed() -> None:
         assert r.length[tier] == Stat(-17.0, pytest.approx(3.0))  # -20 and -14
     assert r.auc_oaa == Stat(2.5, pytest.approx(1.5))
     row = effects_table_of([effect]).rows[0]
-    assert row[:3] == ("length reward", "CR+LR − CR", "2")
+    assert row[:3] == ("format and length rewards", "CR+LR − CR", "2")
     assert row[-3:] == ("+3.0 ± 1.0", "-17.0 ± 3.0", "+2.5 ± 1.5")
 
 

@@ -86,7 +86,7 @@ EXPERIMENTS: dict[str, dict[str, dict[str, Any]]] = {"ablations": ABLATIONS, "co
 # the same seed, so what varies with the seed alone cancels in their difference.
 CONTRASTS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "ablations": (
-        ("length reward", "CR", "CR+LR"),
+        ("format and length rewards", "CR", "CR+LR"),
         ("compression, one bin", "CR+LR", "CR+LR+compression (no difficulty)"),
         ("difficulty bins", "CR+LR+compression (no difficulty)", "TRAAC"),
         ("compression with difficulty", "CR+LR", "TRAAC"),
@@ -94,9 +94,9 @@ CONTRASTS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("attention, not confidence", "TRAAC, confidence scorer", "TRAAC"),
     ),
     "compare": (
-        ("length reward", "CR", "CR+LR"),
-        ("dynamic sampling, no length reward", "CR", "CR, dynamic sampling"),
-        ("dynamic sampling with the length reward", "CR+LR", "CR+LR, dynamic sampling"),
+        ("format and length rewards", "CR", "CR+LR"),
+        ("dynamic sampling, correctness reward alone", "CR", "CR, dynamic sampling"),
+        ("dynamic sampling with format and length rewards", "CR+LR", "CR+LR, dynamic sampling"),
         ("dynamic sampling with TRAAC", "TRAAC", "TRAAC, dynamic sampling"),
         ("compression with difficulty", "CR+LR", "TRAAC"),
     ),
