@@ -314,7 +314,7 @@ def run_experiment(
     seconds: dict[str, dict[int, float | None]] = {}
     for run in runs:
         stage = f"{run.variant}, seed {run.seed}"
-        trained_before = (run.directory / "model" / "config.json").exists()
+        trained_before = run.recipe.trained(run.directory / "model")
         with stages.stage(stage):
             model = run.recipe.train(base, run.directory / "model", progress)
             summary = settings.held_out.evaluate(model, settings.eval_dir(run.directory), progress)

@@ -135,9 +135,14 @@ class Recipe:
             argv += [f"--{key}", str(value)]
         return parse(argv)
 
+    @staticmethod
+    def trained(output_dir: Path) -> bool:
+        """Whether `output_dir` holds a finished model (a checkpoint alone is not one)."""
+        return (output_dir / "config.json").exists()
+
     def train(self, base: Path, output_dir: Path, progress: Progress | None = None) -> Path:
         """Train unless `output_dir` already holds the trained model (then kept)."""
-        if (output_dir / "config.json").exists():
+        if self.trained(output_dir):
             logger.info(f"trained model found in {output_dir}: kept (delete it to retrain)")
             return output_dir
         script, config = self.parse(base, output_dir)
