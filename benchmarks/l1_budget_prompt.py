@@ -23,7 +23,7 @@ from traac.data.datasets import load_items
 from traac.method.formats import ChatFormat
 from traac.method.length_rewards import l1_max_prompt
 from traac.method.verify import verify_item
-from traac.testbed.build import resolve_model
+from traac.pipelines.models import resolve_model
 from traac.testbed.tokenizer import render_prompts
 
 TIERS = ("easy", "medium", "hard")

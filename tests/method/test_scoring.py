@@ -197,13 +197,27 @@ def test_score_matches_token_scores_and_offsets(tiny_model, char_tokenizer):
         assert text[ts.offsets[-1][0] : ts.offsets[-1][1]] == "</think>"
 
 
-def test_probe_must_end_with_closer_token(tiny_model, char_tokenizer):
+def test_probe_must_end_with_the_closer(tiny_model, char_tokenizer):
     scorer = AttentionScorer(tiny_model(), char_tokenizer())
-    with pytest.raises(TraacError, match="'</think>' as one token"):
+    with pytest.raises(TraacError, match="must end with '</think>'"):
         scorer.score(probe_requests(["<think>no closer"]))
-    custom = AttentionScorer(tiny_model(), char_tokenizer(), think_close="[END]")
-    with pytest.raises(TraacError, match=r"last token is '\]'"):
-        custom.score(probe_requests(["<think>x[END]"]))
+    merged = char_tokenizer(merges=[("x", "]")])  # the last token reaches back past the closer
+    custom = AttentionScorer(tiny_model(vocab_size=len(merged)), merged, think_close="]")
+    with pytest.raises(TraacError, match=r"last token is 'x\]'"):
+        custom.score(probe_requests(["<think>x]"]))
+
+
+def test_a_split_closer_reads_from_its_last_token(tiny_model, char_tokenizer):
+    """A tokenizer without a closer token (SmolLM2 splits `</think>` into three) is probed from
+    the closer's last piece, which has seen the whole closer (SPEC section 2)."""
+    model, tok = tiny_model(), char_tokenizer()
+    scorer = AttentionScorer(model, tok, think_close="[END]")
+    text = "<think>So x=1. Wait, x=1.[END]"
+    [scored] = scorer.score(probe_requests([text]))
+    assert text[slice(*scored.offsets[-1])] == "]"
+    ids = torch.tensor([tok(text, add_special_tokens=False)["input_ids"]])
+    eager = eager_reference(model, ids, None, range(4))[0].double().numpy()
+    np.testing.assert_allclose(scored.scores, eager, atol=1e-6)
 
 
 def test_too_long_text_names_lengths_and_is_not_truncated(tiny_model, char_tokenizer):

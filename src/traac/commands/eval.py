@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from traac.commands import ArgumentParser, add_settings, check_tau, settings_from
+from traac.common.gguf import is_gguf_path
 from traac.common.models import (
-    TESTBED_NAMES,
     load_model,
     load_tokenizer,
     prompt_style_of,
@@ -25,7 +25,7 @@ from traac.evaluation.prompts import PROMPT_STYLES
 from traac.evaluation.runner import EvalSettings, file_sha256, run_eval
 from traac.evaluation.testtime import ThinkingBackend, ThinkingGenerator
 from traac.method.settings import CompressionSettings, FormatSettings
-from traac.testbed.build import resolve_model
+from traac.pipelines.models import MODELS, resolve_model
 
 DESCRIPTION = """\
 Evaluate a model on a dataset (samples.jsonl, summary.json, summary.md in --output), or score a
@@ -196,6 +196,6 @@ def _path_key(name: str) -> str:
 
 
 def _model_key(name: str) -> str:
-    """The testbed is named by its build directory, which changes with its configuration, so a
-    rebuilt testbed counts as another model."""
-    return resolve_model(name) if name in TESTBED_NAMES else _path_key(name)
+    """A named or GGUF model is named by its cache directory, which changes with its
+    configuration or file, so a rebuilt testbed or another GGUF file counts as another model."""
+    return resolve_model(name) if name in MODELS or is_gguf_path(name) else _path_key(name)
