@@ -21,7 +21,7 @@ from traac.common.models import (
 from traac.console import make_console, make_progress
 from traac.errors import TraacError
 from traac.evaluation.generation import BACKENDS, Backend, make_backend
-from traac.evaluation.prompts import PROMPT_STYLES
+from traac.evaluation.prompts import PROMPT_STYLES, default_prompt_style
 from traac.evaluation.runner import EvalSettings, file_sha256, run_eval
 from traac.evaluation.testtime import ThinkingBackend, ThinkingGenerator
 from traac.method.settings import CompressionSettings, FormatSettings
@@ -74,7 +74,7 @@ def build_parser() -> ArgumentParser:
         "--prompt-style",
         choices=list(PROMPT_STYLES),
         help="baseline prompt (default: the style the model was trained with, if its config "
-        "says, else base)",
+        "says; think for a chat template without a think block; else base)",
     )
     p.add_argument("--backend", choices=BACKENDS, default="transformers", help="generation engine")
     p.add_argument("--limit", type=int, help="only the first K items")
@@ -131,7 +131,12 @@ def main(argv: list[str]) -> int:
     responses = args.responses.expanduser().resolve() if args.responses else None
     if responses is not None and not responses.is_file():
         raise TraacError(f"--responses {str(args.responses)!r}: no such file")
-    style = args.prompt_style or (model and prompt_style_of(model)) or "base"
+    tokenizer = load_tokenizer(model or args.tokenizer) if (model or args.tokenizer) else None
+    style = (
+        args.prompt_style
+        or (model and prompt_style_of(model))
+        or (default_prompt_style(tokenizer, think.think_open) if tokenizer else "base")
+    )
     settings = EvalSettings(
         dataset=_path_key(args.dataset),
         model=model,
@@ -148,7 +153,6 @@ def main(argv: list[str]) -> int:
         compression=asdict(compression) if thinking else None,
         think_budget=args.think_budget,
     )
-    tokenizer = load_tokenizer(model or args.tokenizer) if (model or args.tokenizer) else None
 
     def backend(tok: Any) -> Backend:
         path = resolve_model(model)
