@@ -9,7 +9,8 @@ import torch
 
 from traac.errors import TraacError
 from traac.evaluation.generation import Generation, Sampling
-from traac.evaluation.testtime import ThinkingBackend, ThinkingGenerator, render_prompt
+from traac.evaluation.testtime import ThinkingGenerator
+from traac.evaluation.thinking_backend import ThinkingBackend
 from traac.method.compression import Compressor, ScoreRequest, step_scores, uniformity
 from traac.method.formats import AUX_PROMPT, ChatFormat
 from traac.method.scoring import AttentionScorer
@@ -367,10 +368,6 @@ def test_backend_gives_generations_with_tokens_saved(model, tokenizer):
             == (extra["ttc_tokens_saved"])
         )
         assert g.text.endswith("</think> \\boxed{8}") and g.finish_reason == "stop"
-
-
-def test_render_prompt_applies_the_chat_template(tokenizer):
-    assert render_prompt(tokenizer, "2+2?") == "<|user|>2+2?\n<|assistant|>"
 
 
 @pytest.mark.parametrize(

@@ -31,7 +31,8 @@ from traac.common.outputs import output_file, write_text
 from traac.console import make_console, make_progress, print_lines, print_steps
 from traac.errors import TraacError
 from traac.evaluation.generation import check_sampling
-from traac.evaluation.testtime import PROBE_MODES, ThinkingGenerator, render_prompt
+from traac.evaluation.prompts import render_prompt
+from traac.evaluation.testtime import PROBE_MODES, ThinkingGenerator
 from traac.method.settings import TEST_TIME_TAU, CompressionSettings, FormatSettings
 from traac.testbed.build import resolve_model
 

@@ -4,7 +4,7 @@ A `Backend` turns prompts (exact text, chat template already applied) into one `
 each. `TransformersBackend` runs anywhere (CPU or GPU, left-padded batches); `VLLMBackend` is
 imported only when chosen. Anything with the same `generate` method slots in, e.g. a backend
 that decodes until the think closer or a think budget, compresses the reasoning and lets the
-model answer (`traac.evaluation.testtime.ThinkingBackend`).
+model answer (`traac.evaluation.thinking_backend.ThinkingBackend`).
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ class TransformersBackend:
         tokenizer.padding_side = "left"
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
-        self.stop_ids = _stop_ids(model, tokenizer)
+        self.stop_ids = stop_ids(model, tokenizer)
 
     def generate(
         self,
@@ -204,7 +204,7 @@ class _StepCounter:
         pass
 
 
-def _stop_ids(model: Any, tokenizer: Any) -> set[int]:
+def stop_ids(model: Any, tokenizer: Any) -> set[int]:
     """End-of-sequence ids of the model's generation config and of the tokenizer."""
     ids: set[int] = set()
     for value in (getattr(model.generation_config, "eos_token_id", None), tokenizer.eos_token_id):

@@ -35,9 +35,9 @@ from traac.evaluation.records import TIER_ORDER
 from traac.evaluation.report import Model, SweepPoint, budget_table, load_models, sweep_points
 from traac.evaluation.runner import SAMPLES_FILE, SamplesFile
 from traac.evaluation.viewer import render_html
-from traac.method.compression import Compressor, uniformity_rank
+from traac.method.compression import uniformity_rank
+from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
-from traac.method.scoring import build_scorer
 from traac.method.settings import TEST_TIME_TAU, CompressionSettings
 from traac.pipelines.stages import QUICK_TRAINING, HeldOut, Recipe, Stages, TierRow, tier_rows
 from traac.testbed.build import ensure_testbed
@@ -409,8 +409,7 @@ def example_viewer(
     if not chosen:
         path.write_text(render_html([], [], note=f"{note} No correct base response to show."))
         return 0
-    scorer = build_scorer(settings, model, tokenizer, seed=config.seed)
-    compressor = Compressor(scorer, fmt_, settings)
+    compressor = build_compressor(settings, model, tokenizer, fmt_, seed=config.seed)
     window = correct[:CALIBRATION_SAMPLE] if config.uniformity_calibration == "rank" else []
     traces = compressor.score([fmt_.parse(r.response).reasoning for r in chosen + window])
     difficulty = config.difficulty_config()

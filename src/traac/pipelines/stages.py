@@ -20,7 +20,8 @@ from traac.common.progress import NullProgress, Progress
 from traac.evaluation.generation import Backend, make_backend
 from traac.evaluation.records import TIER_ORDER, EvalSummary
 from traac.evaluation.runner import EvalSettings, run_eval
-from traac.evaluation.testtime import ThinkingBackend, ThinkingGenerator
+from traac.evaluation.testtime import ThinkingGenerator
+from traac.evaluation.thinking_backend import ThinkingBackend
 from traac.method.formats import resolve_chat_format
 from traac.method.settings import CompressionSettings
 from traac.training.config import TRAACConfig
