@@ -418,7 +418,7 @@ def test_summary_auc_oaa_and_otb_f1():
 def test_sample_records_round_trip_with_their_extra_fields():
     rec = SampleRecord(
         id="m1", sample=2, response="r", correct=True, response_tokens=5, think_tokens=3,
-        closed=False, difficulty="easy", extra={"ttc_tokens_saved": 4},
+        closed=False, tier="easy", extra={"ttc_tokens_saved": 4},
     )  # fmt: skip
     row = rec.to_json()
     assert row["ttc_tokens_saved"] == 4 and "extra" not in row  # written flat

@@ -23,6 +23,9 @@ from traac.method.segmentation import Step
 TIER_ORDER = ("easy", "medium", "hard")
 SUMMARY_VERSION = 2
 FinishReason = Literal["stop", "length"]
+# Fields written under an older name: a dataset's labelled tier was once called its difficulty,
+# and records and summaries on disk still say so.
+_JSON_NAMES = {"tier": "difficulty", "by_tier": "by_difficulty"}
 
 
 @dataclass(frozen=True)
@@ -30,8 +33,9 @@ class SampleRecord:
     """One (item, sample) of an evaluation. Under a think budget, `interrupted` says whether the
     budget closed the think block and `budget_think_tokens` how many tokens the model wrote
     before its closer or the interruption (the auxiliary prompt not counted); None without a
-    budget. `extra` holds fields a backend adds (test-time compression's token counts and
-    steps); they are written flat beside the others."""
+    budget. `tier` is the item's labelled difficulty tier (written as `difficulty`). `extra`
+    holds fields a backend adds (test-time compression's token counts and steps); they are
+    written flat beside the others."""
 
     id: str
     sample: int
@@ -41,7 +45,7 @@ class SampleRecord:
     think_tokens: int  # tokens before the first closer; the whole response if it never closed
     closed: bool
     data_source: str = "default"
-    difficulty: str | None = None
+    tier: str | None = None
     prompt: str | None = None
     extracted: str | None = None
     task: str | None = None
@@ -60,14 +64,14 @@ class SampleRecord:
         return self.think_tokens if self.closed else None
 
     def to_json(self) -> dict[str, Any]:
-        row = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        row = {_json_name(f.name): getattr(self, f.name) for f in fields(self) if f.name != "extra"}
         return {**row, **self.extra}
 
     @classmethod
     def from_json(cls, row: Mapping[str, Any]) -> SampleRecord:
         """A record from its JSON object; KeyError/TypeError when a required field is missing."""
-        names = {f.name for f in fields(cls)} - {"extra"}
-        known = {k: v for k, v in row.items() if k in names}
+        names = {_json_name(f.name): f.name for f in fields(cls) if f.name != "extra"}
+        known = {names[k]: v for k, v in row.items() if k in names}
         extra = {k: v for k, v in row.items() if k not in names}
         record = cls(**known, extra=extra)
         if not isinstance(record.id, str) or not isinstance(record.sample, int):
@@ -222,7 +226,7 @@ class EvalSummary:
     length_unit: str
     accuracy_by_sample: dict[int, float]  # sample index -> accuracy over the items
     accuracy_std_over_samples: float
-    by_difficulty: dict[str, GroupStats] = field(default_factory=dict)
+    by_tier: dict[str, GroupStats] = field(default_factory=dict)  # written as by_difficulty
     by_source: dict[str, GroupStats] = field(default_factory=dict)
     by_task: dict[str, GroupStats] = field(default_factory=dict)
     otb: OTBScore | None = None
@@ -236,7 +240,7 @@ class EvalSummary:
         return self.length_unit.startswith("tokens")
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {_json_name(k): v for k, v in asdict(self).items()}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], where: str = "summary") -> EvalSummary:
@@ -256,7 +260,7 @@ class EvalSummary:
                 length_unit=data["length_unit"],
                 accuracy_by_sample={int(k): v for k, v in data["accuracy_by_sample"].items()},
                 accuracy_std_over_samples=data["accuracy_std_over_samples"],
-                by_difficulty=groups("by_difficulty"),
+                by_tier=groups("by_difficulty"),
                 by_source=groups("by_source"),
                 by_task=groups("by_task"),
                 otb=OTBScore(**otb) if otb else None,
@@ -293,7 +297,7 @@ def summarize(
         if not kept:
             return {}
         found = by_group([str(getattr(r, label)) for r in kept], *_columns(kept), t_max)
-        if label != "difficulty" and len(found) < 2:
+        if label != "tier" and len(found) < 2:
             return {}
         order = sorted(found, key=lambda g: (TIER_ORDER.index(g) if g in TIER_ORDER else 9, g))
         return {str(g): found[g] for g in order}
@@ -317,7 +321,7 @@ def summarize(
         length_unit=length_unit,
         accuracy_by_sample=per_run,
         accuracy_std_over_samples=statistics.stdev(per_run.values()) if len(per_run) > 1 else 0.0,
-        by_difficulty=split("difficulty"),
+        by_tier=split("tier"),
         by_source=sources,
         by_task=split("task"),
         otb=otb,
@@ -359,7 +363,7 @@ def summary_table(summary: EvalSummary) -> Table:
 
     add("all", summary.overall)
     for label, groups in (
-        ("difficulty", summary.by_difficulty),
+        ("difficulty", summary.by_tier),
         ("source", summary.by_source),
         ("task", summary.by_task),
     ):
@@ -400,3 +404,7 @@ def summary_markdown(summary: EvalSummary, title: str) -> str:
     for note in summary.notes:
         lines += ["", f"Note: {note}"]
     return "\n".join(lines) + "\n"
+
+
+def _json_name(name: str) -> str:
+    return _JSON_NAMES.get(name, name)

@@ -398,9 +398,7 @@ def example_viewer(
     training ranks it among the recent correct rollouts."""
     records = list(SamplesFile(eval_dir / SAMPLES_FILE).read().values())
     correct = [r for r in records if r.correct and r.closed]
-    chosen = [
-        r for tier in TIER_ORDER for r in [x for x in correct if x.difficulty == tier][:per_tier]
-    ]
+    chosen = [r for tier in TIER_ORDER for r in [x for x in correct if x.tier == tier][:per_tier]]
     fmt_ = ChatFormat()
     model, tokenizer = load_model(str(model_path)), load_tokenizer(str(model_path))
     settings = copy.copy(config)
@@ -416,10 +414,10 @@ def example_viewer(
     uniformities = [t.uniformity for t in traces[len(chosen) :]]
     results, titles = [], []
     for record, trace in zip(chosen, traces[: len(chosen)], strict=True):
-        tau = difficulty.tau_of(str(record.difficulty))
+        tau = difficulty.tau_of(str(record.tier))
         rank = uniformity_rank(trace.uniformity, uniformities) if uniformities else None
         results.append(compressor.evict(trace, tau, rank))
-        titles.append(f"{record.difficulty} · {record.id} · tau {tau}")
+        titles.append(f"{record.tier} · {record.id} · tau {tau}")
     path.write_text(render_html(results, titles, note=note))
     return len(results)
 

@@ -164,8 +164,7 @@ class TierRow:
 def tier_rows(summary: EvalSummary) -> dict[str, TierRow]:
     """Per tier and overall, from an evaluation summary."""
     rows = {
-        tier: TierRow(s.accuracy, s.mean_response_tokens)
-        for tier, s in summary.by_difficulty.items()
+        tier: TierRow(s.accuracy, s.mean_response_tokens) for tier, s in summary.by_tier.items()
     }
     rows["overall"] = TierRow(summary.overall.accuracy, summary.overall.mean_response_tokens)
     return rows
