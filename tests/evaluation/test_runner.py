@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 
 from traac.errors import TraacError
-from traac.evaluation.generation import Generation
-from traac.evaluation.records import SampleRecord, summarize
+from traac.evaluation.records import Generation, SampleRecord, summarize
 from traac.evaluation.runner import EvalSettings, SamplesFile, read_summary, run_eval
 from traac.method.formats import AUX_PROMPT
 

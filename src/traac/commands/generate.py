@@ -278,7 +278,7 @@ def main(argv: list[str]) -> int:
     before = sum(s.tokens_before for s in samples)
     after = sum(s.tokens_after for s in samples)
     closed = sum(s.closed for s in samples)
-    interrupted = sum(s.interrupted for s in samples)
+    interrupted = sum(bool(s.interrupted) for s in samples)
     cut = f" ({interrupted} interrupted at the think budget)" if args.think_budget else ""
     lines = [
         f"{len(samples)} prompt(s), {closed} closed their think block{cut}; reasoning tokens "

@@ -1,7 +1,8 @@
-"""The response records: one `SampleRecord` per line of an evaluation's `samples.jsonl`, one
-`ThinkingSample` per prompt of test-time thinking (whose fields a record keeps, and the step
-viewer reads back), and one `EvalSummary` in `summary.json`. The runner writes them; reports,
-plots and the demo read them back through `from_json`, so no file spells their keys by hand.
+"""The response records: a backend's `Generation` (a `ThinkingSample` with test-time thinking,
+whose fields an evaluation record keeps and the step viewer reads back), one `SampleRecord` per
+line of an evaluation's `samples.jsonl`, and one `EvalSummary` in `summary.json`. The runner
+writes them; reports, plots and the demo read them back through `from_json`, so no file spells
+their keys by hand.
 """
 
 from __future__ import annotations
@@ -26,6 +27,21 @@ FinishReason = Literal["stop", "length"]
 # Fields written under an older name: a dataset's labelled tier was once called its difficulty,
 # and records and summaries on disk still say so.
 _JSON_NAMES = {"tier": "difficulty", "by_tier": "by_difficulty"}
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One sampled response: its text (special think tags kept, end-of-sequence dropped) and
+    the generated token ids behind it. Under a think budget, `interrupted` says whether the
+    budget closed the think block and `budget_think_tokens` how many tokens the model wrote
+    before its closer or the interruption (None: no budget)."""
+
+    text: str
+    token_ids: tuple[int, ...]
+    finish_reason: FinishReason
+    interrupted: bool | None = None
+    budget_think_tokens: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # more fields for the sample's record
 
 
 @dataclass(frozen=True)
@@ -79,14 +95,15 @@ class SampleRecord:
         return record
 
 
-@dataclass(frozen=True)
-class ThinkingSample:
-    """One prompt's generation: its think block, what compression did to it, and the answer.
+@dataclass(frozen=True, kw_only=True)
+class ThinkingSample(Generation):
+    """A generation of test-time thinking (traac.evaluation.testtime): its think block, what
+    compression did to it, and the answer; `text` is the whole response.
 
     `compression` is None when nothing was compressed (no `compress_tau`, or the think block
     never closed). `closed`: the think block closed, by the model or by the budget
     (`interrupted`: then the auxiliary prompt and the closer were appended); a block that never
-    closed leaves `answer` empty and `response` as generated. `token_ids` are the response's
+    closed leaves `answer` empty and `text` as generated. `token_ids` are the response's
     tokens after the prompt, as the model read them when it answered: up to the opener, the
     (compressed) reasoning, the auxiliary prompt if interrupted, the closer, the answer.
     `think_tokens`: tokens the model wrote before its closer or the interruption (what the
@@ -98,11 +115,7 @@ class ThinkingSample:
     reasoning: str
     compression: CompressionResult | None
     answer: str
-    response: str
-    token_ids: tuple[int, ...]
-    finish_reason: FinishReason
     closed: bool
-    interrupted: bool
     think_tokens: int
     reasoning_tokens: int
     answer_tokens: int
@@ -144,9 +157,9 @@ class ThinkingSample:
             "reasoning": self.reasoning,
             "compressed_reasoning": self.compressed_reasoning,
             "answer": self.answer,
-            "response": self.response,
+            "response": self.text,
             "closed": self.closed,
-            "interrupted": self.interrupted,
+            "interrupted": bool(self.interrupted),
             "finish_reason": self.finish_reason,
             "think_tokens": self.think_tokens,
             "reasoning_tokens_before": self.tokens_before,

@@ -302,44 +302,50 @@ class ThinkingGenerator:
         answer: _Decoded | None,
         prefix: list[int] | None,
     ) -> ThinkingSample:
-        reasoning = self._text(think.reasoning)
+        """One prompt's generation. Under a think budget it says whether the budget interrupted
+        it (None without one); with compression, its `extra` holds what an evaluation record
+        keeps of it (`ThinkingSample.record_fields`)."""
+        budget = self.think_budget is not None
+        common: dict[str, Any] = {
+            "prompt": prompt,
+            "reasoning": self._text(think.reasoning),
+            "interrupted": think.stop == "budget" if budget else None,
+            "budget_think_tokens": len(think.tokens) if budget else None,
+            "think_tokens": len(think.tokens),
+            "reasoning_tokens": len(think.reasoning),
+        }
         if answer is None or prefix is None:  # never closed: as generated
-            return ThinkingSample(
-                prompt=prompt,
-                reasoning=reasoning,
-                compression=None,
-                answer="",
-                response=self._text(think.tokens),
+            sample = ThinkingSample(
+                text=self._text(think.tokens),
                 token_ids=tuple(think.tokens),
                 finish_reason="stop" if think.stop == "eos" else "length",
+                compression=None,
+                answer="",
                 closed=False,
-                interrupted=False,
-                think_tokens=len(think.tokens),
-                reasoning_tokens=len(think.reasoning),
                 answer_tokens=0,
                 probe_tokens=0,
+                **common,
             )
-        text = self._text(answer.tokens)
-        kept = reasoning if comp is None else comp.text
-        interrupted = think.stop == "budget"
-        tail = self._interruption(kept) if interrupted else ""
-        close = self.chat_format.think_close
-        return ThinkingSample(
-            prompt=prompt,
-            reasoning=reasoning,
-            compression=comp,
-            answer=text,
-            response=f"{self._text(think.preamble)}{kept}{tail}{close}{text}",
-            token_ids=(*prefix, *answer.tokens),
-            finish_reason="stop" if answer.stop == "eos" else "length",
-            closed=True,
-            interrupted=interrupted,
-            think_tokens=len(think.tokens),
-            reasoning_tokens=len(think.reasoning),
-            answer_tokens=len(answer.tokens),
-            probe_tokens=think.probe_tokens,
-            note=think.note,
-        )
+        else:
+            text = self._text(answer.tokens)
+            kept = common["reasoning"] if comp is None else comp.text
+            tail = self._interruption(kept) if think.stop == "budget" else ""
+            close = self.chat_format.think_close
+            sample = ThinkingSample(
+                text=f"{self._text(think.preamble)}{kept}{tail}{close}{text}",
+                token_ids=(*prefix, *answer.tokens),
+                finish_reason="stop" if answer.stop == "eos" else "length",
+                compression=comp,
+                answer=text,
+                closed=True,
+                answer_tokens=len(answer.tokens),
+                probe_tokens=think.probe_tokens,
+                note=think.note,
+                **common,
+            )
+        if self.tau is None:
+            return sample
+        return dataclasses.replace(sample, extra=sample.record_fields())
 
     # ----------------------------------------------------------------------------------------
 
