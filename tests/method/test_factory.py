@@ -1,5 +1,5 @@
-"""The one factory of scorers and compressors: the scorer the settings name, reading the probe
-the chat format writes."""
+"""The one factory of compressors: the scorer the settings name, reading the probe the chat
+format writes."""
 
 import math
 
@@ -7,7 +7,7 @@ import pytest
 
 from traac.errors import TraacError
 from traac.method.compression import Compressor
-from traac.method.factory import build_compressor, build_scorer
+from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
 from traac.method.scoring import AttentionScorer, ConfidenceScorer, RandomScorer
 from traac.method.settings import CompressionSettings
@@ -18,22 +18,23 @@ def test_ablation_scorers_are_not_gated(name, tiny_model, char_tokenizer):
     """Both ablation scorers evict floor(n * tau) steps whatever their uniformity (SPEC 2)."""
     model, tok = tiny_model(), char_tokenizer()
     settings = CompressionSettings(scorer=name)
-    scorer = build_scorer(settings, model, tok, seed=1)
+    compressor = build_compressor(settings, model, tok, seed=1)
     reasoning = "First add. Wait, check it. So the sum is 4. Hmm, again. Therefore 4. So 4."
-    (result,) = Compressor(scorer, ChatFormat(), settings)([reasoning], [0.6], ["Q?<think>"])
+    (result,) = compressor([reasoning], [0.6], ["Q?<think>"])
     assert result.uniformity > 0.8  # through the gate this would evict nothing
     assert result.n_evicted == math.floor(len(result.steps) * 0.6) > 0
 
 
-def test_build_scorer(tiny_model, char_tokenizer):
+def test_the_settings_name_the_scorer(tiny_model, char_tokenizer):
     model, tok = tiny_model(), char_tokenizer()
     half = CompressionSettings(probe_layers="first_half")
-    assert isinstance(build_scorer(half, model, tok), AttentionScorer)
-    assert build_scorer(half, model, tok).layers == [0, 1]
-    assert build_scorer(half, model, tok).gated
-    confidence = build_scorer(CompressionSettings(scorer="confidence"), model, tok)
+    attention = build_compressor(half, model, tok).scorer
+    assert isinstance(attention, AttentionScorer)
+    assert attention.layers == [0, 1]
+    assert attention.gated
+    confidence = build_compressor(CompressionSettings(scorer="confidence"), model, tok).scorer
     assert isinstance(confidence, ConfidenceScorer) and not confidence.gated
-    random = build_scorer(CompressionSettings(scorer="random"), None, tok, seed=1)
+    random = build_compressor(CompressionSettings(scorer="random"), None, tok, seed=1).scorer
     assert isinstance(random, RandomScorer) and not random.gated
     with pytest.raises(TraacError, match="scorer: 'entropy' is not one of"):
         CompressionSettings(scorer="entropy")
