@@ -197,8 +197,9 @@ class ThinkingSample(Generation):
 
 
 def recorded_compression(fields: Mapping[str, Any]) -> CompressionResult | None:
-    """The compression an evaluation record's test-time fields describe (`sample_fields`), for
-    the step viewer; None where the record holds no scored steps."""
+    """The compression an evaluation record's test-time fields describe
+    (`ThinkingSample.record_fields`), for the step viewer; None where the record holds no scored
+    steps."""
     kept = fields.get("ttc_step_kept")
     if not kept:
         return None
