@@ -174,7 +174,7 @@ class ThinkingGenerator:
         self.compressor = build_compressor(
             settings, model, tokenizer, fmt, batch_size=scorer_batch_size
         )
-        self.scorer = self.compressor.scorer
+        self.scorer = self.compressor.scorer  # the attention scorer, as checked above
         config = model.config.get_text_config()
         self.max_positions: int | None = getattr(config, "max_position_embeddings", None)
         if self.caches_probe and has_sliding_layers(model):
