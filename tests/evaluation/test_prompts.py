@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from traac.errors import TraacError
-from traac.evaluation.prompts import build_prompt, user_message
+from traac.evaluation.prompts import build_prompt, render_prompt, user_message
 from traac.method.items import Item
 
 ITEM = Item(id="q", question="What is 2+3?", answer="5")
@@ -67,3 +67,12 @@ def test_unknown_style_and_missing_template_are_errors():
 
     with pytest.raises(TraacError, match="no chat template"):
         build_prompt(ITEM, NoTemplate(), "base")
+
+
+def test_render_prompt_applies_the_chat_template(char_tokenizer):
+    template = (
+        "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+        "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+    )
+    tokenizer = char_tokenizer(["<pad>", "<eos>"], eos="<eos>", chat_template=template)
+    assert render_prompt(tokenizer, "2+2?") == "<|user|>2+2?\n<|assistant|>"

@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 
 from traac.errors import TraacError
-from traac.evaluation.generation import Generation
-from traac.evaluation.records import SampleRecord, summarize
+from traac.evaluation.records import Generation, SampleRecord, summarize
 from traac.evaluation.runner import EvalSettings, SamplesFile, read_summary, run_eval
 from traac.method.formats import AUX_PROMPT
 
@@ -418,7 +417,7 @@ def test_summary_auc_oaa_and_otb_f1():
 def test_sample_records_round_trip_with_their_extra_fields():
     rec = SampleRecord(
         id="m1", sample=2, response="r", correct=True, response_tokens=5, think_tokens=3,
-        closed=False, difficulty="easy", extra={"ttc_tokens_saved": 4},
+        closed=False, tier="easy", extra={"ttc_tokens_saved": 4},
     )  # fmt: skip
     row = rec.to_json()
     assert row["ttc_tokens_saved"] == 4 and "extra" not in row  # written flat

@@ -8,8 +8,10 @@ import pytest
 import torch
 
 from traac.errors import TraacError
-from traac.evaluation.generation import Generation, Sampling
-from traac.evaluation.testtime import ThinkingBackend, ThinkingGenerator, render_prompt
+from traac.evaluation.generation import Sampling
+from traac.evaluation.records import Generation
+from traac.evaluation.testtime import ThinkingGenerator
+from traac.evaluation.thinking_backend import ThinkingBackend
 from traac.method.compression import Compressor, ScoreRequest, step_scores, uniformity
 from traac.method.formats import AUX_PROMPT, ChatFormat
 from traac.method.scoring import AttentionScorer
@@ -190,7 +192,7 @@ def test_batch_of_prompts_of_different_lengths_matches_reforward(model, tokenize
         ref = reference(model, tokenizer, fmt, sample.reasoning, 1.0)
         np.testing.assert_allclose(sample.compression.scores, ref.scores, rtol=0, atol=1e-5)
         assert sample.compression.kept == ref.kept
-        assert sample.response == other.response
+        assert sample.text == other.text
         np.testing.assert_allclose(sample.compression.scores, other.compression.scores, atol=1e-5)
     by_prompt = dict(zip(prompts, samples, strict=True))
     assert by_prompt[late].reasoning == REASONINGS["q3?"]
@@ -217,10 +219,10 @@ def test_answer_is_written_from_the_compressed_reasoning(model, tokenizer):
         else:  # nothing evicted: the model's own tokens, then its answer
             assert s.token_ids[0] == OPEN and s.token_ids[s.reasoning_tokens + 1] == CLOSE
         assert s.answer == " \\boxed{8}"
-        assert s.response == fmt.response_text(comp.text, s.answer)
-        assert tokenizer.decode(list(s.token_ids)) == s.response
+        assert s.text == fmt.response_text(comp.text, s.answer)
+        assert tokenizer.decode(list(s.token_ids)) == s.text
         assert s.finish_reason == "stop"
-        assert fmt.parse(s.response).reasoning == comp.text
+        assert fmt.parse(s.text).reasoning == comp.text
 
 
 def test_without_eviction_it_decodes_exactly_as_plain_generate(model, tokenizer):
@@ -276,7 +278,7 @@ def test_no_closer_means_no_compression(model, tokenizer):
     assert (eos.finish_reason, length.finish_reason) == ("stop", "length")
     for s in (eos, length):
         assert not s.closed and s.compression is None and s.answer == ""
-        assert s.response == "<think>" + s.reasoning and s.probe_tokens == 0
+        assert s.text == "<think>" + s.reasoning and s.probe_tokens == 0
         assert s.tokens_before == s.tokens_after == s.reasoning_tokens
     assert eos.reasoning == "So on and on and on"
     assert len(length.token_ids) == 40 and length.reasoning_tokens == 39  # the opener counts
@@ -289,7 +291,7 @@ def test_prompt_opens_format(model, tokenizer):
     (sample,) = generator.generate(["q1<think>"], logits_processor=Script(tokenizer, plans))
     ref = reference(model, tokenizer, fmt, sample.reasoning, 1.0)
     np.testing.assert_allclose(sample.compression.scores, ref.scores, rtol=0, atol=1e-5)
-    assert sample.response == f"{sample.compressed_reasoning}</think>4"
+    assert sample.text == f"{sample.compressed_reasoning}</think>4"
     assert sample.probe_tokens == suffix_tokens(tokenizer)
 
 
@@ -303,7 +305,7 @@ def test_a_preamble_before_the_opener_is_kept_out_of_the_reasoning(model, tokeni
     ref = reference(model, tokenizer, fmt, sample.reasoning, 1.0)
     np.testing.assert_allclose(sample.compression.scores, ref.scores, rtol=0, atol=1e-5)
     assert sample.probe_tokens == suffix_tokens(tokenizer)  # the cache starts at the opener
-    assert sample.response == f"ok <think>{sample.compressed_reasoning}</think>4"
+    assert sample.text == f"ok <think>{sample.compressed_reasoning}</think>4"
 
 
 def test_a_model_that_never_opens_still_gets_exact_scores(model, tokenizer):
@@ -316,7 +318,7 @@ def test_a_model_that_never_opens_still_gets_exact_scores(model, tokenizer):
     np.testing.assert_allclose(sample.compression.scores, ref.scores, rtol=0, atol=1e-5)
     probe = tokenizer.encode(fmt.probe_text(sample.reasoning), add_special_tokens=False)
     assert sample.probe_tokens == len(probe) - 1  # only the opener was cached
-    assert sample.response == f"{sample.compressed_reasoning}</think>4"
+    assert sample.text == f"{sample.compressed_reasoning}</think>4"
 
 
 @pytest.mark.parametrize("probe", ["cached", "reforward"])
@@ -327,18 +329,18 @@ def test_a_probe_longer_than_the_model_takes_is_not_compressed(make_model, token
     (sample,) = generator.generate(["q1"], logits_processor=Script(tokenizer, plans))
     assert sample.closed and sample.tokens_saved == 0 and sample.probe_tokens == 0
     assert "more than the model's 150 positions" in sample.note
-    assert sample.response == f"<think>{REASONINGS['q1']}</think> \\boxed{{8}}"
+    assert sample.text == f"<think>{REASONINGS['q1']}</think> \\boxed{{8}}"
 
 
 def test_sampling_is_seeded_and_bounded(model, tokenizer):
     generator = ThinkingGenerator(model, tokenizer, ChatFormat())
     prompts = ["a", "bb", "ccc"]
     first = generator.generate(prompts, max_new_tokens=30, seed=3)
-    assert [s.response for s in first] == [
-        s.response for s in generator.generate(prompts, max_new_tokens=30, seed=3)
+    assert [s.text for s in first] == [
+        s.text for s in generator.generate(prompts, max_new_tokens=30, seed=3)
     ]
-    assert [s.response for s in first] != [
-        s.response for s in generator.generate(prompts, max_new_tokens=30, seed=4)
+    assert [s.text for s in first] != [
+        s.text for s in generator.generate(prompts, max_new_tokens=30, seed=4)
     ]
     for s in first:
         assert len(s.token_ids) <= 30 and s.reasoning_tokens + s.answer_tokens <= 30
@@ -367,10 +369,7 @@ def test_backend_gives_generations_with_tokens_saved(model, tokenizer):
             == (extra["ttc_tokens_saved"])
         )
         assert g.text.endswith("</think> \\boxed{8}") and g.finish_reason == "stop"
-
-
-def test_render_prompt_applies_the_chat_template(tokenizer):
-    assert render_prompt(tokenizer, "2+2?") == "<|user|>2+2?\n<|assistant|>"
+        assert g.interrupted is None and g.budget_think_tokens is None  # no think budget
 
 
 @pytest.mark.parametrize(
@@ -427,9 +426,9 @@ def test_a_think_budget_interrupts_the_papers_way(model, tokenizer, budget):
     reasoning = tokenizer.decode(think[1:budget])
     tail = fmt.aux_separator(reasoning) + AUX_PROMPT
     assert cut.reasoning == reasoning and cut.answer == " \\boxed{8}"
-    assert cut.response == f"<think>{reasoning}{tail}</think> \\boxed{{8}}"
+    assert cut.text == f"<think>{reasoning}{tail}</think> \\boxed{{8}}"
     assert cut.token_ids == (*think[:budget], *enc(tokenizer, tail), CLOSE, *answer)
-    parsed = fmt.parse(cut.response)
+    parsed = fmt.parse(cut.text)
     assert parsed.well_formed and parsed.closed and parsed.answer == " \\boxed{8}"
     if budget > len(plans["q1"][0]):  # closed within the budget: answered as it was
         assert not short.interrupted and short.closed
@@ -458,10 +457,10 @@ def test_a_think_budget_with_compression_answers_from_the_pruned_steps(model, to
     assert cut.compression.kept == ref.kept and cut.compressed_reasoning == ref.text
     assert ref.text != cut.reasoning and cut.tokens_saved > 0, "nothing evicted"
     tail = fmt.aux_separator(ref.text) + AUX_PROMPT
-    assert cut.response == f"<think>{ref.text}{tail}</think> \\boxed{{8}}"
+    assert cut.text == f"<think>{ref.text}{tail}</think> \\boxed{{8}}"
     prefix = [OPEN, *tokenizer.encode(ref.text + tail + "</think>", add_special_tokens=False)]
     assert cut.token_ids == (*prefix, *enc(tokenizer, " \\boxed{8}"))
-    assert fmt.parse(cut.response).well_formed
+    assert fmt.parse(cut.text).well_formed
     assert short.compression is not None  # closed within the budget: test-time compression
 
 

@@ -28,7 +28,7 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 from traac.errors import TraacError
 from traac.method.compression import ScoreRequest, TokenScores
 from traac.method.segmentation import split_steps, token_step_index
-from traac.method.settings import PROBE_HEADS, CompressionSettings, check_choice
+from traac.method.settings import PROBE_HEADS, check_choice
 
 LayerSpec = Literal["all", "first_half"] | Sequence[int] | str
 PROBE_ATTENTION = "traac_probe"  # the name our attention function is registered under
@@ -535,26 +535,3 @@ class RandomScorer:
             values = np.where(index >= 0, step_values[np.clip(index, 0, None)], step_values.mean())
             out.append(TokenScores(offsets=offsets, scores=values))
         return out
-
-
-def build_scorer(
-    settings: CompressionSettings,
-    model: Any,
-    tokenizer: Any,
-    *,
-    seed: int = 0,
-    batch_size: int = 8,
-    think_open: str = "<think>",
-    think_close: str = "</think>",
-) -> AttentionScorer | ConfidenceScorer | RandomScorer:
-    """The scorer `settings.scorer` names (`model` may be None for random)."""
-    if settings.scorer == "random":
-        return RandomScorer(tokenizer, seed, settings.phrases)
-    if model is None:
-        raise TraacError(f"scorer {settings.scorer}: needs a model")
-    if settings.scorer == "confidence":
-        return ConfidenceScorer(
-            model, tokenizer, settings.confidence_top_k, batch_size, think_open=think_open
-        )
-    layers = settings.probe_layers or "all"
-    return AttentionScorer(model, tokenizer, layers, batch_size, think_close, settings.probe_heads)
