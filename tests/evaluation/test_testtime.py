@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from traac.errors import TraacError
 from traac.evaluation.generation import Sampling
@@ -382,7 +383,6 @@ def test_backend_gives_generations_with_tokens_saved(model, tokenizer):
         (lambda: {"settings": CompressionSettings(uniformity_gate=2.0)}, "uniformity_gate"),
         (lambda: {"settings": CompressionSettings(probe_layers="9")}, "layers"),
         (lambda: {"settings": CompressionSettings(scorer="random")}, "attention scorer"),
-        (lambda: {"chat_format": ChatFormat(think_close="</end>")}, "one token"),
     ],
 )
 def test_bad_settings_are_one_line_errors(model, tokenizer, kwargs, message):
@@ -500,3 +500,47 @@ def test_a_bad_think_budget_is_a_one_line_error(model, tokenizer, budget):
     with pytest.raises(TraacError, match="think_budget") as err:
         ThinkingGenerator(model, tokenizer, think_budget=budget)
     assert "\n" not in str(err.value)
+
+
+class Force:
+    """A logits processor forcing `tokens` after a prompt of `start` tokens, then `eos`."""
+
+    def __init__(self, start: int, tokens: list[int], eos: int) -> None:
+        self.start, self.tokens, self.eos = start, tokens, eos
+
+    def __call__(self, history: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+        done = history.shape[1] - self.start
+        out = torch.full_like(logits, float("-inf"))
+        out[:, self.tokens[done] if done < len(self.tokens) else self.eos] = 0.0
+        return out
+
+
+@pytest.mark.parametrize("chunk", [1, 32])
+def test_cached_probe_equals_a_reforward_on_a_real_model_with_a_split_closer(smollm2, chunk):
+    """SmolLM2 has no think tokens: `</think>` is `</`, `think`, `>`. Decoding stops once all
+    three are sampled, and the cached probe, read from the closer's last piece, gives the
+    re-forward's step scores."""
+    model = AutoModelForCausalLM.from_pretrained(smollm2, dtype=torch.float32).eval()
+    tok = AutoTokenizer.from_pretrained(smollm2)
+    fmt = ChatFormat()
+    assert len(tok.encode(fmt.think_close, add_special_tokens=False)) == 3
+    reasoning = (
+        "\nLet me add 3 and 4 first. 3 + 4 = 7. Wait, let me check: 7 - 4 = 3, yes. "
+        "Then 7 * 2 = 14. So the answer is 14.\n"
+    )
+    prompt = tok.apply_chat_template(
+        [{"role": "user", "content": "What is (3 + 4) * 2?"}],
+        tokenize=False,
+        add_generation_prompt=True,
+    )
+    start = len(tok.encode(prompt, add_special_tokens=False))
+    forced = tok.encode(f"<think>{reasoning}</think> \\boxed{{14}}", add_special_tokens=False)
+    generator = ThinkingGenerator(model, tok, fmt, compress_tau=1.0, probe_chunk=chunk)
+    (sample,) = generator.generate(
+        [prompt], logits_processor=Force(start, forced, tok.eos_token_id), max_new_tokens=80
+    )
+    assert sample.closed and sample.reasoning == reasoning
+    ref = reference(model, tok, fmt, reasoning, 1.0)
+    np.testing.assert_allclose(sample.compression.scores, ref.scores, rtol=0, atol=1e-5)
+    assert sample.compression.kept == ref.kept
+    assert sample.compression.kept != [True] * len(ref.kept)  # the probe selects on this model

@@ -55,6 +55,7 @@ from traac.method.compression import CompressionResult, ScoreRequest, TokenScore
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat, resolve_chat_format
 from traac.method.probe_cache import DEFAULT_PROBE_CHUNK, ProbeCache, has_sliding_layers
+from traac.method.scoring import closer_reads
 from traac.method.settings import CompressionSettings
 
 DEFAULT_MAX_NEW_TOKENS = 1024
@@ -182,13 +183,9 @@ class ThinkingGenerator:
                 "probe 'cached': the model uses sliding-window attention, whose cache does not "
                 "hold the whole reasoning; use probe 'reforward'"
             )
-        close = tokenizer.encode(fmt.think_close, add_special_tokens=False)
-        if len(close) != 1:
-            raise TraacError(
-                f"think closer {fmt.think_close!r} is {len(close)} tokens for this tokenizer; "
-                "the generator stops decoding on it, so it must be one token"
-            )
-        self.close_id = close[0]
+        # A tokenizer without think tokens splits the closer (SmolLM2: `</`, `think`, `>`):
+        # decoding stops once the sampled tokens end with all of its pieces.
+        self.close_ids = tokenizer.encode(fmt.think_close, add_special_tokens=False)
         self.open_ids = tokenizer.encode(fmt.think_open, add_special_tokens=False)
         self.stop_ids = stop_ids(model, tokenizer)
         pad = tokenizer.pad_token_id
@@ -292,7 +289,7 @@ class ThinkingGenerator:
         if interrupted:
             tail = self._interruption(self._text(think.reasoning))
             appended = self.tokenizer.encode(tail, add_special_tokens=False)
-        return [*think.tokens, *appended, self.close_id]
+        return [*think.tokens, *appended, *self.close_ids]
 
     def _sample(
         self,
@@ -446,8 +443,9 @@ class ThinkingGenerator:
             history = torch.cat([history, token[:, None]], dim=1)
             keep = []
             for r, (i, t) in enumerate(zip(live, token.tolist(), strict=True)):
-                if think and t == self.close_id:
-                    out[i] = self._probe(tokens[i], open_at[i], probe, r, "close")
+                if think and _ends_with([*tokens[i], t], self.close_ids):
+                    before = tokens[i][: len(tokens[i]) + 1 - len(self.close_ids)]
+                    out[i] = self._probe(before, open_at[i], probe, r, "close")
                 elif t in self.stop_ids:
                     out[i] = _Decoded(tokens[i], "eos", open_at[i])
                 else:
@@ -508,10 +506,12 @@ class ThinkingGenerator:
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         ids = list(enc["input_ids"])
         offsets = np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)
-        if ids[-1] != self.close_id:
+        start, end = (int(x) for x in offsets[-1])
+        if not closer_reads(start, end, len(text), len(self.chat_format.think_close)):
             raise TraacError(
-                f"the probe text does not end with {self.chat_format.think_close!r} as one "
-                "token for this tokenizer; check the chat format's think_close"
+                f"the probe text does not end with {self.chat_format.think_close!r} for this "
+                f"tokenizer (its last token is {text[start:end]!r}); check the chat format's "
+                "think_close"
             )
         return ids, offsets
 
