@@ -30,7 +30,7 @@ from traac.evaluation.viewer import render_html
 from traac.method.compression import CompressionResult, count_tokens
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
-from traac.method.scoring import resolve_layers
+from traac.method.scoring import closer_query, resolve_layers
 from traac.method.settings import TEST_TIME_TAU, CompressionSettings, FormatSettings
 from traac.pipelines.models import resolve_model
 
@@ -186,6 +186,9 @@ def main(argv: list[str]) -> int:
             task.advance(len(chunk))
 
     console = make_console(stderr=False)
+    query = closer_query(tokenizer, chat_format.think_close)
+    if settings.scorer == "attention":
+        print_lines(console, [query])
     records = []
     for trace, result in zip(traces, results, strict=True):
         steps = result.step_records(tokenizer)
@@ -209,6 +212,7 @@ def main(argv: list[str]) -> int:
                 "model": args.model,
                 "compress_tau": args.compress_tau,
                 "seed": args.seed,
+                "probe_query": query,
                 **asdict(settings),
             },
             "traces": records,

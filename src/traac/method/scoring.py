@@ -341,6 +341,20 @@ def closer_reads(start: int, end: int, text_len: int, closer_len: int) -> bool:
     return end == text_len and start >= text_len - closer_len
 
 
+def closer_query(tokenizer: Any, think_close: str = "</think>") -> str:
+    """Which token's attention the probe reads, in words (shown by `compress` and the probe
+    report, so a user sees the rule `closer_reads` applied to their tokenizer)."""
+    pieces = tokenizer.convert_ids_to_tokens(
+        tokenizer.encode(think_close, add_special_tokens=False)
+    )
+    if len(pieces) == 1:
+        return f"probe query: {think_close!r}, one token"
+    return (
+        f"probe query: {pieces[-1]!r}, the last of the {len(pieces)} tokens "
+        f"{' '.join(map(repr, pieces))} of {think_close!r}"
+    )
+
+
 class AttentionScorer(_ModelScorer):
     """Score each token by the attention the probe's closer pays it (SPEC section 2).
 
