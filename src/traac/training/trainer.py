@@ -461,9 +461,8 @@ class TRAACTrainer(GRPOTrainer):
         """DAPO's dynamic sampling: while some groups' verdicts all agree (at most
         `max_resample_rounds` times), give each such group a training prompt drawn at random
         (`replacements`) and sample its N rollouts afresh; each process samples the rows it
-        holds. `rows`, `items`,
-        `prompt_ids` and `local` are updated in place. Returns the gathered originals, how
-        often each group was replaced, and the rounds run."""
+        holds. `rows`, `items`, `prompt_ids` and `local` are updated in place. Returns the
+        gathered originals, how often each group was replaced, and the rounds run."""
         n_groups = len(originals) // n
         replaced = [0] * n_groups
         rounds = 0
