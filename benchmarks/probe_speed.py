@@ -247,13 +247,13 @@ def cpu_compression(repeats: int) -> dict:
 
     from traac.method.compression import Compressor, TokenScores, count_tokens
     from traac.method.formats import ChatFormat
-    from traac.method.scoring import _encode
+    from traac.method.scoring import encode_offsets
     from traac.method.segmentation import split_steps, token_step_index
 
     reasoning, tokenizer = synthetic_trajectory(10_000)
     fmt = ChatFormat()
     probe = fmt.probe_text(reasoning)
-    _, offsets = _encode(tokenizer, probe)
+    _, offsets = encode_offsets(tokenizer, probe)
     # Step-level log-normal scores: peaked enough that u falls below the gate and steps go.
     steps = split_steps(probe)
     per_step = np.random.default_rng(0).lognormal(0.0, 2.0, size=len(steps))
@@ -287,7 +287,7 @@ def cpu_compression(repeats: int) -> dict:
         "steps": len(result.steps),
         "evicted": result.n_evicted,
         "uniformity": result.uniformity,
-        "tokenize_probe_ms": median_ms(lambda: _encode(tokenizer, probe)),
+        "tokenize_probe_ms": median_ms(lambda: encode_offsets(tokenizer, probe)),
         "core_ms": median_ms(lambda: core([reasoning], [0.6])),
         "compressor_ms": median_ms(lambda: full([reasoning], [0.6])),
     }

@@ -1,13 +1,19 @@
+import itertools
+
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
+from transformers import AutoTokenizer
 
+from traac.method.formats import ChatFormat
+from traac.method.scoring import encode_offsets
 from traac.method.segmentation import (
     SPLIT_PHRASES,
     Step,
     split_steps,
     steps_to_token_spans,
     token_step_index,
+    trim_offsets,
 )
 
 
@@ -86,3 +92,38 @@ def test_tokens_outside_steps_and_steps_without_tokens():
     offsets = np.array([(0, 2), (2, 5), (5, 7), (7, 9), (3, 3)])  # token 1 swallows step 1
     assert token_step_index(steps, offsets).tolist() == [-1, 0, 2, -1, -1]
     assert steps_to_token_spans(steps, offsets) == [(1, 2), (2, 2), (2, 3)]
+
+
+def test_steps_map_through_a_real_tokenizers_offsets_without_think_tokens(smollm2):
+    """SmolLM2's tokenizer has no think tokens: the opener and closer are three tokens each,
+    and byte-level BPE joins spaces to the next word. Every probe token still belongs to
+    exactly one step (" Hmm" with the step "Hmm" opens, once its space is trimmed), the steps'
+    token spans tile the probe in order, and the delimiters' tokens fall in the first and last
+    steps (SPEC section 2, step scope `probe`)."""
+    tok = AutoTokenizer.from_pretrained(smollm2)
+    probe = ChatFormat().probe_text(
+        "\nFirst, 12 - 5 = 7. Hmm, is that right? 7 + 5 = 12, yes. Now 7 * 3 = 21. "
+        "Wait, 21 / 3 = 7, fine. So the answer is 21.\n"
+    )
+    ids, offsets = encode_offsets(tok, probe)  # the scorers' offsets
+    assert tok.convert_ids_to_tokens(ids[:3]) == ["<", "think", ">"]
+    assert tok.convert_ids_to_tokens(ids[-3:]) == ["</", "think", ">"]
+    steps = split_steps(probe)
+    assert [s.text.split()[0] for s in steps[1:]] == ["First,", "Hmm,", "Now", "Wait,", "So"]
+    index = token_step_index(steps, offsets)
+    assert (index >= 0).all() and (np.diff(index) >= 0).all()
+    assert set(index[:3]) == {0} and set(index[-3:]) == {len(steps) - 1}
+    spans = steps_to_token_spans(steps, offsets)
+    assert spans[0][0] == 0 and spans[-1][1] == len(offsets)
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(spans))
+    for (first, last), step in zip(spans, steps, strict=True):
+        text = tok.decode(ids[first:last])
+        assert text.strip() == step.text.strip()
+
+
+def test_trimmed_offsets_drop_leading_whitespace_only():
+    text = "a. Wait, b\n\n c"
+    offsets = np.array([[0, 2], [2, 7], [7, 10], [10, 12], [12, 14]])  # "a." " Wait" ", b" ...
+    trimmed = trim_offsets(text, offsets)
+    assert [text[a:b] for a, b in trimmed] == ["a.", "Wait", ", b", "\n", "c"]
+    assert (trimmed[:, 1] == offsets[:, 1]).all()

@@ -55,7 +55,7 @@ from traac.method.compression import CompressionResult, ScoreRequest, TokenScore
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat, resolve_chat_format
 from traac.method.probe_cache import DEFAULT_PROBE_CHUNK, ProbeCache, has_sliding_layers
-from traac.method.scoring import closer_reads
+from traac.method.scoring import closer_reads, encode_offsets
 from traac.method.settings import CompressionSettings
 
 DEFAULT_MAX_NEW_TOKENS = 1024
@@ -503,9 +503,7 @@ class ThinkingGenerator:
         return decoded
 
     def _encode_probe(self, text: str) -> tuple[list[int], np.ndarray]:
-        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        ids = list(enc["input_ids"])
-        offsets = np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)
+        ids, offsets = encode_offsets(self.tokenizer, text)
         start, end = (int(x) for x in offsets[-1])
         if not closer_reads(start, end, len(text), len(self.chat_format.think_close)):
             raise TraacError(

@@ -27,7 +27,7 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from traac.errors import TraacError
 from traac.method.compression import ScoreRequest, TokenScores
-from traac.method.segmentation import split_steps, token_step_index
+from traac.method.segmentation import split_steps, token_step_index, trim_offsets
 from traac.method.settings import PROBE_HEADS, check_choice
 
 LayerSpec = Literal["all", "first_half"] | Sequence[int] | str
@@ -213,8 +213,9 @@ def capture_probe_rows(
 # Scorers: each turns score requests into per-token scores on the probe text (`Scorer`).
 
 
-def _encode(tokenizer: Any, text: str) -> tuple[list[int], np.ndarray]:
-    """Token ids and (T, 2) character offsets of `text`, without special tokens."""
+def encode_offsets(tokenizer: Any, text: str) -> tuple[list[int], np.ndarray]:
+    """Token ids and (T, 2) character offsets of `text` (leading whitespace trimmed, so a token
+    belongs to the step its first visible character is in), without special tokens."""
     try:
         enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     except NotImplementedError as err:
@@ -222,7 +223,7 @@ def _encode(tokenizer: Any, text: str) -> tuple[list[int], np.ndarray]:
             "tokenizer: offsets are needed to map tokens to steps; load a fast tokenizer"
         ) from err
     ids = list(enc["input_ids"])
-    offsets = np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)
+    offsets = trim_offsets(text, np.asarray(enc["offset_mapping"], dtype=np.int64))
     if not ids:
         raise TraacError("scoring: a text has no tokens; the reasoning is empty")
     return ids, offsets
@@ -259,7 +260,7 @@ class _ModelScorer:
         return offsets
 
     def _encode(self, text: str) -> tuple[list[int], np.ndarray]:
-        ids, offsets = _encode(self.tokenizer, text)
+        ids, offsets = encode_offsets(self.tokenizer, text)
         self._check_length(len(ids))
         return ids, offsets
 
@@ -539,7 +540,7 @@ class RandomScorer:
         out = []
         for request in requests:
             text = request.probe
-            _, offsets = _encode(self.tokenizer, text)
+            _, offsets = encode_offsets(self.tokenizer, text)
             digest = hashlib.blake2b(text.encode(), digest_size=8).digest()
             rng = np.random.default_rng([self.seed, int.from_bytes(digest, "little")])
             steps = split_steps(text, self.phrases)

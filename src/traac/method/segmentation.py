@@ -68,6 +68,18 @@ def token_step_index(steps: Sequence[Step], offsets: np.ndarray) -> np.ndarray:
     return index
 
 
+def trim_offsets(text: str, offsets: np.ndarray) -> np.ndarray:
+    """Offsets with each token's leading whitespace dropped (a whitespace-only token keeps its
+    last character). Byte-level BPE (Qwen3, SmolLM2) joins a space to the next word, and its
+    offsets start at the space: " Wait" would then belong to the step before the one "Wait"
+    opens. This is what `trim_offsets` does in tokenizers' ByteLevel post-processor."""
+    out = np.array(offsets, dtype=np.int64).reshape(-1, 2)
+    for row in out:
+        while row[0] < row[1] - 1 and text[row[0]].isspace():
+            row[0] += 1
+    return out
+
+
 def steps_to_token_spans(steps: Sequence[Step], offsets: np.ndarray) -> list[tuple[int, int]]:
     """Token span `[first, last + 1)` of each step through a tokenizer's offset mapping.
 
