@@ -37,8 +37,8 @@ import reasoning_gym
 from huggingface_hub import constants
 from reasoning_gym.factory import DATASETS
 
+from traac.common.items import Item
 from traac.errors import TraacError
-from traac.method.items import Item
 from traac.testbed.problems import parse_spec
 
 Row = Mapping[str, Any]

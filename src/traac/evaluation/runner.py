@@ -23,6 +23,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from traac.common.items import Item
 from traac.common.outputs import output_dir, write_text
 from traac.common.progress import NullProgress, Progress
 from traac.data.datasets import json_value, load_items, read_text
@@ -31,9 +32,8 @@ from traac.evaluation.generation import Backend, Generation, Sampling, check_sam
 from traac.evaluation.prompts import PROMPT_STYLES, build_prompt
 from traac.evaluation.records import EvalSummary, SampleRecord, summarize, summary_markdown
 from traac.method.formats import ChatFormat, resolve_chat_format
-from traac.method.items import Item
 from traac.method.metrics import think_tokens_from_ids
-from traac.method.verify import extract_answer, verify_many
+from traac.verification import extract_answer, verify_many
 
 SAMPLES_FILE = "samples.jsonl"
 RUN_FILE = "run.json"

@@ -16,8 +16,8 @@ from urllib.parse import parse_qsl
 
 from reasoning_gym.arithmetic.chain_sum import ChainSumConfig, ChainSumDataset
 
+from traac.common.items import Item
 from traac.errors import TraacError
-from traac.method.items import Item
 from traac.testbed.config import EVAL_SEED, EVAL_SHARE, RL_SEED, RL_SHARE, TierConfig
 
 Split = Literal["sft", "rl", "eval"]

@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from traac.common.items import Item
 from traac.errors import TraacError
 from traac.method.difficulty import SINGLE_BIN, DifficultyConfig, group_pass_rates
 from traac.method.formats import ChatFormat
-from traac.method.items import Item
 from traac.method.rewards import (
     Gather,
     LengthWindows,
@@ -25,7 +25,7 @@ from traac.method.rewards import (
     format_reward,
     score_rollouts,
 )
-from traac.method.verify import DEFAULT_TIMEOUT, verify_many
+from traac.verification import DEFAULT_TIMEOUT, verify_many
 
 
 class TraacRewards:

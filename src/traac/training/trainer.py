@@ -51,6 +51,7 @@ from trl import GRPOTrainer
 from trl.extras.profiling import profiling_context
 from trl.trainer.utils import get_config_model_id
 
+from traac.common.items import Item
 from traac.data.training import item_from_row
 from traac.errors import TraacError
 from traac.method.compression import (
@@ -60,11 +61,9 @@ from traac.method.compression import (
     uniformity_rank,
 )
 from traac.method.formats import ChatFormat
-from traac.method.items import Item
 from traac.method.metrics import think_tokens_from_ids
 from traac.method.rewards import LengthWindows
 from traac.method.scoring import build_scorer
-from traac.method.verify import verify_many
 from traac.training.config import TRAACConfig
 from traac.training.interrupt import StopOnSignal
 from traac.training.peer_rewards import PeerRewards, with_length_budgets
@@ -78,6 +77,7 @@ from traac.training.telemetry import (
     scope_stats,
     truncate_metrics,
 )
+from traac.verification import verify_many
 
 logger = get_logger(__name__)
 STATE_FILE = "traac_state.json"  # rank 0's; under several processes each also writes its own
