@@ -38,8 +38,8 @@ from huggingface_hub import constants
 from reasoning_gym.factory import DATASETS
 
 from traac.common.items import Item
+from traac.data.testbed_problems import parse_spec
 from traac.errors import TraacError
-from traac.testbed.problems import parse_spec
 
 Row = Mapping[str, Any]
 Adapter = Callable[..., list[Item]]

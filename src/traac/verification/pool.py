@@ -1,9 +1,6 @@
-"""The worker pool: checks run in workers forked from a warmed-up zygote, each under a hard
-deadline, from any thread.
-
-Checks run in worker processes forked from a warmed-up zygote (`traac.verification.zygote`, a
-fresh interpreter, never a copy of the caller), each under the sandbox
-(`traac.verification.sandbox`).
+"""The caller's side of verification: a pool of workers forked from a warmed-up zygote
+(`traac.verification.zygote`, a fresh interpreter, never a copy of the caller), each under the
+sandbox (`traac.verification.sandbox`), with a hard deadline per check; any thread may call it.
 
 Deadlines: a math or task call returns within its `timeout` (waiting for a worker included) plus
 the in-process screening, which the `MAX_ANSWER_CHARS` cap and linear-time extraction keep to
