@@ -26,7 +26,8 @@ from filelock import FileLock, Timeout
 from traac.common.items import Item
 from traac.common.outputs import output_dir, write_text
 from traac.common.progress import NullProgress, Progress
-from traac.data.datasets import json_value, load_items, read_text
+from traac.data.datasets import load_items
+from traac.data.files import json_value, read_text
 from traac.errors import TraacError
 from traac.evaluation.generation import Backend, Generation, Sampling, check_sampling
 from traac.evaluation.prompts import PROMPT_STYLES, build_prompt

@@ -21,7 +21,7 @@ from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers import AutoTokenizer
 
 from traac.common.models import TESTBED_NAMES, resolve_model_path
-from traac.data.datasets import HubUnavailable, hub_reachable
+from traac.data.hub import HubUnavailable, hub_reachable
 from traac.data.training import load_training_items
 from traac.errors import TraacError
 from traac.testbed.build import CARD, cache_path
