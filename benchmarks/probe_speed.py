@@ -1,7 +1,8 @@
 """How much the attention probe costs over a plain forward pass, and what eager attention costs.
 
-A random-init Qwen3-architecture model (hidden 512, 8 layers, 8 query / 2 key-value heads) runs
-three ways on one sequence of T tokens:
+A random-init Qwen3-architecture model (hidden 512, 8 layers, 8 query / 2 key-value heads), or
+with `--model smollm2` the real SmolLM2-135M-Instruct (30 layers, 9 / 3 heads, with an attention
+sink), runs three ways on one sequence of T tokens:
   plain  SDPA forward of the base model (what scoring could not be cheaper than),
   probe  `AttentionScorer.token_scores` (the same forward plus one attention row per layer;
          "probe rows alone" times just those rows, for all layers, outside the forward),
@@ -21,6 +22,7 @@ eviction and re-counting tokens (`Compressor` with precomputed token scores).
     python benchmarks/probe_speed.py            # T = 1k, 2k, 4k, 8k
     python benchmarks/probe_speed.py --quick    # T = 512, 1k, 2 repeats
     python benchmarks/probe_speed.py --threads 1   # steadier on a machine shared with others
+    python benchmarks/probe_speed.py --model smollm2 --lengths 2048,4096   # the real model
 """
 
 from __future__ import annotations
@@ -49,14 +51,21 @@ MODEL = {
 }
 
 
-def build(length: int, device: str):
+def build(length: int, device: str, name: str = "random"):
+    """`random`: the random-init model above; else a traac model name or path (`smollm2`)."""
     import torch
-    from transformers import Qwen3Config, Qwen3ForCausalLM
+    from transformers import AutoModelForCausalLM, Qwen3Config, Qwen3ForCausalLM
+
+    from traac.pipelines.models import resolve_model
 
     torch.manual_seed(0)
-    model = Qwen3ForCausalLM(Qwen3Config(**MODEL)).eval().to(device)
+    if name == "random":
+        model = Qwen3ForCausalLM(Qwen3Config(**MODEL))
+    else:
+        model = AutoModelForCausalLM.from_pretrained(resolve_model(name), dtype=torch.float32)
+    model = model.eval().to(device)
     model.set_attn_implementation("sdpa")
-    ids = torch.randint(0, MODEL["vocab_size"], (1, length), device=device)
+    ids = torch.randint(0, model.config.vocab_size, (1, length), device=device)
     return model, ids
 
 
@@ -98,11 +107,11 @@ def _status_kb(field: str) -> int:
     raise RuntimeError(f"{field} not in /proc/self/status")
 
 
-def worker_memory(method: str, length: int, device: str) -> dict:
+def worker_memory(method: str, length: int, device: str, name: str) -> dict:
     """Extra peak memory of one cold call, in a fresh process (RSS on CPU, allocator on CUDA)."""
     import torch
 
-    model, ids = build(length, device)
+    model, ids = build(length, device, name)
     call = runner(method, model, ids)
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -121,9 +130,9 @@ def worker_memory(method: str, length: int, device: str) -> dict:
     return {"peak_mb": peak / 2**20}
 
 
-def worker_time(methods: list[str], length: int, repeats: int, device: str) -> dict:
+def worker_time(methods: list[str], length: int, repeats: int, device: str, name: str) -> dict:
     """Median seconds per method; methods alternate (rotating order) after one warm-up each."""
-    model, ids = build(length, device)
+    model, ids = build(length, device, name)
     calls = {m: runner(m, model, ids) for m in methods}
     for m in methods:
         calls[m]()
@@ -181,9 +190,16 @@ def in_subprocess(*args: str, pin_mmap: bool = False) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def eager_gb(length: int) -> float:
+def eager_gb(length: int, name: str = "random") -> float:
     """Bytes of the attention maps `output_attentions` returns (float32), in GB."""
-    return MODEL["num_hidden_layers"] * MODEL["num_attention_heads"] * length**2 * 4 / 1e9
+    config = MODEL
+    if name != "random":
+        from transformers import AutoConfig
+
+        from traac.pipelines.models import resolve_model
+
+        config = AutoConfig.from_pretrained(resolve_model(name)).to_dict()
+    return config["num_hidden_layers"] * config["num_attention_heads"] * length**2 * 4 / 1e9
 
 
 def synthetic_trajectory(target_tokens: int, seed: int = 0):
@@ -298,6 +314,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5, help="timed calls per method")
     parser.add_argument("--quick", action="store_true", help="T = 512,1024 and 2 repeats")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--model", default="random", help="random (the model above), smollm2, or a model path"
+    )
     parser.add_argument("--eager-max-gb", type=float, default=8.0, help="skip eager above this")
     parser.add_argument(
         "--threads", type=int, default=0, help="torch CPU threads (default: torch's choice)"
@@ -308,14 +327,16 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
-    common = ["--device", args.device, "--threads", str(args.threads)]
+    common = ["--device", args.device, "--threads", str(args.threads), "--model", args.model]
 
     if args.worker:
         kind, *rest = args.worker
         if kind == "memory":
-            out = worker_memory(rest[0], int(rest[1]), args.device)
+            out = worker_memory(rest[0], int(rest[1]), args.device, args.model)
         else:
-            out = worker_time(rest[0].split(","), int(rest[1]), int(rest[2]), args.device)
+            out = worker_time(
+                rest[0].split(","), int(rest[1]), int(rest[2]), args.device, args.model
+            )
         print(json.dumps(out))
         return 0
 
@@ -330,7 +351,9 @@ def main(argv: list[str] | None = None) -> int:
     print(header)
     print("|" + "---|" * 11)
     for length in lengths:
-        methods = [m for m in METHODS if m != "eager" or eager_gb(length) <= args.eager_max_gb]
+        methods = [
+            m for m in METHODS if m != "eager" or eager_gb(length, args.model) <= args.eager_max_gb
+        ]
         # Eager times in a process of its own: its gigabytes of maps, freed, would make the
         # call after it pay fresh page faults.
         times = in_subprocess("time", "plain,probe", str(length), str(repeats), *common)

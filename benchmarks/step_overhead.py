@@ -36,7 +36,7 @@ from traac.common.models import load_tokenizer
 from traac.data.training import items_to_dataset, load_training_items
 from traac.method.formats import resolve_chat_format
 from traac.method.rewards import RewardConfig
-from traac.testbed.build import resolve_model
+from traac.pipelines.models import resolve_model
 from traac.training.config import TRAACConfig
 from traac.training.rewards import TraacRewards
 from traac.training.telemetry import METRICS_FILE

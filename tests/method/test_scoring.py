@@ -6,7 +6,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from transformers import DynamicCache
+from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
 
 from traac.errors import TraacError
 from traac.method.compression import Compressor, ScoreRequest
@@ -197,13 +197,27 @@ def test_score_matches_token_scores_and_offsets(tiny_model, char_tokenizer):
         assert text[ts.offsets[-1][0] : ts.offsets[-1][1]] == "</think>"
 
 
-def test_probe_must_end_with_closer_token(tiny_model, char_tokenizer):
+def test_probe_must_end_with_the_closer(tiny_model, char_tokenizer):
     scorer = AttentionScorer(tiny_model(), char_tokenizer())
-    with pytest.raises(TraacError, match="'</think>' as one token"):
+    with pytest.raises(TraacError, match="must end with '</think>'"):
         scorer.score(probe_requests(["<think>no closer"]))
-    custom = AttentionScorer(tiny_model(), char_tokenizer(), think_close="[END]")
-    with pytest.raises(TraacError, match=r"last token is '\]'"):
-        custom.score(probe_requests(["<think>x[END]"]))
+    merged = char_tokenizer(merges=[("x", "]")])  # the last token reaches back past the closer
+    custom = AttentionScorer(tiny_model(vocab_size=len(merged)), merged, think_close="]")
+    with pytest.raises(TraacError, match=r"last token is 'x\]'"):
+        custom.score(probe_requests(["<think>x]"]))
+
+
+def test_a_split_closer_reads_from_its_last_token(tiny_model, char_tokenizer):
+    """A tokenizer without a closer token (SmolLM2 splits `</think>` into three) is probed from
+    the closer's last piece, which has seen the whole closer (SPEC section 2)."""
+    model, tok = tiny_model(), char_tokenizer()
+    scorer = AttentionScorer(model, tok, think_close="[END]")
+    text = "<think>So x=1. Wait, x=1.[END]"
+    [scored] = scorer.score(probe_requests([text]))
+    assert text[slice(*scored.offsets[-1])] == "]"
+    ids = torch.tensor([tok(text, add_special_tokens=False)["input_ids"]])
+    eager = eager_reference(model, ids, None, range(4))[0].double().numpy()
+    np.testing.assert_allclose(scored.scores, eager, atol=1e-6)
 
 
 def test_too_long_text_names_lengths_and_is_not_truncated(tiny_model, char_tokenizer):
@@ -354,3 +368,34 @@ def test_scores_are_non_negative_and_finite(scorers, reasonings, name):
         text = request.probe if name != "confidence" else request.context + request.reasoning
         assert ts.scores.shape == (len(ts.offsets),) == (len(tokenizer.tokenize(text)),)
         assert np.isfinite(ts.scores).all() and (ts.scores >= 0).all()
+
+
+REASONING = (
+    "Let me compute 7 + 5 first. 7 + 5 = 12. Wait, let me double-check: 12 - 5 = 7, so 12 is "
+    "right. Then 12 * 3 = 36. So the answer is 36."
+)
+
+
+@pytest.fixture(scope="module")
+def smollm2_pair(smollm2):
+    model = AutoModelForCausalLM.from_pretrained(smollm2, dtype=torch.float32).eval()
+    return model, AutoTokenizer.from_pretrained(smollm2)
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_probe_equals_eager_attention_on_a_real_llama_sink_included(side, smollm2_pair):
+    """SmolLM2 (30 layers, 9 query / 3 key-value heads) has an attention sink on its first
+    token; the O(T) probe must read it exactly as `output_attentions` does, through padding."""
+    model, tok = smollm2_pair
+    fmt = ChatFormat()
+    texts = [fmt.probe_text(REASONING), fmt.probe_text("So 2 + 2 = 4."), fmt.probe_text("Hmm.")]
+    tok.padding_side = side
+    batch = tok(texts, add_special_tokens=False, padding=True, return_tensors="pt")
+    ids, mask = batch["input_ids"], batch["attention_mask"]
+    scorer = AttentionScorer(model, tok, batch_size=3)
+    got = scorer.token_scores(ids, mask)
+    want = eager_reference(model, ids, mask, range(model.config.num_hidden_layers))
+    torch.testing.assert_close(got, want, atol=2e-5, rtol=1e-4)
+    first = mask.int().argmax(dim=1)
+    sink = got[torch.arange(3), first]
+    assert (sink > 0.1).all(), sink  # the sink the testbed lacks: a real share on token 0

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from traac.errors import TraacError
 from traac.method.difficulty import SINGLE_BIN
 from traac.method.formats import AUX_PROMPT
+from traac.pipelines.train import parse
 from traac.training.config import TRAACConfig, TRAACConfigError
-from traac.training.run import parse
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 

@@ -31,7 +31,7 @@ from traac.method.compression import CompressionResult, Compressor, count_tokens
 from traac.method.formats import ChatFormat
 from traac.method.scoring import build_scorer, resolve_layers
 from traac.method.settings import TEST_TIME_TAU, CompressionSettings, FormatSettings
-from traac.testbed.build import resolve_model
+from traac.pipelines.models import resolve_model
 
 
 @dataclass(frozen=True)

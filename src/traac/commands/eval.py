@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from traac.commands import ArgumentParser, add_settings, check_tau, settings_from
+from traac.common.gguf import is_gguf_path
 from traac.common.models import (
-    TESTBED_NAMES,
     load_model,
     load_tokenizer,
     prompt_style_of,
@@ -21,11 +21,11 @@ from traac.common.models import (
 from traac.console import make_console, make_progress
 from traac.errors import TraacError
 from traac.evaluation.generation import BACKENDS, Backend, make_backend
-from traac.evaluation.prompts import PROMPT_STYLES
+from traac.evaluation.prompts import PROMPT_STYLES, default_prompt_style
 from traac.evaluation.runner import EvalSettings, file_sha256, run_eval
 from traac.evaluation.testtime import ThinkingBackend, ThinkingGenerator
 from traac.method.settings import CompressionSettings, FormatSettings
-from traac.testbed.build import resolve_model
+from traac.pipelines.models import MODELS, resolve_model
 
 DESCRIPTION = """\
 Evaluate a model on a dataset (samples.jsonl, summary.json, summary.md in --output), or score a
@@ -74,7 +74,7 @@ def build_parser() -> ArgumentParser:
         "--prompt-style",
         choices=list(PROMPT_STYLES),
         help="baseline prompt (default: the style the model was trained with, if its config "
-        "says, else base)",
+        "says; think for a chat template without a think block; else base)",
     )
     p.add_argument("--backend", choices=BACKENDS, default="transformers", help="generation engine")
     p.add_argument("--limit", type=int, help="only the first K items")
@@ -131,7 +131,12 @@ def main(argv: list[str]) -> int:
     responses = args.responses.expanduser().resolve() if args.responses else None
     if responses is not None and not responses.is_file():
         raise TraacError(f"--responses {str(args.responses)!r}: no such file")
-    style = args.prompt_style or (model and prompt_style_of(model)) or "base"
+    tokenizer = load_tokenizer(model or args.tokenizer) if (model or args.tokenizer) else None
+    style = (
+        args.prompt_style
+        or (model and prompt_style_of(model))
+        or (default_prompt_style(tokenizer, think.think_open) if tokenizer else "base")
+    )
     settings = EvalSettings(
         dataset=_path_key(args.dataset),
         model=model,
@@ -148,7 +153,6 @@ def main(argv: list[str]) -> int:
         compression=asdict(compression) if thinking else None,
         think_budget=args.think_budget,
     )
-    tokenizer = load_tokenizer(model or args.tokenizer) if (model or args.tokenizer) else None
 
     def backend(tok: Any) -> Backend:
         path = resolve_model(model)
@@ -196,6 +200,6 @@ def _path_key(name: str) -> str:
 
 
 def _model_key(name: str) -> str:
-    """The testbed is named by its build directory, which changes with its configuration, so a
-    rebuilt testbed counts as another model."""
-    return resolve_model(name) if name in TESTBED_NAMES else _path_key(name)
+    """A named or GGUF model is named by its cache directory, which changes with its
+    configuration or file, so a rebuilt testbed or another GGUF file counts as another model."""
+    return resolve_model(name) if name in MODELS or is_gguf_path(name) else _path_key(name)

@@ -33,7 +33,7 @@ from traac.errors import TraacError
 from traac.evaluation.generation import check_sampling
 from traac.evaluation.testtime import PROBE_MODES, ThinkingGenerator, render_prompt
 from traac.method.settings import TEST_TIME_TAU, CompressionSettings, FormatSettings
-from traac.testbed.build import resolve_model
+from traac.pipelines.models import resolve_model
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from traac.console import make_console, make_progress, print_table
 from traac.evaluation.generation import TransformersBackend
 from traac.evaluation.probe_report import probe_report, read_labelled
 from traac.evaluation.testtime import render_prompt
-from traac.testbed.build import resolve_model
+from traac.pipelines.models import resolve_model
 from traac.testbed.measure import labelled_responses
 
 

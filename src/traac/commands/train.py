@@ -1,6 +1,6 @@
 """`traac train --config RECIPE.yaml [--any_field value ...]`: TRAAC on TRL's GRPO.
 
-Every field of the recipe (`traac.training.run.TrainScriptArguments` and `TRAACConfig`, so every
+Every field of the recipe (`traac.pipelines.train.TrainScriptArguments` and `TRAACConfig`, so every
 `GRPOConfig` field) can be set in the YAML or on the command line. `--dry-run` checks the recipe
 and prints the plan without loading weights or needing a GPU. SIGINT/SIGTERM checkpoint at the
 end of the current step and exit with 128 + the signal number (130, 143);
@@ -16,8 +16,8 @@ from accelerate import PartialState
 from rich.table import Table as RichTable
 
 from traac.console import make_console, make_progress, print_lines
-from traac.training.plan import Plan, make_plan
-from traac.training.run import build_parser, parse_recipe, train
+from traac.pipelines.plan import Plan, make_plan
+from traac.pipelines.train import build_parser, parse_recipe, train
 from traac.training.telemetry import METRICS_FILE
 
 

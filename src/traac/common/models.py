@@ -1,10 +1,10 @@
 """Load a causal LM and its tokenizer by local path or hub id.
 
 Every command accepts the same model, device and dtype arguments, checked before any weight is
-read; errors are one line naming the model and the fix. (The name `testbed` is resolved one layer
-up, by `traac.testbed.build.resolve_model`, which builds it if needed.) A model may carry the
-prompt style it was trained with (`traac_prompt_style` in its `config.json`), which evaluation
-and generation use unless told otherwise.
+read; errors are one line naming the model and the fix. (Names such as `testbed` and `smollm2`, and
+`.gguf` files, are resolved to a directory first, by `traac.pipelines.models.resolve_model`.) A
+model may carry the prompt style it was trained with (`traac_prompt_style` in its `config.json`),
+which evaluation and generation use unless told otherwise.
 """
 
 from __future__ import annotations
@@ -17,19 +17,14 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from traac.common.threads import set_threads
-from traac.errors import TraacError
+from traac.errors import TraacError, first_line
 
-TESTBED_NAMES = ("testbed", "testbed-quick")
 PROMPT_STYLE_KEY = "traac_prompt_style"
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def resolve_model_path(model: str) -> str:
     """A local model directory (checked) or a hub id."""
-    if model in TESTBED_NAMES:
-        raise TraacError(
-            f"model {model!r}: the testbed is resolved by traac.testbed.build.resolve_model"
-        )
     if not model.strip():
         raise TraacError("model: empty; pass a model directory, a hub id or testbed")
     path = Path(model).expanduser()
@@ -50,7 +45,7 @@ def load_config(model: str) -> Any:
     try:
         return AutoConfig.from_pretrained(path)
     except (OSError, ValueError, KeyError, TypeError) as err:
-        raise TraacError(f"model {model!r}: cannot read its config ({_first_line(err)})") from None
+        raise TraacError(f"model {model!r}: cannot read its config ({first_line(err)})") from None
 
 
 def prompt_style_of(model: str) -> str | None:
@@ -106,7 +101,7 @@ def load_tokenizer(model: str) -> Any:
         tokenizer = AutoTokenizer.from_pretrained(path)
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise TraacError(
-            f"model {model!r}: cannot load its tokenizer ({_first_line(err)})"
+            f"model {model!r}: cannot load its tokenizer ({first_line(err)})"
         ) from None
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -126,11 +121,6 @@ def load_model(
     try:
         lm = AutoModelForCausalLM.from_pretrained(path, dtype=dtype or resolve_dtype(None, target))
     except (OSError, ValueError, KeyError, TypeError) as err:
-        raise TraacError(f"model {model!r}: cannot load it ({_first_line(err)})") from None
+        raise TraacError(f"model {model!r}: cannot load it ({first_line(err)})") from None
     set_threads(num_threads)
     return lm.to(target).eval()
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__

@@ -15,6 +15,10 @@ from traac.errors import TraacError
 
 BOXED_INSTRUCTION = "Let's think step by step and output the final answer within \\boxed{}"
 LCR1_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}"
+THINK_INSTRUCTION = (
+    "Think step by step between <think> and </think> first, then give the final answer "
+    "within \\boxed{}."
+)
 L1_BUDGET = 10000  # L1-Max was trained (and is evaluated) with this budget in its prompt
 
 # style -> instruction appended to the question (None: the question alone).
@@ -24,6 +28,7 @@ PROMPT_STYLES: dict[str, str | None] = {
     "lc-r1": LCR1_INSTRUCTION,
     "adaptthink": None,
     "question": None,  # the question alone: what the testbed model was taught
+    "think": THINK_INSTRUCTION,  # asks for the think block a chat template does not open
     "tokenskip": None,  # a whole raw template, see `build_prompt`
 }
 TOKENSKIP_RATIO = 0.5
@@ -32,6 +37,14 @@ TOKENSKIP_TEMPLATE = (
     "<|im_start|>user\n{instruction}.\n{question}<|eot_id|>{ratio}<|eot_id|><|im_end|>\n"
     "<|im_start|>assistant\n"
 )
+
+
+def default_prompt_style(tokenizer: Any, think_open: str = "<think>") -> str:
+    """`base`, or `think` for a chat model whose template never mentions the think opener (an
+    instruct model that was not trained to reason): its prompt must ask for the think block,
+    or every response counts as unclosed thinking."""
+    template = getattr(tokenizer, "chat_template", None)
+    return "think" if isinstance(template, str) and think_open not in template else "base"
 
 
 def user_message(item: Item | str, style: str = "base") -> str:

@@ -333,13 +333,22 @@ def _padding_kwargs(valid: torch.Tensor, right_padded: bool) -> dict[str, Any]:
     }
 
 
+def closer_reads(start: int, end: int, text_len: int, closer_len: int) -> bool:
+    """Whether the probe's last token, spanning characters [start, end), is the closer's last
+    token: the query whose attention the probe reads (SPEC section 2). A tokenizer with a
+    `</think>` token reads that one token; one that splits it (SmolLM2: `</`, `think`, `>`)
+    reads the last piece, which has then seen the whole closer."""
+    return end == text_len and start >= text_len - closer_len
+
+
 class AttentionScorer(_ModelScorer):
     """Score each token by the attention the probe's closer pays it (SPEC section 2).
 
     `layers`: `all` (paper), `first_half` (authors' implementation) or explicit indices; the
     score is the mean over those layers and all query heads, or with `heads="gated"` one row
     per head, which the compressor gates (`gate_heads`). Every probe text must end with
-    `think_close` tokenised as ONE token: the closer is the query whose attention is read.
+    `think_close`; the query whose attention is read is the closer's last token
+    (`closer_reads`), the closer itself when the tokenizer has it as one token.
     """
 
     def __init__(
@@ -360,14 +369,12 @@ class AttentionScorer(_ModelScorer):
     def _encode(self, text: str) -> tuple[list[int], np.ndarray]:
         ids, offsets = super()._encode(text)
         start, end = (int(x) for x in offsets[-1])
-        if not text.endswith(self.think_close) or (start, end) != (
-            len(text) - len(self.think_close),
-            len(text),
+        if not text.endswith(self.think_close) or not closer_reads(
+            start, end, len(text), len(self.think_close)
         ):
-            last = text[start:end]
             raise TraacError(
-                f"scoring: the probe must end with {self.think_close!r} as one token, but its "
-                f"last token is {last!r}; check the chat format's think_close and the tokenizer"
+                f"scoring: the probe must end with {self.think_close!r}, but its last token is "
+                f"{text[start:end]!r}; check the chat format's think_close and the tokenizer"
             )
         return ids, offsets
 

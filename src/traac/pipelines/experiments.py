@@ -40,8 +40,8 @@ from traac.pipelines.stages import (
     tier_columns,
     tier_rows,
 )
+from traac.pipelines.train import check_recipe
 from traac.testbed.build import ensure_testbed
-from traac.training.run import check_recipe
 
 TIERS = (*TIER_ORDER, "overall")
 DEFAULT_SEEDS = (0, 1, 2)

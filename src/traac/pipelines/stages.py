@@ -23,8 +23,8 @@ from traac.evaluation.runner import EvalSettings, run_eval
 from traac.evaluation.testtime import ThinkingBackend, ThinkingGenerator
 from traac.method.formats import resolve_chat_format
 from traac.method.settings import CompressionSettings
+from traac.pipelines.train import TrainScriptArguments, parse, train
 from traac.training.config import TRAACConfig
-from traac.training.run import TrainScriptArguments, parse, train
 
 logger = logging.getLogger(__name__)
 HELD_OUT_SEED = 2026  # held-out problems: the testbed's SFT and RL pools never hold them

@@ -11,7 +11,6 @@ import json
 import os
 import random
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from importlib.metadata import version
@@ -20,12 +19,10 @@ from typing import Any
 
 import torch
 from datasets import Dataset
-from filelock import FileLock
 from transformers import GenerationConfig, PrinterCallback, Qwen3Config, Qwen3ForCausalLM
 from trl import SFTConfig, SFTTrainer
 
-from traac.common.models import TESTBED_NAMES, resolve_model_path
-from traac.common.outputs import output_dir
+from traac.common.cache import build_atomically, cache_root, cached_entry
 from traac.common.progress import NullProgress, Progress, TrainerProgress, quiet_libraries
 from traac.data.testbed_problems import EVAL_SEED, RL_SEED, sft_entries
 from traac.errors import TraacError
@@ -38,23 +35,8 @@ CARD = "testbed_card.json"
 TOKENIZER_CORPUS = 4_000  # traces the BPE is trained on (the vocabulary is tiny)
 
 
-def cache_root() -> Path:
-    """`$TRAAC_CACHE_DIR/testbed`, default `~/.cache/traac/testbed`."""
-    root = os.environ.get("TRAAC_CACHE_DIR") or "~/.cache/traac"
-    return Path(root).expanduser() / "testbed"
-
-
 def cache_path(config: TestbedConfig) -> Path:
-    return cache_root() / f"{config.name}-seed{config.seed}-{config.hash()}"
-
-
-def resolve_model(model: str | None, progress: Progress | None = None) -> str:
-    """A model directory or hub id for a command's `--model`: `testbed` (the default, None) and
-    `testbed-quick` are built into the cache on first use; anything else is checked as a path
-    or hub id."""
-    if model is None or model in TESTBED_NAMES:
-        return str(ensure_testbed(quick=model == "testbed-quick", progress=progress))
-    return resolve_model_path(model)
+    return cache_root("testbed") / f"{config.name}-seed{config.seed}-{config.hash()}"
 
 
 def ensure_testbed(quick: bool = False, seed: int = 0, progress: Progress | None = None) -> Path:
@@ -67,18 +49,9 @@ def build_cached(
 ) -> Path:
     """Return the cache entry of `config`, building it if missing (or if `force`); concurrent
     callers wait for one build (a file lock the OS releases if its holder dies)."""
-    target = cache_path(config)
-    if (target / CARD).exists() and not force:
-        return target
-    try:
-        output_dir(target.parent, "testbed cache")
-    except TraacError as err:
-        raise TraacError(f"{err}; set TRAAC_CACHE_DIR to a writable directory") from None
-    with FileLock(target.with_name(target.name + ".lock")):
-        if (target / CARD).exists() and not force:
-            return target  # another process built it while we waited
-        build_testbed(target, config, force=True, progress=progress)
-    return target
+    return cached_entry(
+        cache_path(config), CARD, lambda work: _build(work, config, progress), force=force
+    )
 
 
 def build_testbed(
@@ -90,31 +63,14 @@ def build_testbed(
         raise TraacError(f"testbed: {output} is a file; name a directory for the model")
     if output.exists() and not force:
         raise TraacError(f"testbed: {output} already exists; pass --force to rebuild it")
-    output_dir(output.parent, "testbed: directory")
-    for stale in output.parent.glob(f".{output.name}.tmp-*"):
-        if not _pid_alive(stale.name.rsplit("-", 1)[-1]):
-            shutil.rmtree(stale, ignore_errors=True)  # left by a killed build
-    work = Path(tempfile.mkdtemp(prefix=f".{output.name}.tmp-", dir=output.parent))
-    work = work.rename(work.with_name(f"{work.name}-{os.getpid()}"))
-    try:
-        with quiet_libraries():
-            card = _build_steps(work, config, progress or NullProgress())
-        if output.exists():
-            shutil.rmtree(output)
-        work.rename(output)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return card
+    return build_atomically(
+        output, lambda work: _build(work, config, progress), "testbed: directory"
+    )
 
 
-def _pid_alive(text: str) -> bool:
-    try:
-        os.kill(int(text), 0)
-    except (ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        return True
-    return True
+def _build(work: Path, config: TestbedConfig, progress: Progress | None) -> dict:
+    with quiet_libraries():
+        return _build_steps(work, config, progress or NullProgress())
 
 
 def teacher_traces(config: TestbedConfig) -> tuple[list[dict], list[Trace]]:

@@ -1,9 +1,9 @@
 """`traac train --dry-run`: what a recipe will do, checked before any GPU hour is spent.
 
 `make_plan` checks what can be checked without model weights or a GPU: the model's form (local
-directory, testbed, hub id) and, where its tokenizer is on disk or the hub is reachable, its
-chat format; the dataset's rows where the data is local, cached or reachable; the batch
-arithmetic for the planned number of processes; the resume checkpoint. What cannot be reached
+directory, named model, GGUF file, hub id) and, where its tokenizer is on disk or the hub is
+reachable, its chat format; the dataset's rows where the data is local, cached or reachable; the
+batch arithmetic for the planned number of processes; the resume checkpoint. What cannot be reached
 offline is said plainly and left to run time, never reported as an error.
 """
 
@@ -20,14 +20,14 @@ import torch
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers import AutoTokenizer
 
-from traac.common.models import TESTBED_NAMES, resolve_model_path
+from traac.common.gguf import check_gguf, is_gguf_path
+from traac.common.models import resolve_model_path
 from traac.data.hub import HubUnavailable, hub_reachable
 from traac.data.training import load_training_items
 from traac.errors import TraacError
-from traac.testbed.build import CARD, cache_path
-from traac.testbed.config import default_config
+from traac.pipelines.models import MODELS
+from traac.pipelines.train import TrainScriptArguments, resume_checkpoint
 from traac.training.config import TRAACConfig
-from traac.training.run import TrainScriptArguments, resume_checkpoint
 
 CHECKED_AT_RUN_TIME = "not reachable offline, checked at run time"
 
@@ -88,11 +88,15 @@ def _deferred(value: str) -> bool:
 def check_model(name: str) -> tuple[Any, str]:
     """(tokenizer or None, how the model was found); never loads weights and never builds the
     testbed."""
-    if name in TESTBED_NAMES:
-        path = cache_path(default_config(quick=name == "testbed-quick"))
-        if not (path / CARD).exists():
-            return None, "the CPU testbed; not built yet, built at run time (minutes)"
-        return _tokenizer(str(path), local_only=True), f"the CPU testbed, {path}"
+    if name in MODELS:
+        named = MODELS[name]
+        path = named.cached()
+        if path is None:
+            return None, f"{named.description}; not in the cache yet, made at run time"
+        return _tokenizer(str(path), local_only=True), f"{named.description}, {path}"
+    if is_gguf_path(name):
+        check_gguf(Path(name).expanduser())
+        return None, "a GGUF file, converted into the cache at run time"
     try:
         path = resolve_model_path(name)
     except TraacError as err:

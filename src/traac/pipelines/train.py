@@ -29,7 +29,7 @@ from traac.common.progress import NullProgress, Progress, TrainerProgress, quiet
 from traac.common.threads import set_threads
 from traac.data.training import items_to_dataset, load_training_items
 from traac.errors import TraacError
-from traac.testbed.build import resolve_model
+from traac.pipelines.models import resolve_model
 from traac.training.config import TRAACConfig
 from traac.training.trainer import STATE_FILE, TRAACTrainer
 
