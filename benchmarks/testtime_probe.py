@@ -5,7 +5,7 @@ probe of T tokens: the opener and T - S - 1 reasoning tokens, then S = 26 suffix
 (separator + auxiliary prompt + closer: what Qwen3's tokenizer makes of them). Timed in one
 process, the two alternating so that load from other processes hits both alike:
   full     `AttentionScorer.token_scores` on all T tokens (what compression.py does);
-  closer   `testtime.cached_probe_row` once the closer is sampled: the suffix, plus the
+  closer   `probe_cache.cached_probe_row` once the closer is sampled: the suffix, plus the
            reasoning tokens the probe cache has not been fed yet (the tail: 0 with
            `probe_chunk=1`, at most 31 with the default 32), against the cached keys.
 The rows are compared (max |difference| over the T scores). The cache itself is built while the
@@ -49,8 +49,8 @@ def measure(model, length: int, repeats: int, device: str) -> dict[str, float]:
     import torch
     from transformers import DynamicCache
 
-    from traac.evaluation.testtime import DEFAULT_PROBE_CHUNK as CHUNK
-    from traac.evaluation.testtime import ProbeCache, cached_probe_row
+    from traac.method.probe_cache import DEFAULT_PROBE_CHUNK as CHUNK
+    from traac.method.probe_cache import ProbeCache, cached_probe_row
     from traac.method.scoring import AttentionScorer
 
     def sync() -> None:

@@ -6,7 +6,12 @@ import pytest
 
 from traac.common.items import Item
 from traac.errors import TraacError
-from traac.evaluation.prompts import build_prompt, user_message
+from traac.evaluation.prompts import (
+    build_prompt,
+    default_prompt_style,
+    render_prompt,
+    user_message,
+)
 
 ITEM = Item(id="q", question="What is 2+3?", answer="5")
 
@@ -40,6 +45,11 @@ class ChatTemplate:
         ),
         ("adaptthink", "What is 2+3?"),
         ("question", "What is 2+3?"),  # the testbed model's style: the question alone
+        (
+            "think",
+            "What is 2+3? Think step by step between <think> and </think> first, then give the "
+            "final answer within \\boxed{}.",
+        ),
     ],
 )
 def test_user_message_per_style(style, expected):
@@ -67,3 +77,26 @@ def test_unknown_style_and_missing_template_are_errors():
 
     with pytest.raises(TraacError, match="no chat template"):
         build_prompt(ITEM, NoTemplate(), "base")
+
+
+def test_render_prompt_applies_the_chat_template(char_tokenizer):
+    template = (
+        "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+        "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+    )
+    tokenizer = char_tokenizer(["<pad>", "<eos>"], eos="<eos>", chat_template=template)
+    assert render_prompt(tokenizer, "2+2?") == "<|user|>2+2?\n<|assistant|>"
+
+
+def test_a_chat_template_without_a_think_block_is_asked_for_one():
+    """An instruct model whose template never opens a think block (SmolLM2) gets the `think`
+    style; a reasoning model's template, or none, keeps `base`."""
+
+    class Template:
+        def __init__(self, template):
+            self.chat_template = template
+
+    assert default_prompt_style(Template("{{ '<|im_start|>assistant\\n' }}")) == "think"
+    assert default_prompt_style(Template("{{ '<|assistant|><think>\\n' }}")) == "base"
+    assert default_prompt_style(Template("{{ '[[' }}"), think_open="[[") == "base"
+    assert default_prompt_style(Template(None)) == "base"

@@ -15,11 +15,11 @@ from traac.evaluation.report import (
     TierStats,
     budget_table,
     build_report,
-    difficulty_table,
     load_models,
     main_table,
     otb_table,
     pooled_tiers,
+    tier_table,
     verdict_table,
 )
 from traac.evaluation.runner import EvalSettings, run_eval
@@ -102,7 +102,7 @@ def test_tables_and_tiers_are_data_the_report_is_written_from(runs):
         ["traac", "100.00", "102", "75.00", "352", "87.50", "227"],
     ]
     report = build_report(models)
-    assert table.markdown() in report and difficulty_table(models).markdown() in report
+    assert table.markdown() in report and tier_table(models).markdown() in report
     assert otb_table(models).markdown() in report
     assert pooled_tiers(models[0]) == {
         "easy": TierStats(accuracy=100.0, mean_response_tokens=402.0),
@@ -111,7 +111,7 @@ def test_tables_and_tiers_are_data_the_report_is_written_from(runs):
     records = models[1].runs["tiers"].records()
     assert len(records) == 8 and all(isinstance(r, SampleRecord) for r in records)
     assert sum(r.correct for r in records) == 6
-    assert {r.difficulty for r in records} == {"easy", "hard"}
+    assert {r.tier for r in records} == {"easy", "hard"}
 
 
 def test_each_directory_is_a_row(runs):

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from traac.errors import TraacError
-from traac.evaluation.generation import Generation
-from traac.evaluation.records import SampleRecord, summarize
+from traac.evaluation.prompts import THINK_INSTRUCTION
+from traac.evaluation.records import Generation, SampleRecord, summarize
 from traac.evaluation.runner import EvalSettings, SamplesFile, read_summary, run_eval
 from traac.method.formats import AUX_PROMPT
 
@@ -340,7 +340,9 @@ def test_traac_eval_generates_with_a_model_dir(tmp_path, dataset, model_dir, cap
         assert 1 <= r["response_tokens"] <= 6 and r["finish_reason"] in ("stop", "length")
     run = json.loads((out / "run.json").read_text())
     assert run["settings"]["max_new_tokens"] == 6 and run["args"]["batch_size"] == 4
-    assert run["settings"]["prompt_style"] == "base"  # the model's config names no style
+    # The config names no style and the chat template opens no think block: ask for one.
+    assert run["settings"]["prompt_style"] == "think"
+    assert all(THINK_INSTRUCTION in r["prompt"] for r in records)
     assert main(argv) == 0  # a rerun finds everything done
     assert lines(out / "samples.jsonl") == records
     with pytest.raises(TraacError, match=r"temperature: 1\.0 -> 0\.5"):
@@ -418,7 +420,7 @@ def test_summary_auc_oaa_and_otb_f1():
 def test_sample_records_round_trip_with_their_extra_fields():
     rec = SampleRecord(
         id="m1", sample=2, response="r", correct=True, response_tokens=5, think_tokens=3,
-        closed=False, difficulty="easy", extra={"ttc_tokens_saved": 4},
+        closed=False, tier="easy", extra={"ttc_tokens_saved": 4},
     )  # fmt: skip
     row = rec.to_json()
     assert row["ttc_tokens_saved"] == 4 and "extra" not in row  # written flat

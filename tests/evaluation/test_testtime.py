@@ -6,10 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from traac.errors import TraacError
-from traac.evaluation.generation import Generation, Sampling
-from traac.evaluation.testtime import ThinkingBackend, ThinkingGenerator, render_prompt
+from traac.evaluation.generation import Sampling
+from traac.evaluation.records import Generation
+from traac.evaluation.testtime import ThinkingGenerator
+from traac.evaluation.thinking_backend import ThinkingBackend
 from traac.method.compression import Compressor, ScoreRequest, step_scores, uniformity
 from traac.method.formats import AUX_PROMPT, ChatFormat
 from traac.method.scoring import AttentionScorer
@@ -190,7 +193,7 @@ def test_batch_of_prompts_of_different_lengths_matches_reforward(model, tokenize
         ref = reference(model, tokenizer, fmt, sample.reasoning, 1.0)
         np.testing.assert_allclose(sample.compression.scores, ref.scores, rtol=0, atol=1e-5)
         assert sample.compression.kept == ref.kept
-        assert sample.response == other.response
+        assert sample.text == other.text
         np.testing.assert_allclose(sample.compression.scores, other.compression.scores, atol=1e-5)
     by_prompt = dict(zip(prompts, samples, strict=True))
     assert by_prompt[late].reasoning == REASONINGS["q3?"]
@@ -217,10 +220,10 @@ def test_answer_is_written_from_the_compressed_reasoning(model, tokenizer):
         else:  # nothing evicted: the model's own tokens, then its answer
             assert s.token_ids[0] == OPEN and s.token_ids[s.reasoning_tokens + 1] == CLOSE
         assert s.answer == " \\boxed{8}"
-        assert s.response == fmt.response_text(comp.text, s.answer)
-        assert tokenizer.decode(list(s.token_ids)) == s.response
+        assert s.text == fmt.response_text(comp.text, s.answer)
+        assert tokenizer.decode(list(s.token_ids)) == s.text
         assert s.finish_reason == "stop"
-        assert fmt.parse(s.response).reasoning == comp.text
+        assert fmt.parse(s.text).reasoning == comp.text
 
 
 def test_without_eviction_it_decodes_exactly_as_plain_generate(model, tokenizer):
@@ -276,7 +279,7 @@ def test_no_closer_means_no_compression(model, tokenizer):
     assert (eos.finish_reason, length.finish_reason) == ("stop", "length")
     for s in (eos, length):
         assert not s.closed and s.compression is None and s.answer == ""
-        assert s.response == "<think>" + s.reasoning and s.probe_tokens == 0
+        assert s.text == "<think>" + s.reasoning and s.probe_tokens == 0
         assert s.tokens_before == s.tokens_after == s.reasoning_tokens
     assert eos.reasoning == "So on and on and on"
     assert len(length.token_ids) == 40 and length.reasoning_tokens == 39  # the opener counts
@@ -289,7 +292,7 @@ def test_prompt_opens_format(model, tokenizer):
     (sample,) = generator.generate(["q1<think>"], logits_processor=Script(tokenizer, plans))
     ref = reference(model, tokenizer, fmt, sample.reasoning, 1.0)
     np.testing.assert_allclose(sample.compression.scores, ref.scores, rtol=0, atol=1e-5)
-    assert sample.response == f"{sample.compressed_reasoning}</think>4"
+    assert sample.text == f"{sample.compressed_reasoning}</think>4"
     assert sample.probe_tokens == suffix_tokens(tokenizer)
 
 
@@ -303,7 +306,7 @@ def test_a_preamble_before_the_opener_is_kept_out_of_the_reasoning(model, tokeni
     ref = reference(model, tokenizer, fmt, sample.reasoning, 1.0)
     np.testing.assert_allclose(sample.compression.scores, ref.scores, rtol=0, atol=1e-5)
     assert sample.probe_tokens == suffix_tokens(tokenizer)  # the cache starts at the opener
-    assert sample.response == f"ok <think>{sample.compressed_reasoning}</think>4"
+    assert sample.text == f"ok <think>{sample.compressed_reasoning}</think>4"
 
 
 def test_a_model_that_never_opens_still_gets_exact_scores(model, tokenizer):
@@ -316,7 +319,7 @@ def test_a_model_that_never_opens_still_gets_exact_scores(model, tokenizer):
     np.testing.assert_allclose(sample.compression.scores, ref.scores, rtol=0, atol=1e-5)
     probe = tokenizer.encode(fmt.probe_text(sample.reasoning), add_special_tokens=False)
     assert sample.probe_tokens == len(probe) - 1  # only the opener was cached
-    assert sample.response == f"{sample.compressed_reasoning}</think>4"
+    assert sample.text == f"{sample.compressed_reasoning}</think>4"
 
 
 @pytest.mark.parametrize("probe", ["cached", "reforward"])
@@ -327,18 +330,18 @@ def test_a_probe_longer_than_the_model_takes_is_not_compressed(make_model, token
     (sample,) = generator.generate(["q1"], logits_processor=Script(tokenizer, plans))
     assert sample.closed and sample.tokens_saved == 0 and sample.probe_tokens == 0
     assert "more than the model's 150 positions" in sample.note
-    assert sample.response == f"<think>{REASONINGS['q1']}</think> \\boxed{{8}}"
+    assert sample.text == f"<think>{REASONINGS['q1']}</think> \\boxed{{8}}"
 
 
 def test_sampling_is_seeded_and_bounded(model, tokenizer):
     generator = ThinkingGenerator(model, tokenizer, ChatFormat())
     prompts = ["a", "bb", "ccc"]
     first = generator.generate(prompts, max_new_tokens=30, seed=3)
-    assert [s.response for s in first] == [
-        s.response for s in generator.generate(prompts, max_new_tokens=30, seed=3)
+    assert [s.text for s in first] == [
+        s.text for s in generator.generate(prompts, max_new_tokens=30, seed=3)
     ]
-    assert [s.response for s in first] != [
-        s.response for s in generator.generate(prompts, max_new_tokens=30, seed=4)
+    assert [s.text for s in first] != [
+        s.text for s in generator.generate(prompts, max_new_tokens=30, seed=4)
     ]
     for s in first:
         assert len(s.token_ids) <= 30 and s.reasoning_tokens + s.answer_tokens <= 30
@@ -367,10 +370,7 @@ def test_backend_gives_generations_with_tokens_saved(model, tokenizer):
             == (extra["ttc_tokens_saved"])
         )
         assert g.text.endswith("</think> \\boxed{8}") and g.finish_reason == "stop"
-
-
-def test_render_prompt_applies_the_chat_template(tokenizer):
-    assert render_prompt(tokenizer, "2+2?") == "<|user|>2+2?\n<|assistant|>"
+        assert g.interrupted is None and g.budget_think_tokens is None  # no think budget
 
 
 @pytest.mark.parametrize(
@@ -383,7 +383,6 @@ def test_render_prompt_applies_the_chat_template(tokenizer):
         (lambda: {"settings": CompressionSettings(uniformity_gate=2.0)}, "uniformity_gate"),
         (lambda: {"settings": CompressionSettings(probe_layers="9")}, "layers"),
         (lambda: {"settings": CompressionSettings(scorer="random")}, "attention scorer"),
-        (lambda: {"chat_format": ChatFormat(think_close="</end>")}, "one token"),
     ],
 )
 def test_bad_settings_are_one_line_errors(model, tokenizer, kwargs, message):
@@ -427,9 +426,9 @@ def test_a_think_budget_interrupts_the_papers_way(model, tokenizer, budget):
     reasoning = tokenizer.decode(think[1:budget])
     tail = fmt.aux_separator(reasoning) + AUX_PROMPT
     assert cut.reasoning == reasoning and cut.answer == " \\boxed{8}"
-    assert cut.response == f"<think>{reasoning}{tail}</think> \\boxed{{8}}"
+    assert cut.text == f"<think>{reasoning}{tail}</think> \\boxed{{8}}"
     assert cut.token_ids == (*think[:budget], *enc(tokenizer, tail), CLOSE, *answer)
-    parsed = fmt.parse(cut.response)
+    parsed = fmt.parse(cut.text)
     assert parsed.well_formed and parsed.closed and parsed.answer == " \\boxed{8}"
     if budget > len(plans["q1"][0]):  # closed within the budget: answered as it was
         assert not short.interrupted and short.closed
@@ -458,10 +457,10 @@ def test_a_think_budget_with_compression_answers_from_the_pruned_steps(model, to
     assert cut.compression.kept == ref.kept and cut.compressed_reasoning == ref.text
     assert ref.text != cut.reasoning and cut.tokens_saved > 0, "nothing evicted"
     tail = fmt.aux_separator(ref.text) + AUX_PROMPT
-    assert cut.response == f"<think>{ref.text}{tail}</think> \\boxed{{8}}"
+    assert cut.text == f"<think>{ref.text}{tail}</think> \\boxed{{8}}"
     prefix = [OPEN, *tokenizer.encode(ref.text + tail + "</think>", add_special_tokens=False)]
     assert cut.token_ids == (*prefix, *enc(tokenizer, " \\boxed{8}"))
-    assert fmt.parse(cut.response).well_formed
+    assert fmt.parse(cut.text).well_formed
     assert short.compression is not None  # closed within the budget: test-time compression
 
 
@@ -501,3 +500,47 @@ def test_a_bad_think_budget_is_a_one_line_error(model, tokenizer, budget):
     with pytest.raises(TraacError, match="think_budget") as err:
         ThinkingGenerator(model, tokenizer, think_budget=budget)
     assert "\n" not in str(err.value)
+
+
+class Force:
+    """A logits processor forcing `tokens` after a prompt of `start` tokens, then `eos`."""
+
+    def __init__(self, start: int, tokens: list[int], eos: int) -> None:
+        self.start, self.tokens, self.eos = start, tokens, eos
+
+    def __call__(self, history: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+        done = history.shape[1] - self.start
+        out = torch.full_like(logits, float("-inf"))
+        out[:, self.tokens[done] if done < len(self.tokens) else self.eos] = 0.0
+        return out
+
+
+@pytest.mark.parametrize("chunk", [1, 32])
+def test_cached_probe_equals_a_reforward_on_a_real_model_with_a_split_closer(smollm2, chunk):
+    """SmolLM2 has no think tokens: `</think>` is `</`, `think`, `>`. Decoding stops once all
+    three are sampled, and the cached probe, read from the closer's last piece, gives the
+    re-forward's step scores."""
+    model = AutoModelForCausalLM.from_pretrained(smollm2, dtype=torch.float32).eval()
+    tok = AutoTokenizer.from_pretrained(smollm2)
+    fmt = ChatFormat()
+    assert len(tok.encode(fmt.think_close, add_special_tokens=False)) == 3
+    reasoning = (
+        "\nLet me add 3 and 4 first. 3 + 4 = 7. Wait, let me check: 7 - 4 = 3, yes. "
+        "Then 7 * 2 = 14. So the answer is 14.\n"
+    )
+    prompt = tok.apply_chat_template(
+        [{"role": "user", "content": "What is (3 + 4) * 2?"}],
+        tokenize=False,
+        add_generation_prompt=True,
+    )
+    start = len(tok.encode(prompt, add_special_tokens=False))
+    forced = tok.encode(f"<think>{reasoning}</think> \\boxed{{14}}", add_special_tokens=False)
+    generator = ThinkingGenerator(model, tok, fmt, compress_tau=1.0, probe_chunk=chunk)
+    (sample,) = generator.generate(
+        [prompt], logits_processor=Force(start, forced, tok.eos_token_id), max_new_tokens=80
+    )
+    assert sample.closed and sample.reasoning == reasoning
+    ref = reference(model, tok, fmt, reasoning, 1.0)
+    np.testing.assert_allclose(sample.compression.scores, ref.scores, rtol=0, atol=1e-5)
+    assert sample.compression.kept == ref.kept
+    assert sample.compression.kept != [True] * len(ref.kept)  # the probe selects on this model

@@ -60,6 +60,11 @@ class _Template:
         return f"<user>{messages[0]['content']}<assistant>{self.suffix}"
 
 
+def test_reasoning_context_is_what_the_policy_read_before_the_reasoning():
+    assert ChatFormat().reasoning_context("Q?") == "Q?<think>"
+    assert ChatFormat(opener_in_prompt=True).reasoning_context("Q?<think>") == "Q?<think>"
+
+
 def test_auto_detection_reads_the_template():
     assert resolve_chat_format("auto", tokenizer=_Template("<think>\n")).opener_in_prompt
     assert not resolve_chat_format("auto", tokenizer=_Template("")).opener_in_prompt

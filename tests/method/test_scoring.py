@@ -15,7 +15,6 @@ from traac.method.scoring import (
     AttentionScorer,
     ConfidenceScorer,
     RandomScorer,
-    build_scorer,
     capture_probe_rows,
     resolve_layers,
     topk_confidence,
@@ -302,18 +301,6 @@ def test_confidence_top_k_is_validated(tiny_model, char_tokenizer):
         ConfidenceScorer(tiny_model(), char_tokenizer(), k=1)
 
 
-@pytest.mark.parametrize("name", ["random", "confidence"])
-def test_ablation_scorers_are_not_gated(name, tiny_model, char_tokenizer):
-    """Both ablation scorers evict floor(n * tau) steps whatever their uniformity (SPEC 2)."""
-    model, tok = tiny_model(), char_tokenizer()
-    settings = CompressionSettings(scorer=name)
-    scorer = build_scorer(settings, model, tok, seed=1)
-    reasoning = "First add. Wait, check it. So the sum is 4. Hmm, again. Therefore 4. So 4."
-    (result,) = Compressor(scorer, ChatFormat(), settings)([reasoning], [0.6], ["Q?<think>"])
-    assert result.uniformity > 0.8  # through the gate this would evict nothing
-    assert result.n_evicted == math.floor(len(result.steps) * 0.6) > 0
-
-
 def test_random_scorer_is_seeded_and_constant_per_step(char_tokenizer):
     tok = char_tokenizer()
     text = "<think>add a. Wait b. So c.</think>"
@@ -325,20 +312,6 @@ def test_random_scorer_is_seeded_and_constant_per_step(char_tokenizer):
     wait_at = text.index("Wait")
     before = a[0].scores[a[0].offsets[:, 0] < wait_at]
     assert len(set(before.tolist())) == 1  # the whole first step shares one score
-
-
-def test_build_scorer(tiny_model, char_tokenizer):
-    model, tok = tiny_model(), char_tokenizer()
-    half = CompressionSettings(probe_layers="first_half")
-    assert isinstance(build_scorer(half, model, tok), AttentionScorer)
-    assert build_scorer(half, model, tok).layers == [0, 1]
-    assert build_scorer(half, model, tok).gated
-    confidence = build_scorer(CompressionSettings(scorer="confidence"), model, tok)
-    assert isinstance(confidence, ConfidenceScorer) and not confidence.gated
-    random = build_scorer(CompressionSettings(scorer="random"), None, tok, seed=1)
-    assert isinstance(random, RandomScorer) and not random.gated
-    with pytest.raises(TraacError, match="scorer: 'entropy' is not one of"):
-        CompressionSettings(scorer="entropy")
 
 
 @pytest.fixture(scope="module")

@@ -114,7 +114,7 @@ def test_targets_and_tier_rows():
         length_unit="tokens",
         accuracy_by_sample={0: 80.0},
         accuracy_std_over_samples=0.0,
-        by_difficulty={
+        by_tier={
             "easy": group(95.0, 80.0),
             "medium": group(85.0, 100.0),
             "hard": group(60.0, 120.0),

@@ -113,7 +113,7 @@ def summary(acc: float, length: float, auc: float) -> EvalSummary:
     tiers = {"easy": group(10.0), "medium": group(0.0), "hard": group(-10.0)}
     return EvalSummary(
         dataset="testbed:all", model="m", overall=group(0.0), t_max=256, length_unit="tokens",
-        accuracy_by_sample={0: acc}, accuracy_std_over_samples=0.0, by_difficulty=tiers,
+        accuracy_by_sample={0: acc}, accuracy_std_over_samples=0.0, by_tier=tiers,
     )  # fmt: skip
 
 

@@ -25,11 +25,12 @@ from traac.common.models import load_config, load_model, load_tokenizer, resolve
 from traac.common.outputs import output_file, write_text
 from traac.console import make_console, make_progress, print_lines, print_steps
 from traac.errors import TraacError
-from traac.evaluation.testtime import render_prompt
+from traac.evaluation.prompts import render_prompt
 from traac.evaluation.viewer import render_html
-from traac.method.compression import CompressionResult, Compressor, count_tokens
+from traac.method.compression import CompressionResult, count_tokens
+from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
-from traac.method.scoring import build_scorer, resolve_layers
+from traac.method.scoring import closer_query, resolve_layers
 from traac.method.settings import TEST_TIME_TAU, CompressionSettings, FormatSettings
 from traac.pipelines.models import resolve_model
 
@@ -170,16 +171,9 @@ def main(argv: list[str]) -> int:
         limit = getattr(config, "max_position_embeddings", None)
         check_lengths(traces, tokenizer, limit, chat_format, settings.aux_prompt)
         model = load_model(path, device=device)
-    scorer = build_scorer(
-        settings,
-        model,
-        tokenizer,
-        seed=args.seed,
-        batch_size=args.batch_size,
-        think_open=chat_format.think_open,
-        think_close=chat_format.think_close,
+    compressor = build_compressor(
+        settings, model, tokenizer, chat_format, seed=args.seed, batch_size=args.batch_size
     )
-    compressor = Compressor(scorer, chat_format, settings)
     results: list[CompressionResult] = []
     progress = make_progress()
     with progress.task("scoring", len(traces)) as task:
@@ -192,6 +186,9 @@ def main(argv: list[str]) -> int:
             task.advance(len(chunk))
 
     console = make_console(stderr=False)
+    query = closer_query(tokenizer, chat_format.think_close)
+    if settings.scorer == "attention":
+        print_lines(console, [query])
     records = []
     for trace, result in zip(traces, results, strict=True):
         steps = result.step_records(tokenizer)
@@ -215,6 +212,7 @@ def main(argv: list[str]) -> int:
                 "model": args.model,
                 "compress_tau": args.compress_tau,
                 "seed": args.seed,
+                "probe_query": query,
                 **asdict(settings),
             },
             "traces": records,
@@ -232,5 +230,4 @@ def context(tokenizer: Any, chat_format: ChatFormat, question: str | None) -> st
     """What the model read before the reasoning: the question's prompt and the opener."""
     if question is None:
         return None
-    prompt = render_prompt(tokenizer, question)
-    return prompt if chat_format.opener_in_prompt else prompt + chat_format.think_open
+    return chat_format.reasoning_context(render_prompt(tokenizer, question))

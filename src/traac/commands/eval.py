@@ -23,7 +23,8 @@ from traac.errors import TraacError
 from traac.evaluation.generation import BACKENDS, Backend, make_backend
 from traac.evaluation.prompts import PROMPT_STYLES, default_prompt_style
 from traac.evaluation.runner import EvalSettings, file_sha256, run_eval
-from traac.evaluation.testtime import ThinkingBackend, ThinkingGenerator
+from traac.evaluation.testtime import ThinkingGenerator
+from traac.evaluation.thinking_backend import ThinkingBackend
 from traac.method.settings import CompressionSettings, FormatSettings
 from traac.pipelines.models import MODELS, resolve_model
 

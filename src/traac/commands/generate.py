@@ -31,7 +31,8 @@ from traac.common.outputs import output_file, write_text
 from traac.console import make_console, make_progress, print_lines, print_steps
 from traac.errors import TraacError
 from traac.evaluation.generation import check_sampling
-from traac.evaluation.testtime import PROBE_MODES, ThinkingGenerator, render_prompt
+from traac.evaluation.prompts import render_prompt
+from traac.evaluation.testtime import PROBE_MODES, ThinkingGenerator
 from traac.method.settings import TEST_TIME_TAU, CompressionSettings, FormatSettings
 from traac.pipelines.models import resolve_model
 
@@ -277,7 +278,7 @@ def main(argv: list[str]) -> int:
     before = sum(s.tokens_before for s in samples)
     after = sum(s.tokens_after for s in samples)
     closed = sum(s.closed for s in samples)
-    interrupted = sum(s.interrupted for s in samples)
+    interrupted = sum(bool(s.interrupted) for s in samples)
     cut = f" ({interrupted} interrupted at the think budget)" if args.think_budget else ""
     lines = [
         f"{len(samples)} prompt(s), {closed} closed their think block{cut}; reasoning tokens "

@@ -3,16 +3,18 @@ correct responses (compressed share, eviction precision, compute loss, answers k
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
 from traac.commands import ArgumentParser, check_positive
 from traac.common.models import load_model, load_tokenizer, resolve_device
 from traac.common.outputs import output_file, write_text
-from traac.console import make_console, make_progress, print_table
+from traac.console import make_console, make_progress, print_lines, print_table
 from traac.evaluation.generation import TransformersBackend
-from traac.evaluation.probe_report import probe_report, read_labelled
-from traac.evaluation.testtime import render_prompt
+from traac.evaluation.probe_report import default_specs, probe_report, read_labelled
+from traac.evaluation.prompts import render_prompt
+from traac.method.scoring import closer_query
 from traac.pipelines.models import resolve_model
 from traac.testbed.measure import labelled_responses
 
@@ -26,13 +28,30 @@ def build_parser() -> ArgumentParser:
         "redundant), the compute loss and how often the re-written answer stays right. On the "
         "testbed the steps are labelled automatically; for another model pass --input.",
     )
-    p.add_argument("--model", default="testbed", help="model directory, hub id or testbed")
+    p.add_argument(
+        "--model",
+        default="testbed",
+        help="the model whose responses are scored: testbed, smollm2, a .gguf file, a model "
+        "directory or hub id",
+    )
     p.add_argument(
         "--input",
         type=Path,
         help="JSONL of labelled correct responses: question, reasoning, labels (compute, "
         "conclude, recheck or restate per step), answer[, verifier, tier] (default: the "
         "testbed's own responses to fresh problems)",
+    )
+    p.add_argument(
+        "--scoring-model",
+        help="the model whose attention scores the steps (default: --model itself; beyond the "
+        "paper, any model: steps map to its tokenizer through character offsets)",
+    )
+    p.add_argument(
+        "--each-layer",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="a row for each layer alone besides the layer sets (default: yes; --no-each-layer "
+        "for deep models, where it is one answer regeneration per layer)",
     )
     p.add_argument("--eval-n", type=int, default=100, help="testbed problems per tier (100)")
     p.add_argument("--num-samples", type=int, default=2, help="samples per problem (2)")
@@ -60,14 +79,22 @@ def main(argv: list[str]) -> int:
         responses = labelled_responses(
             model, tokenizer, args.eval_n, args.num_samples, args.seed, progress
         )
-    backend = TransformersBackend(model, tokenizer)
+    backend = TransformersBackend(model, tokenizer)  # the responder re-writes the answers
+    scorer, scorer_tokenizer = model, tokenizer
+    if args.scoring_model is not None:
+        scoring_path = resolve_model(args.scoring_model, progress)
+        scorer_tokenizer = load_tokenizer(scoring_path)
+        scorer = load_model(scoring_path, device=device)
     with progress.task("scorers", None) as task:
+        layers = scorer.config.get_text_config().num_hidden_layers
         report = probe_report(
-            model, tokenizer, responses, backend, seed=args.seed,
+            scorer, scorer_tokenizer, responses, backend, default_specs(layers, args.each_layer),
+            seed=args.seed,
             on_spec=lambda name: task.update(info=name),
         )  # fmt: skip
     tiers = list(next(iter(report.rows.values())))
     out = make_console(stderr=False)
+    print_lines(out, [closer_query(scorer_tokenizer)])
     for tier in tiers:
         print_table(out, report.table(tier))
     if args.json is not None:

@@ -4,7 +4,7 @@ A `Backend` turns prompts (exact text, chat template already applied) into one `
 each. `TransformersBackend` runs anywhere (CPU or GPU, left-padded batches); `VLLMBackend` is
 imported only when chosen. Anything with the same `generate` method slots in, e.g. a backend
 that decodes until the think closer or a think budget, compresses the reasoning and lets the
-model answer (`traac.evaluation.testtime.ThinkingBackend`).
+model answer (`traac.evaluation.thinking_backend.ThinkingBackend`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import torch
 from transformers import (
@@ -25,6 +25,7 @@ from transformers import (
 
 from traac.common.models import load_model, resolve_device, resolve_dtype
 from traac.errors import TraacError
+from traac.evaluation.records import Generation
 
 BACKENDS = ("transformers", "vllm")
 
@@ -50,21 +51,6 @@ def check_sampling(temperature: float, top_p: float, max_new_tokens: int | None)
         raise TraacError(f"--top-p {top_p}: must lie in (0, 1]")
     if max_new_tokens is not None and (isinstance(max_new_tokens, bool) or max_new_tokens < 1):
         raise TraacError(f"--max-new-tokens {max_new_tokens}: must be at least 1")
-
-
-@dataclass(frozen=True)
-class Generation:
-    """One sampled response: its text (special think tags kept, end-of-sequence dropped) and
-    the generated token ids behind it. Under a think budget, `interrupted` says whether the
-    budget closed the think block and `budget_think_tokens` how many tokens the model wrote
-    before its closer or the interruption (None: no budget)."""
-
-    text: str
-    token_ids: tuple[int, ...]
-    finish_reason: Literal["stop", "length"]
-    interrupted: bool | None = None
-    budget_think_tokens: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)  # more fields for the sample's record
 
 
 # Called after each decoding step with the number of tokens generated in it (progress bars).
@@ -148,7 +134,7 @@ class TransformersBackend:
         tokenizer.padding_side = "left"
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
-        self.stop_ids = _stop_ids(model, tokenizer)
+        self.stop_ids = stop_ids(model, tokenizer)
 
     def generate(
         self,
@@ -204,7 +190,7 @@ class _StepCounter:
         pass
 
 
-def _stop_ids(model: Any, tokenizer: Any) -> set[int]:
+def stop_ids(model: Any, tokenizer: Any) -> set[int]:
     """End-of-sequence ids of the model's generation config and of the tokenizer."""
     ids: set[int] = set()
     for value in (getattr(model.generation_config, "eos_token_id", None), tokenizer.eos_token_id):

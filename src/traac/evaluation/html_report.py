@@ -2,7 +2,7 @@
 inlined as data URIs) and the step viewer's examples, so that the page travels as one file.
 
 Examples come from runs made with `--compress-tau`: their samples record each step's score and
-whether it was kept (`traac.evaluation.testtime.sample_fields`), so the page shows what the
+whether it was kept (`ThinkingSample.record_fields`), so the page shows what the
 probe pruned without loading a model. All text from runs is escaped: model output is untrusted.
 """
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 from traac.common.outputs import output_dir, write_text
 from traac.evaluation.plots import CAPTIONS, write_plots
+from traac.evaluation.records import recorded_compression
 from traac.evaluation.report import Model, ReportTable, Run, build_report, report_tables
-from traac.evaluation.testtime import recorded_compression
 from traac.evaluation.viewer import PAGE_STYLE, VIEWER_STYLE, render_traces
 from traac.method.compression import CompressionResult
 

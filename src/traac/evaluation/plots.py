@@ -146,7 +146,7 @@ def accuracy_vs_length(models: Sequence[Model], path: Path) -> Path:
     return path
 
 
-def difficulty_bars(models: Sequence[Model], path: Path) -> Path | None:
+def tier_bars(models: Sequence[Model], path: Path) -> Path | None:
     """None when no run carries difficulty tiers."""
     tiers = tiers_of(models)
     if not tiers:
@@ -302,7 +302,7 @@ def write_plots(models: Sequence[Model], output: Path) -> list[Path]:
     """All figures that the runs have data for; returns the files written."""
     written = [
         accuracy_vs_length(models, output / "accuracy_vs_length.png"),
-        difficulty_bars(models, output / "difficulty.png"),
+        tier_bars(models, output / "difficulty.png"),
         oaa_curves(models, output / "oaa_curves.png"),
         length_distributions(models, output / "lengths.png"),
         budget_sweep(models, output / "budget_sweep.png"),

@@ -31,8 +31,9 @@ from traac.common.tables import Table, fmt
 from traac.errors import TraacError
 from traac.evaluation.generation import Backend, Sampling
 from traac.method.compression import CompressionResult, Compressor, ScoreRequest, TokenScores
+from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
-from traac.method.scoring import AttentionScorer, build_scorer, resolve_layers
+from traac.method.scoring import AttentionScorer, resolve_layers
 from traac.method.segmentation import split_steps
 from traac.method.settings import CompressionSettings
 from traac.verification import verify_many
@@ -196,7 +197,7 @@ def probe_report(
     num_layers = model.config.get_text_config().num_hidden_layers
     specs = list(specs or default_specs(num_layers))
     layer_rows = _LayerRows(model, tokenizer)
-    contexts = [r.prompt + ("" if fmt_.opener_in_prompt else fmt_.think_open) for r in responses]
+    contexts = [fmt_.reasoning_context(r.prompt) for r in responses]
     report = ProbeReport()
     for spec in specs:
         if on_spec is not None:
@@ -204,10 +205,9 @@ def probe_report(
         settings = spec.settings
         if settings.scorer == "attention" and settings.probe_heads == "all":
             layers = resolve_layers(settings.probe_layers or "all", num_layers)
-            scorer: Any = _LayerSet(layer_rows, layers, tokenizer)
+            compressor = Compressor(_LayerSet(layer_rows, layers, tokenizer), fmt_, settings)
         else:
-            scorer = build_scorer(settings, model, tokenizer, seed=seed, think_open=fmt_.think_open)
-        compressor = Compressor(scorer, fmt_, settings)
+            compressor = build_compressor(settings, model, tokenizer, fmt_, seed=seed)
         results = compressor([r.reasoning for r in responses], [r.tau for r in responses], contexts)
         kept = _answers_kept(responses, results, backend, fmt_, seed)
         tiers = sorted({r.tier for r in responses}, key=lambda t: (t not in TIER_TAUS, t))

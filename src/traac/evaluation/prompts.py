@@ -8,6 +8,7 @@ carries the compression ratio its SFT data was made with.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from traac.common.items import Item
@@ -71,3 +72,14 @@ def build_prompt(item: Item | str, tokenizer: Any, style: str = "base") -> str:
     return tokenizer.apply_chat_template(
         [{"role": "user", "content": message}], tokenize=False, add_generation_prompt=True
     )
+
+
+def render_prompt(tokenizer: Any, question: str | Sequence[dict[str, str]]) -> str:
+    """Model input for a question (one user turn) or a message list, through the tokenizer's
+    chat template with the generation prompt; a tokenizer without one gets the text as is."""
+    messages = [{"role": "user", "content": question}] if isinstance(question, str) else question
+    if not getattr(tokenizer, "chat_template", None):
+        if not isinstance(question, str):
+            raise TraacError("the tokenizer has no chat template to render a message list with")
+        return question
+    return tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)

@@ -258,7 +258,7 @@ def otb_table(models: Sequence[Model]) -> Table | None:
     return table if table.rows else None
 
 
-def difficulty_table(models: Sequence[Model]) -> Table | None:
+def tier_table(models: Sequence[Model]) -> Table | None:
     """Accuracy and length per difficulty tier, pooled over each model's runs."""
     tiers = tiers_of(models)
     if not tiers:
@@ -278,7 +278,7 @@ def tiers_of(models: Sequence[Model]) -> list[str]:
     seen: set[str] = set()
     for model in models:
         for run in model.runs.values():
-            seen.update(run.summary.by_difficulty)
+            seen.update(run.summary.by_tier)
     return sorted(seen, key=lambda t: (TIER_ORDER.index(t) if t in TIER_ORDER else 9, t))
 
 
@@ -294,7 +294,7 @@ def pooled_tiers(model: Model) -> dict[str, TierStats]:
     """Per tier, accuracy and mean length over all of a model's runs (weighted by samples)."""
     sums: dict[str, list[GroupStats]] = {}
     for run in model.runs.values():
-        for tier, s in run.summary.by_difficulty.items():
+        for tier, s in run.summary.by_tier.items():
             sums.setdefault(tier, []).append(s)
     out = {}
     for tier, groups in sums.items():
@@ -460,7 +460,7 @@ def report_tables(models: Sequence[Model]) -> list[ReportTable]:
         caption = f"Change against {models[0].name} (accuracy in points, length in percent):"
         out.append(ReportTable("change", caption, change_table(models)))
     optional = (
-        ("difficulty", "By difficulty tier (pooled over datasets):", difficulty_table(models)),
+        ("difficulty", "By difficulty tier (pooled over datasets):", tier_table(models)),
         ("otb", "OptimalThinkingBench:", otb_table(models)),
         (
             "budget",

@@ -29,9 +29,15 @@ from traac.common.progress import NullProgress, Progress
 from traac.data.datasets import load_items
 from traac.data.files import json_value, read_text
 from traac.errors import TraacError
-from traac.evaluation.generation import Backend, Generation, Sampling, check_sampling
+from traac.evaluation.generation import Backend, Sampling, check_sampling
 from traac.evaluation.prompts import PROMPT_STYLES, build_prompt
-from traac.evaluation.records import EvalSummary, SampleRecord, summarize, summary_markdown
+from traac.evaluation.records import (
+    EvalSummary,
+    Generation,
+    SampleRecord,
+    summarize,
+    summary_markdown,
+)
 from traac.method.formats import ChatFormat, resolve_chat_format
 from traac.method.metrics import think_tokens_from_ids
 from traac.verification import extract_answer, verify_many
@@ -285,7 +291,7 @@ def score_records(
                 think_tokens=n_think,
                 closed=counter.chat_format.parse(response).closed,
                 data_source=item.data_source,
-                difficulty=item.difficulty,
+                tier=item.difficulty,
                 prompt=prompts[k] if prompts is not None else None,
                 extracted=extract_answer(response, close),
                 task=item.entry["metadata"]["source_dataset"]

@@ -20,37 +20,27 @@
 A response that never closes its think block (end of sequence, or `max_new_tokens` reached
 before the budget) is not compressed: it stands as generated.
 
-The probe reuses a KV cache built while decoding. The probe of compression.py holds no prompt
-(SPEC section 2), but the reasoning tokens in the decoding cache attended to the prompt, so
-their keys (from the second layer on) differ from those of a prompt-free forward: no cache that
-holds the prompt can give the probe's scores. So beside the decoding batch runs a prompt-free
-*probe cache* (`ProbeCache`): per sequence, the opener at position 0, then the tokens the model
-samples after it, fed in one batched forward whenever `probe_chunk` (32) of them are waiting.
-When a sequence emits the closer (or reaches the think budget), only its last few (< 32)
-reasoning tokens, the separator, the auxiliary prompt and the closer run against that cache,
-and the closer's attention row is the one `AttentionScorer` computes over the whole probe text
-(the tests compare them to 1e-5). The suffix starts where the probe text's own tokenization
-departs from the cached tokens (usually at the unfed tail; a token earlier when the tokenizer
-merges across the boundary; earlier still if the model sampled a tokenization the tokenizer
-would not produce, or wrote the opener in other tokens), so the scores are exact whatever was
-sampled. Building the cache costs about one prefill of the reasoning, spread over decoding in
-chunks, and the decoding batch itself is left as it is; what is saved is the re-forward's
-latency after the closer (benchmarks/README.md). `probe="reforward"` keeps no probe cache and
-runs `AttentionScorer` once decoding is done. Without `compress_tau` no probe runs at all.
+The probe reuses a KV cache built while decoding: beside the decoding batch runs a prompt-free
+`ProbeCache` (traac.method.probe_cache), fed every `probe_chunk` (32) sampled tokens, so when a
+sequence closes its think block only a short suffix runs to give the closer's attention row
+(the tests compare it to `AttentionScorer`'s to 1e-5); the decoding batch itself is left as it
+is. `probe="reforward"` keeps no probe cache and runs `AttentionScorer` once decoding is done.
+Without `compress_tau` no probe runs at all.
 
 Prompts are exact model input text (chat template applied, as `traac eval` builds them);
-`render_prompt` makes one from a question or a message list. The model decodes exactly as
-without compression up to the closer (nothing is forced), so the comparison with plain
-generation isolates compression. The reasoning is what `ChatFormat.parse` calls it: the text
-after the first opener the model wrote (after the prompt's, for formats that open it there).
-The answer is then written from the prompt + the response up to and including that opener
-(normally just the opener: `answer_prefix(compressed)`) + the compressed reasoning + the closer.
+`render_prompt` (traac.evaluation.prompts) makes one from a question or a message list. The
+model decodes exactly as without compression up to the closer (nothing is forced), so the
+comparison with plain generation isolates compression. The reasoning is what `ChatFormat.parse`
+calls it: the text after the first opener the model wrote (after the prompt's, for formats that
+open it there). The answer is then written from the prompt + the response up to and including
+that opener (normally just the opener: `answer_prefix(compressed)`) + the compressed reasoning +
+the closer.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -59,126 +49,20 @@ import torch
 from transformers import DynamicCache
 
 from traac.errors import TraacError
-from traac.evaluation.generation import (
-    Generation,
-    RowSampler,
-    Sampling,
-    _stop_ids,
-    request_seed,
-)
-from traac.method.compression import (
-    CompressionResult,
-    Compressor,
-    ScoreRequest,
-    TokenScores,
-    count_tokens,
-)
+from traac.evaluation.generation import RowSampler, TokenCallback, request_seed, stop_ids
+from traac.evaluation.records import ThinkingSample
+from traac.method.compression import CompressionResult, ScoreRequest, TokenScores, count_tokens
+from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat, resolve_chat_format
-from traac.method.scoring import AttentionScorer, LayerSpec, capture_probe_rows
-from traac.method.segmentation import Step
+from traac.method.probe_cache import DEFAULT_PROBE_CHUNK, ProbeCache, has_sliding_layers
+from traac.method.scoring import closer_reads
 from traac.method.settings import CompressionSettings
 
 DEFAULT_MAX_NEW_TOKENS = 1024
-DEFAULT_PROBE_CHUNK = 32  # tokens fed to the probe cache at once: <= 31 left for the closer
 ProbeMode = Literal["cached", "reforward"]
 PROBE_MODES: tuple[str, ...] = ("cached", "reforward")
-FinishReason = Literal["stop", "length"]
 # (input_ids so far, next-token logits) -> logits, as transformers' logits processors.
 LogitsProcessor = Callable[["torch.Tensor", "torch.Tensor"], "torch.Tensor"]
-TokenCallback = Callable[[int], None]  # tokens sampled in one decoding step (progress bars)
-
-
-@dataclass(frozen=True)
-class ThinkingSample:
-    """One prompt's generation: its think block, what compression did to it, and the answer.
-
-    `compression` is None when nothing was compressed (no `compress_tau`, or the think block
-    never closed). `closed`: the think block closed, by the model or by the budget
-    (`interrupted`: then the auxiliary prompt and the closer were appended); a block that never
-    closed leaves `answer` empty and `response` as generated. `token_ids` are the response's
-    tokens after the prompt, as the model read them when it answered: up to the opener, the
-    (compressed) reasoning, the auxiliary prompt if interrupted, the closer, the answer.
-    `think_tokens`: tokens the model wrote before its closer or the interruption (what the
-    budget bounds); `reasoning_tokens` those after the opener; `probe_tokens` how many tokens
-    the probe forward ran (0: no probe).
-    """
-
-    prompt: str
-    reasoning: str
-    compression: CompressionResult | None
-    answer: str
-    response: str
-    token_ids: tuple[int, ...]
-    finish_reason: FinishReason
-    closed: bool
-    interrupted: bool
-    think_tokens: int
-    reasoning_tokens: int
-    answer_tokens: int
-    probe_tokens: int
-    note: str = ""
-
-    @property
-    def compressed_reasoning(self) -> str:
-        return self.reasoning if self.compression is None else self.compression.text
-
-    @property
-    def tokens_before(self) -> int:
-        """Reasoning tokens before compression."""
-        return self.reasoning_tokens if self.compression is None else self.compression.tokens_before
-
-    @property
-    def tokens_after(self) -> int:
-        """Reasoning tokens the answer was written from."""
-        return self.reasoning_tokens if self.compression is None else self.compression.tokens_after
-
-    @property
-    def tokens_saved(self) -> int:
-        return self.tokens_before - self.tokens_after
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready record (steps with scores and whether each was kept)."""
-        comp = self.compression
-        steps = (
-            []
-            if comp is None
-            else [
-                {"text": s.text, "score": float(score), "kept": bool(kept)}
-                for s, score, kept in zip(comp.steps, comp.scores, comp.kept, strict=True)
-            ]
-        )
-        return {
-            "prompt": self.prompt,
-            "reasoning": self.reasoning,
-            "compressed_reasoning": self.compressed_reasoning,
-            "answer": self.answer,
-            "response": self.response,
-            "closed": self.closed,
-            "interrupted": self.interrupted,
-            "finish_reason": self.finish_reason,
-            "think_tokens": self.think_tokens,
-            "reasoning_tokens_before": self.tokens_before,
-            "reasoning_tokens_after": self.tokens_after,
-            "tokens_saved": self.tokens_saved,
-            "answer_tokens": self.answer_tokens,
-            "response_tokens": len(self.token_ids),
-            "uniformity": None if comp is None else comp.uniformity,
-            "eviction_fraction": None if comp is None else comp.eviction_fraction,
-            "steps_evicted": 0 if comp is None else comp.n_evicted,
-            "steps": steps,
-            "note": self.note,
-        }
-
-
-def render_prompt(tokenizer: Any, question: str | Sequence[dict[str, str]]) -> str:
-    """Model input for a question (one user turn) or a message list, through the tokenizer's
-    chat template with the generation prompt; a tokenizer without one gets the text as is."""
-    messages = [{"role": "user", "content": question}] if isinstance(question, str) else question
-    if not getattr(tokenizer, "chat_template", None):
-        if not isinstance(question, str):
-            raise TraacError("the tokenizer has no chat template to render a message list with")
-        return question
-    return tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
 
 
 @dataclass
@@ -240,75 +124,6 @@ class _Sampler:
         return self.rows(history, logits, requests)
 
 
-class ProbeCache:
-    """The prompt-free KV cache of the think blocks being decoded, one row per live sequence:
-    the opener (positions from 0), then the tokens sampled after it, fed in one batched forward
-    whenever a row has `chunk` of them waiting (rows with fewer get masked columns), so building
-    it costs about one prefill of the reasoning and leaves at most `chunk - 1` tokens to run at
-    the closer. `chunk = 1` feeds every token as it is sampled."""
-
-    def __init__(self, model: Any, open_ids: list[int], rows: int, chunk: int) -> None:
-        self.model = model
-        self.open_ids = open_ids
-        self.chunk = chunk
-        self.fed = [0] * rows  # reasoning tokens held, per row
-        device = model.device
-        self.cache = DynamicCache(config=model.config)
-        self.mask = torch.ones((rows, len(open_ids)), dtype=torch.long, device=device)
-        model.base_model(
-            input_ids=torch.tensor([open_ids] * rows, device=device),
-            position_ids=torch.arange(len(open_ids), device=device).expand(rows, -1),
-            past_key_values=self.cache,
-            use_cache=True,
-        )
-
-    def select(self, index: torch.Tensor) -> None:
-        """Keep only these rows (those still decoding)."""
-        self.cache.batch_select_indices(index)
-        self.mask = self.mask[index]
-        self.fed = [self.fed[r] for r in index.tolist()]
-
-    def feed(self, reasonings: list[list[int]]) -> None:
-        """Run the waiting tokens of every row once some row has a chunk of them."""
-        waiting = [r[fed:] for r, fed in zip(reasonings, self.fed, strict=True)]
-        width = max(map(len, waiting))
-        if width < self.chunk:
-            return
-        device = self.model.device
-        ids = torch.zeros((len(waiting), width), dtype=torch.long, device=device)  # 0: masked
-        column = torch.zeros((len(waiting), width), dtype=torch.long, device=device)
-        for r, w in enumerate(waiting):
-            if w:
-                ids[r, width - len(w) :] = torch.tensor(w, device=device)
-                column[r, width - len(w) :] = 1
-        held = self.mask.sum(dim=1, keepdim=True)
-        positions = (held + column.cumsum(dim=1) - 1).clamp(min=0)
-        self.mask = torch.cat([self.mask, column], dim=1)
-        self.model.base_model(
-            input_ids=ids,
-            attention_mask=self.mask,
-            position_ids=positions,
-            past_key_values=self.cache,
-            use_cache=True,
-        )
-        self.fed = [fed + len(w) for fed, w in zip(self.fed, waiting, strict=True)]
-
-    def score(
-        self,
-        row: int,
-        reasoning: list[int],
-        probe_ids: list[int],
-        layers: LayerSpec,
-        heads: bool = False,
-    ) -> tuple[torch.Tensor, int]:
-        """The closer's attention row over `probe_ids` for row `row` (see `cached_probe_row`)."""
-        held = [*self.open_ids, *reasoning[: self.fed[row]]]
-        columns = self.mask[row].nonzero()[:, 0]
-        return cached_probe_row(
-            self.model, self.cache, row, columns, held, probe_ids, layers, heads
-        )
-
-
 class ThinkingGenerator:
     """Generates with a think budget and/or test-time compression (see the module docstring).
 
@@ -357,27 +172,22 @@ class ThinkingGenerator:
         self.probe = probe
         self.probe_chunk = probe_chunk
         fmt = self.chat_format
-        layers = settings.probe_layers or "all"
-        self.scorer = AttentionScorer(
-            model, tokenizer, layers, scorer_batch_size, fmt.think_close, settings.probe_heads
+        self.compressor = build_compressor(
+            settings, model, tokenizer, fmt, batch_size=scorer_batch_size
         )
-        self.compressor = Compressor(self.scorer, fmt, settings)
+        self.scorer = self.compressor.scorer  # the attention scorer, as checked above
         config = model.config.get_text_config()
         self.max_positions: int | None = getattr(config, "max_position_embeddings", None)
-        if self.caches_probe and _has_sliding_layers(model):
+        if self.caches_probe and has_sliding_layers(model):
             raise TraacError(
                 "probe 'cached': the model uses sliding-window attention, whose cache does not "
                 "hold the whole reasoning; use probe 'reforward'"
             )
-        close = tokenizer.encode(fmt.think_close, add_special_tokens=False)
-        if len(close) != 1:
-            raise TraacError(
-                f"think closer {fmt.think_close!r} is {len(close)} tokens for this tokenizer; "
-                "the generator stops decoding on it, so it must be one token"
-            )
-        self.close_id = close[0]
+        # A tokenizer without think tokens splits the closer (SmolLM2: `</`, `think`, `>`):
+        # decoding stops once the sampled tokens end with all of its pieces.
+        self.close_ids = tokenizer.encode(fmt.think_close, add_special_tokens=False)
         self.open_ids = tokenizer.encode(fmt.think_open, add_special_tokens=False)
-        self.stop_ids = _stop_ids(model, tokenizer)
+        self.stop_ids = stop_ids(model, tokenizer)
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else next(iter(self.stop_ids))
 
@@ -479,7 +289,7 @@ class ThinkingGenerator:
         if interrupted:
             tail = self._interruption(self._text(think.reasoning))
             appended = self.tokenizer.encode(tail, add_special_tokens=False)
-        return [*think.tokens, *appended, self.close_id]
+        return [*think.tokens, *appended, *self.close_ids]
 
     def _sample(
         self,
@@ -489,44 +299,50 @@ class ThinkingGenerator:
         answer: _Decoded | None,
         prefix: list[int] | None,
     ) -> ThinkingSample:
-        reasoning = self._text(think.reasoning)
+        """One prompt's generation. Under a think budget it says whether the budget interrupted
+        it (None without one); with compression, its `extra` holds what an evaluation record
+        keeps of it (`ThinkingSample.record_fields`)."""
+        budget = self.think_budget is not None
+        common: dict[str, Any] = {
+            "prompt": prompt,
+            "reasoning": self._text(think.reasoning),
+            "interrupted": think.stop == "budget" if budget else None,
+            "budget_think_tokens": len(think.tokens) if budget else None,
+            "think_tokens": len(think.tokens),
+            "reasoning_tokens": len(think.reasoning),
+        }
         if answer is None or prefix is None:  # never closed: as generated
-            return ThinkingSample(
-                prompt=prompt,
-                reasoning=reasoning,
-                compression=None,
-                answer="",
-                response=self._text(think.tokens),
+            sample = ThinkingSample(
+                text=self._text(think.tokens),
                 token_ids=tuple(think.tokens),
                 finish_reason="stop" if think.stop == "eos" else "length",
+                compression=None,
+                answer="",
                 closed=False,
-                interrupted=False,
-                think_tokens=len(think.tokens),
-                reasoning_tokens=len(think.reasoning),
                 answer_tokens=0,
                 probe_tokens=0,
+                **common,
             )
-        text = self._text(answer.tokens)
-        kept = reasoning if comp is None else comp.text
-        interrupted = think.stop == "budget"
-        tail = self._interruption(kept) if interrupted else ""
-        close = self.chat_format.think_close
-        return ThinkingSample(
-            prompt=prompt,
-            reasoning=reasoning,
-            compression=comp,
-            answer=text,
-            response=f"{self._text(think.preamble)}{kept}{tail}{close}{text}",
-            token_ids=(*prefix, *answer.tokens),
-            finish_reason="stop" if answer.stop == "eos" else "length",
-            closed=True,
-            interrupted=interrupted,
-            think_tokens=len(think.tokens),
-            reasoning_tokens=len(think.reasoning),
-            answer_tokens=len(answer.tokens),
-            probe_tokens=think.probe_tokens,
-            note=think.note,
-        )
+        else:
+            text = self._text(answer.tokens)
+            kept = common["reasoning"] if comp is None else comp.text
+            tail = self._interruption(kept) if think.stop == "budget" else ""
+            close = self.chat_format.think_close
+            sample = ThinkingSample(
+                text=f"{self._text(think.preamble)}{kept}{tail}{close}{text}",
+                token_ids=(*prefix, *answer.tokens),
+                finish_reason="stop" if answer.stop == "eos" else "length",
+                compression=comp,
+                answer=text,
+                closed=True,
+                answer_tokens=len(answer.tokens),
+                probe_tokens=think.probe_tokens,
+                note=think.note,
+                **common,
+            )
+        if self.tau is None:
+            return sample
+        return dataclasses.replace(sample, extra=sample.record_fields())
 
     # ----------------------------------------------------------------------------------------
 
@@ -627,8 +443,9 @@ class ThinkingGenerator:
             history = torch.cat([history, token[:, None]], dim=1)
             keep = []
             for r, (i, t) in enumerate(zip(live, token.tolist(), strict=True)):
-                if think and t == self.close_id:
-                    out[i] = self._probe(tokens[i], open_at[i], probe, r, "close")
+                if think and _ends_with([*tokens[i], t], self.close_ids):
+                    before = tokens[i][: len(tokens[i]) + 1 - len(self.close_ids)]
+                    out[i] = self._probe(before, open_at[i], probe, r, "close")
                 elif t in self.stop_ids:
                     out[i] = _Decoded(tokens[i], "eos", open_at[i])
                 else:
@@ -689,144 +506,17 @@ class ThinkingGenerator:
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         ids = list(enc["input_ids"])
         offsets = np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)
-        if ids[-1] != self.close_id:
+        start, end = (int(x) for x in offsets[-1])
+        if not closer_reads(start, end, len(text), len(self.chat_format.think_close)):
             raise TraacError(
-                f"the probe text does not end with {self.chat_format.think_close!r} as one "
-                "token for this tokenizer; check the chat format's think_close"
+                f"the probe text does not end with {self.chat_format.think_close!r} for this "
+                f"tokenizer (its last token is {text[start:end]!r}); check the chat format's "
+                "think_close"
             )
         return ids, offsets
 
 
-def cached_probe_row(
-    model: Any,
-    cache: Any,
-    row: int,
-    columns: torch.Tensor,
-    cached_ids: Sequence[int],
-    probe_ids: Sequence[int],
-    layers: LayerSpec = "all",
-    heads: bool = False,
-) -> tuple[torch.Tensor, int]:
-    """The attention row of the probe's last token (the closer) over all its tokens, averaged
-    over `layers` and heads, from a KV cache: in batch row `row` of `cache`, the cache `columns`
-    hold the keys of `cached_ids`, positions from 0 and nothing before them. Only the probe
-    tokens past their longest common prefix with `cached_ids` run (the closer always does).
-    Returns the row, (len(probe_ids),) float32, or with `heads` one row per head
-    (layers * heads, len(probe_ids)), and how many tokens ran.
-    """
-    k = _common_prefix(cached_ids, probe_ids[:-1])
-    kept = columns[:k].to(model.device)
-    past = DynamicCache(
-        ddp_cache_data=[
-            (
-                layer.keys[row : row + 1].index_select(2, kept),
-                layer.values[row : row + 1].index_select(2, kept),
-            )
-            for layer in cache.layers
-        ],
-        config=model.config,
-    )
-    device = model.device
-    with torch.no_grad(), capture_probe_rows(model, layers, heads=heads) as captured:
-        model.base_model(
-            input_ids=torch.tensor([list(probe_ids[k:])], device=device),
-            position_ids=torch.arange(k, len(probe_ids), device=device)[None],
-            past_key_values=past if k else None,
-            use_cache=bool(k),
-        )
-    return (captured.per_head() if heads else captured.mean())[0], len(probe_ids) - k
-
-
-class ThinkingBackend:
-    """The evaluation `Backend` (traac.evaluation.generation) of `traac eval --think-budget B`
-    and/or `--compress-tau TAU`. Seeds follow `TransformersBackend` (one random stream per
-    request, from its key). Each generation says whether the budget interrupted it and how many
-    think tokens the model wrote; with compression, its `extra` adds the sample's test-time
-    fields (tokens saved, the steps with their scores) to its evaluation record."""
-
-    def __init__(self, generator: ThinkingGenerator) -> None:
-        self.generator = generator
-        self.tokenizer = generator.tokenizer
-        self.max_context = generator.max_positions
-
-    def generate(
-        self,
-        prompts: Sequence[str],
-        sampling: Sampling,
-        keys: Sequence[str],
-        on_tokens: TokenCallback | None = None,
-    ) -> list[Generation]:
-        samples = self.generator.generate(
-            prompts,
-            max_new_tokens=sampling.max_new_tokens,
-            temperature=sampling.temperature,
-            top_p=sampling.top_p,
-            seed=sampling.seed,
-            keys=keys,
-            on_tokens=on_tokens,
-        )
-        budget = self.generator.think_budget is not None
-        return [
-            Generation(
-                text=s.response,
-                token_ids=s.token_ids,
-                finish_reason=s.finish_reason,
-                interrupted=s.interrupted if budget else None,
-                budget_think_tokens=s.think_tokens if budget else None,
-                extra=sample_fields(s) if self.generator.tau is not None else {},
-            )
-            for s in samples
-        ]
-
-
-def sample_fields(sample: ThinkingSample) -> dict[str, Any]:
-    """What an evaluation record keeps of a compressed sample: tokens saved, and the steps
-    (where each ends in the original reasoning, its score, kept or not) for the step viewer."""
-    comp = sample.compression
-    return {
-        "ttc_closed": sample.closed,
-        "ttc_reasoning_tokens_before": sample.tokens_before,
-        "ttc_reasoning_tokens_after": sample.tokens_after,
-        "ttc_tokens_saved": sample.tokens_saved,
-        "ttc_generated_tokens": sample.reasoning_tokens + sample.answer_tokens,
-        "ttc_steps": 0 if comp is None else len(comp.kept),
-        "ttc_steps_evicted": 0 if comp is None else comp.n_evicted,
-        "ttc_uniformity": None if comp is None else comp.uniformity,
-        "ttc_eviction_fraction": None if comp is None else comp.eviction_fraction,
-        "ttc_original_reasoning": sample.reasoning,
-        "ttc_step_ends": [] if comp is None else [s.end for s in comp.steps],
-        "ttc_step_scores": [] if comp is None else [float(v) for v in comp.scores],
-        "ttc_step_kept": [] if comp is None else [bool(k) for k in comp.kept],
-    }
-
-
-def recorded_compression(fields: Mapping[str, Any]) -> CompressionResult | None:
-    """The compression an evaluation record's test-time fields describe (`sample_fields`), for
-    the step viewer; None where the record holds no scored steps."""
-    kept = fields.get("ttc_step_kept")
-    if not kept:
-        return None
-    reasoning = fields["ttc_original_reasoning"]
-    ends = list(fields["ttc_step_ends"])
-    steps = [Step(reasoning[a:b], a, b) for a, b in zip([0, *ends[:-1]], ends, strict=True)]
-    return CompressionResult(
-        reasoning=reasoning,
-        steps=steps,
-        scores=np.asarray(fields["ttc_step_scores"], dtype=np.float64),
-        kept=[bool(k) for k in kept],
-        uniformity=fields["ttc_uniformity"],
-        eviction_fraction=fields["ttc_eviction_fraction"],
-        text="".join(s.text for s, k in zip(steps, kept, strict=True) if k),
-        tokens_before=fields["ttc_reasoning_tokens_before"],
-        tokens_after=fields["ttc_reasoning_tokens_after"],
-    )
-
-
 # --------------------------------------------------------------------------------------------
-
-
-def _has_sliding_layers(model: Any) -> bool:
-    return any(DynamicCache(config=model.config).is_sliding)
 
 
 def _after(tokens: list[int], open_at: int | None) -> list[int]:
@@ -836,11 +526,6 @@ def _after(tokens: list[int], open_at: int | None) -> list[int]:
 
 def _ends_with(tokens: Sequence[int], suffix: Sequence[int]) -> bool:
     return len(tokens) >= len(suffix) and list(tokens[len(tokens) - len(suffix) :]) == list(suffix)
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    return next((k for k in range(n) if a[k] != b[k]), n)
 
 
 def _too_long(n: int, limit: int) -> str:

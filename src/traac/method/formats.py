@@ -100,6 +100,11 @@ class ChatFormat:
         opener = "" if self.opener_in_prompt else self.think_open
         return f"{opener}{reasoning}{self.think_close}{answer}"
 
+    def reasoning_context(self, prompt: str) -> str:
+        """What the policy read before the reasoning: the prompt and, where the response opens
+        the block, the opener (the confidence scorer's context)."""
+        return prompt if self.opener_in_prompt else prompt + self.think_open
+
     def answer_prefix(self, reasoning: str) -> str:
         """What follows the prompt when the model re-answers from a given reasoning."""
         opener = "" if self.opener_in_prompt else self.think_open

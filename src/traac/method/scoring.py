@@ -28,7 +28,7 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 from traac.errors import TraacError
 from traac.method.compression import ScoreRequest, TokenScores
 from traac.method.segmentation import split_steps, token_step_index
-from traac.method.settings import PROBE_HEADS, CompressionSettings, check_choice
+from traac.method.settings import PROBE_HEADS, check_choice
 
 LayerSpec = Literal["all", "first_half"] | Sequence[int] | str
 PROBE_ATTENTION = "traac_probe"  # the name our attention function is registered under
@@ -341,6 +341,20 @@ def closer_reads(start: int, end: int, text_len: int, closer_len: int) -> bool:
     return end == text_len and start >= text_len - closer_len
 
 
+def closer_query(tokenizer: Any, think_close: str = "</think>") -> str:
+    """Which token's attention the probe reads, in words (shown by `compress` and the probe
+    report, so a user sees the rule `closer_reads` applied to their tokenizer)."""
+    pieces = tokenizer.convert_ids_to_tokens(
+        tokenizer.encode(think_close, add_special_tokens=False)
+    )
+    if len(pieces) == 1:
+        return f"probe query: {think_close!r}, one token"
+    return (
+        f"probe query: {pieces[-1]!r}, the last of the {len(pieces)} tokens "
+        f"{' '.join(map(repr, pieces))} of {think_close!r}"
+    )
+
+
 class AttentionScorer(_ModelScorer):
     """Score each token by the attention the probe's closer pays it (SPEC section 2).
 
@@ -535,26 +549,3 @@ class RandomScorer:
             values = np.where(index >= 0, step_values[np.clip(index, 0, None)], step_values.mean())
             out.append(TokenScores(offsets=offsets, scores=values))
         return out
-
-
-def build_scorer(
-    settings: CompressionSettings,
-    model: Any,
-    tokenizer: Any,
-    *,
-    seed: int = 0,
-    batch_size: int = 8,
-    think_open: str = "<think>",
-    think_close: str = "</think>",
-) -> AttentionScorer | ConfidenceScorer | RandomScorer:
-    """The scorer `settings.scorer` names (`model` may be None for random)."""
-    if settings.scorer == "random":
-        return RandomScorer(tokenizer, seed, settings.phrases)
-    if model is None:
-        raise TraacError(f"scorer {settings.scorer}: needs a model")
-    if settings.scorer == "confidence":
-        return ConfidenceScorer(
-            model, tokenizer, settings.confidence_top_k, batch_size, think_open=think_open
-        )
-    layers = settings.probe_layers or "all"
-    return AttentionScorer(model, tokenizer, layers, batch_size, think_close, settings.probe_heads)

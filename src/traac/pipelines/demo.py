@@ -35,9 +35,9 @@ from traac.evaluation.records import TIER_ORDER
 from traac.evaluation.report import Model, SweepPoint, budget_table, load_models, sweep_points
 from traac.evaluation.runner import SAMPLES_FILE, SamplesFile
 from traac.evaluation.viewer import render_html
-from traac.method.compression import Compressor, uniformity_rank
+from traac.method.compression import uniformity_rank
+from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
-from traac.method.scoring import build_scorer
 from traac.method.settings import TEST_TIME_TAU, CompressionSettings
 from traac.pipelines.stages import QUICK_TRAINING, HeldOut, Recipe, Stages, TierRow, tier_rows
 from traac.testbed.build import ensure_testbed
@@ -398,9 +398,7 @@ def example_viewer(
     training ranks it among the recent correct rollouts."""
     records = list(SamplesFile(eval_dir / SAMPLES_FILE).read().values())
     correct = [r for r in records if r.correct and r.closed]
-    chosen = [
-        r for tier in TIER_ORDER for r in [x for x in correct if x.difficulty == tier][:per_tier]
-    ]
+    chosen = [r for tier in TIER_ORDER for r in [x for x in correct if x.tier == tier][:per_tier]]
     fmt_ = ChatFormat()
     model, tokenizer = load_model(str(model_path)), load_tokenizer(str(model_path))
     settings = copy.copy(config)
@@ -409,18 +407,17 @@ def example_viewer(
     if not chosen:
         path.write_text(render_html([], [], note=f"{note} No correct base response to show."))
         return 0
-    scorer = build_scorer(settings, model, tokenizer, seed=config.seed)
-    compressor = Compressor(scorer, fmt_, settings)
+    compressor = build_compressor(settings, model, tokenizer, fmt_, seed=config.seed)
     window = correct[:CALIBRATION_SAMPLE] if config.uniformity_calibration == "rank" else []
     traces = compressor.score([fmt_.parse(r.response).reasoning for r in chosen + window])
     difficulty = config.difficulty_config()
     uniformities = [t.uniformity for t in traces[len(chosen) :]]
     results, titles = [], []
     for record, trace in zip(chosen, traces[: len(chosen)], strict=True):
-        tau = difficulty.tau_of(str(record.difficulty))
+        tau = difficulty.tau_of(str(record.tier))
         rank = uniformity_rank(trace.uniformity, uniformities) if uniformities else None
         results.append(compressor.evict(trace, tau, rank))
-        titles.append(f"{record.difficulty} · {record.id} · tau {tau}")
+        titles.append(f"{record.tier} · {record.id} · tau {tau}")
     path.write_text(render_html(results, titles, note=note))
     return len(results)
 

@@ -20,7 +20,8 @@ from traac.common.progress import NullProgress, Progress
 from traac.evaluation.generation import Backend, make_backend
 from traac.evaluation.records import TIER_ORDER, EvalSummary
 from traac.evaluation.runner import EvalSettings, run_eval
-from traac.evaluation.testtime import ThinkingBackend, ThinkingGenerator
+from traac.evaluation.testtime import ThinkingGenerator
+from traac.evaluation.thinking_backend import ThinkingBackend
 from traac.method.formats import resolve_chat_format
 from traac.method.settings import CompressionSettings
 from traac.pipelines.train import TrainScriptArguments, parse, train
@@ -163,8 +164,7 @@ class TierRow:
 def tier_rows(summary: EvalSummary) -> dict[str, TierRow]:
     """Per tier and overall, from an evaluation summary."""
     rows = {
-        tier: TierRow(s.accuracy, s.mean_response_tokens)
-        for tier, s in summary.by_difficulty.items()
+        tier: TierRow(s.accuracy, s.mean_response_tokens) for tier, s in summary.by_tier.items()
     }
     rows["overall"] = TierRow(summary.overall.accuracy, summary.overall.mean_response_tokens)
     return rows

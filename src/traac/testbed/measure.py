@@ -23,8 +23,8 @@ from traac.data.testbed_problems import EVAL_SEED, make_items
 from traac.evaluation.generation import TransformersBackend
 from traac.evaluation.probe_report import LabelledResponse, default_specs, probe_report
 from traac.method.compression import Compressor, ScoreRequest, TokenScores
+from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
-from traac.method.scoring import AttentionScorer
 from traac.method.settings import CompressionSettings
 from traac.testbed.config import TestbedConfig
 from traac.testbed.tokenizer import THINK_CLOSE, render_prompts
@@ -130,7 +130,8 @@ def _quantiles(values: Sequence[float]) -> dict[str, float]:
 
 def probe(model: Any, tokenizer: Any, correct: dict[str, list[str]]) -> dict[str, Any]:
     """Attention-probe statistics on correct reasonings, per tier (TRAAC's default compressor)."""
-    scorer = _CachedScorer(AttentionScorer(model, tokenizer, batch_size=64))
+    attention = build_compressor(CompressionSettings(), model, tokenizer, batch_size=64).scorer
+    scorer = _CachedScorer(attention)
     default = Compressor(scorer)  # scope probe, gate 0.8, cap 0.8, as in training
     per_step = _reasoning_scope(scorer)  # per-step scores of the reasoning alone
     out: dict[str, Any] = {}
@@ -171,7 +172,8 @@ def probe(model: Any, tokenizer: Any, correct: dict[str, list[str]]) -> dict[str
 
 
 def _one_layer(model: Any, tokenizer: Any, layer: int) -> Compressor:
-    return _reasoning_scope(AttentionScorer(model, tokenizer, layers=[layer], batch_size=64))
+    settings = CompressionSettings(probe_layers=str(layer), step_scope="reasoning")
+    return build_compressor(settings, model, tokenizer, batch_size=64)
 
 
 def _reasoning_scope(scorer: Any) -> Compressor:

@@ -60,10 +60,10 @@ from traac.method.compression import (
     ScoredTrace,
     uniformity_rank,
 )
+from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
 from traac.method.metrics import think_tokens_from_ids
 from traac.method.rewards import LengthWindows
-from traac.method.scoring import build_scorer
 from traac.training.config import TRAACConfig
 from traac.training.interrupt import StopOnSignal
 from traac.training.peer_rewards import PeerRewards, with_length_budgets
@@ -296,15 +296,7 @@ class TRAACTrainer(GRPOTrainer):
         layers = args.resolved_probe_layers(model.config.get_text_config().model_type)
         settings = copy.copy(args)
         settings.probe_layers = layers
-        scorer = build_scorer(
-            settings,
-            None if args.scorer == "random" else model,
-            self.tokenizer,
-            seed=args.seed,
-            think_open=self.chat_format.think_open,
-            think_close=self.chat_format.think_close,
-        )
-        return Compressor(scorer, self.chat_format, args)
+        return build_compressor(settings, model, self.tokenizer, self.chat_format, seed=args.seed)
 
     # ================================================================ TRL adapter
     # Every override of a TRL hook and every private TRL attribute this trainer touches.
