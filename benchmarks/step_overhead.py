@@ -142,7 +142,7 @@ def main() -> None:
         conversational=bool(getattr(tokenizer, "chat_template", None)),
     )
     rewards = TraacRewards(
-        RewardConfig.preset("paper", use_length=False),
+        RewardConfig.preset("paper"),
         chat_format=resolve_chat_format("auto", tokenizer=tokenizer),
     )
     grpo: list[float] = []
@@ -156,7 +156,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(opts.rounds):
             args = config(f"{tmp}/grpo{r}", opts, mode="cr_lr")
-            vanilla = GRPOTrainer(model, rewards.funcs, args, dataset, processing_class=tokenizer)
+            funcs = [rewards.correctness_reward, rewards.format_reward]
+            vanilla = GRPOTrainer(model, funcs, args, dataset, processing_class=tokenizer)
             grpo += run(vanilla, opts.warmup)
             for on in (True, False):
                 out = f"{tmp}/traac{r}{'' if on else '-silent'}"

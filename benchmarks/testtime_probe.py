@@ -1,8 +1,9 @@
 """Test-time compression: the cached-suffix probe against the full re-forward of the probe.
 
-A random-init Qwen3-architecture model (hidden 512, 8 layers, 8 query / 2 key-value heads) and a
-probe of T tokens: the opener and T - S - 1 reasoning tokens, then S = 26 suffix tokens
-(separator + auxiliary prompt + closer: what Qwen3's tokenizer makes of them). Timed in one
+A random-init Qwen3-architecture model (hidden 512, 8 layers, 8 query / 2 key-value heads), or
+with `--model smollm2` the real SmolLM2-135M-Instruct, and a probe of T tokens: the opener and
+T - S - 1 reasoning tokens, then S suffix tokens (separator + auxiliary prompt + closer: 26 with
+Qwen3's tokenizer, as many as the real model's own tokenizer makes of them). Timed in one
 process, the two alternating so that load from other processes hits both alike:
   full     `AttentionScorer.token_scores` on all T tokens (what compression.py does);
   closer   `probe_cache.cached_probe_row` once the closer is sampled: the suffix, plus the
@@ -14,6 +15,7 @@ all ("build", timed once per repeat, chunk by chunk as decoding would run it).
 
     python benchmarks/testtime_probe.py                 # T = 1k and 4k
     python benchmarks/testtime_probe.py --lengths 1024 4096 --repeats 5
+    python benchmarks/testtime_probe.py --model smollm2 --lengths 4096   # the real model
 """
 
 from __future__ import annotations
@@ -45,7 +47,29 @@ def seconds(call: Callable[[], object], sync: Callable[[], None]) -> float:
     return time.perf_counter() - start
 
 
-def measure(model, length: int, repeats: int, device: str) -> dict[str, float]:
+def load(name: str, device: str):
+    """(model, suffix tokens): the random model above, or a traac model name or path, whose
+    tokenizer says how many tokens the separator, auxiliary prompt and closer take."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
+
+    from traac.method.formats import AUX_PROMPT, ChatFormat
+    from traac.pipelines.models import resolve_model
+
+    torch.manual_seed(0)
+    if name == "random":
+        model, suffix = Qwen3ForCausalLM(Qwen3Config(**MODEL)), SUFFIX
+    else:
+        path = resolve_model(name)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+        text = "\n" + AUX_PROMPT + ChatFormat().think_close
+        suffix = len(AutoTokenizer.from_pretrained(path).encode(text, add_special_tokens=False))
+    model = model.eval().to(device)
+    model.set_attn_implementation("sdpa")
+    return model, suffix
+
+
+def measure(model, length: int, repeats: int, device: str, suffix: int) -> dict[str, float]:
     import torch
     from transformers import DynamicCache
 
@@ -98,17 +122,19 @@ def main() -> None:
     parser.add_argument("--lengths", type=int, nargs="+", default=[1024, 4096])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--model", default="random", help="random (the model above), smollm2, or a model path"
+    )
     args = parser.parse_args()
 
     import torch
     from rich.console import Console
     from rich.table import Table
-    from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    torch.manual_seed(0)
-    model = Qwen3ForCausalLM(Qwen3Config(**MODEL)).eval().to(args.device)
-    model.set_attn_implementation("sdpa")
-    table = Table(title=f"cached-suffix probe vs full re-forward (S = {SUFFIX} suffix tokens)")
+    model, suffix = load(args.model, args.device)
+    table = Table(
+        title=f"{args.model}: cached-suffix probe vs full re-forward (S = {suffix} suffix tokens)"
+    )
     columns = (
         "T",
         "full (s)",
@@ -123,7 +149,7 @@ def main() -> None:
     for name in columns:
         table.add_column(name, justify="right")
     for length in args.lengths:
-        r = measure(model, length, args.repeats, args.device)
+        r = measure(model, length, args.repeats, args.device, suffix)
         table.add_row(
             str(length),
             f"{r['full']:.3f}",

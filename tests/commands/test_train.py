@@ -22,8 +22,9 @@ import pytest
 from traac.cli import main as cli_main
 from traac.errors import TraacError
 from traac.pipelines.train import resume_checkpoint
+from traac.training.checkpoint import STATE_FILE, rank_state_file
 from traac.training.telemetry import METRICS_FILE
-from traac.training.trainer import STATE_FILE, TRAACTrainer, rank_state_file
+from traac.training.trainer import TRAACTrainer
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = ROOT / "recipes"

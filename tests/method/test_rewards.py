@@ -18,7 +18,7 @@ from traac.method.rewards import (
 )
 
 PAPER = RewardConfig.preset("paper")
-REFERENCE = RewardConfig.preset("reference")
+AUTHORS = RewardConfig.preset("authors")
 
 
 def test_presets():
@@ -28,12 +28,13 @@ def test_presets():
         0.5,
         2,
     )
-    assert (REFERENCE.format_count, REFERENCE.format_order, REFERENCE.length_weight) == (
+    assert (AUTHORS.format_count, AUTHORS.format_order, AUTHORS.length_weight) == (
         0.25,
         0.25,
         1,
     )
-    assert RewardConfig.preset("reference", window_size=5).window_size == 5
+    assert RewardConfig.preset("authors", window_size=5).window_size == 5
+    assert RewardConfig.preset("reference") == AUTHORS  # its old name, with a warning
     with pytest.raises(TraacError, match="unknown value 'verl'"):
         RewardConfig.preset("verl")
     with pytest.raises(TraacError, match=r"rewards\.length_weight"):
@@ -51,7 +52,7 @@ PROMPT_OPENS = ChatFormat(opener_in_prompt=True)
 
 
 @pytest.mark.parametrize(
-    ("response", "paper", "reference"),
+    ("response", "paper", "authors"),
     [
         ("<think>reason</think>answer", 1.0, 0.5),
         ("<think>\n\n</think>answer", 1.0, 0.5),  # an empty block: a hybrid not thinking
@@ -64,10 +65,10 @@ PROMPT_OPENS = ChatFormat(opener_in_prompt=True)
         ("plain answer", 0.0, 0.0),
     ],
 )
-def test_format_reward_response_opens(response, paper, reference):
+def test_format_reward_response_opens(response, paper, authors):
     parsed = RESPONSE_OPENS.parse(response)
     assert format_reward(parsed, PAPER) == paper
-    assert format_reward(parsed, REFERENCE) == reference
+    assert format_reward(parsed, AUTHORS) == authors
 
 
 @pytest.mark.parametrize(
@@ -226,7 +227,7 @@ def test_score_rollouts_uses_gather_and_ablations():
         [True],
         [100],
         [("math", SINGLE_BIN)],
-        config=REFERENCE,
+        config=AUTHORS,
         windows=windows,
         difficulty=DifficultyConfig(enabled=False),
         gather=gather,

@@ -1,8 +1,9 @@
-"""TRAACConfig: the paper's defaults, the reference preset, validation naming the field, and the
+"""TRAACConfig: the paper's defaults, the authors' preset, validation naming the field, and the
 `traac train` parser (recipe + command-line overrides, TRL conventions)."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -45,18 +46,29 @@ def test_defaults_are_the_papers() -> None:
     )  # fmt: skip
 
 
-def test_reference_preset_fills_only_unset_fields() -> None:
-    c = make(preset="reference")
-    assert (c.format_preset, c.length_weight) == ("reference", 1.0)
+def test_authors_preset_fills_only_unset_fields() -> None:
+    c = make(preset="authors")
+    assert (c.format_preset, c.length_weight) == ("authors", 1.0)
     # SPEC section 2: the authors read the first half of the layers for Qwen3, all for R1 distills
     assert c.resolved_probe_layers("qwen3") == "first_half"
     assert c.resolved_probe_layers("qwen2") == "all"  # DeepSeek-R1-Distill-Qwen
     assert make().resolved_probe_layers("qwen3") == "all"  # the paper's
     r = c.reward_config()
     assert (r.format_count, r.format_order, r.length_weight) == (0.25, 0.25, 1.0)
-    c = make(preset="reference", length_weight=3.0, probe_layers="0,2")
-    assert (c.format_preset, c.length_weight, c.probe_layers) == ("reference", 3.0, "0,2")
+    c = make(preset="authors", length_weight=3.0, probe_layers="0,2")
+    assert (c.format_preset, c.length_weight, c.probe_layers) == ("authors", 3.0, "0,2")
     assert c.resolved_probe_layers("qwen3") == "0,2"
+
+
+def test_reference_is_the_old_name_of_the_authors_preset(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="traac.method.settings"):
+        c = make(preset="reference", format_preset="reference")
+    assert (c.preset, c.format_preset, c.length_weight) == ("authors", "authors", 1.0)
+    warnings = [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()]
+    assert warnings == [
+        "preset: 'reference' is deprecated; it is now called 'authors'",
+        "format_preset: 'reference' is deprecated; it is now called 'authors'",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -76,8 +88,9 @@ def test_reference_preset_fills_only_unset_fields() -> None:
 )
 def test_modes(mode: str, compresses: bool, bins: tuple, rewards: tuple) -> None:
     c = make(mode=mode)
-    d, r = c.difficulty_config(), c.reward_config()
-    assert (c.compresses, d.bins, (r.use_format, r.use_length)) == (compresses, bins, rewards)
+    d, r = c.difficulty_config(), c.mode_spec.rewards
+    uses = ("format_reward" in r, "length_reward" in r)
+    assert (c.compresses, d.bins, uses) == (compresses, bins, rewards)
     if bins == (SINGLE_BIN,):
         assert (d.bin_of(0.0), d.bin_of(1.0), d.tau_of(SINGLE_BIN)) == (SINGLE_BIN, SINGLE_BIN, 0.6)
 

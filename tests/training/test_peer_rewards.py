@@ -26,7 +26,7 @@ from traac.training.rewards import TraacRewards
 LENGTHS = [100, 200, 300, 500]
 CORRECT = [True, False, True, False]
 SETTINGS = PeerSettings(
-    mode="alp", correctness_reward=4.0, max_completion_length=1000, alp_beta=1.0,
+    method="alp", correctness_reward=4.0, max_completion_length=1000, alp_beta=1.0,
     alp_normalizer=1000.0, shorterbetter_beta=0.001, kimi_weight=1.0, dapo_cache_length=200,
     l1_alpha=0.0003, l1_delta=0.5, l1_budget_min=100, l1_budget_max=1000,
     l1_budget_in_prompt=True,
@@ -35,7 +35,10 @@ SETTINGS = PeerSettings(
 
 def peer(mode: str, **kwargs: Any) -> PeerRewards:
     return PeerRewards(
-        replace(SETTINGS, mode=mode), verdicts=TraacRewards().verdicts, num_generations=4, **kwargs
+        replace(SETTINGS, method=mode),
+        verdicts=TraacRewards().verdicts,
+        num_generations=4,
+        **kwargs,
     )
 
 
@@ -141,7 +144,7 @@ def test_incomplete_groups_are_refused() -> None:
 
 def test_budgets_are_written_into_the_rows_and_prompts() -> None:
     items = [Item(id=str(k), question=f"What is {k} + 1?", answer=str(k + 1)) for k in range(6)]
-    settings = replace(SETTINGS, mode="l1_max", l1_budget_min=10, l1_budget_max=20)
+    settings = replace(SETTINGS, method="l1_max", l1_budget_min=10, l1_budget_max=20)
     data = with_length_budgets(items_to_dataset(items), settings, seed=3)
     budgets = data[BUDGET_COLUMN]
     assert all(10 <= b <= 20 for b in budgets)

@@ -3,15 +3,16 @@ import pytest
 from traac.errors import TraacError
 from traac.method.difficulty import DifficultyConfig
 from traac.method.rewards import RewardConfig
+from traac.training.modes import MODES, mode_rewards
 from traac.training.rewards import TraacRewards
 
 PAPER = RewardConfig.preset("paper")
-REFERENCE = RewardConfig.preset("reference")
+AUTHORS = RewardConfig.preset("authors")
 
 
 def test_trl_reward_functions():
     rewards = TraacRewards(PAPER, num_generations=2)
-    assert [f.__name__ for f in rewards.funcs] == [
+    assert [f.__name__ for f in mode_rewards(MODES["traac"], rewards, None, 2, None)[1]] == [
         "correctness_reward",
         "format_reward",
         "length_reward",
@@ -40,13 +41,11 @@ def test_trl_reward_functions():
 
 
 def test_trl_conversational_completions_and_precomputed_columns():
-    rewards = TraacRewards(REFERENCE, difficulty=DifficultyConfig(enabled=False))
+    rewards = TraacRewards(AUTHORS, difficulty=DifficultyConfig(enabled=False))
     completions = [[{"role": "assistant", "content": "<think>r</think>\\boxed{3}"}]]
     assert rewards.correctness_reward(completions, answer=["3"]) == [4.0]
     assert rewards.format_reward(completions) == [0.5]
-    out = rewards.length_reward(
-        completions, completion_ids=[[1, 2]], correct=[True], difficulty_bin=["all"]
-    )
+    out = rewards.length_reward(completions, completion_ids=[[1, 2]], correct=[True], bin=["all"])
     assert out == [0.5]
 
 

@@ -198,7 +198,8 @@ def test_pooled_group_holds_n_rollouts_with_regenerated_compressed_ones(
     calls = spy_on_answers(trainer)
     rows, prompt_ids, completion_ids = teacher_batch(trainer)
     trainer.model.train()
-    mine = trainer.traac_step(rows, prompt_ids, completion_ids, None, N)
+    step = trainer.traac_step(rows, prompt_ids, completion_ids, None, N)
+    mine = step.rollouts
 
     groups = trainer.last_step.groups
     assert [g.pass_rate for g in groups] == [1.0, 0.75]
@@ -220,9 +221,9 @@ def test_pooled_group_holds_n_rollouts_with_regenerated_compressed_ones(
     assert any(r.compressed for r in first.pooled)
     assert [g.bin for g in groups] == ["easy", "medium"]
     assert [r.completion_ids for r in mine] == [r.completion_ids for g in groups for r in g.pooled]
-    columns = trainer._columns  # what the reward functions will read, passed explicitly
+    columns = step.columns  # what the reward functions will read, passed explicitly
     assert columns.compressed == [r.compressed for r in mine]
-    assert columns.difficulty_bin == ["easy"] * N + ["medium"] * N
+    assert columns.bin == ["easy"] * N + ["medium"] * N
     assert columns.correct == [r.correct for r in mine]
     assert all("compressed" not in row for row in rows)  # TRL's rows are left as they were
     ((prompts, answers),) = calls
@@ -279,7 +280,7 @@ def test_compressed_rollouts_get_nan_sampling_logprobs_on_their_think_block(
     rows, prompt_ids, completion_ids = teacher_batch(trainer)
     logprobs = [[-1.0] * len(ids) for ids in completion_ids]
     trainer.model.train()
-    pooled = trainer.traac_step(rows, prompt_ids, completion_ids, logprobs, N)
+    pooled = trainer.traac_step(rows, prompt_ids, completion_ids, logprobs, N).rollouts
     used = {c.origin: c for g in trainer.last_step.groups for c in g.compressions if c.used}
     compressed = [r for r in pooled if r.compressed]
     assert compressed
@@ -303,7 +304,7 @@ def test_rewards_of_a_hand_built_group(quick_testbed: Path, tmp_path: Path) -> N
     correct = [True, True, True, False]
     rows = [
         {"prompt": "q", "answer": "1", "verifier": "math", "data_source": "src", "entry": "",
-         "id": "x", "difficulty": "", "correct": ok, "difficulty_bin": "easy"}
+         "id": "x", "difficulty": "", "correct": ok, "bin": "easy"}
         for ok in correct
     ]  # fmt: skip
     ids = [list(range(n)) for n in lengths]
@@ -320,7 +321,7 @@ def test_rewards_of_a_hand_built_group(quick_testbed: Path, tmp_path: Path) -> N
     )
     assert torch.allclose(rewards, expected, atol=1e-6)
     # A second step joins the window: [10, 20, 30] + [25]; medium scale 0.75 for its own key.
-    rows2 = [dict(rows[0], difficulty_bin="medium")]
+    rows2 = [dict(rows[0], bin="medium")]
     rewards2 = trainer._calculate_rewards(rows2, ["q"], texts[:1], [list(range(25))])
     # Its window is [25]: L_norm = 0 (max L = min L), beta = 0.5 at the median.
     assert rewards2[0, 2].item() == pytest.approx(2.0 * 0.75 * 0.5)
@@ -456,14 +457,15 @@ def test_dynamic_sampling_drops_on_correctness_alone(quick_testbed: Path, tmp_pa
     trainer = make_trainer(quick_testbed, tmp_path, mode="cr_lr", dynamic_sampling="drop")
     rows, prompt_ids, completion_ids = three_groups(trainer)
     trainer.model.train()
-    mine = trainer.traac_step(rows, prompt_ids, completion_ids, None, N)
+    step = trainer.traac_step(rows, prompt_ids, completion_ids, None, N)
+    mine = step.rollouts
     groups = trainer.last_step.groups
     assert [g.pass_rate for g in groups] == [1.0, 0.0, 0.75]
     assert [g.dropped for g in groups] == [True, True, False]
-    assert trainer._dropped == [True] * 2 * N + [False] * N
+    assert step.dropped == [True] * 2 * N + [False] * N
     # The shaped reward disagrees: the all-right group's rewards differ (length reward), so it
     # has a GRPO signal on them; it is dropped all the same, on its verdicts.
-    columns = trainer._columns
+    columns = step.columns
     texts = [r.text for r in mine]
     ids = [r.completion_ids for r in mine]
     rows_in = [{**row, "correct": ok} for row, ok in zip(rows, columns.correct, strict=True)]
@@ -475,7 +477,7 @@ def test_dynamic_sampling_drops_on_correctness_alone(quick_testbed: Path, tmp_pa
         "advantages": torch.arange(1.0, 3 * N + 1),
         "num_items_in_batch": torch.tensor(15 * N),
     }
-    masked = trainer._mask_dropped(output, trainer._dropped)
+    masked = trainer._mask_dropped(output, step.dropped)
     assert masked["completion_mask"][: 2 * N].sum() == 0
     assert masked["completion_mask"][2 * N :].sum() == 5 * N
     assert masked["advantages"][: 2 * N].abs().sum() == 0
@@ -493,7 +495,7 @@ def test_dynamic_sampling_resamples_the_prompts_of_degenerate_groups(
     rows, prompt_ids, completion_ids = three_groups(trainer)
     kept_rows, kept_prompts = rows[2 * N :], prompt_ids[2 * N :]
     trainer.model.train()
-    mine = trainer.traac_step(rows, prompt_ids, completion_ids, None, N)
+    mine = trainer.traac_step(rows, prompt_ids, completion_ids, None, N).rollouts
     groups = trainer.last_step.groups
     # Groups 0 (all right) and 1 (all wrong) got a fresh training prompt each, N rollouts of it
     # sampled in one call; the mixed group kept its prompt and its rollouts.

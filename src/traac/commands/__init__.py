@@ -66,6 +66,7 @@ def check_tau(value: float | None, flag: str = "--compress-tau") -> None:
         raise TraacError(f"{flag} {value}: must lie in [0, 1]")
 
 
-def check_positive(value: int | None, flag: str) -> None:
+def check_count(flag: str, value: int | None) -> None:
+    """An option that counts something: unset, or at least 1."""
     if value is not None and value < 1:
         raise TraacError(f"{flag} {value}: must be at least 1")

@@ -17,7 +17,7 @@ from typing import Any
 from traac.commands import (
     ArgumentParser,
     add_settings,
-    check_positive,
+    check_count,
     check_tau,
     settings_from,
 )
@@ -146,7 +146,7 @@ def check_lengths(
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     check_tau(args.compress_tau)
-    check_positive(args.batch_size, "--batch-size")
+    check_count("--batch-size", args.batch_size)
     settings = settings_from(args, CompressionSettings)
     think = settings_from(args, FormatSettings)
     output_file(args.html, "--html")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from traac.commands import ArgumentParser, check_positive
+from traac.commands import ArgumentParser, check_count
 from traac.console import make_console, make_progress, print_lines, print_table
 from traac.pipelines.demo import DemoSettings, run_demo
 
@@ -28,7 +28,7 @@ def build_parser() -> ArgumentParser:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     for name in ("eval_n", "num_samples", "max_new_tokens"):
-        check_positive(getattr(args, name), f"--{name.replace('_', '-')}")
+        check_count(f"--{name.replace('_', '-')}", getattr(args, name))
     settings = DemoSettings.make(
         args.output,
         args.quick,

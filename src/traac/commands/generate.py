@@ -22,7 +22,7 @@ from rich.text import Text
 from traac.commands import (
     ArgumentParser,
     add_settings,
-    check_positive,
+    check_count,
     check_tau,
     settings_from,
 )
@@ -114,10 +114,10 @@ def build_parser() -> ArgumentParser:
 
 def check_args(args: argparse.Namespace) -> None:
     check_tau(args.compress_tau)
-    check_positive(args.think_budget, "--think-budget")
-    check_positive(args.max_new_tokens, "--max-new-tokens")
+    check_count("--think-budget", args.think_budget)
+    check_count("--max-new-tokens", args.max_new_tokens)
     check_sampling(args.temperature, args.top_p, args.max_new_tokens)
-    check_positive(args.batch_size, "--batch-size")
+    check_count("--batch-size", args.batch_size)
     output_file(args.html, "--html")
     output_file(args.json, "--json")
 

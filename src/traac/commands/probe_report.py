@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from traac.commands import ArgumentParser, check_positive
+from traac.commands import ArgumentParser, check_count
 from traac.common.models import load_model, load_tokenizer, resolve_device
 from traac.common.outputs import output_file, write_text
 from traac.console import make_console, make_progress, print_lines, print_table
@@ -63,8 +63,8 @@ def build_parser() -> ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    check_positive(args.eval_n, "--eval-n")
-    check_positive(args.num_samples, "--num-samples")
+    check_count("--eval-n", args.eval_n)
+    check_count("--num-samples", args.num_samples)
     output_file(args.json, "--json")
     device = resolve_device(args.device)
     console = make_console()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from traac.errors import TraacError
+from traac.method.settings import check_positive, check_unit
 
 BINS = ("easy", "medium", "hard")
 SINGLE_BIN = "all"
@@ -44,7 +45,7 @@ class DifficultyConfig:
 
     def __post_init__(self) -> None:
         for name in ("easy_threshold", "medium_threshold", "single_tau"):
-            _check_unit(f"difficulty.{name}", getattr(self, name))
+            check_unit(f"difficulty.{name}", getattr(self, name))
         if self.medium_threshold > self.easy_threshold:
             raise TraacError(
                 f"difficulty.medium_threshold ({self.medium_threshold}) must not exceed "
@@ -59,10 +60,10 @@ class DifficultyConfig:
                 )
             for key in BINS:
                 if name == "tau":
-                    _check_unit(f"difficulty.tau.{key}", table[key])
+                    check_unit(f"difficulty.tau.{key}", table[key])
                 else:
-                    _check_nonnegative(f"difficulty.length_scale.{key}", table[key])
-        _check_nonnegative("difficulty.single_scale", self.single_scale)
+                    check_positive(f"difficulty.length_scale.{key}", table[key], zero=True)
+        check_positive("difficulty.single_scale", self.single_scale, zero=True)
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> DifficultyConfig:
@@ -125,13 +126,3 @@ def group_pass_rates(correct: Sequence[bool], group_size: int) -> list[float]:
         rate = pass_rate(correct[start : start + group_size])
         rates += [rate] * group_size
     return rates
-
-
-def _check_unit(name: str, value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-        raise TraacError(f"{name} must be a number in [0, 1], got {value!r}")
-
-
-def _check_nonnegative(name: str, value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise TraacError(f"{name} must be a number >= 0, got {value!r}")

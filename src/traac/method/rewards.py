@@ -13,7 +13,8 @@
   `beta = 1 / (1 + exp((l - median L) / (0.1 median L)))`,
   `r = W * scale_bin * max(L_norm, beta)`; an empty window gives 0.
 
-Presets: `paper` (format 0.5 + 0.5, W = 2) and `reference` (the authors' code: 0.25 + 0.25, W = 1).
+Presets: `paper` (format 0.5 + 0.5, W = 2) and `authors` (the authors' code: 0.25 + 0.25, W = 1;
+`reference`, its old name, still works).
 
 Two layers. A trainer that has verified its rollouts and binned its prompts calls
 
@@ -25,8 +26,8 @@ Two layers. A trainer that has verified its rollouts and binned its prompts call
     out.total                                            # one float per rollout
 
 with `keys[i] = (data_source, bin)` and, under `accelerate`, `gather=accelerate.utils.gather_object`
-so every process pushes the same merged step into its windows. `traac.training.rewards` wraps
-the same rewards as TRL reward functions.
+so every process pushes the same merged step into its windows; `length_rewards` is the length
+part alone. `traac.training.rewards` wraps the same rewards as TRL reward functions.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from typing import Any
 from traac.errors import TraacError
 from traac.method.difficulty import DifficultyConfig
 from traac.method.formats import ParsedResponse
+from traac.method.settings import check_positive, preset_name
 
 Key = tuple[str, str]  # (data source, difficulty bin)
 Gather = Callable[[list[Any]], list[Any]]
@@ -48,7 +50,8 @@ Gather = Callable[[list[Any]], list[Any]]
 
 @dataclass(frozen=True)
 class RewardConfig:
-    """Reward weights. `use_format` / `use_length` off give the CR-only ablation."""
+    """Reward weights. `use_format` / `use_length` off give `score_rollouts` the CR-only
+    ablation (the trainer sums the rewards its mode names, `traac.training.modes`)."""
 
     correct: float = 4.0
     format_count: float = 0.5  # exactly one opener and one closer
@@ -65,18 +68,15 @@ class RewardConfig:
             if f.type == "bool":
                 if not isinstance(value, bool):
                     raise TraacError(f"rewards.{f.name} must be true or false, got {value!r}")
-            elif isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-                raise TraacError(f"rewards.{f.name} must be a number >= 0, got {value!r}")
-        if not isinstance(self.window_size, int) or self.window_size < 1:
-            raise TraacError(
-                f"rewards.window_size must be an integer >= 1, got {self.window_size!r}"
-            )
-        if self.eps <= 0:
-            raise TraacError(f"rewards.eps must be > 0, got {self.eps!r}")
+            else:
+                check_positive(f"rewards.{f.name}", value, zero=True)
+        check_positive("rewards.window_size", self.window_size, integer=True)
+        check_positive("rewards.eps", self.eps)
 
     @classmethod
     def preset(cls, name: str = "paper", **overrides: Any) -> RewardConfig:
-        """`paper` or `reference`, with any field overridden."""
+        """`paper` or `authors`, with any field overridden."""
+        name = preset_name("rewards.preset", name)
         if name not in PRESETS:
             raise TraacError(
                 f"rewards.preset: unknown value {name!r}; use one of {', '.join(PRESETS)}"
@@ -89,7 +89,7 @@ class RewardConfig:
 
 PRESETS: dict[str, RewardConfig] = {
     "paper": RewardConfig(),
-    "reference": RewardConfig(format_count=0.25, format_order=0.25, length_weight=1.0),
+    "authors": RewardConfig(format_count=0.25, format_order=0.25, length_weight=1.0),
 }
 
 
@@ -217,6 +217,34 @@ def step_lengths(
     return out
 
 
+def length_rewards(
+    windows: LengthWindows,
+    correct: Sequence[bool],
+    lengths: Sequence[int],
+    keys: Sequence[Key],
+    *,
+    config: RewardConfig,
+    difficulty: DifficultyConfig,
+    gather: Gather | None = None,
+) -> list[float]:
+    """The length rewards of one step's rollouts, after pushing the step into `windows` (see
+    `score_rollouts`): 0 for a wrong rollout."""
+    contribution = step_lengths(correct, lengths, keys)
+    windows.push_step(LengthWindows.merge(gather([contribution]) if gather else [contribution]))
+    return [
+        length_reward(
+            length,
+            windows.window(key),
+            weight=config.length_weight,
+            scale=difficulty.scale_of(key[1]),
+            eps=config.eps,
+        )
+        if ok
+        else 0.0
+        for ok, length, key in zip(correct, lengths, keys, strict=True)
+    ]
+
+
 def score_rollouts(
     parsed: Sequence[ParsedResponse],
     correct: Sequence[bool],
@@ -244,15 +272,7 @@ def score_rollouts(
     fmt = [format_reward(p, config) if config.use_format else 0.0 for p in parsed]
     length = [0.0] * n
     if config.use_length:
-        contribution = step_lengths(correct, lengths, keys)
-        windows.push_step(LengthWindows.merge(gather([contribution]) if gather else [contribution]))
-        for i, (ok, key) in enumerate(zip(correct, keys, strict=True)):
-            if ok:
-                length[i] = length_reward(
-                    lengths[i],
-                    windows.window(key),
-                    weight=config.length_weight,
-                    scale=difficulty.scale_of(key[1]),
-                    eps=config.eps,
-                )
+        length = length_rewards(
+            windows, correct, lengths, keys, config=config, difficulty=difficulty, gather=gather
+        )
     return RewardBreakdown(correctness, fmt, length)

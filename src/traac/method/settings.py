@@ -8,6 +8,7 @@ go through the same `__post_init__` check, which names the field and the fix.
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,10 @@ UNIFORMITY_GATE = 0.8
 EVICTION_CAP = 0.8
 DEFAULT_TOP_K = 20  # the paper does not give k; 20 is the usual cap on returned logprobs (vLLM)
 TEST_TIME_TAU = 0.4  # SPEC section 5: the fixed tau of test-time compression
+# Old names of presets: `reference` named the authors' preset and TRL's frozen reference model.
+DEPRECATED_PRESETS = {"reference": "authors"}
+
+logger = logging.getLogger(__name__)
 
 
 def check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
@@ -42,6 +47,15 @@ def check_positive(name: str, value: Any, *, integer: bool = False, zero: bool =
     if not ok or not (value >= 0 if zero else value > 0):
         what = "an integer" if integer else "a finite number"
         raise TraacError(f"{name}: {value!r} must be {what} {'>= 0' if zero else '> 0'}")
+
+
+def preset_name(name: str, value: Any) -> Any:
+    """A preset's current name: an old one still works, with a one-line warning."""
+    if value in DEPRECATED_PRESETS:
+        new = DEPRECATED_PRESETS[value]
+        logger.warning("%s: %r is deprecated; it is now called %r", name, value, new)
+        return new
+    return value
 
 
 def check_layers(value: Any) -> None:

@@ -30,8 +30,9 @@ from traac.common.threads import set_threads
 from traac.data.training import items_to_dataset, load_training_items
 from traac.errors import TraacError
 from traac.pipelines.models import resolve_model
+from traac.training.checkpoint import STATE_FILE
 from traac.training.config import TRAACConfig
-from traac.training.trainer import STATE_FILE, TRAACTrainer
+from traac.training.trainer import TRAACTrainer
 
 logger = get_logger(__name__)
 RESUME_LATEST = ("auto", "true", "latest")

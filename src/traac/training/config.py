@@ -1,32 +1,39 @@
 """`TRAACConfig`: TRL's `GRPOConfig` plus what TRAAC adds (SPEC sections 1-4).
 
-Defaults are the paper's. `preset: reference` switches the values the paper and the authors'
+Defaults are the paper's. `preset: authors` switches the values the paper and the authors'
 implementation disagree on (format 0.25 + 0.25, length weight W = 1, probe layers = first half
 of the model) unless a field is set explicitly: those fields default to `None`, "from preset".
-The peer modes (`traac.training.peer_rewards`) carry their papers' values, and
-`dynamic_sampling` filters groups on correctness for every mode.
+What each `mode` trains is `traac.training.modes`; the peer methods
+(`traac.training.peer_rewards`) carry their papers' values, and `dynamic_sampling` filters
+groups on correctness for every mode. Every field is checked once, in `__post_init__`, with the
+check helpers of `traac.method.settings`.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, fields
-from typing import Any, NoReturn
+from typing import Any
 
 from trl import GRPOConfig
 
 from traac.errors import TraacError
 from traac.method.difficulty import DifficultyConfig
 from traac.method.length_rewards import dapo_cache_length
-from traac.method.rewards import RewardConfig
-from traac.method.settings import CompressionSettings, FormatSettings
-from traac.training.peer_rewards import PEER_MODES, PeerSettings
+from traac.method.rewards import PRESETS, RewardConfig
+from traac.method.settings import (
+    CompressionSettings,
+    FormatSettings,
+    check_choice,
+    check_positive,
+    check_unit,
+    preset_name,
+)
+from traac.training.modes import MODES, Mode
+from traac.training.peer_rewards import PeerSettings
 
-TRAAC_MODES = ("traac", "cr", "cr_lr", "compression_no_difficulty")
-MODES = (*TRAAC_MODES, *PEER_MODES)
 DYNAMIC_SAMPLING = ("none", "drop", "resample")
 SCORING_MODELS = ("reference", "policy")
-PRESET_NAMES = ("paper", "reference")
+PRESET_NAMES = tuple(PRESETS)
 CALIBRATIONS = ("none", "rank")
 _UNIT_FIELDS = (
     "easy_threshold", "medium_threshold", "tau_easy", "tau_medium", "tau_hard", "tau_single",
@@ -34,18 +41,38 @@ _UNIT_FIELDS = (
 _NONNEGATIVE_FIELDS = (
     "correctness_reward", "length_weight",
     "length_scale_easy", "length_scale_medium", "length_scale_hard", "length_scale_single",
+    "kimi_weight", "l1_delta", "beta",
+)  # fmt: skip
+# GRPO settings that transformers and TRL accept but no run can use, and the peers' positive
+# coefficients (NaN fails too).
+_POSITIVE_FIELDS = (
+    "learning_rate", "temperature", "max_completion_length", "top_p",
+    "alp_beta", "alp_normalizer", "shorterbetter_beta", "l1_alpha",
+)  # fmt: skip
+_COUNT_FIELDS = (
+    "length_window_steps", "calibration_window", "max_resample_rounds", "l1_budget_min",
 )  # fmt: skip
 
 # Values that differ between the paper and the authors' implementation (SPEC sections 2-3).
 _PRESETS: dict[str, dict[str, Any]] = {
     "paper": {"format_preset": "paper", "length_weight": 2.0, "probe_layers": "all"},
     # probe layers: the authors' code read the first half for Qwen3, all for its R1-distill host
-    "reference": {"format_preset": "reference", "length_weight": 1.0, "probe_layers": None},
+    "authors": {"format_preset": "authors", "length_weight": 1.0, "probe_layers": None},
 }
 
 
 class TRAACConfigError(TraacError, ValueError):
     """An invalid configuration value; the message names the field (a ValueError for API users)."""
+
+
+def _mode_help() -> str:
+    own = [f"{m.name} ({m.help})" for m in MODES.values() if not m.peer]
+    peers = [f"{m.name} ({m.help})" for m in MODES.values() if m.peer]
+    return (
+        f"{' | '.join(own)} | a peer method, whose length term replaces TRAAC's length reward "
+        "and compression (correctness and format stay; docs/peer_methods.md): "
+        f"{' | '.join(peers)}."
+    )
 
 
 @dataclass
@@ -57,6 +84,89 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
     estimator is k3, the paper's "low-variance KL"), `epsilon_high=0.28`, `weight_decay=0.1`,
     10 warm-up steps at a constant rate, `max_completion_length=10000`, `loss_type="grpo"`
     (the appendix objective averages each rollout over its own tokens), `logging_steps=1`.
+
+    Parameters:
+        > Parameters that choose the method
+
+        mode (`str`, *optional*, defaults to `"traac"`):
+            What is trained (`traac.training.modes`): `traac`; the ablations `cr` (correctness
+            only), `cr_lr` (+ format + length, one bin, no compression) and
+            `compression_no_difficulty` (one bin at `tau_single`); or a peer method (`alp`,
+            `shorterbetter`, `kimi`, `dapo_overlong`, `l1_max`) whose length term replaces
+            TRAAC's length reward and compression.
+        preset (`str`, *optional*, defaults to `"paper"`):
+            `paper` or `authors` (the authors' code; `reference`, its old name, still works):
+            the defaults of `format_preset`, `length_weight` and `probe_layers` when unset.
+
+        > Parameters that control compression (with `traac.method.settings.CompressionSettings`:
+        > `scorer`, `probe_heads`, `step_scope`, `uniformity_gate`, `eviction_cap`, ...)
+
+        scoring_model (`str`, *optional*, defaults to `"reference"`):
+            The model the probe runs through: `reference` (TRL's frozen KL reference model, or
+            a frozen copy of the initial policy when `beta=0`) or `policy`.
+        probe_layers (`str` or `None`, *optional*, defaults to `None`):
+            Attention layers averaged: `all`, `first_half` or comma-separated indices; unset,
+            the preset's (paper: all; authors: the first half for Qwen3, all for others).
+        uniformity_calibration (`str`, *optional*, defaults to `"none"`):
+            `none` (the paper) or `rank`: each uniformity is replaced by its rank among the
+            last `calibration_window` correct rollouts' before the gate.
+        calibration_window (`int`, *optional*, defaults to `512`):
+            Recent uniformities the rank calibration compares with.
+
+        > Parameters that control difficulty (SPEC section 1, step 3)
+
+        easy_threshold (`float`, *optional*, defaults to `0.8`):
+            A prompt whose pass rate is at least this is easy.
+        medium_threshold (`float`, *optional*, defaults to `0.3`):
+            ... at least this (and below `easy_threshold`) medium; below it, hard.
+        tau_easy, tau_medium, tau_hard (`float`, *optional*, defaults to `0.6`, `0.4`, `0.2`):
+            The target compression rate of each bin.
+        tau_single (`float`, *optional*, defaults to `0.6`):
+            The rate of the one bin of `compression_no_difficulty`.
+
+        > Parameters that control the rewards (SPEC section 3)
+
+        correctness_reward (`float`, *optional*, defaults to `4.0`):
+            The reward of a right answer, in every mode.
+        format_preset (`str` or `None`, *optional*, defaults to `None`):
+            Format reward: `paper` (0.5 + 0.5) or `authors` (0.25 + 0.25); unset, the preset's.
+        length_weight (`float` or `None`, *optional*, defaults to `None`):
+            Length reward weight W (paper 2, authors 1); unset, the preset's.
+        length_window_steps (`int`, *optional*, defaults to `10`):
+            Training steps kept in each (data source, bin) length window.
+        length_scale_easy, length_scale_medium, length_scale_hard (`float`, *optional*,
+        defaults to `1.0`, `0.75`, `0.5`):
+            The length reward's scale per bin.
+        length_scale_single (`float`, *optional*, defaults to `1.0`):
+            The scale of the one bin of the modes without bins.
+
+        > Parameters that control dynamic sampling (every mode)
+
+        dynamic_sampling (`str`, *optional*, defaults to `"none"`):
+            For groups whose verdicts all agree: `none` (train on them), `drop` (mask them out
+            of the loss) or `resample` (DAPO: new prompts, then drop what is left).
+        max_resample_rounds (`int`, *optional*, defaults to `2`):
+            Extra generation rounds per step at most (DAPO's `max_num_gen_batches`).
+
+        > Parameters of the peer methods (docs/peer_methods.md)
+
+        alp_beta, alp_normalizer (`float`, *optional*, defaults to `1.0`, `None`):
+            ALP's coefficient beta and normaliser N in tokens (unset: `max_completion_length`).
+        shorterbetter_beta (`float`, *optional*, defaults to `0.001`):
+            ShorterBetter's beta per token.
+        kimi_weight (`float`, *optional*, defaults to `1.0`):
+            The weight of Kimi k1.5's length reward.
+        dapo_cache_length (`int` or `None`, *optional*, defaults to `None`):
+            DAPO's soft-punish band L_cache (unset: a fifth of `max_completion_length`).
+        l1_alpha, l1_delta (`float`, *optional*, defaults to `0.0003`, `0.5`):
+            L1-Max's slope and offset.
+        l1_budget_min, l1_budget_max (`int`, *optional*, defaults to `100`, `4000`):
+            The range of L1-Max's budgets n_gold in tokens.
+        l1_budget_in_prompt (`bool`, *optional*, defaults to `True`):
+            Write "Think for maximum n_gold tokens." into each prompt (L1's protocol).
+
+        Telemetry needs no field: every step goes to TRL's logs and to `metrics.jsonl` in
+        `output_dir` (`traac.training.telemetry`).
     """
 
     # --- GRPO defaults that differ from TRL's (SPEC section 4) ---
@@ -77,21 +187,11 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
     logging_steps: float = field(default=1, metadata={"help": "Log every N optimizer steps."})
 
     # --- TRAAC ---
-    mode: str = field(
-        default="traac",
-        metadata={"help": "traac | cr (correctness only) | cr_lr (+format+length, one bin, no "
-                  "compression) | compression_no_difficulty (one bin, tau_single) | a peer "
-                  "method, whose length term replaces TRAAC's length reward and compression "
-                  "(correctness and format stay; docs/peer_methods.md): alp (ALP, solve-rate "
-                  "scaled per-token penalty) | shorterbetter (distance to the group's shortest "
-                  "right length) | kimi (Kimi k1.5 min-max length reward) | dapo_overlong "
-                  "(DAPO soft overlong punishment, TRL's) | l1_max (L1-Max budget reward, "
-                  "budgets in the prompt)."},
-    )  # fmt: skip
+    mode: str = field(default="traac", metadata={"help": _mode_help()})
     preset: str = field(
         default="paper",
-        metadata={"help": "paper | reference: defaults of the fields left unset (format_preset, "
-                  "length_weight, probe_layers)."},
+        metadata={"help": "paper | authors (the authors' code): defaults of the fields left "
+                  "unset (format_preset, length_weight, probe_layers)."},
     )  # fmt: skip
     scoring_model: str = field(
         default="reference",
@@ -113,10 +213,10 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
     )
     correctness_reward: float = field(default=4.0, metadata={"help": "Reward of a right answer."})
     format_preset: str | None = field(
-        default=None, metadata={"help": "Format reward: paper (0.5+0.5) | reference (0.25+0.25)."}
+        default=None, metadata={"help": "Format reward: paper (0.5+0.5) | authors (0.25+0.25)."}
     )
     length_weight: float | None = field(
-        default=None, metadata={"help": "Length reward weight W (paper 2, reference 1)."}
+        default=None, metadata={"help": "Length reward weight W (paper 2, authors 1)."}
     )
     length_window_steps: int = field(
         default=10, metadata={"help": "Training steps kept in each length window."}
@@ -188,76 +288,63 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
     )  # fmt: skip
 
     def __post_init__(self) -> None:
-        self._validate_traac()
-        for name, value in _PRESETS[self.preset].items():
-            if getattr(self, name) is None:
-                setattr(self, name, value)
-        CompressionSettings.__post_init__(self)
-        FormatSettings.__post_init__(self)
+        try:
+            self._validate_traac()
+            for name, value in _PRESETS[self.preset].items():
+                if getattr(self, name) is None:
+                    setattr(self, name, value)
+            CompressionSettings.__post_init__(self)
+            FormatSettings.__post_init__(self)
+        except TraacError as error:  # a ValueError too, as transformers' own checks raise
+            raise TRAACConfigError(str(error)) from None
         super().__post_init__()
 
     def _validate_traac(self) -> None:
+        self.preset = preset_name("preset", self.preset)
+        if self.format_preset is not None:
+            self.format_preset = preset_name("format_preset", self.format_preset)
+            check_choice("format_preset", self.format_preset, PRESET_NAMES)
         choices = {
-            "mode": MODES,
+            "mode": tuple(MODES),
             "preset": PRESET_NAMES,
             "scoring_model": SCORING_MODELS,
             "uniformity_calibration": CALIBRATIONS,
             "dynamic_sampling": DYNAMIC_SAMPLING,
         }
-        if self.format_preset is not None:
-            choices["format_preset"] = PRESET_NAMES
         for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                _fail(name, f"{getattr(self, name)!r} is not one of {', '.join(allowed)}")
+            check_choice(name, getattr(self, name), allowed)
         for name in _UNIT_FIELDS:
-            if not 0.0 <= getattr(self, name) <= 1.0:  # NaN fails too
-                _fail(name, f"{getattr(self, name)} must lie in [0, 1]")
-        if self.medium_threshold > self.easy_threshold:
-            _fail("medium_threshold", f"{self.medium_threshold} exceeds easy_threshold "
-                  f"{self.easy_threshold}")  # fmt: skip
-        for name in ("length_window_steps", "calibration_window", "max_resample_rounds"):
-            if getattr(self, name) < 1:
-                _fail(name, f"{getattr(self, name)} must be at least 1")
+            check_unit(name, getattr(self, name))
         for name in _NONNEGATIVE_FIELDS:
-            value = getattr(self, name)
-            if value is not None and not (math.isfinite(value) and value >= 0):
-                _fail(name, f"{value} must be a finite number >= 0")
-        # GRPO settings that transformers and TRL accept but no run can use (NaN included)
-        for name in ("learning_rate", "temperature", "max_completion_length", "top_p"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                _fail(name, f"{value} must be a finite number > 0")
-        if not (math.isfinite(self.beta) and self.beta >= 0):
-            _fail("beta", f"{self.beta} must be a finite number >= 0 (0 turns the KL term off)")
-        self._validate_peers()
-
-    def _validate_peers(self) -> None:
-        for name in ("alp_beta", "alp_normalizer", "shorterbetter_beta", "l1_alpha"):
-            value = getattr(self, name)
-            if value is not None and not (math.isfinite(value) and value > 0):
-                _fail(name, f"{value} must be a finite number > 0")
-        for name in ("kimi_weight", "l1_delta"):
-            if not (math.isfinite(getattr(self, name)) and getattr(self, name) >= 0):
-                _fail(name, f"{getattr(self, name)} must be a finite number >= 0")
+            if getattr(self, name) is not None:
+                check_positive(name, getattr(self, name), zero=True)
+        for name in _POSITIVE_FIELDS:
+            if getattr(self, name) is not None:
+                check_positive(name, getattr(self, name))
+        for name in _COUNT_FIELDS:
+            check_positive(name, getattr(self, name), integer=True)
+        if self.medium_threshold > self.easy_threshold:
+            raise TraacError(f"medium_threshold: {self.medium_threshold} exceeds easy_threshold "
+                             f"{self.easy_threshold}")  # fmt: skip
         cache = self.dapo_cache_length
         if cache is not None and not 0 <= cache <= self.max_completion_length:
-            _fail("dapo_cache_length", f"{cache} must lie in [0, max_completion_length "
-                  f"{self.max_completion_length}]")  # fmt: skip
-        if self.l1_budget_min < 1:
-            _fail("l1_budget_min", f"{self.l1_budget_min} must be at least 1")
+            raise TraacError(f"dapo_cache_length: {cache} must lie in [0, max_completion_length "
+                             f"{self.max_completion_length}]")  # fmt: skip
         if self.l1_budget_max < self.l1_budget_min:
-            _fail("l1_budget_max", f"{self.l1_budget_max} is below l1_budget_min "
-                  f"{self.l1_budget_min}")  # fmt: skip
+            raise TraacError(f"l1_budget_max: {self.l1_budget_max} is below l1_budget_min "
+                             f"{self.l1_budget_min}")  # fmt: skip
         if self.mode == "l1_max" and self.l1_budget_max > self.max_completion_length:
-            _fail("l1_budget_max", f"{self.l1_budget_max} exceeds max_completion_length "
-                  f"{self.max_completion_length}: no response could use that budget; lower "
-                  "l1_budget_max (and l1_budget_min) or raise max_completion_length")  # fmt: skip
+            raise TraacError(
+                f"l1_budget_max: {self.l1_budget_max} exceeds max_completion_length "
+                f"{self.max_completion_length}: no response could use that budget; lower "
+                "l1_budget_max (and l1_budget_min) or raise max_completion_length"
+            )
 
     # --- derived settings the trainer reads ---
 
     def resolved_probe_layers(self, model_type: str | None) -> str:
         """The probe layers for a model: as set, else the preset's (SPEC section 2: paper, all;
-        reference, the first half for Qwen3 models and all for the others, e.g. R1 distills)."""
+        authors, the first half for Qwen3 models and all for the others, e.g. R1 distills)."""
         if self.probe_layers is not None:
             return self.probe_layers
         return "first_half" if (model_type or "").startswith("qwen3") else "all"
@@ -271,14 +358,19 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         )
 
     @property
+    def mode_spec(self) -> Mode:
+        """What `mode` trains: compression, bins and rewards (`traac.training.modes`)."""
+        return MODES[self.mode]
+
+    @property
     def peer_mode(self) -> bool:
         """A peer method's length term in place of TRAAC's length reward and compression."""
-        return self.mode in PEER_MODES
+        return self.mode_spec.peer
 
     @property
     def compresses(self) -> bool:
         """Whether correct rollouts are compressed and re-answered (SPEC section 1, steps 4-6)."""
-        return self.mode in ("traac", "compression_no_difficulty")
+        return self.mode_spec.compresses
 
     def difficulty_config(self) -> DifficultyConfig:
         """Bins, tau and length scale per bin; one bin (`all`) in the modes without difficulty.
@@ -292,28 +384,25 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
                 "medium": self.length_scale_medium,
                 "hard": self.length_scale_hard,
             },
-            enabled=self.mode == "traac" or self.peer_mode,
+            enabled=self.mode_spec.bins,
             single_tau=self.tau_single,
             single_scale=self.length_scale_single,
         )
 
     def reward_config(self) -> RewardConfig:
-        """Correctness (+ format except in mode `cr`, + TRAAC's length reward in TRAAC's own
-        modes but `cr`) with this config's weights."""
+        """TRAAC's reward weights (which rewards a mode sums is `mode_spec.rewards`)."""
         return RewardConfig.preset(
             self.format_preset,
             correct=self.correctness_reward,
             length_weight=self.length_weight,
             window_size=int(self.length_window_steps),
-            use_format=self.mode != "cr",
-            use_length=self.mode in TRAAC_MODES and self.mode != "cr",
         )
 
     def peer_settings(self) -> PeerSettings:
         """The peer method's values, defaults resolved against `max_completion_length`."""
         max_len = int(self.max_completion_length)
         return PeerSettings(
-            mode=self.mode,
+            method=self.mode,
             correctness_reward=self.correctness_reward,
             max_completion_length=max_len,
             alp_beta=self.alp_beta,
@@ -327,7 +416,3 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
             l1_budget_max=self.l1_budget_max,
             l1_budget_in_prompt=self.l1_budget_in_prompt,
         )
-
-
-def _fail(name: str, message: str) -> NoReturn:
-    raise TRAACConfigError(f"{name}: {message}")

@@ -41,22 +41,6 @@ from traac.method.length_rewards import (
 )
 from traac.method.rewards import Gather
 
-PEER_MODES = ("alp", "shorterbetter", "kimi", "dapo_overlong", "l1_max")
-# What each paper pays a right answer over a wrong one (its own total reward).
-PAPER_CORRECTNESS = {
-    "alp": 1.0,  # r = 1[correct] - penalty
-    "shorterbetter": 2.0,  # alpha = 2, the authors' released setting
-    "kimi": 1.0,  # binary correctness reward + weighted len_reward
-    "dapo_overlong": 2.0,  # +1 right, -1 wrong
-    "l1_max": 1.0,  # 1[correct] * clip(...)
-}
-PAPERS = {
-    "alp": "ALP, arXiv:2506.05256",
-    "shorterbetter": "ShorterBetter, arXiv:2504.21370",
-    "kimi": "Kimi k1.5, arXiv:2501.12599 section 2.3.3",
-    "dapo_overlong": "DAPO Eq. 13, arXiv:2503.14476 (TRL's get_soft_overlong_punishment)",
-    "l1_max": "L1-Max, arXiv:2503.04697",
-}
 BUDGET_COLUMN = "length_budget"  # L1-Max: each training row's n_gold
 
 
@@ -64,7 +48,7 @@ BUDGET_COLUMN = "length_budget"  # L1-Max: each training row's n_gold
 class PeerSettings:
     """One peer method's length term, resolved from a `TRAACConfig` (`peer_settings()`)."""
 
-    mode: str
+    method: str  # a name in PEERS
     correctness_reward: float
     max_completion_length: int
     alp_beta: float
@@ -79,31 +63,85 @@ class PeerSettings:
     l1_budget_in_prompt: bool
 
     @property
+    def peer(self) -> Peer:
+        """The method's entry in `PEERS`."""
+        return PEERS[self.method]
+
+    @property
     def scale(self) -> float:
         """The factor on the paper's length term: traac's correctness over the paper's."""
-        return self.correctness_reward / PAPER_CORRECTNESS[self.mode]
+        return self.correctness_reward / self.peer.correctness
 
     def describe(self) -> str:
         """One line for `--dry-run`: the method, its values and the scale."""
-        values = {
-            "alp": f"-(beta/N) max(p_solved, 1/K) |y|, beta {self.alp_beta:g}, "
-            f"N {self.alp_normalizer:g}",
-            "shorterbetter": f"-beta |l - l_SOL|, beta {self.shorterbetter_beta:g}",
-            "kimi": f"weight {self.kimi_weight:g} x (0.5 - (l - min) / (max - min)), "
-            "wrong rollouts capped at 0",
-            "dapo_overlong": f"0 up to {self.max_completion_length - self.dapo_cache_length}, "
-            f"linear to -1 at {self.max_completion_length} tokens "
-            f"(L_cache {self.dapo_cache_length})",
-            "l1_max": f"1[correct] clip(alpha (n_gold - n_y) + delta, 0, 1), alpha "
-            f"{self.l1_alpha:g}, delta {self.l1_delta:g}, n_gold ~ U{{{self.l1_budget_min}.."
-            f"{self.l1_budget_max}}} per prompt, "
-            + ("written into the prompt" if self.l1_budget_in_prompt else "not in the prompt"),
-        }[self.mode]
-        paper = PAPER_CORRECTNESS[self.mode]
         return (
-            f"{PAPERS[self.mode]}: {values}; length term x{self.scale:g} (right answer "
-            f"{self.correctness_reward:g} here, {paper:g} in the paper)"
+            f"{self.peer.paper}: {self.peer.values(self)}; length term x{self.scale:g} (right "
+            f"answer {self.correctness_reward:g} here, {self.peer.correctness:g} in the paper)"
         )
+
+
+@dataclass(frozen=True)
+class Peer:
+    """One peer method: everything traac knows of it but its formula and its settings' fields."""
+
+    paper: str
+    help: str  # what its length term does, for `mode`'s help
+    correctness: float  # what its paper pays a right answer over a wrong one
+    reward: str  # the `PeerRewards` method computing its length term (the name TRL logs)
+    values: Callable[[PeerSettings], str]  # its values in words, for `--dry-run`
+    budgets: bool = False  # each training row carries a length budget (`with_length_budgets`)
+
+
+# The peer methods: adding one is an entry here and its `PeerRewards` method.
+PEERS: dict[str, Peer] = {
+    "alp": Peer(
+        "ALP, arXiv:2506.05256",
+        "ALP, solve-rate scaled per-token penalty",
+        1.0,  # r = 1[correct] - penalty
+        "alp_length_reward",
+        lambda s: f"-(beta/N) max(p_solved, 1/K) |y|, beta {s.alp_beta:g}, N {s.alp_normalizer:g}",
+    ),
+    "shorterbetter": Peer(
+        "ShorterBetter, arXiv:2504.21370",
+        "distance to the group's shortest right length",
+        2.0,  # alpha = 2, the authors' released setting
+        "shorterbetter_length_reward",
+        lambda s: f"-beta |l - l_SOL|, beta {s.shorterbetter_beta:g}",
+    ),
+    "kimi": Peer(
+        "Kimi k1.5, arXiv:2501.12599 section 2.3.3",
+        "Kimi k1.5 min-max length reward",
+        1.0,  # binary correctness reward + weighted len_reward
+        "kimi_length_reward",
+        lambda s: (
+            f"weight {s.kimi_weight:g} x (0.5 - (l - min) / (max - min)), "
+            "wrong rollouts capped at 0"
+        ),
+    ),
+    "dapo_overlong": Peer(
+        "DAPO Eq. 13, arXiv:2503.14476 (TRL's get_soft_overlong_punishment)",
+        "DAPO soft overlong punishment, TRL's",
+        2.0,  # +1 right, -1 wrong
+        "dapo_overlong_length_reward",
+        lambda s: (
+            f"0 up to {s.max_completion_length - s.dapo_cache_length}, "
+            f"linear to -1 at {s.max_completion_length} tokens (L_cache {s.dapo_cache_length})"
+        ),
+    ),
+    "l1_max": Peer(
+        "L1-Max, arXiv:2503.04697",
+        "L1-Max budget reward, budgets in the prompt",
+        1.0,  # 1[correct] * clip(...)
+        "l1_max_length_reward",
+        lambda s: (
+            f"1[correct] clip(alpha (n_gold - n_y) + delta, 0, 1), alpha "
+            f"{s.l1_alpha:g}, delta {s.l1_delta:g}, n_gold ~ U{{{s.l1_budget_min}.."
+            f"{s.l1_budget_max}}} per prompt, "
+            + ("written into the prompt" if s.l1_budget_in_prompt else "not in the prompt")
+        ),
+        budgets=True,
+    ),
+}
 
 
 def dapo_overlong_punishment(
@@ -138,8 +176,8 @@ class PeerRewards:
         gather: Gather | None = None,
         rank: int = 0,
     ) -> None:
-        if settings.mode not in PEER_MODES:
-            raise TraacError(f"mode: {settings.mode!r} is not a peer method ({PEER_MODES})")
+        if settings.method not in PEERS:
+            raise TraacError(f"mode: {settings.method!r} is not a peer method ({tuple(PEERS)})")
         self.settings = settings
         self.verdicts = verdicts
         self.num_generations = num_generations
@@ -151,14 +189,8 @@ class PeerRewards:
 
     @property
     def func(self) -> Callable[..., list[float]]:
-        """The mode's reward function (its name is the one TRL logs)."""
-        return {
-            "alp": self.alp_length_reward,
-            "shorterbetter": self.shorterbetter_length_reward,
-            "kimi": self.kimi_length_reward,
-            "dapo_overlong": self.dapo_overlong_length_reward,
-            "l1_max": self.l1_max_length_reward,
-        }[self.settings.mode]
+        """The method's reward function (its name is the one TRL logs)."""
+        return getattr(self, self.settings.peer.reward)
 
     def alp_length_reward(
         self, completions: list[Any], completion_ids: list[Sequence[int]], **kwargs: Any
@@ -229,7 +261,7 @@ class PeerRewards:
         """`formula` on every group of the gathered batch; this process's slice, scaled."""
         n = self.num_generations
         if n is None:
-            raise TraacError(f"mode {self.settings.mode}: needs num_generations to find groups")
+            raise TraacError(f"mode {self.settings.method}: needs num_generations to find groups")
         local = list(
             zip(
                 [len(ids) for ids in completion_ids],
@@ -241,7 +273,7 @@ class PeerRewards:
         every = [x for part in parts for x in part]
         if len(every) % n:
             raise TraacError(
-                f"mode {self.settings.mode}: {len(every)} completions are not whole groups of "
+                f"mode {self.settings.method}: {len(every)} completions are not whole groups of "
                 f"num_generations={n}"
             )
         out: list[float] = []

@@ -1,21 +1,22 @@
-"""TRAAC's rewards as TRL reward functions: `GRPOTrainer(reward_funcs=TraacRewards(...).funcs)`.
+"""TRAAC's rewards as TRL reward functions: `correctness_reward`, `format_reward` and
+`length_reward`, the methods of `TraacRewards` (which of them a mode sums is
+`traac.training.modes`).
 
 The formulas are `traac.method.rewards`; this layer reads TRL's per-sample columns, verifies the
-completions (memoised, so the three functions verify each once) and bins prompts by the pass
-rate of their group when the trainer does not pass the bins itself.
+completions (memoised, so the functions verify each once) and bins prompts by the pass rate of
+their group when the trainer does not pass the bins itself.
 """
 
 from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 from typing import Any
 
-from traac.common.items import Item
+from traac.data.training import item_from_row
 from traac.errors import TraacError
-from traac.method.difficulty import SINGLE_BIN, DifficultyConfig, group_pass_rates
+from traac.method.difficulty import SINGLE_BIN, DifficultyConfig
 from traac.method.formats import ChatFormat
 from traac.method.rewards import (
     Gather,
@@ -23,20 +24,22 @@ from traac.method.rewards import (
     RewardConfig,
     correctness_reward,
     format_reward,
-    score_rollouts,
+    length_rewards,
 )
+from traac.training.step import bin_groups
 from traac.verification import DEFAULT_TIMEOUT, verify_many
 
 
 class TraacRewards:
-    """The rewards as TRL reward functions: `GRPOTrainer(reward_funcs=TraacRewards(...).funcs)`.
+    """The rewards as TRL reward functions (`traac.training.modes.reward_funcs` picks a mode's).
 
     Dataset columns read (TRL passes them as kwargs): `answer` (gold), `verifier` (math, choice,
     text or task; default math), `entry` (reasoning-gym entry, dict or JSON string, for task),
     `data_source` (default "default"). Optional columns a trainer may add to skip work: `correct`
-    (verdicts) and `difficulty_bin`. Without `difficulty_bin`, bins come from the pass rate of
-    consecutive groups of `num_generations` completions (GRPO's layout; the local batch must hold
-    whole groups). Verdicts are memoised, so the three functions verify each completion once.
+    (verdicts) and `bin` (the pass-rate bin). Without `bin`, bins come from
+    the pass rate of consecutive groups of `num_generations` completions (GRPO's layout, binned
+    as the TRAAC step bins them; the local batch must hold whole groups). Verdicts are
+    memoised, so the functions verify each completion once.
     Every `length_reward` call is one training step of the windows: do not call it on
     evaluation batches.
     """
@@ -61,16 +64,6 @@ class TraacRewards:
         self.timeout = timeout
         self._verdicts: OrderedDict[tuple[str, ...], bool] = OrderedDict()
 
-    @property
-    def funcs(self) -> list[Callable[..., list[float]]]:
-        """The enabled reward functions, in the order correctness, format, length."""
-        funcs: list[Callable[..., list[float]]] = [self.correctness_reward]
-        if self.config.use_format:
-            funcs.append(self.format_reward)
-        if self.config.use_length:
-            funcs.append(self.length_reward)
-        return funcs
-
     def correctness_reward(self, completions: list[Any], **kwargs: Any) -> list[float]:
         return [correctness_reward(ok, self.config) for ok in self.verdicts(completions, **kwargs)]
 
@@ -88,18 +81,15 @@ class TraacRewards:
         correct = self.verdicts(completions, **kwargs)
         sources = kwargs.get("data_source") or ["default"] * len(completions)
         keys = [(str(s), b) for s, b in zip(sources, self._bins(correct, kwargs), strict=True)]
-        lengths = [len(ids) for ids in completion_ids]
-        out = score_rollouts(
-            [self.chat_format.parse(_text(c)) for c in completions],
+        return length_rewards(
+            self.windows,
             correct,
-            lengths,
+            [len(ids) for ids in completion_ids],
             keys,
-            config=replace(self.config, use_format=False),
-            windows=self.windows,
+            config=self.config,
             difficulty=self.difficulty,
             gather=self.gather,
         )
-        return out.length
 
     def verdicts(self, completions: list[Any], **kwargs: Any) -> list[bool]:
         """Is each completion right? From a `correct` column if given, else verified (memoised)."""
@@ -124,16 +114,22 @@ class TraacRewards:
         todo = [i for i, key in enumerate(keys) if key not in self._verdicts]
         if todo:
             items = [
-                Item(
-                    id=str(i),
-                    question="",
-                    answer=str(answers[i]),
-                    verifier=verifiers[i],
-                    entry=json.loads(entries[i]) if isinstance(entries[i], str) else entries[i],
+                item_from_row(
+                    {
+                        "id": str(i),
+                        "answer": answers[i],
+                        "verifier": verifiers[i],
+                        "entry": entries[i],
+                    }
                 )
                 for i in todo
             ]
-            found = verify_many(items, [texts[i] for i in todo], timeout=self.timeout)
+            found = verify_many(
+                items,
+                [texts[i] for i in todo],
+                think_close=self.chat_format.think_close,
+                timeout=self.timeout,
+            )
             for i, ok in zip(todo, found, strict=True):
                 self._verdicts[keys[i]] = ok
             while len(self._verdicts) > 16384:
@@ -141,15 +137,15 @@ class TraacRewards:
         return [self._verdicts[key] for key in keys]
 
     def _bins(self, correct: list[bool], kwargs: dict[str, Any]) -> list[str]:
-        if kwargs.get("difficulty_bin") is not None:
-            return [str(b) for b in kwargs["difficulty_bin"]]
+        if kwargs.get("bin") is not None:
+            return [str(b) for b in kwargs["bin"]]
         if not self.difficulty.enabled:
             return [SINGLE_BIN] * len(correct)
-        if self.num_generations is None:
-            raise TraacError(
-                "length_reward needs num_generations (or a difficulty_bin column) to bin prompts"
-            )
-        return [self.difficulty.bin_of(p) for p in group_pass_rates(correct, self.num_generations)]
+        n = self.num_generations
+        if n is None:
+            raise TraacError("length_reward needs num_generations (or a bin column) to bin prompts")
+        _, bins = bin_groups(correct, n, self.difficulty)
+        return [bins[i // n] for i in range(len(correct))]
 
 
 def _text(completion: Any) -> str:

@@ -23,6 +23,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from transformers import TrainerCallback
+
 from traac.method.compression import CompressionResult
 from traac.method.metrics import compression_stats
 
@@ -199,3 +201,17 @@ def _step_of(line: str) -> float:
         return json.loads(line)["step"]
     except (json.JSONDecodeError, KeyError, TypeError):
         return math.inf
+
+
+class MetricsFromStart(TrainerCallback):
+    """Keep `metrics.jsonl` to the steps before the one training starts from.
+
+    A run resumed from checkpoint-N redoes the steps after N that a crash left in the file, and
+    a fresh run (N = 0) into an existing `output_dir` starts a new file; either way each step
+    ends up in the file once. The file is rewritten only to drop those lines.
+    """
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+        if state.is_world_process_zero:
+            truncate_metrics(Path(args.output_dir) / METRICS_FILE, state.global_step)
+        return control

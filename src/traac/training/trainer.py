@@ -1,25 +1,13 @@
-"""`TRAACTrainer`: TRL's `GRPOTrainer` with TRAAC's rollout step (SPEC section 1).
+"""`TRAACTrainer`: TRL's `GRPOTrainer` running the TRAAC step (SPEC section 1).
 
 TRL keeps the GRPO loss, the KL term, the generation backends (transformers, vLLM),
-accelerate/DeepSpeed, logging and checkpointing. Once TRL has sampled N rollouts per prompt,
-each rollout is verified, each prompt binned by its pass rate, the correct well-formed rollouts
-compressed (the attention probe runs on the frozen reference model by default), their answers
-regenerated with the same backend from `prompt + opener + compressed reasoning + closer`, and
-originals and compressed copies pooled, shuffled and cut back to N. The group TRL scores and
-trains on is that pooled group, in full. The rewards then read the step's verdicts and bins as
-explicit columns; the length reward pushes the step's lengths into its windows first.
-
-In a peer mode (`traac.training.peer_rewards`) nothing is compressed: the paper's length term
-replaces TRAAC's length reward, on the same verdicts and groups. With `dynamic_sampling`, groups
-whose rollouts are all right or all wrong (the verifiers' verdicts, never the shaped reward) are
-replaced by fresh prompts (`resample`, before compression) and those left are masked out of the
-loss (`drop`, and what `resample` could not replace): their completion mask and advantages are
-zeroed, as TRL's `mask_truncated_completions` does for truncated ones.
-
-Rollouts of one prompt may sit on several processes. Every decision (pass rate, resampling,
-calibration, pooling, dropping) is taken on gathered data with the same seed on every process;
-each process generates, compresses and regenerates its own rollouts and keeps its slice of the
-pooled batch.
+accelerate/DeepSpeed, logging and checkpointing. The step's records and decisions (verify, bin,
+select, evict, pool, drop) are `traac.training.step`: read the step there. This module is what
+the step needs from a live run: TRL's hooks, which carry one `Batch` from generation to the
+rewards and the loss mask, and the work that crosses processes: sampling, resampling, the
+scoring forwards, the answers regenerated after compressed think blocks (same backend), and
+the gathers that let every process take the same decisions on every process's rollouts. Each
+process keeps its slice of the pooled batch, which TRL scores and trains on in full.
 
 Every use of TRL's private API is in the section marked "TRL adapter" below; the contract test
 (`tests/training/test_trl_contract.py`) checks each hook's signature and each attribute.
@@ -28,13 +16,10 @@ Every use of TRL's private API is in the section marked "TRL adapter" below; the
 from __future__ import annotations
 
 import copy
-import json
-import math
 import time
-from collections import defaultdict, deque
+from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -43,7 +28,7 @@ import torch
 from accelerate.logging import get_logger
 from accelerate.utils import gather_object
 from torch.distributed.fsdp import FSDPModule
-from transformers import AutoModelForCausalLM, TrainerCallback
+from transformers import AutoModelForCausalLM
 from transformers.distributed.fsdp import is_fsdp_managed_module
 from transformers.integrations.deepspeed import is_deepspeed_zero3_enabled
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
@@ -54,33 +39,37 @@ from trl.trainer.utils import get_config_model_id
 from traac.common.items import Item
 from traac.data.training import item_from_row
 from traac.errors import TraacError
-from traac.method.compression import (
-    CompressionResult,
-    Compressor,
-    ScoredTrace,
-    uniformity_rank,
-)
+from traac.method.compression import Compressor
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
-from traac.method.metrics import think_tokens_from_ids
 from traac.method.rewards import LengthWindows
+from traac.training.checkpoint import load_state, save_state
+from traac.training.compress import StepCompressor
 from traac.training.config import TRAACConfig
 from traac.training.interrupt import StopOnSignal
-from traac.training.peer_rewards import PeerRewards, with_length_budgets
+from traac.training.modes import mode_rewards
+from traac.training.peer_rewards import with_length_budgets
 from traac.training.rewards import TraacRewards
-from traac.training.telemetry import (
-    ALL,
-    METRICS_FILE,
-    RolloutView,
-    StepStats,
-    append_metrics,
-    scope_stats,
-    truncate_metrics,
+from traac.training.step import (
+    Batch,
+    Compression,
+    Rollout,
+    StepSlice,
+    TraacStep,
+    bin_groups,
+    compressed_completions,
+    make_rollouts,
+    mark_dropped,
+    pool,
+    replacements,
+    select_candidates,
+    slice_of,
+    step_stats,
 )
+from traac.training.telemetry import MetricsFromStart, append_metrics
 from traac.verification import verify_many
 
 logger = get_logger(__name__)
-STATE_FILE = "traac_state.json"  # rank 0's; under several processes each also writes its own
 
 # The TRL internals this trainer relies on, as (name, parameters): checked against the
 # installed TRL by the contract test, so an upgrade that moves them fails there, not at step 1.
@@ -104,99 +93,21 @@ TRL_ATTRIBUTES = (
 )  # fmt: skip
 TRL_VLLM_ATTRIBUTES = ("vllm_generation",)  # present when use_vllm
 TRANSFORMERS_ATTRIBUTES = ("model_wrapped",)  # transformers' Trainer
-# What a process with nothing to score feeds the scorer so that its forwards match the others'.
-FILLER_REASONING = "."
-
-
-def _sharded(model: torch.nn.Module) -> bool:
-    """FSDP 1 or 2, however it was applied (accelerate, transformers or `fully_shard`)."""
-    return isinstance(model, FSDPModule) or is_fsdp_managed_module(model)
-
-
-def rank_state_file(rank: int) -> str:
-    """The TRAAC state file of one process in a checkpoint of a multi-process run."""
-    return f"traac_state_{rank}.json"
-
-
-@dataclass
-class Rollout:
-    """One member of a group: an original sample or the compressed copy of one."""
-
-    completion_ids: list[int]
-    logprobs: list[float] | None  # sampling log-probs where the backend reports them
-    text: str
-    correct: bool
-    well_formed: bool
-    closed: bool
-    origin: int  # global index of the original sample (its own index for an original)
-    compressed: bool = False
-
-
-@dataclass
-class Compression:
-    """Compression of one correct, well-formed original rollout."""
-
-    origin: int
-    result: CompressionResult
-    tau: float
-    uniformity_rank: float | None = None  # the calibrated uniformity, when calibration is on
-    prefix_ids: list[int] = field(default_factory=list)  # opener + kept steps + closer
-
-    @property
-    def used(self) -> bool:
-        """Text was evicted and the think block is re-answered (a compressed rollout)."""
-        return bool(self.prefix_ids)
-
-
-@dataclass
-class Group:
-    """The N rollouts of one prompt, before and after pooling."""
-
-    index: int
-    data_source: str
-    pass_rate: float
-    bin: str
-    originals: list[Rollout]
-    compressions: list[Compression]
-    pooled: list[Rollout]
-    resampled: int = 0  # times dynamic sampling replaced this group's prompt
-    dropped: bool = False  # masked out of the loss: its pooled verdicts all agree
-
-
-@dataclass
-class TraacStep:
-    """What one TRAAC step did, kept for telemetry and inspection (`trainer.last_step`)."""
-
-    step: int
-    groups: list[Group]
-    stats: StepStats | None = None
-    resample_rounds: int = 0  # extra generation rounds dynamic sampling ran
-
-
-@dataclass(frozen=True)
-class StepColumns:
-    """The per-rollout columns the reward functions read for this process's slice."""
-
-    correct: list[bool]
-    difficulty_bin: list[str]
-    compressed: list[bool]
 
 
 class TRAACTrainer(GRPOTrainer):
     """GRPO with difficulty-aware attentive compression of correct rollouts (TRAAC).
 
     Arguments are `GRPOTrainer`'s; `args` is a `TRAACConfig`. Without `reward_funcs` the mode's
-    rewards are used (correctness; + format + TRAAC's length reward except in `cr`; in a peer
-    mode + format + the peer's length term). Training rows need the columns of
+    rewards are used (`traac.training.modes`). Training rows need the columns of
     `traac.data.training.items_to_dataset` (prompt, id, answer, verifier, data_source, entry);
     in mode `l1_max` each row gets its budget (`with_length_budgets`) unless it has one.
     `last_step` holds the groups of the latest step (originals, compressions, pooled rollouts)
     and its telemetry, which also goes to TRL's logs and to `metrics.jsonl` in `output_dir`.
 
     `train()` checkpoints and stops at the end of the step during which SIGINT or SIGTERM
-    arrives (`traac.training.interrupt`); `interrupted` then names the signal. A run that starts
-    (or resumes) at step N first drops the lines of `metrics.jsonl` after step N: those steps are
-    done again, so each step appears once.
+    arrives (`traac.training.interrupt`); `interrupted` then names the signal. A run resumed at
+    step N redoes the steps after N, each once in `metrics.jsonl` (`MetricsFromStart`).
     """
 
     _tag_names: ClassVar[list[str]] = ["trl", "grpo", "traac"]
@@ -225,18 +136,12 @@ class TRAACTrainer(GRPOTrainer):
             num_generations=args.num_generations,
             gather=gather_object,
         )
-        funcs = self.rewards.funcs
-        self.peer: PeerRewards | None = None
-        if args.peer_mode:
-            self.peer = PeerRewards(
-                args.peer_settings(),
-                verdicts=self.rewards.verdicts,
-                num_generations=args.num_generations,
-                gather=gather_object,
-            )
-            funcs = [*funcs, self.peer.func]
-        if args.mode == "l1_max" and train_dataset is not None:
-            train_dataset = with_length_budgets(train_dataset, args.peer_settings(), args.seed)
+        settings = args.peer_settings() if args.peer_mode else None
+        self.peer, funcs = mode_rewards(
+            args.mode_spec, self.rewards, settings, args.num_generations, gather_object
+        )
+        if settings is not None and settings.peer.budgets and train_dataset is not None:
+            train_dataset = with_length_budgets(train_dataset, settings, args.seed)
         super().__init__(model, reward_funcs or funcs, args, train_dataset, **kwargs)
         if self.peer is not None:
             self.peer.rank = self.accelerator.process_index
@@ -245,11 +150,19 @@ class TRAACTrainer(GRPOTrainer):
         self.rewards.chat_format = self.chat_format  # known once TRL has the tokenizer
         self.uniformities: deque[float] = deque(maxlen=args.calibration_window)
         self.last_step: TraacStep | None = None
-        self._columns: StepColumns | None = None
-        self._dropped: list[bool] | None = None  # this batch's rows masked by dynamic sampling
-        self._seconds: defaultdict[str, float] = defaultdict(float)  # this step's phases
+        self._batch: Batch | None = None  # the generation batch between TRL's hooks
         self._scoring_model = self._load_scoring_model() if args.compresses else None
         self.compressor = self._build_compressor() if args.compresses else None
+        self.step_compressor = None
+        if self.compressor is not None:
+            self.step_compressor = StepCompressor(
+                self.compressor,
+                self.chat_format,
+                self.tokenizer,
+                self.max_completion_length,
+                gather_object,
+                self.uniformities if args.uniformity_calibration == "rank" else None,
+            )
         self.stop_on_signal = StopOnSignal()
         self.add_callback(self.stop_on_signal)
         self.add_callback(MetricsFromStart())
@@ -305,14 +218,12 @@ class TRAACTrainer(GRPOTrainer):
         """TRL's, then dynamic sampling's mask. Resampling replaces rows of `inputs` in place,
         and their prompt ids in the list TRL tokenized, so TRL scores and trains on the
         resampled prompts."""
-        self._rows = inputs  # the dataset rows of this batch, one per rollout
-        self._dropped = None
+        batch = self._batch = Batch(inputs)
         try:
             output = super()._generate_and_score_completions(inputs)
         finally:
-            self._rows = None
-        dropped, self._dropped = self._dropped, None
-        return output if dropped is None else self._mask_dropped(output, dropped)
+            self._batch = None
+        return output if batch.dropped is None else self._mask_dropped(output, batch.dropped)
 
     def _mask_dropped(self, output: dict[str, Any], dropped: list[bool]) -> dict[str, Any]:
         """Dropped rows contribute nothing to the loss (policy term and KL): their completion
@@ -335,21 +246,23 @@ class TRAACTrainer(GRPOTrainer):
         num_generations: int,
         has_tool_images: bool = False,
     ) -> tuple[list[list[int]], list[list[float]] | None]:
-        rows = getattr(self, "_rows", None)
-        if rows is None:  # a nested call (answer regeneration) or no batch context
+        batch = self._batch
+        if batch is None or batch.stepping:  # no batch context, or the step's own generation
             return super()._generate_single_turn(
                 prompt_ids, images, multimodal_fields, num_generations, has_tool_images
             )
-        self._seconds = defaultdict(float)
         with self._phase("generate"):
             completion_ids, logprobs = super()._generate_single_turn(
                 prompt_ids, images, multimodal_fields, num_generations, has_tool_images
             )
-        self._rows = None
+        batch.stepping = True
         try:
-            pooled = self.traac_step(rows, prompt_ids, completion_ids, logprobs, num_generations)
+            batch.slice = self.traac_step(
+                batch.rows, prompt_ids, completion_ids, logprobs, num_generations
+            )
         finally:
-            self._rows = rows
+            batch.stepping = False
+        pooled = batch.slice.rollouts
         ids = [r.completion_ids for r in pooled]
         return ids, None if logprobs is None else [r.logprobs for r in pooled]
 
@@ -359,12 +272,12 @@ class TRAACTrainer(GRPOTrainer):
         only training steps advance them. `prompts` is TRL's list: resampled rows' prompts are
         written into it, so its logs show what was trained on."""
         prompts[:] = [row["prompt"] for row in inputs]
-        columns, self._columns = self._columns, None
+        columns = None if self._batch is None else self._batch.columns
         if columns is not None:
             inputs = [
-                {**row, "correct": ok, "difficulty_bin": b, "compressed": c}
+                {**row, "correct": ok, "bin": b, "compressed": c}
                 for row, ok, b, c in zip(
-                    inputs, columns.correct, columns.difficulty_bin, columns.compressed, strict=True
+                    inputs, columns.correct, columns.bin, columns.compressed, strict=True
                 )
             ]
         if self.model.training:
@@ -414,22 +327,24 @@ class TRAACTrainer(GRPOTrainer):
 
     @contextmanager
     def _phase(self, name: str) -> Iterator[None]:
-        """Time a part of the step: TRL's profiling (report_to) and this step's telemetry."""
+        """Time a part of the step: TRL's profiling (report_to) and the batch's telemetry."""
         with profiling_context(self, f"traac.{name}"):
             begin = time.perf_counter()
             yield
-            self._seconds[name] += time.perf_counter() - begin
+            if self._batch is not None:
+                self._batch.seconds[name] += time.perf_counter() - begin
 
     def _log_step(self, step: TraacStep, rewards_per_func: torch.Tensor) -> None:
         """The step's telemetry into TRL's metrics (so report_to sees it) and a JSONL."""
         rewards = rewards_per_func.detach().float().cpu().numpy()
+        seconds = {} if self._batch is None else dict(self._batch.seconds)
         stats = step_stats(
             step,
             self.difficulty.bins,
             self.tokenizer,
             self.chat_format,
             self.eos_token_ids,
-            dict(self._seconds),
+            seconds,
             {
                 name: float(np.nanmean(rewards[:, k]))
                 for k, name in enumerate(self.reward_func_names)
@@ -443,30 +358,25 @@ class TRAACTrainer(GRPOTrainer):
             append_metrics(self.args.output_dir, stats)
 
     def _save_checkpoint(self, model: Any, trial: Any) -> None:
-        """TRL's checkpoint plus the TRAAC state: rank 0's in `traac_state.json`, and under
-        several processes each rank's own (as transformers does with the RNG states), which
-        also lets anyone check that the ranks agree."""
+        """TRL's checkpoint plus the TRAAC state (`traac.training.checkpoint`)."""
         super()._save_checkpoint(model, trial)
         folder = Path(self._get_output_dir(trial=trial)) / (
             f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
         )
-        names = [STATE_FILE] if self.args.should_save else []
-        if self.accelerator.num_processes > 1:
-            names.append(rank_state_file(self.accelerator.process_index))
-        state = json.dumps(self.traac_state_dict())
-        for name in names:
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / name).write_text(state)
+        save_state(
+            folder,
+            self.traac_state_dict(),
+            main=self.args.should_save,
+            rank=self.accelerator.process_index,
+            num_processes=self.accelerator.num_processes,
+        )
 
     def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
         super()._load_optimizer_and_scheduler(checkpoint)
-        if checkpoint is None:
-            return
-        for name in (rank_state_file(self.accelerator.process_index), STATE_FILE):
-            path = Path(checkpoint) / name
-            if path.exists():
-                self.load_traac_state_dict(json.loads(path.read_text()))
-                return
+        if checkpoint is not None:
+            state = load_state(Path(checkpoint), self.accelerator.process_index)
+            if state is not None:
+                self.load_traac_state_dict(state)
 
     # ================================================================ the TRAAC step
 
@@ -477,61 +387,58 @@ class TRAACTrainer(GRPOTrainer):
         completion_ids: list[list[int]],
         logprobs: list[list[float]] | None,
         n: int,
-    ) -> list[Rollout]:
-        """SPEC section 1, steps 2-6, on this process's sampled rollouts (dataset rows, prompt and
-        completion token ids, sampling log-probs if any, `n` per prompt): verify, resample
-        (dynamic sampling), bin, compress, re-answer, pool, drop. Returns this process's slice
-        of the pooled groups; `last_step` holds all of them. Compression and dynamic sampling
-        run only while the model is in training mode. Resampling replaces entries of `rows`
-        and `prompt_ids` in place (they are TRL's lists)."""
+    ) -> StepSlice:
+        """SPEC section 1, steps 2-6 (`traac.training.step`), on this process's sampled rollouts
+        (dataset rows, prompt and completion token ids, sampling log-probs if any, `n` per
+        prompt): verify, resample, bin, compress, re-answer, pool, drop. Returns this process's
+        slice of the pooled groups; `last_step` holds all of them. Compression and dynamic
+        sampling run only while the model is in training mode. Resampling replaces entries of
+        `rows` and `prompt_ids` in place (they are TRL's lists)."""
         offset = self.accelerator.process_index * len(rows)
         items = [item_from_row(row) for row in rows]
         local = self._rollouts(items, completion_ids, logprobs, offset)
         originals: list[Rollout] = gather_object(local)
-        n_groups = len(originals) // n
         sampling = self.args.dynamic_sampling if self.model.training else "none"
-        resampled, rounds = [0] * n_groups, 0
+        resampled, rounds = [0] * (len(originals) // n), 0
         if sampling == "resample":
             originals, resampled, rounds = self._resample(
                 rows, items, prompt_ids, local, originals, n, offset
             )
         sources: list[str] = gather_object([item.data_source for item in items])
-        pass_rates = [
-            sum(r.correct for r in originals[g * n : (g + 1) * n]) / n for g in range(n_groups)
-        ]
-        bins = [self.difficulty.bin_of(p) for p in pass_rates]
+        pass_rates, bins = bin_groups([r.correct for r in originals], n, self.difficulty)
 
         compressions: list[Compression] = []
         compressed: list[Rollout] = []
-        if self.model.training and self.args.compresses:
-            mine = self._compress(local, [bins[r.origin // n] for r in local], prompt_ids, offset)
+        if self.model.training and self.step_compressor is not None:
+            candidates = select_candidates(
+                local, [bins[r.origin // n] for r in local], self.difficulty
+            )
+            mine = self.step_compressor(
+                candidates,
+                [prompt_ids[r.origin - offset] for r, _ in candidates],
+                prompt_ids[0],
+                pad=self._collective_forwards,  # as many scoring forwards as every other process
+                scoring=self._scoring(),
+            )
             used = [c for c in mine if c.used]
             answers = self._regenerate(
                 [prompt_ids[c.origin - offset] + c.prefix_ids for c in used],
                 [len(c.prefix_ids) for c in used],
                 filler=prompt_ids[0],
             )
-            new = self._compressed_rollouts(items, used, answers, offset)
+            ids, lps = compressed_completions(used, answers)
+            new = self._rollouts([items[c.origin - offset] for c in used], ids, lps, 0)
+            for rollout, c in zip(new, used, strict=True):
+                rollout.origin, rollout.compressed = c.origin, True
             compressions = gather_object(mine)
             compressed = gather_object(new)
 
-        groups = self._pool(originals, compressed, compressions, sources, pass_rates, bins, n)
-        for group, count in zip(groups, resampled, strict=True):
-            group.resampled = count
-            # Correctness alone decides: a group whose verdicts all agree has no GRPO signal
-            # on correctness, whatever its shaped rewards say.
-            group.dropped = sampling != "none" and len({r.correct for r in group.pooled}) == 1
-        pooled = [r for g in groups for r in g.pooled]
-        self.last_step = TraacStep(self.state.global_step + 1, groups, resample_rounds=rounds)
-        mine = pooled[offset : offset + len(rows)]
-        self._columns = StepColumns(
-            correct=[r.correct for r in mine],
-            difficulty_bin=[groups[(offset + i) // n].bin for i in range(len(mine))],
-            compressed=[r.compressed for r in mine],
-        )
-        if sampling != "none":
-            self._dropped = [groups[(offset + i) // n].dropped for i in range(len(mine))]
-        return mine
+        step = self.state.global_step
+        seed = (self.args.seed, step)
+        groups = pool(originals, compressed, compressions, sources, pass_rates, bins, n, seed)
+        mark_dropped(groups, resampled, sampling)
+        self.last_step = TraacStep(step + 1, groups, resample_rounds=rounds)
+        return slice_of(groups, offset, len(rows), n, sampling)
 
     def _resample(
         self,
@@ -545,24 +452,18 @@ class TRAACTrainer(GRPOTrainer):
     ) -> tuple[list[Rollout], list[int], int]:
         """DAPO's dynamic sampling: while some groups' verdicts all agree (at most
         `max_resample_rounds` times), give each such group a training prompt drawn at random
-        (seeded by seed, step and round, so every process draws the same) and sample its N
-        rollouts afresh; each process samples the rows it holds. `rows`, `items`,
-        `prompt_ids` and `local` are updated in place. Returns the gathered originals, how
-        often each group was replaced, and the rounds run."""
+        (`replacements`) and sample its N rollouts afresh; each process samples the rows it
+        holds. `rows`, `items`, `prompt_ids` and `local` are updated in place. Returns the
+        gathered originals, how often each group was replaced, and the rounds run."""
         n_groups = len(originals) // n
         replaced = [0] * n_groups
         rounds = 0
         for round_ in range(1, self.args.max_resample_rounds + 1):
-            todo = [
-                g
-                for g in range(n_groups)
-                if len({r.correct for r in originals[g * n : (g + 1) * n]}) == 1
-            ]
-            if not todo:
+            seed = (self.args.seed, self.state.global_step, round_)
+            picks = replacements(originals, n, len(self.train_dataset), seed)
+            if not picks:
                 break
-            rng = np.random.default_rng([self.args.seed, self.state.global_step, round_])
-            picks = rng.integers(len(self.train_dataset), size=len(todo))
-            fresh = {g: dict(self.train_dataset[int(k)]) for g, k in zip(todo, picks, strict=True)}
+            fresh = {g: dict(self.train_dataset[k]) for g, k in picks.items()}
             mine = [i for i in range(len(rows)) if (offset + i) // n in fresh]
             for i in mine:
                 rows[i] = dict(fresh[(offset + i) // n])
@@ -584,7 +485,7 @@ class TRAACTrainer(GRPOTrainer):
                 rollout.origin = offset + i
                 local[i] = rollout
             originals = gather_object(local)
-            for g in todo:
+            for g in picks:
                 replaced[g] += 1
             rounds = round_
         return originals, replaced, rounds
@@ -602,71 +503,7 @@ class TRAACTrainer(GRPOTrainer):
         texts = self.tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
         with self._phase("verify"):
             correct = verify_many(items, texts, think_close=self.chat_format.think_close)
-        logprobs = logprobs if logprobs is not None else [None] * len(texts)
-        out = []
-        for i, (ids, lp, text, ok) in enumerate(
-            zip(completion_ids, logprobs, texts, correct, strict=True)
-        ):
-            parsed = self.chat_format.parse(text)
-            out.append(
-                Rollout(list(ids), lp, text, ok, parsed.well_formed, parsed.closed, origin + i)
-            )
-        return out
-
-    def _compress(
-        self,
-        local: list[Rollout],
-        bins: list[str],
-        prompt_ids: list[list[int]],
-        offset: int,
-    ) -> list[Compression]:
-        """Score, calibrate and evict this process's correct, well-formed rollouts (every
-        scored candidate is returned; those that lost steps carry their new think block)."""
-        assert self.compressor is not None
-        todo = [
-            (r, self.difficulty.tau_of(b))
-            for r, b in zip(local, bins, strict=True)
-            if r.correct and r.well_formed
-        ]
-        reasonings = [self.chat_format.parse(r.text).reasoning for r, _ in todo]
-        contexts = [self._context(prompt_ids[r.origin - offset]) for r, _ in todo]
-        if self._collective_forwards:  # as many scoring forwards as every other process
-            real = sum(bool(r.strip()) for r in reasonings)
-            pad = max(gather_object([real])) - real
-            reasonings += [FILLER_REASONING] * pad
-            contexts += [self._context(prompt_ids[0])] * pad
-        with self._phase("score"), self._scoring_mode():
-            traces = self.compressor.score(reasonings, contexts)[: len(todo)]
-        scored = [(r, tau, t) for (r, tau), t in zip(todo, traces, strict=True) if t.steps]
-        # Calibration ranks against every process's uniformities of this step and recent ones.
-        fresh: list[float] = gather_object([t.uniformity for _, _, t in scored])
-        if self.args.uniformity_calibration == "rank":
-            self.uniformities.extend(fresh)
-        out = []
-        for rollout, tau, trace in scored:
-            compression = self._evict(rollout.origin, trace, tau)
-            if compression.result.compressed:
-                prefix = self.chat_format.answer_prefix(compression.result.text)
-                ids = self.tokenizer(prefix, add_special_tokens=False)["input_ids"]
-                # A think block that leaves no room for an answer is not used.
-                compression.prefix_ids = ids if len(ids) < self.max_completion_length else []
-            out.append(compression)
-        return out
-
-    def _context(self, prompt_ids: list[int]) -> str:
-        """What the policy read before the reasoning: the prompt and, where the response opens
-        the block, the opener (the confidence scorer's input)."""
-        prompt = self.tokenizer.decode(prompt_ids, skip_special_tokens=False)
-        return prompt if self.chat_format.opener_in_prompt else prompt + self.chat_format.think_open
-
-    def _evict(self, origin: int, trace: ScoredTrace, tau: float) -> Compression:
-        """The eviction rule, with the uniformity replaced by its rank among recent ones when
-        the rank calibration is on."""
-        assert self.compressor is not None
-        rank = None
-        if self.args.uniformity_calibration == "rank":
-            rank = uniformity_rank(trace.uniformity, self.uniformities)
-        return Compression(origin, self.compressor.evict(trace, tau, rank), tau, rank)
+        return make_rollouts(completion_ids, logprobs, texts, correct, self.chat_format, origin)
 
     @property
     def _collective_forwards(self) -> bool:
@@ -676,22 +513,27 @@ class TRAACTrainer(GRPOTrainer):
             return False
         if is_deepspeed_zero3_enabled():
             return True
+        # FSDP 1 or 2, however it was applied (accelerate, transformers or `fully_shard`).
         models = (self.model_wrapped, self.model, self.ref_model, self._scoring_model)
-        return any(m is not None and _sharded(m) for m in models)
+        return any(
+            isinstance(m, FSDPModule) or is_fsdp_managed_module(m) for m in models if m is not None
+        )
 
     @contextmanager
-    def _scoring_mode(self) -> Iterator[None]:
-        """Score with the policy in eval mode (no dropout) when it is the scoring model."""
+    def _scoring(self) -> Iterator[None]:
+        """Around the scoring forwards: their time, and the policy in eval mode (no dropout)
+        when it is the scoring model."""
         policy = self.accelerator.unwrap_model(self.model)
-        if self._scoring_model is not None or self.args.scorer == "random":
-            yield
-            return
-        was_training = policy.training
-        policy.eval()
-        try:
-            yield
-        finally:
-            policy.train(was_training)
+        with self._phase("score"):
+            if self._scoring_model is not None or self.args.scorer == "random":
+                yield
+                return
+            was_training = policy.training
+            policy.eval()
+            try:
+                yield
+            finally:
+                policy.train(was_training)
 
     def _regenerate(
         self, prompts: list[list[int]], prefix_lengths: list[int], filler: list[int]
@@ -734,58 +576,6 @@ class TRAACTrainer(GRPOTrainer):
             for k in range(len(prompts))
         ]
 
-    def _compressed_rollouts(
-        self,
-        items: Sequence[Item],
-        used: Sequence[Compression],
-        answers: Sequence[tuple[list[int], list[float] | None]],
-        offset: int,
-    ) -> list[Rollout]:
-        """Compressed think block + regenerated answer: the rollout trained on in full.
-
-        The think block was not sampled in this context, so it has no sampling log-probs: NaN,
-        which TRL's importance-sampling correction reads as "no correction" for those tokens.
-        """
-        ids = [c.prefix_ids + answer for c, (answer, _) in zip(used, answers, strict=True)]
-        logprobs = None
-        if answers and answers[0][1] is not None:
-            logprobs = [
-                [math.nan] * len(c.prefix_ids) + list(lps)
-                for c, (_, lps) in zip(used, answers, strict=True)
-            ]
-        rollouts = self._rollouts([items[c.origin - offset] for c in used], ids, logprobs, 0)
-        for rollout, c in zip(rollouts, used, strict=True):
-            rollout.origin, rollout.compressed = c.origin, True
-        return rollouts
-
-    def _pool(
-        self,
-        originals: list[Rollout],
-        compressed: list[Rollout],
-        compressions: list[Compression],
-        sources: list[str],
-        pass_rates: list[float],
-        bins: list[str],
-        n: int,
-    ) -> list[Group]:
-        """Per prompt: originals + compressed copies, shuffled (seeded), the first N kept."""
-        extra: dict[int, list[Rollout]] = defaultdict(list)
-        for r in compressed:
-            extra[r.origin // n].append(r)
-        records: dict[int, list[Compression]] = defaultdict(list)
-        for c in compressions:
-            records[c.origin // n].append(c)
-        groups = []
-        for g, rate in enumerate(pass_rates):
-            members = originals[g * n : (g + 1) * n]
-            pooled = list(members)
-            if extra[g]:
-                candidates = members + extra[g]
-                rng = np.random.default_rng([self.args.seed, self.state.global_step, g])
-                pooled = [candidates[k] for k in rng.permutation(len(candidates))[:n]]
-            groups.append(Group(g, sources[g * n], rate, bins[g], members, records[g], pooled))
-        return groups
-
     # ---------------------------------------------------------------- checkpoints
 
     def traac_state_dict(self) -> dict[str, Any]:
@@ -799,69 +589,3 @@ class TRAACTrainer(GRPOTrainer):
         self.rewards.windows.load_state_dict(state["length_windows"])
         self.uniformities.clear()
         self.uniformities.extend(state["uniformities"])
-
-
-def step_stats(
-    step: TraacStep,
-    bins: Sequence[str],
-    tokenizer: Any,
-    chat_format: ChatFormat,
-    eos_ids: Sequence[int],
-    seconds: dict[str, float],
-    rewards: dict[str, float],
-    sampling: str = "none",
-) -> StepStats:
-    """The telemetry of one step: the pooled group and each difficulty bin; with dynamic
-    `sampling` (drop or resample) the groups dropped per scope, with resample what it did."""
-    close_ids = tokenizer.encode(chat_format.think_close, add_special_tokens=False)
-    stop = set(eos_ids)
-
-    def view(r: Rollout) -> RolloutView:
-        ids = r.completion_ids
-        body = ids[:-1] if ids and ids[-1] in stop else ids
-        think = think_tokens_from_ids(body, close_ids) if close_ids else None
-        answer = 0 if think is None else len(body) - think - len(close_ids)
-        return RolloutView(
-            correct=r.correct,
-            closed=r.closed,
-            clipped=not ids or ids[-1] not in stop,
-            compressed=r.compressed,
-            response_tokens=len(ids),
-            think_tokens=len(body) if think is None else think,
-            answer_tokens=answer,
-        )
-
-    def scope(groups: Sequence[Group]) -> Any:
-        candidates = [c for g in groups for c in g.compressions]
-        return scope_stats(
-            [g.pass_rate for g in groups],
-            [view(r) for g in groups for r in g.pooled],
-            [c.result for c in candidates],
-            [c.result for c in candidates if c.used],
-            sum(g.dropped for g in groups) if sampling != "none" else None,
-        )
-
-    scopes = {ALL: scope(step.groups)}
-    for name in bins:
-        scopes[name] = scope([g for g in step.groups if g.bin == name])
-    counts = {}
-    if sampling == "resample":
-        counts = {
-            "resampled_groups": float(sum(g.resampled for g in step.groups)),
-            "resample_rounds": float(step.resample_rounds),
-        }
-    return StepStats(step.step, scopes, seconds, rewards, counts)
-
-
-class MetricsFromStart(TrainerCallback):
-    """Keep `metrics.jsonl` to the steps before the one training starts from.
-
-    A run resumed from checkpoint-N redoes the steps after N that a crash left in the file, and
-    a fresh run (N = 0) into an existing `output_dir` starts a new file; either way each step
-    ends up in the file once. The file is rewritten only to drop those lines.
-    """
-
-    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
-        if state.is_world_process_zero:
-            truncate_metrics(Path(args.output_dir) / METRICS_FILE, state.global_step)
-        return control

@@ -1,0 +1,78 @@
+"""Compression of one process's candidates within a step (SPEC section 1, step 4).
+
+The algorithm is `traac.method.compression`; this is what a distributed step adds around it.
+The scoring forwards are matched across processes: under FSDP or ZeRO-3 every forward is a
+collective, so a process with fewer candidates scores filler traces until it has run as many
+as the busiest, or the run deadlocks. The rank calibration ranks each uniformity against every
+process's of this step and recent steps'. Each reasoning that lost steps becomes the think
+block (`Compression.prefix_ids`) that the trainer regenerates an answer after.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from traac.method.compression import Compressor
+from traac.method.formats import ChatFormat
+from traac.method.rewards import Gather
+from traac.training.step import Compression, Rollout, evict
+
+# What a process with nothing to score feeds the scorer so that its forwards match the others'.
+FILLER_REASONING = "."
+
+
+@dataclass
+class StepCompressor:
+    """Scores, calibrates and evicts the candidates of one process, as every process does."""
+
+    compressor: Compressor
+    chat_format: ChatFormat
+    tokenizer: Any
+    max_completion_length: int
+    gather: Gather
+    uniformities: deque[float] | None = None  # the rank calibration's window, when it is on
+
+    def __call__(
+        self,
+        candidates: Sequence[tuple[Rollout, float]],
+        prompts: Sequence[list[int]],
+        filler_prompt: list[int],
+        *,
+        pad: bool,
+        scoring: AbstractContextManager[Any],
+    ) -> list[Compression]:
+        """Every scored candidate (rollout, tau), with its prompt's token ids `prompts[i]`;
+        those that lost steps carry their new think block. With `pad` the forwards are padded
+        to the busiest process's count (with `filler_prompt`'s context); `scoring` is entered
+        around them (the trainer times them and puts the policy in eval mode)."""
+        reasonings = [self.chat_format.parse(r.text).reasoning for r, _ in candidates]
+        contexts = [self.context(p) for p in prompts]
+        if pad:
+            real = sum(bool(r.strip()) for r in reasonings)
+            extra = max(self.gather([real])) - real
+            reasonings += [FILLER_REASONING] * extra
+            contexts += [self.context(filler_prompt)] * extra
+        with scoring:
+            traces = self.compressor.score(reasonings, contexts)[: len(candidates)]
+        scored = [(r, tau, t) for (r, tau), t in zip(candidates, traces, strict=True) if t.steps]
+        fresh: list[float] = self.gather([t.uniformity for _, _, t in scored])
+        if self.uniformities is not None:
+            self.uniformities.extend(fresh)
+        out = evict(self.compressor, scored, self.uniformities)
+        for compression in out:
+            if compression.result.compressed:
+                prefix = self.chat_format.answer_prefix(compression.result.text)
+                ids = self.tokenizer(prefix, add_special_tokens=False)["input_ids"]
+                # A think block that leaves no room for an answer is not used.
+                compression.prefix_ids = ids if len(ids) < self.max_completion_length else []
+        return out
+
+    def context(self, prompt_ids: list[int]) -> str:
+        """What the policy read before the reasoning: the prompt and, where the response opens
+        the block, the opener (the confidence scorer's input)."""
+        prompt = self.tokenizer.decode(prompt_ids, skip_special_tokens=False)
+        return self.chat_format.reasoning_context(prompt)

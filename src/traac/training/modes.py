@@ -1,0 +1,68 @@
+"""The training modes and the rewards each one sums: one registry, as open-r1's
+`REWARD_FUNCS_REGISTRY` is for its rewards.
+
+A mode says whether correct rollouts are compressed, whether prompts are binned by pass rate
+(else every prompt falls in the one bin `all`), and which named rewards TRL sums, in order. A
+reward's name is its function's, the name TRL logs (`rewards/<name>/mean`): TRAAC's three are
+`TraacRewards`' methods, and each peer method (`traac.training.peer_rewards.PEERS`) brings its
+own length term, so adding a peer touches that table alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from traac.method.rewards import Gather
+from traac.training.peer_rewards import PEERS, PeerRewards, PeerSettings
+from traac.training.rewards import TraacRewards
+
+RewardFunc = Callable[..., list[float]]
+TRAAC_REWARDS = ("correctness_reward", "format_reward", "length_reward")
+
+
+@dataclass(frozen=True)
+class Mode:
+    """What a value of `TRAACConfig.mode` trains."""
+
+    name: str
+    help: str
+    compresses: bool  # correct rollouts are compressed and re-answered (SPEC section 1, 4-6)
+    bins: bool  # prompts are binned by pass rate (peers: for telemetry only)
+    rewards: tuple[str, ...]  # the reward functions TRL sums, in this order
+    peer: bool = False  # a peer method's length term in place of TRAAC's length reward
+
+
+MODES: dict[str, Mode] = {
+    mode.name: mode
+    for mode in (
+        Mode("traac", "difficulty-aware attentive compression", True, True, TRAAC_REWARDS),
+        Mode("cr", "correctness only", False, False, TRAAC_REWARDS[:1]),
+        Mode("cr_lr", "+format+length, one bin, no compression", False, False, TRAAC_REWARDS),
+        Mode("compression_no_difficulty", "one bin, tau_single", True, False, TRAAC_REWARDS),
+        *(
+            Mode(name, peer.help, False, True, (*TRAAC_REWARDS[:2], peer.reward), peer=True)
+            for name, peer in PEERS.items()
+        ),
+    )
+}
+
+
+def mode_rewards(
+    mode: Mode,
+    traac: TraacRewards,
+    peer: PeerSettings | None,
+    num_generations: int | None,
+    gather: Gather | None,
+) -> tuple[PeerRewards | None, list[RewardFunc]]:
+    """The mode's reward functions, in TRL's order, bound to the objects that keep their
+    state: `traac`'s (length windows, memoised verdicts) and, in a peer mode, the peer's
+    `PeerRewards` built here from its settings on the same verdicts."""
+    registry: dict[str, RewardFunc] = {name: getattr(traac, name) for name in TRAAC_REWARDS}
+    rewards = None
+    if peer is not None:
+        rewards = PeerRewards(
+            peer, verdicts=traac.verdicts, num_generations=num_generations, gather=gather
+        )
+        registry[rewards.func.__name__] = rewards.func
+    return rewards, [registry[name] for name in mode.rewards]

@@ -1,0 +1,347 @@
+"""The TRAAC step (SPEC section 1) without TRL: its records and its decisions, read top-down.
+
+One step, on a batch of prompts with N sampled rollouts each (GRPO's group, laid out
+consecutively: rollout i belongs to group i // N):
+
+1. **Verify.** Every rollout gets a verdict and a parse of its think block (`make_rollouts`;
+   the trainer decodes and verifies, as it owns the tokenizer and the verifiers' items).
+2. **Resample** (optional, `dynamic_sampling: resample`). A group whose verdicts all agree
+   (`degenerate`) has no correctness signal; it gets a fresh training prompt (`replacements`)
+   and the trainer samples its N rollouts again.
+3. **Bin.** Each group's pass rate picks its bin (`bin_groups`), and the bin picks the
+   compression rate tau and the length-reward scale.
+4. **Select and compress.** Only the right, well-formed rollouts are candidates
+   (`select_candidates`). The trainer scores their steps (a forward per trace), the eviction
+   rule drops steps at the bin's tau (`evict`), and the trainer samples a new answer after each
+   compressed think block (`compressed_completions`).
+5. **Pool.** Per group, originals and compressed copies are shuffled with a seed of (seed,
+   step, group) and cut back to N (`pool`): GRPO trains on that group, in full.
+6. **Drop** (optional, `dynamic_sampling: drop | resample`). A pooled group whose verdicts all
+   agree is masked out of the loss (`mark_dropped`).
+
+Each process then keeps its slice of the pooled batch (`slice_of`): the rollouts it trains on
+and the columns its reward functions read (`StepColumns`). `step_stats` turns a step into its
+telemetry. Everything here is a pure function of gathered data, so every process takes the same
+decision; the trainer (`traac.training.trainer`) keeps the TRL hooks and the generation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from traac.method.compression import CompressionResult, Compressor, ScoredTrace, uniformity_rank
+from traac.method.difficulty import DifficultyConfig, group_pass_rates
+from traac.method.formats import ChatFormat
+from traac.method.metrics import think_tokens_from_ids
+from traac.training.telemetry import ALL, RolloutView, StepStats, scope_stats
+
+# ------------------------------------------------------------------------------------ records
+
+
+@dataclass
+class Rollout:
+    """One member of a group: an original sample or the compressed copy of one."""
+
+    completion_ids: list[int]
+    logprobs: list[float] | None  # sampling log-probs where the backend reports them
+    text: str
+    correct: bool
+    well_formed: bool
+    closed: bool
+    origin: int  # global index of the original sample (its own index for an original)
+    compressed: bool = False
+
+
+@dataclass
+class Compression:
+    """Compression of one correct, well-formed original rollout."""
+
+    origin: int
+    result: CompressionResult
+    tau: float
+    uniformity_rank: float | None = None  # the calibrated uniformity, when calibration is on
+    prefix_ids: list[int] = field(default_factory=list)  # opener + kept steps + closer
+
+    @property
+    def used(self) -> bool:
+        """Text was evicted and the think block is re-answered (a compressed rollout)."""
+        return bool(self.prefix_ids)
+
+
+@dataclass
+class Group:
+    """The N rollouts of one prompt, before and after pooling."""
+
+    index: int
+    data_source: str
+    pass_rate: float
+    bin: str
+    originals: list[Rollout]
+    compressions: list[Compression]
+    pooled: list[Rollout]
+    resampled: int = 0  # times dynamic sampling replaced this group's prompt
+    dropped: bool = False  # masked out of the loss: its pooled verdicts all agree
+
+
+@dataclass
+class TraacStep:
+    """What one TRAAC step did, kept for telemetry and inspection (`trainer.last_step`)."""
+
+    step: int
+    groups: list[Group]
+    stats: StepStats | None = None
+    resample_rounds: int = 0  # extra generation rounds dynamic sampling ran
+
+
+@dataclass(frozen=True)
+class StepColumns:
+    """The per-rollout columns the reward functions read for this process's slice."""
+
+    correct: list[bool]
+    bin: list[str]
+    compressed: list[bool]
+
+
+@dataclass(frozen=True)
+class StepSlice:
+    """This process's share of the pooled batch: what it trains on and what its rewards read."""
+
+    rollouts: list[Rollout]
+    columns: StepColumns
+    dropped: list[bool] | None  # per rollout, masked out of the loss; None without sampling
+
+
+@dataclass
+class Batch:
+    """One generation batch between TRL's hooks, in place of state hidden on the trainer.
+
+    `_generate_and_score_completions` opens it with TRL's dataset rows; the step, run from
+    `_generate_single_turn`, leaves its `slice` here and the time of its phases in `seconds`;
+    `_calculate_rewards` reads its columns and seconds, and the loss mask its dropped rows.
+    `stepping` is set while the step runs: the generation calls the step itself makes (answer
+    regeneration, resampling) then go straight to TRL.
+    """
+
+    rows: list[dict[str, Any]]  # one per rollout; resampling replaces entries in place
+    slice: StepSlice | None = None
+    stepping: bool = False
+    seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+
+    @property
+    def columns(self) -> StepColumns | None:
+        return None if self.slice is None else self.slice.columns
+
+    @property
+    def dropped(self) -> list[bool] | None:
+        return None if self.slice is None else self.slice.dropped
+
+
+# ---------------------------------------------------------------------------- the decisions
+
+
+def make_rollouts(
+    completion_ids: Sequence[Sequence[int]],
+    logprobs: Sequence[list[float] | None] | None,
+    texts: Sequence[str],
+    verdicts: Sequence[bool],
+    chat_format: ChatFormat,
+    origin: int,
+) -> list[Rollout]:
+    """Sampled completions as rollouts, with their texts, verdicts and think-block parse
+    (`origin`: the global index of the first)."""
+    logprobs = logprobs if logprobs is not None else [None] * len(texts)
+    out = []
+    for i, (ids, lp, text, ok) in enumerate(
+        zip(completion_ids, logprobs, texts, verdicts, strict=True)
+    ):
+        parsed = chat_format.parse(text)
+        out.append(Rollout(list(ids), lp, text, ok, parsed.well_formed, parsed.closed, origin + i))
+    return out
+
+
+def degenerate(rollouts: Sequence[Rollout]) -> bool:
+    """The verdicts all agree: the group carries no correctness signal for GRPO (whatever its
+    shaped rewards say), which is what dynamic sampling acts on."""
+    return len({r.correct for r in rollouts}) == 1
+
+
+def replacements(
+    originals: Sequence[Rollout], n: int, dataset_size: int, seed: tuple[int, int, int]
+) -> dict[int, int]:
+    """Dynamic sampling's draw: each degenerate group -> the index of the training prompt that
+    replaces it, drawn with `seed` (the run's seed, the step and the round, so every process
+    draws the same); empty when no group is degenerate."""
+    todo = [g for g in range(len(originals) // n) if degenerate(originals[g * n : (g + 1) * n])]
+    if not todo:
+        return {}
+    picks = np.random.default_rng(list(seed)).integers(dataset_size, size=len(todo))
+    return {g: int(k) for g, k in zip(todo, picks, strict=True)}
+
+
+def bin_groups(
+    correct: Sequence[bool], n: int, difficulty: DifficultyConfig
+) -> tuple[list[float], list[str]]:
+    """Each group's pass rate (its N consecutive verdicts) and the bin that rate falls in."""
+    pass_rates = group_pass_rates(correct, n)[::n]
+    return pass_rates, [difficulty.bin_of(p) for p in pass_rates]
+
+
+def select_candidates(
+    rollouts: Sequence[Rollout], bins: Sequence[str], difficulty: DifficultyConfig
+) -> list[tuple[Rollout, float]]:
+    """The rollouts compression may shorten, with their bin's tau: right and well-formed only
+    (a wrong or malformed trace teaches nothing worth keeping shorter). `bins[i]` is the bin of
+    `rollouts[i]`'s group."""
+    return [
+        (r, difficulty.tau_of(b))
+        for r, b in zip(rollouts, bins, strict=True)
+        if r.correct and r.well_formed
+    ]
+
+
+def evict(
+    compressor: Compressor,
+    scored: Sequence[tuple[Rollout, float, ScoredTrace]],
+    recent: Sequence[float] | None,
+) -> list[Compression]:
+    """The eviction rule on each scored candidate at its tau. With the rank calibration,
+    `recent` holds the uniformities it ranks against (every process's of this step and recent
+    steps'), and each uniformity is replaced by its rank among them."""
+    out = []
+    for rollout, tau, trace in scored:
+        rank = None if recent is None else uniformity_rank(trace.uniformity, recent)
+        out.append(Compression(rollout.origin, compressor.evict(trace, tau, rank), tau, rank))
+    return out
+
+
+def compressed_completions(
+    used: Sequence[Compression], answers: Sequence[tuple[list[int], list[float] | None]]
+) -> tuple[list[list[int]], list[list[float]] | None]:
+    """Compressed think block + regenerated answer: the completions trained on in full, and
+    their sampling log-probs where the backend reports them. The think block was not sampled
+    in this context, so it has none: NaN, which TRL's importance-sampling correction reads as
+    "no correction" for those tokens."""
+    ids = [c.prefix_ids + answer for c, (answer, _) in zip(used, answers, strict=True)]
+    if not answers or answers[0][1] is None:
+        return ids, None
+    logprobs = [
+        [math.nan] * len(c.prefix_ids) + list(lps)
+        for c, (_, lps) in zip(used, answers, strict=True)
+    ]
+    return ids, logprobs
+
+
+def pool(
+    originals: Sequence[Rollout],
+    compressed: Sequence[Rollout],
+    compressions: Sequence[Compression],
+    sources: Sequence[str],
+    pass_rates: Sequence[float],
+    bins: Sequence[str],
+    n: int,
+    seed: tuple[int, int],
+) -> list[Group]:
+    """Per prompt: originals + compressed copies, shuffled (seeded by `seed`, the run's seed and
+    the step, and the group, so every process draws the same), the first N kept. A group with
+    no copy keeps its originals in order and draws nothing. `sources[i]` is rollout i's data
+    source."""
+    extra: dict[int, list[Rollout]] = defaultdict(list)
+    for r in compressed:
+        extra[r.origin // n].append(r)
+    records: dict[int, list[Compression]] = defaultdict(list)
+    for c in compressions:
+        records[c.origin // n].append(c)
+    groups = []
+    for g, rate in enumerate(pass_rates):
+        members = list(originals[g * n : (g + 1) * n])
+        pooled = list(members)
+        if extra[g]:
+            candidates = members + extra[g]
+            rng = np.random.default_rng([*seed, g])
+            pooled = [candidates[k] for k in rng.permutation(len(candidates))[:n]]
+        groups.append(Group(g, sources[g * n], rate, bins[g], members, records[g], pooled))
+    return groups
+
+
+def mark_dropped(groups: Sequence[Group], resampled: Sequence[int], sampling: str) -> None:
+    """Record how often each group's prompt was replaced and, under dynamic sampling, drop the
+    pooled groups that are still `degenerate`."""
+    for group, count in zip(groups, resampled, strict=True):
+        group.resampled = count
+        group.dropped = sampling != "none" and degenerate(group.pooled)
+
+
+def slice_of(groups: Sequence[Group], offset: int, count: int, n: int, sampling: str) -> StepSlice:
+    """The `count` pooled rollouts from global index `offset` on (one process's rows), with the
+    columns its rewards read and, under dynamic sampling, which of them are dropped."""
+    pooled = [r for g in groups for r in g.pooled]
+    mine = pooled[offset : offset + count]
+    owners = [groups[(offset + i) // n] for i in range(len(mine))]
+    columns = StepColumns(
+        correct=[r.correct for r in mine],
+        bin=[g.bin for g in owners],
+        compressed=[r.compressed for r in mine],
+    )
+    dropped = [g.dropped for g in owners] if sampling != "none" else None
+    return StepSlice(mine, columns, dropped)
+
+
+# -------------------------------------------------------------------------------- telemetry
+
+
+def step_stats(
+    step: TraacStep,
+    bins: Sequence[str],
+    tokenizer: Any,
+    chat_format: ChatFormat,
+    eos_ids: Sequence[int],
+    seconds: dict[str, float],
+    rewards: dict[str, float],
+    sampling: str = "none",
+) -> StepStats:
+    """The telemetry of one step: the pooled group and each difficulty bin; with dynamic
+    `sampling` (drop or resample) the groups dropped per scope, with resample what it did."""
+    close_ids = tokenizer.encode(chat_format.think_close, add_special_tokens=False)
+    stop = set(eos_ids)
+
+    def view(r: Rollout) -> RolloutView:
+        ids = r.completion_ids
+        body = ids[:-1] if ids and ids[-1] in stop else ids
+        think = think_tokens_from_ids(body, close_ids) if close_ids else None
+        answer = 0 if think is None else len(body) - think - len(close_ids)
+        return RolloutView(
+            correct=r.correct,
+            closed=r.closed,
+            clipped=not ids or ids[-1] not in stop,
+            compressed=r.compressed,
+            response_tokens=len(ids),
+            think_tokens=len(body) if think is None else think,
+            answer_tokens=answer,
+        )
+
+    def scope(groups: Sequence[Group]) -> Any:
+        candidates = [c for g in groups for c in g.compressions]
+        return scope_stats(
+            [g.pass_rate for g in groups],
+            [view(r) for g in groups for r in g.pooled],
+            [c.result for c in candidates],
+            [c.result for c in candidates if c.used],
+            sum(g.dropped for g in groups) if sampling != "none" else None,
+        )
+
+    scopes = {ALL: scope(step.groups)}
+    for name in bins:
+        scopes[name] = scope([g for g in step.groups if g.bin == name])
+    counts = {}
+    if sampling == "resample":
+        counts = {
+            "resampled_groups": float(sum(g.resampled for g in step.groups)),
+            "resample_rounds": float(step.resample_rounds),
+        }
+    return StepStats(step.step, scopes, seconds, rewards, counts)

@@ -1,0 +1,55 @@
+"""The registry of modes and rewards: each mode's rewards in TRL's order, bound to the objects
+that keep their state; every peer method is a mode, described as before."""
+
+from __future__ import annotations
+
+import pytest
+
+from traac.training.config import TRAACConfig
+from traac.training.modes import MODES, TRAAC_REWARDS, mode_rewards
+from traac.training.peer_rewards import PEERS
+from traac.training.rewards import TraacRewards
+
+DESCRIPTIONS = {  # `--dry-run`'s line of each peer at max_completion_length 4000
+    "alp": "ALP, arXiv:2506.05256: -(beta/N) max(p_solved, 1/K) |y|, beta 1, N 4000; length "
+    "term x4 (right answer 4 here, 1 in the paper)",
+    "shorterbetter": "ShorterBetter, arXiv:2504.21370: -beta |l - l_SOL|, beta 0.001; length "
+    "term x2 (right answer 4 here, 2 in the paper)",
+    "kimi": "Kimi k1.5, arXiv:2501.12599 section 2.3.3: weight 1 x (0.5 - (l - min) / (max - "
+    "min)), wrong rollouts capped at 0; length term x4 (right answer 4 here, 1 in the paper)",
+    "dapo_overlong": "DAPO Eq. 13, arXiv:2503.14476 (TRL's get_soft_overlong_punishment): 0 up "
+    "to 3200, linear to -1 at 4000 tokens (L_cache 800); length term x2 (right answer 4 here, 2 "
+    "in the paper)",
+    "l1_max": "L1-Max, arXiv:2503.04697: 1[correct] clip(alpha (n_gold - n_y) + delta, 0, 1), "
+    "alpha 0.0003, delta 0.5, n_gold ~ U{100..4000} per prompt, written into the prompt; length "
+    "term x4 (right answer 4 here, 1 in the paper)",
+}
+
+
+def config(mode: str) -> TRAACConfig:
+    return TRAACConfig(
+        output_dir="unused", use_cpu=True, bf16=False, mode=mode, max_completion_length=4000
+    )
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_each_mode_binds_its_named_rewards_in_order(mode: str) -> None:
+    c = config(mode)
+    traac = TraacRewards(c.reward_config(), difficulty=c.difficulty_config())
+    settings = c.peer_settings() if c.peer_mode else None
+    peer, funcs = mode_rewards(c.mode_spec, traac, settings, 4, None)
+    assert [f.__name__ for f in funcs] == list(c.mode_spec.rewards)
+    assert all(f.__self__ is traac for f in funcs if f.__name__ in TRAAC_REWARDS)
+    assert (peer is None) == (not c.peer_mode)
+    if peer is not None:
+        assert peer.settings == settings and peer.verdicts == traac.verdicts
+        assert funcs == [traac.correctness_reward, traac.format_reward, peer.func]
+
+
+def test_every_peer_is_a_mode_with_its_description() -> None:
+    assert [m for m in MODES if MODES[m].peer] == list(PEERS) == list(DESCRIPTIONS)
+    for name, peer in PEERS.items():
+        mode = MODES[name]
+        assert (mode.compresses, mode.bins, mode.rewards[-1]) == (False, True, peer.reward)
+        assert config(name).peer_settings().describe() == DESCRIPTIONS[name]
+    assert [name for name, peer in PEERS.items() if peer.budgets] == ["l1_max"]

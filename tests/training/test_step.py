@@ -1,0 +1,171 @@
+"""The TRAAC step without a model: binning, selection, pooling (N kept, seeded shuffle),
+dropping, each process's slice, the per-batch state and the step's telemetry."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from traac.method.compression import CompressionResult
+from traac.method.difficulty import SINGLE_BIN, DifficultyConfig
+from traac.method.formats import ChatFormat
+from traac.method.segmentation import Step
+from traac.training import step
+from traac.training.step import Batch, Compression, Rollout, TraacStep
+from traac.training.telemetry import ALL
+
+N = 4
+
+
+def rollout(origin: int, correct: bool = True, well_formed: bool = True, **kw: object) -> Rollout:
+    ids = kw.pop("ids", [origin])
+    return Rollout(ids, None, f"r{origin}", correct, well_formed, True, origin, **kw)  # type: ignore[arg-type]
+
+
+def result(tokens_before: int = 10, tokens_after: int = 6) -> CompressionResult:
+    steps = [Step("a", 0, 1), Step("b", 1, 2)]
+    return CompressionResult(
+        "ab", steps, np.array([0.7, 0.3]), [True, False], 0.5, 0.5, "a", tokens_before, tokens_after
+    )
+
+
+def test_bins_follow_the_pass_rate_thresholds() -> None:
+    verdicts = [True] * 4 + [True, True, False, True] + [True, False, False, False] + [False] * 4
+    rates, bins = step.bin_groups(verdicts, N, DifficultyConfig())
+    assert rates == [1.0, 0.75, 0.25, 0.0]
+    assert bins == ["easy", "medium", "hard", "hard"]
+    # The thresholds are inclusive: 4 of 5 right is exactly 0.8, easy; 3 of 10 is 0.3, medium.
+    assert step.bin_groups([True] * 4 + [False], 5, DifficultyConfig())[1] == ["easy"]
+    assert step.bin_groups([True] * 3 + [False] * 7, 10, DifficultyConfig())[1] == ["medium"]
+    assert step.bin_groups(verdicts, N, DifficultyConfig(enabled=False))[1] == [SINGLE_BIN] * 4
+
+
+def test_selection_takes_only_right_well_formed_rollouts_at_their_bins_tau() -> None:
+    rollouts = [
+        rollout(0),
+        rollout(1, correct=False),
+        rollout(2, well_formed=False),
+        rollout(3),
+    ]
+    chosen = step.select_candidates(rollouts, ["easy", "easy", "easy", "hard"], DifficultyConfig())
+    assert [(r.origin, tau) for r, tau in chosen] == [(0, 0.6), (3, 0.2)]
+
+
+def two_groups() -> tuple[list[Rollout], list[Rollout], list[Compression]]:
+    originals = [rollout(i) for i in range(2 * N)]
+    copies = [rollout(i, compressed=True, ids=[100 + i]) for i in (0, 1, 3)]
+    compressions = [Compression(i, result(), 0.6, prefix_ids=[7]) for i in (0, 1, 3)]
+    return originals, copies, compressions
+
+
+def test_pooling_keeps_n_and_leaves_groups_without_copies_as_they_were() -> None:
+    originals, copies, compressions = two_groups()
+    groups = step.pool(
+        originals, copies, compressions, ["a"] * N + ["b"] * N, [1.0, 1.0], ["easy"] * 2, N,
+        (0, 5),
+    )  # fmt: skip
+    assert [len(g.pooled) for g in groups] == [N, N]
+    assert [g.data_source for g in groups] == ["a", "b"]
+    first, second = groups
+    assert {r.origin for r in first.pooled} <= set(range(N))
+    assert all(r in originals[:N] + copies for r in first.pooled)
+    assert [c.origin for c in first.compressions] == [0, 1, 3] and second.compressions == []
+    assert second.pooled == second.originals == originals[N:]
+
+
+def test_pooling_shuffles_with_the_seed_the_step_and_the_group() -> None:
+    originals, copies, compressions = two_groups()
+
+    def pooled(seed: tuple[int, int]) -> list[Rollout]:
+        args = (originals, copies, compressions, ["a"] * 2 * N, [1.0, 1.0], ["easy"] * 2, N)
+        return step.pool(*args, seed)[0].pooled
+
+    candidates = originals[:N] + copies
+    order = np.random.default_rng([3, 7, 0]).permutation(len(candidates))[:N]
+    assert pooled((3, 7)) == [candidates[k] for k in order]
+    assert pooled((3, 7)) == pooled((3, 7))
+    assert any(pooled((3, step)) != pooled((3, 7)) for step in range(8, 12))
+
+
+def test_degenerate_groups_are_dropped_only_under_dynamic_sampling() -> None:
+    originals = [rollout(i) for i in range(N)] + [rollout(N + i, i == 0) for i in range(N)]
+    assert step.degenerate(originals[:N]) and not step.degenerate(originals[N:])
+    for sampling, dropped in (("none", [False, False]), ("drop", [True, False])):
+        groups = step.pool(
+            originals, [], [], ["a"] * 2 * N, [1.0, 0.25], ["easy", "hard"], N, (0, 0)
+        )
+        step.mark_dropped(groups, [2, 0], sampling)
+        assert [g.dropped for g in groups] == dropped
+        assert [g.resampled for g in groups] == [2, 0]
+
+
+def test_degenerate_groups_get_replacement_prompts_drawn_with_the_seed() -> None:
+    originals = (
+        [rollout(i) for i in range(N)]
+        + [rollout(N + i, i == 0) for i in range(N)]
+        + [rollout(2 * N + i, False) for i in range(N)]
+    )
+    picks = step.replacements(originals, N, 100, (1, 2, 3))
+    expected = np.random.default_rng([1, 2, 3]).integers(100, size=2)
+    assert picks == {0: int(expected[0]), 2: int(expected[1])}
+    assert step.replacements(originals[N : 2 * N], N, 100, (1, 2, 3)) == {}
+
+
+def test_each_process_gets_its_slice_and_the_columns_its_rewards_read() -> None:
+    originals = [rollout(i) for i in range(N)] + [rollout(N + i, i == 0) for i in range(N)]
+    groups = step.pool(originals, [], [], ["a"] * 2 * N, [1.0, 0.25], ["easy", "hard"], N, (0, 0))
+    step.mark_dropped(groups, [0, 0], "drop")
+    # Two processes of 4 rows each, the second holding the rows 4..7 (the second group).
+    part = step.slice_of(groups, N - 2, N, N, "drop")
+    assert [r.origin for r in part.rollouts] == [2, 3, 4, 5]
+    assert part.columns.bin == ["easy", "easy", "hard", "hard"]
+    assert part.columns.correct == [True, True, True, False]
+    assert part.columns.compressed == [False] * 4
+    assert part.dropped == [True, True, False, False]
+    assert step.slice_of(groups, 0, N, N, "none").dropped is None
+
+
+def test_a_batch_carries_the_step_slice_between_hooks() -> None:
+    batch = Batch([{"prompt": "q"}])
+    assert (batch.columns, batch.dropped, batch.stepping) == (None, None, False)
+    originals = [rollout(i) for i in range(N)]
+    groups = step.pool(originals, [], [], ["a"] * N, [1.0], ["easy"], N, (0, 0))
+    batch.slice = step.slice_of(groups, 0, N, N, "none")
+    assert batch.columns is batch.slice.columns and batch.dropped is None
+
+
+class Tokenizer:
+    """Token ids are characters' codes; `</think>` is one token, 9."""
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        return [9] if text == "</think>" else [ord(c) for c in text]
+
+
+def test_step_stats_per_scope() -> None:
+    eos = 0
+    originals = [
+        rollout(0, ids=[1, 2, 9, 3, eos]),  # think 2, answer 1, closed by eos
+        rollout(1, ids=[1, 9, 3, 4, eos]),  # think 1, answer 2
+        rollout(2, correct=False, ids=[1, 2, 3, 4, 5]),  # no closer: clipped, all think
+        rollout(3, correct=False, ids=[1, 9, 3, eos]),
+    ]
+    copy = rollout(0, compressed=True, ids=[1, 9, 3, eos])
+    compressions = [Compression(0, result(), 0.6, prefix_ids=[1, 9]), Compression(1, result(), 0.6)]
+    groups = step.pool(originals, [copy], compressions, ["a"] * N, [0.5], ["medium"], N, (0, 1))
+    step.mark_dropped(groups, [0], "drop")
+    stats = step.step_stats(
+        TraacStep(2, groups), ("easy", "medium", "hard"), Tokenizer(), ChatFormat(), [eos],
+        {"generate": 1.5}, {"correctness_reward": 2.0}, "drop",
+    )  # fmt: skip
+    assert stats.step == 2 and set(stats.scopes) == {ALL, "easy", "medium", "hard"}
+    scope = stats.scopes[ALL]
+    assert stats.scopes["medium"] == scope and stats.scopes["easy"].prompts == 0
+    assert (scope.prompts, scope.rollouts, scope.pass_rate) == (1, N, 0.5)
+    assert (scope.candidates, scope.compressed_rollouts, scope.dropped) == (2, 1, 0)
+    assert scope.steps_removed == 1 and scope.tokens_removed == 4
+    pooled = groups[0].pooled
+    assert scope.compressed_frac == pytest.approx(sum(r.compressed for r in pooled) / N)
+    assert scope.clipped_frac == pytest.approx(sum(r.origin == 2 for r in pooled) / N)
+    flat = stats.flat()
+    assert flat["traac/seconds/generate"] == 1.5 and flat["traac/reward/correctness_reward"] == 2
+    assert "traac/sampling/resample_rounds" not in flat
