@@ -22,9 +22,9 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from traac.data.datasets import load_items
 from traac.method.formats import ChatFormat
 from traac.method.length_rewards import l1_max_prompt
-from traac.method.verify import verify_item
 from traac.pipelines.models import resolve_model
 from traac.testbed.tokenizer import render_prompts
+from traac.verification import verify_item
 
 TIERS = ("easy", "medium", "hard")
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from traac.method import verify
+from traac import verification as verify
 
 
 def say(answer: str) -> str:

@@ -276,7 +276,7 @@ def test_resume_checkpoint_picks_the_newest_complete_one(tmp_path: Path) -> None
 # ------------------------------------------------------------------ end to end on the testbed
 
 PARITY_VERDICTS = """
-import traac.method.verify as verify
+import traac.verification as verify
 
 
 def verdict_by_parity(items, responses, **kwargs):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from traac.common.items import Item
 from traac.errors import TraacError
 from traac.evaluation.prompts import (
     build_prompt,
@@ -11,7 +12,6 @@ from traac.evaluation.prompts import (
     render_prompt,
     user_message,
 )
-from traac.method.items import Item
 
 ITEM = Item(id="q", question="What is 2+3?", answer="5")
 

@@ -300,8 +300,8 @@ def test_an_interrupted_generation_loses_nothing_and_resumes(tmp_path, dataset, 
 
 
 def test_budgets_beyond_the_context_are_capped_and_noted(tmp_path, dataset, tokenizer):
+    from traac.common.items import Item
     from traac.evaluation.prompts import build_prompt
-    from traac.method.items import Item
 
     questions = [f"What is {k} + {k}?" for k in range(1, 7)]  # the first six items: one batch
     longest = max(

@@ -8,10 +8,10 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from traac.data.testbed_problems import Chain
 from traac.method.formats import AUX_PROMPT, ChatFormat
 from traac.method.segmentation import SPLIT_PHRASES, split_steps
 from traac.testbed.config import TeacherConfig
-from traac.testbed.problems import Chain
 from traac.testbed.traces import (
     CONCLUSION,
     GUESS,

@@ -35,7 +35,7 @@ import traac.training.trainer as trainer_module
 from traac.common.models import load_tokenizer
 from traac.data.training import item_from_row, items_to_dataset
 from traac.testbed.config import TeacherConfig
-from traac.testbed.problems import make_items
+from traac.data.testbed_problems import make_items
 from traac.testbed.traces import teach
 from traac.training.config import TRAACConfig
 from traac.training.trainer import TRAACTrainer

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from trl.rewards import get_soft_overlong_punishment
 
+from traac.common.items import Item
 from traac.data.training import items_to_dataset
 from traac.errors import TraacError
-from traac.method.items import Item
 from traac.training.peer_rewards import (
     BUDGET_COLUMN,
     PeerRewards,

@@ -13,8 +13,8 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from transformers import TrainerCallback
 
 from traac.common.models import load_tokenizer
+from traac.data.testbed_problems import make_items
 from traac.data.training import items_to_dataset
-from traac.testbed.problems import make_items
 from traac.training.config import TRAACConfig
 from traac.training.telemetry import ALL, METRICS_FILE, read_metrics
 from traac.training.trainer import TRAACTrainer

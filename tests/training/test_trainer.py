@@ -16,6 +16,7 @@ import torch
 
 from traac.cli import main as cli_main
 from traac.common.models import load_tokenizer
+from traac.data.testbed_problems import make_items
 from traac.data.training import item_from_row, items_to_dataset
 from traac.method.length_rewards import (
     alp_length_reward,
@@ -23,7 +24,6 @@ from traac.method.length_rewards import (
     shorterbetter_length_reward,
 )
 from traac.testbed.config import TeacherConfig
-from traac.testbed.problems import make_items
 from traac.testbed.traces import teach
 from traac.training.config import TRAACConfig
 from traac.training.peer_rewards import dapo_overlong_punishment

@@ -16,8 +16,8 @@ from packaging.version import Version
 from transformers import Trainer
 from trl import GRPOTrainer
 
+from traac.common.items import Item
 from traac.data.training import items_to_dataset
-from traac.method.items import Item
 from traac.training.config import TRAACConfig
 from traac.training.trainer import (
     TRANSFORMERS_ATTRIBUTES,

@@ -14,10 +14,10 @@ from typing import Any
 
 from datasets import Dataset
 
+from traac.common.items import Item
 from traac.data.datasets import load_items
+from traac.data.testbed_problems import parse_spec
 from traac.errors import TraacError
-from traac.method.items import Item
-from traac.testbed.problems import parse_spec
 
 COLUMNS = ("prompt", "id", "answer", "verifier", "data_source", "difficulty", "entry")
 

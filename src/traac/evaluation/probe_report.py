@@ -26,17 +26,17 @@ from typing import Any
 
 import numpy as np
 
+from traac.common.items import Item
 from traac.common.tables import Table, fmt
 from traac.errors import TraacError
 from traac.evaluation.generation import Backend, Sampling
 from traac.method.compression import CompressionResult, Compressor, ScoreRequest, TokenScores
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
-from traac.method.items import Item
 from traac.method.scoring import AttentionScorer, resolve_layers
 from traac.method.segmentation import split_steps
 from traac.method.settings import CompressionSettings
-from traac.method.verify import verify_many
+from traac.verification import verify_many
 
 KINDS = ("compute", "conclude", "recheck", "restate")
 REDUNDANT = frozenset({"recheck", "restate"})

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from traac.common.items import Item
 from traac.errors import TraacError
-from traac.method.items import Item
 
 BOXED_INSTRUCTION = "Let's think step by step and output the final answer within \\boxed{}"
 LCR1_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}"

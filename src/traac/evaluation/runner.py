@@ -23,9 +23,11 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from traac.common.items import Item
 from traac.common.outputs import output_dir, write_text
 from traac.common.progress import NullProgress, Progress
-from traac.data.datasets import json_value, load_items, read_text
+from traac.data.datasets import load_items
+from traac.data.files import json_value, read_text
 from traac.errors import TraacError
 from traac.evaluation.generation import Backend, Sampling, check_sampling
 from traac.evaluation.prompts import PROMPT_STYLES, build_prompt
@@ -37,9 +39,8 @@ from traac.evaluation.records import (
     summary_markdown,
 )
 from traac.method.formats import ChatFormat, resolve_chat_format
-from traac.method.items import Item
 from traac.method.metrics import think_tokens_from_ids
-from traac.method.verify import extract_answer, verify_many
+from traac.verification import extract_answer, verify_many
 
 SAMPLES_FILE = "samples.jsonl"
 RUN_FILE = "run.json"

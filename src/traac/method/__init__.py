@@ -1,2 +1,2 @@
 """The method itself, independent of TRL: segmentation, step scoring, compression, difficulty
-bins, rewards, metrics, verification, and the peer methods' length rewards."""
+bins, rewards, metrics, and the peer methods' length rewards."""

@@ -22,7 +22,7 @@ from transformers import AutoTokenizer
 
 from traac.common.gguf import check_gguf, is_gguf_path
 from traac.common.models import resolve_model_path
-from traac.data.datasets import HubUnavailable, hub_reachable
+from traac.data.hub import HubUnavailable, hub_reachable
 from traac.data.training import load_training_items
 from traac.errors import TraacError
 from traac.pipelines.models import MODELS

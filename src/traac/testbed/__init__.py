@@ -6,8 +6,9 @@ procedural teacher writes `chain_sum` thinking traces with redundant re-checks a
 SFTTrainer teaches them to a 0.86M-parameter Qwen3ForCausalLM. The build also measures the
 model (accuracy, think length, re-checks, attention-probe statistics) into `testbed_card.json`.
 
-Modules: `problems` (the chain-sum tiers and their disjoint pools; `parse_spec` reads
-"testbed:easy?n=200&seed=7"), `traces` (the procedural teacher), `tokenizer`, `build`
+Its problems are data (`traac.data.testbed_problems`: the chain-sum tiers and their disjoint
+pools; `parse_spec` reads "testbed:easy?n=200&seed=7"). Modules: `config` (what decides the
+model; its hash keys the build cache), `traces` (the procedural teacher), `tokenizer`, `build`
 (`ensure_testbed(quick=False, seed=0) -> Path`: the model directory, built once into the
 cache) and `measure` (the card).
 

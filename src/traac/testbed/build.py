@@ -24,10 +24,10 @@ from trl import SFTConfig, SFTTrainer
 
 from traac.common.cache import build_atomically, cache_root, cached_entry
 from traac.common.progress import NullProgress, Progress, TrainerProgress, quiet_libraries
+from traac.data.testbed_problems import EVAL_SEED, RL_SEED, sft_entries
 from traac.errors import TraacError
-from traac.testbed.config import EVAL_SEED, RL_SEED, TestbedConfig, default_config
+from traac.testbed.config import TestbedConfig, default_config
 from traac.testbed.measure import measure, teacher_stats
-from traac.testbed.problems import sft_entries
 from traac.testbed.tokenizer import EOS, PAD, THINK_CLOSE, build_tokenizer, render_prompts
 from traac.testbed.traces import PROMPT_STYLE, Trace, teach
 

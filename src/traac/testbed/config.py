@@ -1,5 +1,7 @@
 """Everything that decides what the testbed model is: tiers, teacher, model, training, seeds.
 
+The tiers and the seeds are the problems' (`traac.data.testbed_problems`); the rest is the model's.
+
 The config's hash keys the build cache, so any change here (or to `VERSION`, bumped when the
 code that turns a config into a model changes meaning) builds a new model instead of reusing a
 stale one.
@@ -11,25 +13,9 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, replace
 
+from traac.data.testbed_problems import SFT_SEED, TierConfig
+
 VERSION = 1
-
-# Three seeds, three uses. Problems are also split into disjoint pools by a hash of the
-# expression (see problems.py), so the seeds only choose samples inside their pool:
-SFT_SEED = 0  # default `--seed` of a build: SFT problems, teacher traces, weight init
-RL_SEED = 1_000_003  # default seed of `testbed:<tier>?split=rl` (RL prompts)
-EVAL_SEED = 2_000_003  # default seed of `testbed:<tier>` (evaluation, the card's measurement)
-
-# Shares of every problem space that go to each pool (the rest is SFT's).
-EVAL_SHARE = 0.25
-RL_SHARE = 0.25
-
-
-@dataclass(frozen=True)
-class TierConfig:
-    """Chain lengths of the three tiers; operands have `digits` digits (1 digit: 0-9)."""
-
-    terms: dict[str, int] = field(default_factory=lambda: {"easy": 2, "medium": 3, "hard": 5})
-    digits: int = 1
 
 
 @dataclass(frozen=True)
@@ -92,7 +78,7 @@ class MeasureConfig:
 class TestbedConfig:
     name: str = "full"
     seed: int = SFT_SEED
-    tiers: TierConfig = TierConfig()
+    tiers: TierConfig = field(default_factory=TierConfig)
     teacher: TeacherConfig = TeacherConfig()
     model: ModelConfig = ModelConfig()
     train: TrainConfig = TrainConfig()

@@ -17,19 +17,19 @@ from typing import Any
 import numpy as np
 import torch
 
+from traac.common.items import Item
 from traac.common.progress import NullProgress, Progress
+from traac.data.testbed_problems import EVAL_SEED, make_items
 from traac.evaluation.generation import TransformersBackend
 from traac.evaluation.probe_report import LabelledResponse, default_specs, probe_report
 from traac.method.compression import Compressor, ScoreRequest, TokenScores
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
-from traac.method.items import Item
 from traac.method.settings import CompressionSettings
-from traac.method.verify import verify_many
-from traac.testbed.config import EVAL_SEED, TestbedConfig
-from traac.testbed.problems import make_items
+from traac.testbed.config import TestbedConfig
 from traac.testbed.tokenizer import THINK_CLOSE, render_prompts
 from traac.testbed.traces import Trace, has_recheck, step_kinds
+from traac.verification import verify_many
 
 TAUS = {"easy": 0.6, "medium": 0.4, "hard": 0.2}  # SPEC section 1: target rate per bin
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)

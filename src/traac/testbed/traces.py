@@ -21,10 +21,10 @@ import random
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from traac.data.testbed_problems import Chain
 from traac.method.formats import AUX_PROMPT, ChatFormat
 from traac.method.segmentation import split_steps
 from traac.testbed.config import TeacherConfig
-from traac.testbed.problems import Chain
 
 CONCLUSION = "So the answer is"
 GUESS = "Hmm, the rest is long, so I will estimate."

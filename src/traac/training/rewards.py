@@ -26,8 +26,8 @@ from traac.method.rewards import (
     format_reward,
     length_rewards,
 )
-from traac.method.verify import DEFAULT_TIMEOUT, verify_many
 from traac.training.step import bin_groups
+from traac.verification import DEFAULT_TIMEOUT, verify_many
 
 
 class TraacRewards:

@@ -36,14 +36,13 @@ from trl import GRPOTrainer
 from trl.extras.profiling import profiling_context
 from trl.trainer.utils import get_config_model_id
 
+from traac.common.items import Item
 from traac.data.training import item_from_row
 from traac.errors import TraacError
 from traac.method.compression import Compressor
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
-from traac.method.items import Item
 from traac.method.rewards import LengthWindows
-from traac.method.verify import verify_many
 from traac.training.checkpoint import load_state, save_state
 from traac.training.compress import StepCompressor
 from traac.training.config import TRAACConfig
@@ -68,6 +67,7 @@ from traac.training.step import (
     step_stats,
 )
 from traac.training.telemetry import MetricsFromStart, append_metrics
+from traac.verification import verify_many
 
 logger = get_logger(__name__)
 

@@ -6,10 +6,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from traac.data.testbed_problems import (
+    EVAL_SEED,
+    RL_SEED,
+    Chain,
+    TierConfig,
+    make_items,
+    parse_spec,
+    sft_entries,
+    split_of,
+)
 from traac.errors import TraacError
-from traac.method.verify import verify_item
-from traac.testbed.config import EVAL_SEED, RL_SEED, TierConfig
-from traac.testbed.problems import Chain, make_items, parse_spec, sft_entries, split_of
+from traac.verification import verify_item
 
 
 def _terms(item) -> int:

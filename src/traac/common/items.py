@@ -1,6 +1,6 @@
 """The one problem record every part of traac shares: training prompts, evaluation items,
 testbed problems. Each item carries what is needed to verify a response to it
-(`traac.method.verify.verify_item`)."""
+(`traac.verification.verify_item`)."""
 
 from __future__ import annotations
 

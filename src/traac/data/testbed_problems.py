@@ -1,5 +1,8 @@
 """The testbed's problems: reasoning-gym `chain_sum` chains in three tiers, three disjoint pools.
 
+Data, not the model: the testbed (`traac.testbed`) trains on and measures with these problems,
+and the data layer reads them from a spec such as "testbed:easy?n=200&seed=7".
+
 Every expression belongs to exactly one pool (SFT, RL or evaluation) by a hash of its text, so
 no seed can make an evaluation problem appear in the SFT data or among the RL prompts. This
 matters because the easy tier is tiny: 1-digit operands give only 200 distinct 2-term
@@ -10,15 +13,24 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import parse_qsl
 
 from reasoning_gym.arithmetic.chain_sum import ChainSumConfig, ChainSumDataset
 
+from traac.common.items import Item
 from traac.errors import TraacError
-from traac.method.items import Item
-from traac.testbed.config import EVAL_SEED, EVAL_SHARE, RL_SEED, RL_SHARE, TierConfig
+
+# Three seeds, three uses. Problems are also split into disjoint pools by a hash of the
+# expression (see `split_of`), so the seeds only choose samples inside their pool:
+SFT_SEED = 0  # default `--seed` of a build: SFT problems, teacher traces, weight init
+RL_SEED = 1_000_003  # default seed of `testbed:<tier>?split=rl` (RL prompts)
+EVAL_SEED = 2_000_003  # default seed of `testbed:<tier>` (evaluation, the card's measurement)
+
+# Shares of every problem space that go to each pool (the rest is SFT's).
+EVAL_SHARE = 0.25
+RL_SHARE = 0.25
 
 Split = Literal["sft", "rl", "eval"]
 SPLITS: tuple[Split, ...] = ("sft", "rl", "eval")
@@ -28,6 +40,14 @@ MAX_N = 100_000  # problems per tier: far past every pool but the hard one, and 
 SHARES: dict[str, float] = {"eval": EVAL_SHARE, "rl": RL_SHARE, "sft": 1 - EVAL_SHARE - RL_SHARE}
 DATA_SOURCE = "testbed"
 TASK = "chain_sum"
+
+
+@dataclass(frozen=True)
+class TierConfig:
+    """Chain lengths of the three tiers; operands have `digits` digits (1 digit: 0-9)."""
+
+    terms: dict[str, int] = field(default_factory=lambda: {"easy": 2, "medium": 3, "hard": 5})
+    digits: int = 1
 
 
 @dataclass(frozen=True)

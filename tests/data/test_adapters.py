@@ -1,0 +1,126 @@
+"""The hub adapters, on rows in each hub layout."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from traac.data import adapters
+from traac.data.datasets import load_items
+from traac.errors import TraacError
+
+
+def write_jsonl(path: Path, rows) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_aime_and_amc_adapters():
+    aime = adapters.adapt_aime([{"id": 60, "problem": "Find x.", "answer": "204", "url": "u"}])
+    amc = adapters.adapt_amc([{"id": 1, "problem": "Find y.", "answer": 142.0}])
+    assert (aime[0].id, aime[0].answer) == ("aime-60", "204")
+    assert (amc[0].id, amc[0].answer, amc[0].verifier) == ("amc-1", "142", "math")
+    with pytest.raises(TraacError, match="row 0 has no 'problem'"):
+        adapters.adapt_aime([{"question": "x", "answer": "1"}])
+
+
+def gpqa_row(k: int) -> dict:
+    return {
+        "Record ID": f"rec{k}",
+        "Question": f"Which is right ({k})?",
+        "Correct Answer": "right",
+        "Incorrect Answer 1": "wrong 1",
+        "Incorrect Answer 2": "wrong 2",
+        "Incorrect Answer 3": "wrong 3",
+    }
+
+
+def test_gpqa_shuffles_choices_stably_and_answers_with_a_letter():
+    rows = [gpqa_row(k) for k in range(12)]
+    items = adapters.adapt_gpqa(rows, seed=0)
+    for item in items:
+        assert item.verifier == "choice"
+        assert f"({item.answer}) right" in item.question
+    assert len({i.answer for i in items}) > 1  # the right option moves around
+    reversed_items = {i.id: i for i in adapters.adapt_gpqa(rows[::-1], seed=0)}
+    assert all(reversed_items[i.id].question == i.question for i in items)  # order-independent
+    other_seed = adapters.adapt_gpqa(rows, seed=1)
+    assert [i.answer for i in other_seed] != [i.answer for i in items]
+
+
+def test_supergpqa_adapter_samples_per_tier():
+    rows = [
+        {
+            "uuid": f"u{k}",
+            "question": f"Q{k}",
+            "options": ["a", "b", "c", "d"],
+            "answer": "c",
+            "answer_letter": "C",
+            "difficulty": tier,
+        }
+        for k, tier in enumerate(["easy", "middle", "hard"] * 4)
+    ]
+    items = adapters.adapt_supergpqa(rows)
+    assert {i.difficulty for i in items} == {"easy", "medium", "hard"}
+    assert all(i.answer == "C" for i in items)
+    picked = adapters.adapt_supergpqa(rows, per_difficulty=2, seed=0)
+    assert sorted(i.difficulty for i in picked) == ["easy"] * 2 + ["hard"] * 2 + ["medium"] * 2
+
+
+def test_dapo_adapter_reads_both_layouts_and_drops_duplicates(tmp_path):
+    wrapped = (
+        "Solve the following math problem step by step. The last line of your response should "
+        "be of the form Answer: $Answer (without quotes) where $Answer is the answer to the "
+        'problem.\n\nWhat is 6*7?\n\nRemember to put your answer on its own line after "Answer:".'
+    )
+    row = {
+        "data_source": "math_dapo",
+        "prompt": [{"role": "user", "content": wrapped}],
+        "reward_model": {"ground_truth": "42", "style": "rule"},
+        "extra_info": {"index": "abc"},
+    }
+    items = load_items(str(write_jsonl(tmp_path / "dapo.jsonl", [row, row])))
+    assert len(items) == 1
+    assert (items[0].question, items[0].answer, items[0].id) == ("What is 6*7?", "42", "dapo-abc")
+    processed = adapters.adapt_dapo([{"prompt": "What is 6*7?", "solution": "42"}])
+    assert (processed[0].question, processed[0].answer) == ("What is 6*7?", "42")
+    with pytest.raises(TraacError, match=r"row 0 has no 'reward_model\.ground_truth'"):
+        adapters.adapt_dapo([{**row, "reward_model": {}}])
+
+
+def test_overthinking_adapter_keeps_numeric_and_four_option_mcq():
+    def row(answer, meta):
+        return {
+            "question": "Q",
+            "answer": answer,
+            "subset": "overthinkingbench",
+            "metadata": json.dumps(meta),
+        }
+
+    rows = [
+        row("12", {"mode": "numeric"}),
+        row("Paris", {"mode": "mcq", "options": ["Rome", "Paris", "Oslo", "Bern"]}),
+        row("x", {"mode": "mcq", "options": ["a", "b", "x", "d", "e", "f", "g", "h"]}),  # 8 options
+        row("the ozone layer", {"mode": "short"}),  # needs an LLM judge
+        {"question": "Hard", "answer": "1", "subset": "underthinkingbench", "metadata": "{}"},
+    ]
+    items = adapters.adapt_otb_hub(rows)
+    assert [(i.verifier, i.answer) for i in items] == [("math", "12"), ("choice", "B")]
+    assert "(B) Paris" in items[1].question
+    assert {i.data_source for i in items} == {adapters.OTB_OVERTHINK}
+
+
+def test_bbh_adapter_keeps_the_task():
+    items = adapters.adapt_bbh(
+        [
+            {"input": "True and False is", "target": "False", "task": "boolean_expressions"},
+            {"input": "3+4*2", "target": "11", "task": "multistep_arithmetic_two"},
+        ]
+    )
+    assert [i.data_source for i in items] == [
+        "bbh/boolean_expressions",
+        "bbh/multistep_arithmetic_two",
+    ]
+    assert [i.verifier for i in items] == ["text", "math"]
