@@ -65,7 +65,7 @@ def test_the_guard_refuses_writes_spawns_and_sockets(tmp_path):
         ]
     )
     attempts = {k: v.replace("PORT", str(port)) for k, v in GUARD_ATTEMPTS.items()}
-    package_root = str(Path(sandbox.__file__).resolve().parents[1])
+    package_root = str(Path(sandbox.__file__).resolve().parents[2])
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([package_root, os.environ.get("PYTHONPATH", "")]),

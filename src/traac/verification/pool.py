@@ -117,7 +117,7 @@ class _Zygote:
     """The pool's end of the zygote process: a datagram socket that also carries pipe ends."""
 
     def __init__(self, workdir: str) -> None:
-        package_root = str(Path(__file__).resolve().parents[1])
+        package_root = str(Path(__file__).resolve().parents[2])  # src/, the package's parent
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         env.update(PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
