@@ -1,0 +1,39 @@
+"""`traac eval` on a real pretrained model: SmolLM2 by name, on a file in UnderthinkingBench's
+layout (rows made here by reasoning-gym, never a copy of the benchmark)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import reasoning_gym
+
+from traac.cli import main as cli_main
+from traac.evaluation.prompts import THINK_INSTRUCTION
+
+pytestmark = pytest.mark.slow
+
+
+def underthink_file(path: Path) -> Path:
+    rows = [
+        {**entry, "puzzle": "chain_sum", "uuid": f"u{k}"}
+        for k, entry in enumerate(reasoning_gym.create_dataset("chain_sum", size=2, seed=3))
+    ]
+    path.write_text(json.dumps(rows))
+    return path
+
+
+def test_smollm2_by_name_on_a_benchmark_file(smollm2: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "run"
+    argv = ["eval", "--model", "smollm2", "--dataset", str(underthink_file(tmp_path / "u.json")),
+            "--num-samples", "1", "--max-new-tokens", "8", "--output", str(out)]  # fmt: skip
+    assert cli_main(argv) == 0
+    assert "| all | 2 | 2 |" in capsys.readouterr().out
+    records = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert len(records) == 2 and all(r["task"] == "chain_sum" for r in records)
+    # SmolLM2's chat template opens no think block, so the prompt asks for one.
+    assert all(THINK_INSTRUCTION in r["prompt"] for r in records)
+    assert all(r["prompt"].endswith("<|im_start|>assistant\n") for r in records)
+    run = json.loads((out / "run.json").read_text())
+    assert run["settings"]["model"] == str(smollm2) and run["settings"]["prompt_style"] == "think"
