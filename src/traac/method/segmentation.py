@@ -74,10 +74,20 @@ def trim_offsets(text: str, offsets: np.ndarray) -> np.ndarray:
     offsets start at the space: " Wait" would then belong to the step before the one "Wait"
     opens. This is what `trim_offsets` does in tokenizers' ByteLevel post-processor."""
     out = np.array(offsets, dtype=np.int64).reshape(-1, 2)
-    for row in out:
-        while row[0] < row[1] - 1 and text[row[0]].isspace():
-            row[0] += 1
+    n = len(text)
+    if not n or not len(out):
+        return out
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    space = np.isin(codes, _WHITESPACE)
+    # The first visible character at or after each position (n where none follows).
+    visible = np.minimum.accumulate(np.where(space, n, np.arange(n))[::-1])[::-1]
+    start, end = out[:, 0], out[:, 1]
+    wide = (end - start >= 2) & (start < n)
+    out[wide, 0] = np.minimum(visible[start[wide]], end[wide] - 1)
     return out
+
+
+_WHITESPACE = np.array([c for c in range(0x3000 + 1) if chr(c).isspace()], dtype=np.uint32)
 
 
 def steps_to_token_spans(steps: Sequence[Step], offsets: np.ndarray) -> list[tuple[int, int]]:
