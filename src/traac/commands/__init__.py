@@ -27,6 +27,12 @@ class ArgumentParser(argparse.ArgumentParser):
         raise TraacError(f"{message} (see `{self.prog} --help`)")
 
 
+MODEL_HELP = (
+    "a model name (testbed, testbed-quick, smollm2), a .gguf file, a model directory or a hub "
+    "id (default: testbed)"
+)
+
+
 def add_settings(parser: argparse.ArgumentParser, cls: type, title: str, **defaults: Any) -> None:
     """One option per field of a settings dataclass, `--field-name` and `--field_name`, with
     the field's help and choices; `defaults` override the dataclass's for this command."""

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from traac.commands import (
+    MODEL_HELP,
     ArgumentParser,
     add_settings,
     check_count,
@@ -51,9 +52,7 @@ def build_parser() -> ArgumentParser:
         description="Score each reasoning step (attention from the think closer by default) "
         "and evict the lowest-scored ones, as TRAAC's compression module does.",
     )
-    parser.add_argument(
-        "--model", default=None, help="model directory or hub id (default: the testbed model)"
-    )
+    parser.add_argument("--model", default=None, help=MODEL_HELP)
     parser.add_argument(
         "--input",
         required=True,

@@ -9,7 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from traac.commands import ArgumentParser, add_settings, check_tau, settings_from
+from traac.commands import MODEL_HELP, ArgumentParser, add_settings, check_tau, settings_from
 from traac.common.gguf import is_gguf_path
 from traac.common.models import (
     load_model,
@@ -49,7 +49,7 @@ def build_parser() -> ArgumentParser:
         "--output", required=True, type=Path, help="run directory (created; resumed if present)"
     )
     source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--model", help="model directory, hub id, or 'testbed'")
+    source.add_argument("--model", help=MODEL_HELP)
     source.add_argument(
         "--responses", type=Path, help="score this JSONL of responses instead of generating"
     )

@@ -20,6 +20,7 @@ from rich.rule import Rule
 from rich.text import Text
 
 from traac.commands import (
+    MODEL_HELP,
     ArgumentParser,
     add_settings,
     check_count,
@@ -53,9 +54,7 @@ def build_parser() -> ArgumentParser:
         "attended reasoning steps, answer from the rest; --think-budget interrupts long think "
         "blocks the paper's way.",
     )
-    parser.add_argument(
-        "--model", default=None, help="model directory or hub id (default: the testbed model)"
-    )
+    parser.add_argument("--model", default=None, help=MODEL_HELP)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--prompt", help="one question (the model's chat template is applied)")
     source.add_argument(

@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from traac.commands import ArgumentParser, check_count
+from traac.commands import MODEL_HELP, ArgumentParser, check_count
 from traac.common.models import load_model, load_tokenizer, resolve_device
 from traac.common.outputs import output_file, write_text
 from traac.console import make_console, make_progress, print_lines, print_table
@@ -31,8 +31,7 @@ def build_parser() -> ArgumentParser:
     p.add_argument(
         "--model",
         default="testbed",
-        help="the model whose responses are scored: testbed, smollm2, a .gguf file, a model "
-        "directory or hub id",
+        help=f"the model whose responses are scored: {MODEL_HELP}",
     )
     p.add_argument(
         "--input",

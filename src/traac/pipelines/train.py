@@ -45,7 +45,9 @@ class TrainScriptArguments:
 
     model_name_or_path: str = field(
         default="testbed",
-        metadata={"help": "Model directory, hub id, or testbed (the embedded CPU model)."},
+        metadata={
+            "help": "testbed, testbed-quick, smollm2, a .gguf file, a model directory or hub id."
+        },
     )
     dataset: str = field(
         default="testbed:all",
