@@ -85,7 +85,7 @@ def _sha256(path: Path, progress: Progress) -> str:
 
 
 def _convert(source: Path, digest: str, work: Path, progress: Progress) -> None:
-    """Check the file, dequantize it with transformers, save it as safetensors into `work`."""
+    """Dequantize the (checked) file with transformers and save it as safetensors into `work`."""
     start = time.perf_counter()
     with progress.phase(f"converting {source.name} (once; cached by its sha256)"):
         model, tokenizer = _load(source)
