@@ -4,7 +4,9 @@ Every command accepts the same model, device and dtype arguments, checked before
 read; errors are one line naming the model and the fix. (Names such as `testbed` and `smollm2`, and
 `.gguf` files, are resolved to a directory first, by `traac.pipelines.models.resolve_model`.) A
 model may carry the prompt style it was trained with (`traac_prompt_style` in its `config.json`),
-which evaluation and generation use unless told otherwise.
+which evaluation and generation use unless told otherwise. A LoRA adapter directory (what
+`traac train` with `use_peft` saves: `adapter_config.json` naming its base) is a model too: its
+config and prompt style are its base's, and it loads as the base with the adapter merged in.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from traac.common.threads import set_threads
 from traac.errors import TraacError, first_line
 
 PROMPT_STYLE_KEY = "traac_prompt_style"
+ADAPTER_CONFIG = "adapter_config.json"  # peft's name for an adapter's config
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -31,7 +34,9 @@ def resolve_model_path(model: str) -> str:
     if path.exists():
         if not path.is_dir():
             raise TraacError(f"model {model!r} is a file; pass the model's directory")
-        if not (path / "config.json").exists():
+        if (path / ADAPTER_CONFIG).is_file():
+            adapter_base(str(path))  # the base must be loadable too
+        elif not (path / "config.json").exists():
             raise TraacError(f"model {model!r}: no config.json in that directory")
         return str(path)
     if model.startswith((".", "/", "~")) or model.count("/") > 1:
@@ -39,9 +44,26 @@ def resolve_model_path(model: str) -> str:
     return model  # a hub id; loading says if it is unreachable
 
 
+def adapter_base(model: str) -> str | None:
+    """The base model of a LoRA adapter directory (checked like any `--model`), else None."""
+    config = Path(model).expanduser() / ADAPTER_CONFIG
+    if not config.is_file():
+        return None
+    try:
+        base = json.loads(config.read_text()).get("base_model_name_or_path")
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        raise TraacError(f"model {model!r}: {ADAPTER_CONFIG} is not a JSON mapping") from None
+    if not isinstance(base, str) or not base:
+        raise TraacError(f"model {model!r}: {ADAPTER_CONFIG} names no base_model_name_or_path")
+    try:
+        return resolve_model_path(base)
+    except TraacError as err:
+        raise TraacError(f"adapter {model!r}: its base: {err}") from None
+
+
 def load_config(model: str) -> Any:
     """The model's config (no weights); a broken config.json is one line naming it."""
-    path = resolve_model_path(model)
+    path = adapter_base(model) or resolve_model_path(model)
     try:
         return AutoConfig.from_pretrained(path)
     except (OSError, ValueError, KeyError, TypeError) as err:
@@ -50,7 +72,7 @@ def load_config(model: str) -> Any:
 
 def prompt_style_of(model: str) -> str | None:
     """The prompt style a local model was trained with, if it says (never loads weights)."""
-    path = Path(resolve_model_path(model)) / "config.json"
+    path = Path(adapter_base(model) or resolve_model_path(model)) / "config.json"
     if not path.is_file():
         return None
     try:
@@ -96,7 +118,11 @@ def resolve_dtype(name: str | None, device: torch.device) -> torch.dtype:
 
 
 def load_tokenizer(model: str) -> Any:
+    """The model's tokenizer (an adapter directory's own if it holds one, else its base's)."""
     path = resolve_model_path(model)
+    base = adapter_base(path)
+    if base is not None and not (Path(path) / "tokenizer_config.json").is_file():
+        path = base
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
     except (OSError, ValueError, KeyError, TypeError) as err:
@@ -115,12 +141,25 @@ def load_model(
     dtype: torch.dtype | None = None,
     num_threads: int | None = None,
 ) -> Any:
-    """The model in eval mode on `device` (auto), in `dtype` (see `resolve_dtype`)."""
+    """The model in eval mode on `device` (auto), in `dtype` (see `resolve_dtype`); an
+    adapter directory's base with the adapter merged in (inference runs at the base's speed)."""
     path = resolve_model_path(model)
+    base = adapter_base(path)
     target = device if isinstance(device, torch.device) else resolve_device(device)
     try:
-        lm = AutoModelForCausalLM.from_pretrained(path, dtype=dtype or resolve_dtype(None, target))
+        lm = AutoModelForCausalLM.from_pretrained(
+            base or path, dtype=dtype or resolve_dtype(None, target)
+        )
+        if base is not None:
+            lm = merge_adapter(lm, path)
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise TraacError(f"model {model!r}: cannot load it ({first_line(err)})") from None
     set_threads(num_threads)
     return lm.to(target).eval()
+
+
+def merge_adapter(lm: Any, adapter: str) -> Any:
+    """`lm` with the LoRA adapter saved in `adapter` folded into its weights (peft)."""
+    from peft import PeftModel  # imported only when an adapter is loaded
+
+    return PeftModel.from_pretrained(lm, adapter).merge_and_unload()

@@ -68,6 +68,7 @@ def make_plan(
     plan.add("activation checkpointing", "on" if config.activation_checkpointing else "off")
     plan.add("sharding", sharding_line(config))
     plan.add("TRAAC", traac_line(config))
+    add_lora_line(plan, script)
     plan.add("optimizer", optimizer_line(config))
     plan.add("checkpoints", checkpoint_line(config))
     plan.add("resume", resume_line(config))
@@ -251,6 +252,15 @@ def traac_line(config: Any) -> str:
         sampling += f" (up to {config.max_resample_rounds} rounds, then drop)"
     parts.append(f"dynamic sampling {sampling}")
     return "; ".join(parts)
+
+
+def add_lora_line(plan: Plan, script: TrainScriptArguments) -> None:
+    """The LoRA row; a quantized base this machine cannot load is a note (one line), as the
+    run would fail with it at once."""
+    plan.add("LoRA", script.summary())
+    requirement = script.gpu_requirement()
+    if requirement is not None:
+        plan.notes.append(requirement)
 
 
 def optimizer_line(config: Any) -> str:

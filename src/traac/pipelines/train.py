@@ -24,7 +24,7 @@ from transformers.trainer_callback import ProgressCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
 from trl import TrlParser
 
-from traac.common.models import load_tokenizer
+from traac.common.models import adapter_base, load_tokenizer
 from traac.common.progress import NullProgress, Progress, TrainerProgress, quiet_libraries
 from traac.common.threads import set_threads
 from traac.data.training import items_to_dataset, load_training_items
@@ -32,6 +32,7 @@ from traac.errors import TraacError
 from traac.pipelines.models import resolve_model
 from traac.training.checkpoint import STATE_FILE
 from traac.training.config import TRAACConfig
+from traac.training.lora import LoraArguments
 from traac.training.trainer import TRAACTrainer
 
 logger = get_logger(__name__)
@@ -40,8 +41,9 @@ _NO_RESUME = ("", "false", "no", "none")
 
 
 @dataclass
-class TrainScriptArguments:
-    """What to train and on which problems (the rest is `TRAACConfig`)."""
+class TrainScriptArguments(LoraArguments):
+    """What to train (every weight, or LoRA adapters) and on which problems (the rest is
+    `TRAACConfig`)."""
 
     model_name_or_path: str = field(
         default="testbed",
@@ -93,6 +95,12 @@ def parse(argv: list[str]) -> tuple[TrainScriptArguments, TRAACConfig]:
         script, config = build_parser().parse_args_and_config(list(argv))
     except (ValueError, TypeError) as err:
         raise TraacError(str(err).splitlines()[0]) from err
+    script.check_lora()
+    if adapter_base(script.model_name_or_path) is not None:
+        raise TraacError(
+            f"model_name_or_path: {script.model_name_or_path} is a LoRA adapter directory; "
+            "train from its base model (adapters are trained afresh with use_peft: true)"
+        )
     return script, config
 
 
@@ -190,12 +198,16 @@ def train(
 ) -> TrainResult:
     """Train to the end, or until SIGINT/SIGTERM (checkpoint saved, `interrupted` set)."""
     PartialState()  # this launch's processes, before anything logs
+    script.check_lora()
+    script.check_quantization()  # a 4-bit base on a machine without CUDA: one line, at once
     items = load_training_items(script.dataset)  # bad rows fail here, before any model loads
     check_fresh_start(config)
     resume = resume_checkpoint(config.resume_from_checkpoint, config.output_dir)
     if config.resume_from_checkpoint and resume is None:
         logger.info(f"no checkpoint in {config.output_dir} yet; starting fresh")
     model_path = resolve_model(script.model_name_or_path, progress)
+    if script.use_peft and Path(model_path).is_dir():  # the adapter names its base absolutely
+        model_path = str(Path(model_path).resolve())
     tokenizer = load_tokenizer(model_path)
     tokenizer.padding_side = "left"
     set_threads(script.num_threads)
@@ -206,7 +218,11 @@ def train(
     )
     with quiet_libraries():  # our progress instead of the libraries' load/save/map bars
         trainer = TRAACTrainer(
-            model_path, args=config, train_dataset=dataset, processing_class=tokenizer
+            model_path,
+            args=config,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+            **script.trainer_kwargs(config.bf16),
         )
         if not config.disable_tqdm:
             # transformers' bar prints every step's log dict (the telemetry holds them)

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 from accelerate.logging import get_logger
-from accelerate.utils import gather_object
+from accelerate.utils import gather_object, is_peft_model
 from torch.distributed.fsdp import FSDPModule
 from transformers import AutoModelForCausalLM
 from transformers.distributed.fsdp import is_fsdp_managed_module
@@ -47,6 +47,7 @@ from traac.training.checkpoint import load_state, save_state
 from traac.training.compress import StepCompressor
 from traac.training.config import TRAACConfig
 from traac.training.interrupt import StopOnSignal
+from traac.training.lora import adapters_disabled, scoring_view
 from traac.training.modes import mode_rewards
 from traac.training.peer_rewards import with_length_budgets
 from traac.training.rewards import TraacRewards
@@ -125,7 +126,7 @@ class TRAACTrainer(GRPOTrainer):
             args = TRAACConfig(output_dir="traac-output")
         if not isinstance(args, TRAACConfig):
             raise TraacError("TRAACTrainer: args must be a TRAACConfig")
-        for unsupported in ("tools", "environment_factory", "rollout_func", "peft_config"):
+        for unsupported in ("tools", "environment_factory", "rollout_func"):
             if kwargs.get(unsupported) is not None:
                 raise TraacError(f"TRAACTrainer: {unsupported} is not supported")
         self.difficulty = args.difficulty_config()
@@ -151,6 +152,7 @@ class TRAACTrainer(GRPOTrainer):
         self.uniformities: deque[float] = deque(maxlen=args.calibration_window)
         self.last_step: TraacStep | None = None
         self._batch: Batch | None = None  # the generation batch between TRL's hooks
+        self._scores_base = False  # the reference is the policy with its adapters disabled
         self._scoring_model = self._load_scoring_model() if args.compresses else None
         self.compressor = self._build_compressor() if args.compresses else None
         self.step_compressor = None
@@ -183,14 +185,16 @@ class TRAACTrainer(GRPOTrainer):
         """The model the probe runs through: the frozen reference model, or the policy (always
         for the confidence scorer, which reads the policy's own sampling distribution).
 
-        With `beta=0` TRL keeps no reference model; TRAAC then loads its own frozen copy of the
-        initial policy (the paper's scoring model), which costs one model's memory; choose
-        `scoring_model: policy` to avoid it.
+        With LoRA the reference is the policy with its adapters disabled, as for TRL's KL
+        term. Otherwise, with `beta=0` TRL keeps no reference model; TRAAC then loads its own
+        frozen copy of the initial policy (the paper's scoring model), which costs one model's
+        memory; choose `scoring_model: policy` to avoid it.
         """
         if self.args.scorer in ("random", "confidence") or self.args.scoring_model == "policy":
             return None  # random reads no model; the policy is looked up at each step
-        if hasattr(self.model, "peft_config"):
-            raise TraacError("TRAACTrainer: PEFT models are not supported yet")
+        if is_peft_model(self.model):
+            self._scores_base = True
+            return None
         if self.ref_model is not None:
             return self.accelerator.unwrap_model(self.ref_model)
         logger.warning(
@@ -205,7 +209,7 @@ class TRAACTrainer(GRPOTrainer):
 
     def _build_compressor(self) -> Compressor:
         args = self.args
-        model = self._scoring_model or self.accelerator.unwrap_model(self.model)
+        model = self._scoring_model or scoring_view(self.accelerator.unwrap_model(self.model))
         layers = args.resolved_probe_layers(model.config.get_text_config().model_type)
         settings = copy.copy(args)
         settings.probe_layers = layers
@@ -522,7 +526,7 @@ class TRAACTrainer(GRPOTrainer):
     @contextmanager
     def _scoring(self) -> Iterator[None]:
         """Around the scoring forwards: their time, and the policy in eval mode (no dropout)
-        when it is the scoring model."""
+        when it is the scoring model, its adapters disabled when it stands for the reference."""
         policy = self.accelerator.unwrap_model(self.model)
         with self._phase("score"):
             if self._scoring_model is not None or self.args.scorer == "random":
@@ -531,7 +535,8 @@ class TRAACTrainer(GRPOTrainer):
             was_training = policy.training
             policy.eval()
             try:
-                yield
+                with adapters_disabled(policy, self._scores_base):
+                    yield
             finally:
                 policy.train(was_training)
 
