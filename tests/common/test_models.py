@@ -1,0 +1,83 @@
+"""A LoRA adapter directory as a model: resolved through its base, loaded with the adapter
+merged (the same logits as peft's unmerged model), and each broken form named in one line."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from peft import LoraConfig, PeftModel, get_peft_model
+
+from traac.common.models import (
+    ADAPTER_CONFIG,
+    PROMPT_STYLE_KEY,
+    adapter_base,
+    load_config,
+    load_model,
+    load_tokenizer,
+    prompt_style_of,
+    resolve_model_path,
+)
+from traac.errors import TraacError
+
+
+@pytest.fixture
+def adapter(tmp_path: Path, char_tokenizer: Callable, save_tiny: Callable) -> tuple[Path, Path]:
+    """(base directory, adapter directory) of a tiny model with a non-zero LoRA adapter."""
+    base = save_tiny(tmp_path / "base", char_tokenizer())
+    config = json.loads((base / "config.json").read_text())
+    (base / "config.json").write_text(json.dumps({**config, PROMPT_STYLE_KEY: "think"}))
+    model = get_peft_model(
+        load_model(str(base), device="cpu"),
+        LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"]),
+    )
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if ".lora_B." in name:
+                p.normal_(0, 0.5)
+    model.save_pretrained(tmp_path / "adapter")  # no tokenizer: the base's is used
+    return base, tmp_path / "adapter"
+
+
+def test_an_adapter_directory_is_a_model_through_its_base(adapter: tuple[Path, Path]) -> None:
+    base, path = adapter
+    assert resolve_model_path(str(path)) == str(path)
+    assert adapter_base(str(path)) == str(base)
+    assert adapter_base(str(base)) is None
+    assert load_config(str(path)).to_dict() == load_config(str(base)).to_dict()
+    assert prompt_style_of(str(path)) == "think"  # the base's
+    assert load_tokenizer(str(path)).get_vocab() == load_tokenizer(str(base)).get_vocab()
+
+
+def test_the_adapter_loads_merged_with_peft_models_logits(adapter: tuple[Path, Path]) -> None:
+    base, path = adapter
+    merged = load_model(str(path), device="cpu")
+    assert not hasattr(merged, "peft_config")  # a plain transformers model
+    unmerged = PeftModel.from_pretrained(load_model(str(base), device="cpu"), str(path)).eval()
+    plain = load_model(str(base), device="cpu")
+    ids = torch.tensor([[5, 9, 14, 3, 22, 8]])
+    with torch.no_grad():
+        out, expected, before = (m(input_ids=ids).logits for m in (merged, unmerged, plain))
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-4)
+    assert not torch.allclose(out, before, atol=1e-4)  # the adapter is in the weights
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("{not json", "adapter_config.json is not a JSON mapping"),
+        ({"peft_type": "LORA"}, "names no base_model_name_or_path"),
+        ({"base_model_name_or_path": "/no/such/base"}, "its base: model '/no/such/base'"),
+    ],
+)
+def test_a_broken_adapter_is_one_line(tmp_path: Path, config: Any, message: str) -> None:
+    text = config if isinstance(config, str) else json.dumps(config)
+    (tmp_path / ADAPTER_CONFIG).write_text(text)
+    with pytest.raises(TraacError, match=message) as err:
+        resolve_model_path(str(tmp_path))
+    assert "\n" not in str(err.value)

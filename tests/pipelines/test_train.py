@@ -1,0 +1,197 @@
+"""`traac train` with LoRA, as a user runs it: the plan's LoRA row, a quantized base refused in
+one line on a machine without CUDA (at `--dry-run` a note, at run time exit 2 before any weight
+is read), a SIGTERM then `--resume_from_checkpoint auto` that ends where an uninterrupted run
+ends, and the saved adapter taken as `--model` by every command, on the quick testbed and on
+SmolLM2.
+
+As in `tests/commands/test_train.py`, the runs judge a rollout by a fixed function of its text
+(`verdict_by_parity`), so that no assertion depends on the CPU's rounding of the weights."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from traac.cli import main as cli_main
+from traac.training.telemetry import METRICS_FILE
+from traac.training.trainer import TRAACTrainer
+
+RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "testbed.yaml"
+N = 4  # rollouts per prompt
+LORA = ("--use_peft", "true", "--lora_r", "4", "--lora_alpha", "8", "--lora_dropout", "0.0")
+ADAPTER = "adapter_model.safetensors"
+
+
+def verdict_by_parity(items: Any, responses: list[str], **kwargs: Any) -> list[bool]:
+    return [len(r) % 2 == 1 for r in responses]
+
+
+def train_args(model: Path | str, out: Path, *extra: str) -> list[str]:
+    return [
+        "train", "--config", str(RECIPE), "--model_name_or_path", str(model),
+        "--dataset", "testbed:easy?n=24", "--output_dir", str(out), "--max_steps", "4",
+        "--per_device_train_batch_size", str(2 * N), "--num_generations", str(N),
+        "--max_completion_length", "64", "--disable_tqdm", "true", *LORA, *extra,
+    ]  # fmt: skip
+
+
+def refuse_weights(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("model weights loaded")
+
+    from transformers import AutoModelForCausalLM
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", refuse)
+
+
+# ------------------------------------------------------------------ checks before any weight
+
+
+def test_the_plan_names_the_adapters_and_the_gpu_a_4bit_base_needs(
+    quick_testbed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    refuse_weights(monkeypatch)
+    argv = train_args(quick_testbed, tmp_path / "out", "--load_in_4bit", "true")
+    assert cli_main([*argv, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "r 4, alpha 8, dropout 0.0 on peft's default for the architecture; 4-bit" in out
+    assert ("note: load_in_4bit: bitsandbytes quantization needs a CUDA GPU and none is "
+            "visible here;") in out  # fmt: skip
+    # the real run stops at once, with that line
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("traac train: error: load_in_4bit: bitsandbytes quantization needs")
+    assert len(err.splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (("--use_peft", "false", "--load_in_8bit", "true"), "load_in_8bit: a quantized base"),
+        (("--lora_r", "0"), "lora_r: 0"),
+    ],
+)
+def test_an_invalid_lora_field_fails_the_dry_run_naming_it(
+    quick_testbed: Path, tmp_path: Path, capsys: Any, extra: tuple[str, ...], named: str
+) -> None:
+    assert cli_main([*train_args(quick_testbed, tmp_path, *extra), "--dry-run"]) == 2
+    assert named in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ runs on the quick testbed
+
+
+def adapter_weights(folder: Path) -> dict[str, torch.Tensor]:
+    return load_file(folder / ADAPTER)
+
+
+@pytest.fixture(scope="module")
+def lora_runs(quick_testbed: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Run `a` uninterrupted (checkpoints at 2 and 4); run `b` stopped by SIGTERM in step 2,
+    then resumed to 4. Returns their parent folder."""
+    root = tmp_path_factory.mktemp("lora")
+    every_2 = ("--save_strategy", "steps", "--save_steps", "2")
+    log_step = TRAACTrainer._log_step
+
+    def sigterm_during_step_2(self: TRAACTrainer, record: Any, rewards: Any) -> None:
+        log_step(self, record, rewards)
+        if record.step == 2:
+            signal.raise_signal(signal.SIGTERM)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("traac.training.trainer.verify_many", verdict_by_parity)
+        assert cli_main(train_args(quick_testbed, root / "a", *every_2)) == 0
+        with pytest.MonkeyPatch.context() as stop:
+            stop.setattr(TRAACTrainer, "_log_step", sigterm_during_step_2)
+            assert cli_main(train_args(quick_testbed, root / "b")) == 128 + signal.SIGTERM
+        assert not (root / "b" / ADAPTER).exists()  # an interrupted run leaves no final adapter
+        resume = ("--resume_from_checkpoint", "auto")
+        assert cli_main(train_args(quick_testbed, root / "b", *every_2, *resume)) == 0
+    yield root
+
+
+@pytest.mark.slow
+def test_a_lora_run_resumed_after_sigterm_matches_an_uninterrupted_one(lora_runs: Path) -> None:
+    a, b = lora_runs / "a", lora_runs / "b"
+    for run in (a, b):  # the output is an adapter directory, checkpoints too
+        assert (run / ADAPTER).is_file() and not (run / "model.safetensors").exists()
+        assert (run / "checkpoint-4" / ADAPTER).is_file()
+    assert sorted(p.name for p in b.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4"]
+    # the adapters moved (LoRA's B starts at zero), and the resumed run's equal the other's
+    final_a, final_b = adapter_weights(a), adapter_weights(b)
+    assert any(t.abs().max() > 0 for k, t in final_a.items() if "lora_B" in k)
+    assert final_a.keys() == final_b.keys()
+    for key in final_a:
+        torch.testing.assert_close(final_b[key], final_a[key], atol=1e-6, rtol=1e-5)
+    records = [[json.loads(x) for x in (r / METRICS_FILE).read_text().splitlines()] for r in (a, b)]
+    timeless = [[{k: v for k, v in r.items() if "seconds" not in k} for r in rs] for rs in records]
+    assert [r["step"] for r in records[1]] == [1, 2, 3, 4]
+    assert timeless[1] == timeless[0]
+
+
+@pytest.mark.slow
+def test_the_adapter_is_a_model_for_every_command(
+    lora_runs: Path, tmp_path: Path, capsys: Any
+) -> None:
+    adapter = str(lora_runs / "a")
+    labelled = tmp_path / "in.jsonl"
+    reasoning = ("First, 3 + 4 = 7.\nSo the answer is 7.\nWait, let me double-check: 3 + 4 = 7."
+                 "\nLet me verify: 7 - 4 = 3.\nSo the answer is 7.")  # fmt: skip
+    labels = ["compute", "conclude", "recheck", "recheck", "restate"]
+    labelled.write_text(json.dumps({
+        "id": "q", "question": "What is 3 + 4?", "answer": "7", "reasoning": reasoning,
+        "labels": labels, "tier": "easy"}) + "\n")  # fmt: skip
+    trace = tmp_path / "trace.txt"
+    trace.write_text(reasoning)
+    runs = {
+        "eval": ["eval", "--model", adapter, "--dataset", "testbed:easy?n=2",
+                 "--output", str(tmp_path / "eval"), "--num-samples", "1",
+                 "--max-new-tokens", "32"],
+        "generate": ["generate", "--model", adapter, "--prompt", "What is 3 + 4?",
+                     "--max-new-tokens", "16"],
+        "compress": ["compress", "--model", adapter, "--input", str(trace)],
+        "probe-report": ["probe-report", "--model", adapter, "--scoring-model", adapter,
+                         "--input", str(labelled), "--no-each-layer"],
+    }  # fmt: skip
+    for name, argv in runs.items():
+        code = cli_main(argv)
+        err = capsys.readouterr().err
+        assert code == 0, f"{name}: {err[-400:]}"
+    summary = json.loads((tmp_path / "eval" / "summary.json").read_text())
+    assert summary  # the eval ran on the adapter
+
+
+# ------------------------------------------------------------------ SmolLM2
+
+
+@pytest.mark.slow
+def test_two_lora_steps_on_smollm2_and_eval_loads_the_adapter(
+    smollm2: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    monkeypatch.setattr("traac.training.trainer.verify_many", verdict_by_parity)
+    out = tmp_path / "out"
+    argv = [
+        "train", "--config", str(RECIPE), "--model_name_or_path", "smollm2",
+        "--dataset", "testbed:easy?n=8", "--output_dir", str(out), "--max_steps", "2",
+        "--per_device_train_batch_size", "2", "--num_generations", "2",
+        "--max_completion_length", "16", "--disable_tqdm", "true", *LORA,
+        "--lora_target_modules", "q_proj", "v_proj",
+    ]  # fmt: skip
+    assert cli_main(argv) == 0
+    config = json.loads((out / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == str(smollm2.resolve())  # found offline
+    assert set(config["target_modules"]) == {"q_proj", "v_proj"}
+    assert [json.loads(x)["step"] for x in (out / METRICS_FILE).read_text().splitlines()] == [1, 2]
+    evaluated = ["eval", "--model", str(out), "--dataset", "testbed:easy?n=2",
+                 "--output", str(tmp_path / "eval"), "--num-samples", "1",
+                 "--max-new-tokens", "8"]  # fmt: skip
+    capsys.readouterr()
+    assert cli_main(evaluated) == 0, capsys.readouterr().err[-400:]
