@@ -9,7 +9,6 @@ offline is said plainly and left to run time, never reported as an error.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from traac.errors import TraacError
 from traac.pipelines.models import MODELS
 from traac.pipelines.train import TrainScriptArguments, resume_checkpoint
 from traac.training.config import TRAACConfig
+from traac.training.packages import check_packages, requirements
 
 CHECKED_AT_RUN_TIME = "not reachable offline, checked at run time"
 
@@ -49,6 +49,7 @@ def make_plan(
     """The plan of a parsed recipe (`TrainScriptArguments`, `TRAACConfig`); TraacError when a
     check fails (the message names the field)."""
     plan = Plan()
+    check_packages(script, config)
     processes = planned_processes(script.dry_run_processes)
     tokenizer, where = check_model(script.model_name_or_path)
     plan.add("model", f"{script.model_name_or_path} ({where})")
@@ -63,6 +64,7 @@ def make_plan(
         plan.add(name, value)
     plan.add("steps", steps_line(config, processes, problems))
     plan.add("generation", generation_line(config))
+    plan.add("packages", packages_line(script, config))
     plan.add("max completion length", f"{config.max_completion_length} tokens")
     plan.add("precision", precision(config))
     plan.add("activation checkpointing", "on" if config.activation_checkpointing else "off")
@@ -191,16 +193,26 @@ def steps_line(config: Any, processes: int, prompts: int | None) -> str:
 
 
 def generation_line(config: Any) -> str:
+    """The generation mode (transformers, vLLM colocated, or a vLLM server) and sampling."""
     sampling = f"temperature {config.temperature:g}, top_p {config.top_p:g}"
     if not config.use_vllm:
         return f"transformers generate; {sampling}"
-    line = f"vLLM ({config.vllm_mode}"
-    if config.vllm_mode == "colocate":
-        line += f", gpu_memory_utilization {config.vllm_gpu_memory_utilization:g}"
-    line += f"); {sampling}"
-    if importlib.util.find_spec("vllm") is None:
-        line += " (vllm is not installed here; the run needs it)"
-    return line
+    if config.vllm_mode == "server":
+        url = config.vllm_server_base_url or (
+            f"http://{config.vllm_server_host}:{config.vllm_server_port}"
+        )
+        return (f"vLLM (server at {url}: start it first with trl vllm-serve --model MODEL, "
+                f"on GPUs the training processes do not use); {sampling}")  # fmt: skip
+    memory = f"gpu_memory_utilization {config.vllm_gpu_memory_utilization:g}"
+    return f"vLLM (colocate, {memory}); {sampling}"
+
+
+def packages_line(*settings: Any) -> str:
+    """The optional packages the recipe uses (`check_packages` has found them all)."""
+    needed = requirements(*settings)
+    if not needed:
+        return "none beyond the core install"
+    return ", ".join(f"{r.modules[0]} ({r.setting})" for r in needed) + ": installed"
 
 
 def precision(config: Any) -> str:

@@ -32,6 +32,7 @@ from traac.errors import TraacError
 from traac.pipelines.models import resolve_model
 from traac.training.checkpoint import STATE_FILE
 from traac.training.config import TRAACConfig
+from traac.training.packages import check_packages
 from traac.training.trainer import TRAACTrainer
 
 logger = get_logger(__name__)
@@ -190,6 +191,7 @@ def train(
 ) -> TrainResult:
     """Train to the end, or until SIGINT/SIGTERM (checkpoint saved, `interrupted` set)."""
     PartialState()  # this launch's processes, before anything logs
+    check_packages(script, config)  # a logger or engine the recipe names, before any model loads
     items = load_training_items(script.dataset)  # bad rows fail here, before any model loads
     check_fresh_start(config)
     resume = resume_checkpoint(config.resume_from_checkpoint, config.output_dir)
