@@ -273,6 +273,36 @@ def test_a_broken_recipe_is_one_line_naming_it(
     assert err.startswith(f"traac train: error: --config {recipe}: ") and message in err
 
 
+@pytest.mark.parametrize(
+    ("func", "expected"),
+    [("brevity", "rewards correctness_reward x1, format_reward x1, length_reward x1, "
+                 "brevity (train_rewards:brevity) x0.5"),
+     ("late", "traac train: error: extra_reward_funcs: train_rewards:late(prompts, completions) "
+              "cannot take TRL's reward call")],
+)  # fmt: skip
+def test_dry_run_imports_and_checks_the_extra_rewards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any, func: str, expected: str
+) -> None:
+    no_weights(monkeypatch)
+    monkeypatch.setenv("TRAAC_CACHE_DIR", str(tmp_path / "cache"))  # no testbed built here
+    (tmp_path / "train_rewards.py").write_text(
+        "def brevity(prompts, completions, **kwargs):\n    return [0.0] * len(completions)\n"
+        "def late(prompts, completions):\n    return [0.0] * len(completions)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "train_rewards", raising=False)
+    argv = local_recipe(tmp_path, Path("testbed"), "testbed:easy?n=4", extra_reward_weights=[0.5],
+                        extra_reward_funcs=[f"train_rewards:{func}"])  # fmt: skip
+    code = cli_main([*argv, "--dry-run"])
+    captured = capsys.readouterr()
+    if func == "brevity":
+        assert code == 0 and expected in " ".join(captured.out.split())
+    else:
+        assert code == 2 and captured.err.startswith(expected)
+    sys.modules.pop("train_rewards", None)
+
+
 BAD_ROWS = [
     ({"question": "2+2?"}, "row 1 has no answer field"),
     ({"question": "", "answer": "4"}, "row 1 has no 'question' field (or it is empty)"),

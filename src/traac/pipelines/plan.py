@@ -27,6 +27,7 @@ from traac.errors import TraacError
 from traac.pipelines.models import MODELS
 from traac.pipelines.train import TrainScriptArguments, resume_checkpoint
 from traac.training.config import TRAACConfig
+from traac.training.extra_rewards import load_extra_rewards
 from traac.training.packages import check_packages, requirements
 
 CHECKED_AT_RUN_TIME = "not reachable offline, checked at run time"
@@ -70,6 +71,7 @@ def make_plan(
     plan.add("activation checkpointing", "on" if config.activation_checkpointing else "off")
     plan.add("sharding", sharding_line(config))
     plan.add("TRAAC", traac_line(config))
+    plan.add("rewards", rewards_line(config))
     plan.add("optimizer", optimizer_line(config))
     plan.add("checkpoints", checkpoint_line(config))
     plan.add("resume", resume_line(config))
@@ -263,6 +265,22 @@ def traac_line(config: Any) -> str:
         sampling += f" (up to {config.max_resample_rounds} rounds, then drop)"
     parts.append(f"dynamic sampling {sampling}")
     return "; ".join(parts)
+
+
+def rewards_line(config: Any) -> str:
+    """The rewards TRL sums, with their weights: the mode's, then the recipe's extra functions
+    (each imported and its signature checked)."""
+    extra = load_extra_rewards(config.extra_reward_funcs, config.mode_spec.rewards)
+    names = [*config.mode_spec.rewards, *(f"{f.__name__} ({spec})"
+             for f, spec in zip(extra, config.extra_reward_funcs, strict=True))]  # fmt: skip
+    weights = config.reward_weights or [
+        *([1.0] * len(config.mode_spec.rewards)),
+        *(config.extra_reward_weights or [1.0] * len(extra)),
+    ]
+    if len(weights) != len(names):
+        raise TraacError(f"reward_weights: {len(weights)} weights for the {len(names)} rewards "
+                         f"{', '.join(names)}; give one per reward")  # fmt: skip
+    return ", ".join(f"{name} x{w:g}" for name, w in zip(names, weights, strict=True))
 
 
 def optimizer_line(config: Any) -> str:

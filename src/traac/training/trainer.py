@@ -46,6 +46,7 @@ from traac.method.rewards import LengthWindows
 from traac.training.checkpoint import load_state, save_state
 from traac.training.compress import StepCompressor
 from traac.training.config import TRAACConfig
+from traac.training.extra_rewards import with_extra_rewards
 from traac.training.interrupt import StopOnSignal
 from traac.training.modes import mode_rewards
 from traac.training.peer_rewards import with_length_budgets
@@ -142,7 +143,8 @@ class TRAACTrainer(GRPOTrainer):
         )
         if settings is not None and settings.peer.budgets and train_dataset is not None:
             train_dataset = with_length_budgets(train_dataset, settings, args.seed)
-        super().__init__(model, reward_funcs or funcs, args, train_dataset, **kwargs)
+        funcs = reward_funcs or with_extra_rewards(funcs, args)  # + the recipe's, weighted
+        super().__init__(model, funcs, args, train_dataset, **kwargs)
         if self.peer is not None:
             self.peer.rank = self.accelerator.process_index
         self.tokenizer = self._tokenizer
