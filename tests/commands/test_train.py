@@ -197,9 +197,15 @@ def test_dry_run_resolves_the_chat_format_and_checks_the_rows(
     quick_testbed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
     no_weights(monkeypatch)
-    code = cli_main([*local_recipe(tmp_path, quick_testbed, "testbed:easy?n=5"), "--dry-run"])
+    argv = local_recipe(
+        tmp_path, quick_testbed, "testbed:easy?n=5",
+        eval_dataset="testbed:hard?n=3", eval_strategy="steps", eval_steps=2,
+    )  # fmt: skip
+    code = cli_main([*argv, "--dry-run"])
     out = " ".join(capsys.readouterr().out.split())
     assert code == 0
+    assert ("evaluation every 2 steps, 4 rollouts per problem, accuracy and lengths per tier; "
+            "testbed:hard?n=3: 3 problems, every row checked") in out  # fmt: skip
     assert f"{quick_testbed} (local directory)" in out
     assert "response-opens: the response opens with <think>" in out
     assert "testbed:easy?n=5: 5 problems, every row checked" in out
@@ -221,6 +227,12 @@ def test_dry_run_resolves_the_chat_format_and_checks_the_rows(
         (["--dataset", "reasoning-gym:no_such_task"], "dataset:"),
         (["--resume_from_checkpoint", "/no/such/checkpoint"], "resume_from_checkpoint:"),
         (["--no_such_field", "1"], "no_such_field"),
+        (["--eval_strategy", "steps"], "eval_strategy: steps needs held-out problems"),
+        (["--eval_dataset", "testbed:easy?n=2"], "eval_dataset: set, but eval_strategy is no"),
+        (
+            ["--eval_dataset", "reasoning-gym:no_such_task", "--eval_strategy", "steps"],
+            "eval_dataset:",
+        ),
     ],
 )
 def test_dry_run_of_an_invalid_field_exits_2_naming_it(

@@ -25,7 +25,7 @@ from traac.data.hub import HubUnavailable, hub_reachable
 from traac.data.training import load_training_items
 from traac.errors import TraacError
 from traac.pipelines.models import MODELS
-from traac.pipelines.train import TrainScriptArguments, resume_checkpoint
+from traac.pipelines.train import TrainScriptArguments, check_evaluation, resume_checkpoint
 from traac.training.config import TRAACConfig
 from traac.training.extra_rewards import load_extra_rewards
 from traac.training.packages import check_packages, requirements
@@ -64,6 +64,7 @@ def make_plan(
     for name, value in batch_lines(config, processes):
         plan.add(name, value)
     plan.add("steps", steps_line(config, processes, problems))
+    plan.add("evaluation", evaluation_line(script, config))
     plan.add("generation", generation_line(config))
     plan.add("packages", packages_line(script, config))
     plan.add("max completion length", f"{config.max_completion_length} tokens")
@@ -138,7 +139,7 @@ def chat_format_line(config: Any, tokenizer: Any) -> str:
     return f"{name}: {where} {fmt.think_open}, {closer} (chat_format {config.chat_format})"
 
 
-def check_data(spec: str) -> tuple[str, int | None]:
+def check_data(spec: str, name: str = "dataset") -> tuple[str, int | None]:
     """Load the problems as training will (every row checked): (plan line, number of problems);
     a hub set that is neither cached nor reachable is left to run time."""
     try:
@@ -146,10 +147,22 @@ def check_data(spec: str) -> tuple[str, int | None]:
     except HubUnavailable:
         return f"{spec} ({CHECKED_AT_RUN_TIME})", None
     except TraacError as err:
-        raise TraacError(f"dataset: {err}") from None
+        raise TraacError(f"{name}: {err}") from None
     sources = sorted({item.data_source for item in items})
     line = f"{spec}: {len(items)} problems, every row checked (sources: {', '.join(sources)})"
     return line, len(items)
+
+
+def evaluation_line(script: TrainScriptArguments, config: Any) -> str:
+    """The held-out evaluation during training (`check_evaluation`), its problems loaded."""
+    check_evaluation(script, config)
+    if not script.eval_dataset:
+        return "none (eval_dataset unset)"
+    data, _ = check_data(script.eval_dataset, "eval_dataset")
+    n = config.num_generations_eval or config.num_generations
+    every = (f"every {config.eval_steps:g} steps" if _name(config.eval_strategy) == "steps"
+             else f"every {_name(config.eval_strategy)}")  # fmt: skip
+    return f"{every}, {n} rollouts per problem, accuracy and lengths per tier; {data}"
 
 
 def planned_processes(requested: int | None) -> int:
