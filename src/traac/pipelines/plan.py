@@ -2,9 +2,11 @@
 
 `make_plan` checks what can be checked without model weights or a GPU: the model's form (local
 directory, named model, GGUF file, hub id) and, where its tokenizer is on disk or the hub is
-reachable, its chat format; the dataset's rows where the data is local, cached or reachable; the
-batch arithmetic for the planned number of processes; the resume checkpoint. What cannot be reached
-offline is said plainly and left to run time, never reported as an error.
+reachable, its chat format; the dataset's and the held-out set's rows where the data is local,
+cached or reachable; the batch arithmetic for the planned number of processes; the packages the
+recipe uses (`traac.training.packages`); the extra reward functions (imported, signatures checked);
+the resume checkpoint. What cannot be reached offline is said plainly and left to run time, never
+reported as an error.
 """
 
 from __future__ import annotations
