@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from traac.cli import main as cli_main
 from traac.errors import TraacError
 from traac.pipelines.train import resume_checkpoint
+from traac.training import packages
 from traac.training.checkpoint import STATE_FILE, rank_state_file
 from traac.training.telemetry import METRICS_FILE
 from traac.training.trainer import TRAACTrainer
@@ -42,16 +44,35 @@ def offline_env(tmp_path: Path) -> dict[str, str]:
     }
 
 
+# `python LAUNCHER train ...` runs traac with vLLM reported installed (find_spec finds it), as on
+# the GPU machine the paper recipes are for; vLLM itself cannot be installed here.
+LAUNCHER = """import sys
+from importlib.util import find_spec
+import traac.training.packages as packages
+packages.find_spec = lambda name: find_spec("json") if name == "vllm" else find_spec(name)
+from traac.cli import main
+sys.exit(main())
+"""
+
+
+def traac_with_vllm(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
+    launcher = tmp_path / "traac_with_vllm.py"
+    launcher.write_text(LAUNCHER)
+    return subprocess.run(
+        [sys.executable, str(launcher), *argv], capture_output=True, text=True,
+        env=offline_env(tmp_path), timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("recipe", "model"),
     [("qwen3-4b.yaml", "Qwen/Qwen3-4B"),
      ("r1-distill-qwen-7b.yaml", "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B")],
 )  # fmt: skip
 def test_dry_run_of_a_paper_recipe_offline(tmp_path: Path, recipe: str, model: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "traac.cli", "train", "--config", str(RECIPES / recipe),
-         "--dry-run", "--dry_run_processes", "8"],
-        capture_output=True, text=True, env=offline_env(tmp_path), timeout=120, cwd=tmp_path,
+    done = traac_with_vllm(
+        tmp_path, "train", "--config", str(RECIPES / recipe), "--dry-run",
+        "--dry_run_processes", "8",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     out = " ".join(done.stdout.split())  # the table wraps long values
@@ -62,6 +83,7 @@ def test_dry_run_of_a_paper_recipe_offline(tmp_path: Path, recipe: str, model: s
         "32 completions = 4 prompts x 8 rollouts",  # 4 per device x 8 GPUs: the paper's mini-batch
         "8 prompts x 8 rollouts = 64 completions, every 2 optimizer step(s)",
         "vLLM (colocate",
+        "tensorboard (report_to tensorboard), vllm (use_vllm): installed",
         "bf16",
         "mode traac",
         "10000 tokens",
@@ -85,16 +107,65 @@ def test_one_field_switches_the_gpu_recipe_to_a_peer_method(
     tmp_path: Path, mode: str, expected: str
 ) -> None:
     """recipes/qwen3-4b.yaml runs any method with `mode` changed, and the dry run names it."""
-    done = subprocess.run(
-        [sys.executable, "-m", "traac.cli", "train", "--config", str(RECIPES / "qwen3-4b.yaml"),
-         "--mode", mode, "--dynamic_sampling", "resample", "--dry-run"],
-        capture_output=True, text=True, env=offline_env(tmp_path), timeout=120, cwd=tmp_path,
+    done = traac_with_vllm(
+        tmp_path, "train", "--config", str(RECIPES / "qwen3-4b.yaml"),
+        "--mode", mode, "--dynamic_sampling", "resample", "--dry-run",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     out = " ".join(done.stdout.split())
     assert f"mode {mode}" in out and expected in out
     assert "dynamic sampling resample (up to 2 rounds, then drop)" in out
     assert "scorer attention" not in out  # nothing is compressed in a peer mode
+
+
+def test_vllm_server_mode_plans_the_paper_batch_on_four_training_gpus(tmp_path: Path) -> None:
+    """The overrides recipes/accelerate/zero2_vllm_server.yaml documents keep the paper's 64
+    completions per round on 4 training processes, and the plan names the server."""
+    config = yaml.safe_load((RECIPES / "accelerate" / "zero2_vllm_server.yaml").read_text())
+    assert config["num_processes"] == 4 and config["distributed_type"] == "DEEPSPEED"
+    done = traac_with_vllm(
+        tmp_path, "train", "--config", str(RECIPES / "qwen3-4b.yaml"), "--vllm_mode", "server",
+        "--vllm_server_host", "10.0.0.7", "--gradient_accumulation_steps", "2",
+        "--steps_per_generation", "4", "--dry-run", "--dry_run_processes", "4",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = " ".join(done.stdout.split())
+    assert "vLLM (server at http://10.0.0.7:8000: start it first with trl vllm-serve" in out
+    assert "32 completions = 4 prompts x 8 rollouts" in out
+    assert "8 prompts x 8 rollouts = 64 completions" in out
+
+
+def test_a_paper_recipe_without_vllm_installed_exits_2_naming_the_extra(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "traac.cli", "train", "--config", str(RECIPES / "qwen3-4b.yaml"),
+         "--dry-run"],
+        capture_output=True, text=True, env=offline_env(tmp_path), timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "traac train: error: use_vllm needs vllm, which is not installed: pip install 'traac[vllm]'"
+    )
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_logger_that_is_not_installed_fails_before_the_model_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any, dry_run: bool
+) -> None:
+    """A logger that is not installed stops the dry run and the real run before any weights
+    load, naming the package and how to install it."""
+    no_weights(monkeypatch)
+    found = packages.find_spec
+    monkeypatch.setattr(packages, "find_spec", lambda m: None if m == "wandb" else found(m))
+    monkeypatch.setattr(
+        "traac.pipelines.train.resolve_model", lambda *a: pytest.fail("model touched")
+    )
+    argv = local_recipe(tmp_path, Path("testbed"), "testbed:easy?n=4", report_to="wandb")
+    code = cli_main([*argv, *(["--dry-run"] if dry_run else [])])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert err == (
+        "traac train: error: report_to wandb needs wandb, which is not installed: pip install wandb"
+    )
 
 
 def local_recipe(tmp_path: Path, model: Path, dataset: str, **fields: Any) -> list[str]:
@@ -126,9 +197,15 @@ def test_dry_run_resolves_the_chat_format_and_checks_the_rows(
     quick_testbed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
     no_weights(monkeypatch)
-    code = cli_main([*local_recipe(tmp_path, quick_testbed, "testbed:easy?n=5"), "--dry-run"])
+    argv = local_recipe(
+        tmp_path, quick_testbed, "testbed:easy?n=5",
+        eval_dataset="testbed:hard?n=3", eval_strategy="steps", eval_steps=2,
+    )  # fmt: skip
+    code = cli_main([*argv, "--dry-run"])
     out = " ".join(capsys.readouterr().out.split())
     assert code == 0
+    assert ("evaluation every 2 steps, 4 rollouts per problem, accuracy and lengths per tier; "
+            "testbed:hard?n=3: 3 problems, every row checked") in out  # fmt: skip
     assert f"{quick_testbed} (local directory)" in out
     assert "response-opens: the response opens with <think>" in out
     assert "testbed:easy?n=5: 5 problems, every row checked" in out
@@ -150,6 +227,12 @@ def test_dry_run_resolves_the_chat_format_and_checks_the_rows(
         (["--dataset", "reasoning-gym:no_such_task"], "dataset:"),
         (["--resume_from_checkpoint", "/no/such/checkpoint"], "resume_from_checkpoint:"),
         (["--no_such_field", "1"], "no_such_field"),
+        (["--eval_strategy", "steps"], "eval_strategy: steps needs held-out problems"),
+        (["--eval_dataset", "testbed:easy?n=2"], "eval_dataset: set, but eval_strategy is no"),
+        (
+            ["--eval_dataset", "reasoning-gym:no_such_task", "--eval_strategy", "steps"],
+            "eval_dataset:",
+        ),
     ],
 )
 def test_dry_run_of_an_invalid_field_exits_2_naming_it(
@@ -200,6 +283,36 @@ def test_a_broken_recipe_is_one_line_naming_it(
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
     assert err.startswith(f"traac train: error: --config {recipe}: ") and message in err
+
+
+@pytest.mark.parametrize(
+    ("func", "expected"),
+    [("brevity", "rewards correctness_reward x1, format_reward x1, length_reward x1, "
+                 "brevity (train_rewards:brevity) x0.5"),
+     ("late", "traac train: error: extra_reward_funcs: train_rewards:late(prompts, completions) "
+              "cannot take TRL's reward call")],
+)  # fmt: skip
+def test_dry_run_imports_and_checks_the_extra_rewards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any, func: str, expected: str
+) -> None:
+    no_weights(monkeypatch)
+    monkeypatch.setenv("TRAAC_CACHE_DIR", str(tmp_path / "cache"))  # no testbed built here
+    (tmp_path / "train_rewards.py").write_text(
+        "def brevity(prompts, completions, **kwargs):\n    return [0.0] * len(completions)\n"
+        "def late(prompts, completions):\n    return [0.0] * len(completions)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "train_rewards", raising=False)
+    argv = local_recipe(tmp_path, Path("testbed"), "testbed:easy?n=4", extra_reward_weights=[0.5],
+                        extra_reward_funcs=[f"train_rewards:{func}"])  # fmt: skip
+    code = cli_main([*argv, "--dry-run"])
+    captured = capsys.readouterr()
+    if func == "brevity":
+        assert code == 0 and expected in " ".join(captured.out.split())
+    else:
+        assert code == 2 and captured.err.startswith(expected)
+    sys.modules.pop("train_rewards", None)
 
 
 BAD_ROWS = [

@@ -2,14 +2,15 @@
 
 `make_plan` checks what can be checked without model weights or a GPU: the model's form (local
 directory, named model, GGUF file, hub id) and, where its tokenizer is on disk or the hub is
-reachable, its chat format; the dataset's rows where the data is local, cached or reachable; the
-batch arithmetic for the planned number of processes; the resume checkpoint. What cannot be reached
-offline is said plainly and left to run time, never reported as an error.
+reachable, its chat format; the dataset's and the held-out set's rows where the data is local,
+cached or reachable; the batch arithmetic for the planned number of processes; the packages the
+recipe uses (`traac.training.packages`); the extra reward functions (imported, signatures checked);
+the resume checkpoint. What cannot be reached offline is said plainly and left to run time, never
+reported as an error.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
 from dataclasses import dataclass, field
@@ -26,8 +27,10 @@ from traac.data.hub import HubUnavailable, hub_reachable
 from traac.data.training import load_training_items
 from traac.errors import TraacError
 from traac.pipelines.models import MODELS
-from traac.pipelines.train import TrainScriptArguments, resume_checkpoint
+from traac.pipelines.train import TrainScriptArguments, check_evaluation, resume_checkpoint
 from traac.training.config import TRAACConfig
+from traac.training.extra_rewards import load_extra_rewards
+from traac.training.packages import check_packages, requirements
 
 CHECKED_AT_RUN_TIME = "not reachable offline, checked at run time"
 
@@ -49,6 +52,7 @@ def make_plan(
     """The plan of a parsed recipe (`TrainScriptArguments`, `TRAACConfig`); TraacError when a
     check fails (the message names the field)."""
     plan = Plan()
+    check_packages(script, config)
     processes = planned_processes(script.dry_run_processes)
     tokenizer, where = check_model(script.model_name_or_path)
     plan.add("model", f"{script.model_name_or_path} ({where})")
@@ -62,13 +66,16 @@ def make_plan(
     for name, value in batch_lines(config, processes):
         plan.add(name, value)
     plan.add("steps", steps_line(config, processes, problems))
+    plan.add("evaluation", evaluation_line(script, config))
     plan.add("generation", generation_line(config))
+    plan.add("packages", packages_line(script, config))
     plan.add("max completion length", f"{config.max_completion_length} tokens")
     plan.add("precision", precision(config))
     plan.add("activation checkpointing", "on" if config.activation_checkpointing else "off")
     plan.add("sharding", sharding_line(config))
     plan.add("TRAAC", traac_line(config))
     add_lora_line(plan, script)
+    plan.add("rewards", rewards_line(config))
     plan.add("optimizer", optimizer_line(config))
     plan.add("checkpoints", checkpoint_line(config))
     plan.add("resume", resume_line(config))
@@ -135,7 +142,7 @@ def chat_format_line(config: Any, tokenizer: Any) -> str:
     return f"{name}: {where} {fmt.think_open}, {closer} (chat_format {config.chat_format})"
 
 
-def check_data(spec: str) -> tuple[str, int | None]:
+def check_data(spec: str, name: str = "dataset") -> tuple[str, int | None]:
     """Load the problems as training will (every row checked): (plan line, number of problems);
     a hub set that is neither cached nor reachable is left to run time."""
     try:
@@ -143,10 +150,22 @@ def check_data(spec: str) -> tuple[str, int | None]:
     except HubUnavailable:
         return f"{spec} ({CHECKED_AT_RUN_TIME})", None
     except TraacError as err:
-        raise TraacError(f"dataset: {err}") from None
+        raise TraacError(f"{name}: {err}") from None
     sources = sorted({item.data_source for item in items})
     line = f"{spec}: {len(items)} problems, every row checked (sources: {', '.join(sources)})"
     return line, len(items)
+
+
+def evaluation_line(script: TrainScriptArguments, config: Any) -> str:
+    """The held-out evaluation during training (`check_evaluation`), its problems loaded."""
+    check_evaluation(script, config)
+    if not script.eval_dataset:
+        return "none (eval_dataset unset)"
+    data, _ = check_data(script.eval_dataset, "eval_dataset")
+    n = config.num_generations_eval or config.num_generations
+    every = (f"every {config.eval_steps:g} steps" if _name(config.eval_strategy) == "steps"
+             else f"every {_name(config.eval_strategy)}")  # fmt: skip
+    return f"{every}, {n} rollouts per problem, accuracy and lengths per tier; {data}"
 
 
 def planned_processes(requested: int | None) -> int:
@@ -192,16 +211,26 @@ def steps_line(config: Any, processes: int, prompts: int | None) -> str:
 
 
 def generation_line(config: Any) -> str:
+    """The generation mode (transformers, vLLM colocated, or a vLLM server) and sampling."""
     sampling = f"temperature {config.temperature:g}, top_p {config.top_p:g}"
     if not config.use_vllm:
         return f"transformers generate; {sampling}"
-    line = f"vLLM ({config.vllm_mode}"
-    if config.vllm_mode == "colocate":
-        line += f", gpu_memory_utilization {config.vllm_gpu_memory_utilization:g}"
-    line += f"); {sampling}"
-    if importlib.util.find_spec("vllm") is None:
-        line += " (vllm is not installed here; the run needs it)"
-    return line
+    if config.vllm_mode == "server":
+        url = config.vllm_server_base_url or (
+            f"http://{config.vllm_server_host}:{config.vllm_server_port}"
+        )
+        return (f"vLLM (server at {url}: start it first with trl vllm-serve --model MODEL, "
+                f"on GPUs the training processes do not use); {sampling}")  # fmt: skip
+    memory = f"gpu_memory_utilization {config.vllm_gpu_memory_utilization:g}"
+    return f"vLLM (colocate, {memory}); {sampling}"
+
+
+def packages_line(*settings: Any) -> str:
+    """The optional packages the recipe uses (`check_packages` has found them all)."""
+    needed = requirements(*settings)
+    if not needed:
+        return "none beyond the core install"
+    return ", ".join(f"{r.modules[0]} ({r.setting})" for r in needed) + ": installed"
 
 
 def precision(config: Any) -> str:
@@ -261,6 +290,22 @@ def add_lora_line(plan: Plan, script: TrainScriptArguments) -> None:
     requirement = script.gpu_requirement()
     if requirement is not None:
         plan.notes.append(requirement)
+
+
+def rewards_line(config: Any) -> str:
+    """The rewards TRL sums, with their weights: the mode's, then the recipe's extra functions
+    (each imported and its signature checked)."""
+    extra = load_extra_rewards(config.extra_reward_funcs, config.mode_spec.rewards)
+    names = [*config.mode_spec.rewards, *(f"{f.__name__} ({spec})"
+             for f, spec in zip(extra, config.extra_reward_funcs, strict=True))]  # fmt: skip
+    weights = config.reward_weights or [
+        *([1.0] * len(config.mode_spec.rewards)),
+        *(config.extra_reward_weights or [1.0] * len(extra)),
+    ]
+    if len(weights) != len(names):
+        raise TraacError(f"reward_weights: {len(weights)} weights for the {len(names)} rewards "
+                         f"{', '.join(names)}; give one per reward")  # fmt: skip
+    return ", ".join(f"{name} x{w:g}" for name, w in zip(names, weights, strict=True))
 
 
 def optimizer_line(config: Any) -> str:

@@ -9,6 +9,7 @@ the experiments all come through `train`.
 
 from __future__ import annotations
 
+import functools
 import re
 import types
 import typing
@@ -33,6 +34,7 @@ from traac.pipelines.models import resolve_model
 from traac.training.checkpoint import STATE_FILE
 from traac.training.config import TRAACConfig
 from traac.training.lora import LoraArguments
+from traac.training.packages import check_packages
 from traac.training.trainer import TRAACTrainer
 
 logger = get_logger(__name__)
@@ -55,6 +57,12 @@ class TrainScriptArguments(LoraArguments):
         default="testbed:all",
         metadata={"help": "Training problems: testbed[:TIER][?n=N&seed=S] or a dataset name."},
     )
+    eval_dataset: str = field(
+        default="",
+        metadata={"help": "Held-out problems evaluated every eval_steps (with eval_strategy "
+                  "steps), as for dataset: accuracy, mean length and think length per "
+                  "difficulty tier to report_to and metrics.jsonl (unset: none)."},
+    )  # fmt: skip
     prompt_suffix: str = field(
         default="", metadata={"help": "Text appended to every question (the paper's DAPO suffix)."}
     )
@@ -182,6 +190,18 @@ def resume_checkpoint(value: str | None, output_dir: str) -> str | None:
     return complete[-1] if complete else None
 
 
+def check_evaluation(script: TrainScriptArguments, config: TRAACConfig) -> None:
+    """`eval_dataset` and `eval_strategy` come together: one without the other is a recipe
+    whose evaluation would never run, or fail at trainer init."""
+    strategy = str(getattr(config.eval_strategy, "value", config.eval_strategy))
+    if strategy != "no" and not script.eval_dataset:
+        raise TraacError(f"eval_strategy: {strategy} needs held-out problems; set eval_dataset "
+                         "(a dataset spec, e.g. testbed:all?n=64)")  # fmt: skip
+    if script.eval_dataset and strategy == "no":
+        raise TraacError("eval_dataset: set, but eval_strategy is no, so it is never evaluated; "
+                         "add eval_strategy: steps and eval_steps: N")  # fmt: skip
+
+
 def check_fresh_start(config: TRAACConfig) -> None:
     """A run into a directory that holds checkpoints must say whether it continues them."""
     found = checkpoints(config.output_dir)
@@ -198,9 +218,12 @@ def train(
 ) -> TrainResult:
     """Train to the end, or until SIGINT/SIGTERM (checkpoint saved, `interrupted` set)."""
     PartialState()  # this launch's processes, before anything logs
+    check_packages(script, config)  # a logger or engine the recipe names, before any model loads
+    check_evaluation(script, config)
     script.check_lora()
     script.check_quantization()  # a 4-bit base on a machine without CUDA: one line, at once
     items = load_training_items(script.dataset)  # bad rows fail here, before any model loads
+    held_out = load_training_items(script.eval_dataset) if script.eval_dataset else None
     check_fresh_start(config)
     resume = resume_checkpoint(config.resume_from_checkpoint, config.output_dir)
     if config.resume_from_checkpoint and resume is None:
@@ -211,16 +234,19 @@ def train(
     tokenizer = load_tokenizer(model_path)
     tokenizer.padding_side = "left"
     set_threads(script.num_threads)
-    dataset = items_to_dataset(
-        items,
+    to_dataset = functools.partial(
+        items_to_dataset,
         prompt_suffix=script.prompt_suffix,
         conversational=bool(getattr(tokenizer, "chat_template", None)),
     )
+    dataset = to_dataset(items)
+    eval_dataset = to_dataset(held_out) if held_out else None
     with quiet_libraries():  # our progress instead of the libraries' load/save/map bars
         trainer = TRAACTrainer(
             model_path,
             args=config,
             train_dataset=dataset,
+            eval_dataset=eval_dataset,
             processing_class=tokenizer,
             **script.trainer_kwargs(config.bf16),
         )

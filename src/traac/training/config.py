@@ -28,6 +28,7 @@ from traac.method.settings import (
     check_unit,
     preset_name,
 )
+from traac.training.extra_rewards import check_extra_weights
 from traac.training.modes import MODES, Mode
 from traac.training.peer_rewards import PeerSettings
 
@@ -140,6 +141,14 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         length_scale_single (`float`, *optional*, defaults to `1.0`):
             The scale of the one bin of the modes without bins.
 
+        > Parameters that add rewards (`traac.training.extra_rewards`)
+
+        extra_reward_funcs (`list[str]`, *optional*, defaults to `[]`):
+            `module:function` paths of reward functions with TRL's signature, summed after the
+            mode's own rewards.
+        extra_reward_weights (`list[float]` or `None`, *optional*, defaults to `None`):
+            Their weights (unset: 1 each); or set TRL's `reward_weights` for every reward.
+
         > Parameters that control dynamic sampling (every mode)
 
         dynamic_sampling (`str`, *optional*, defaults to `"none"`):
@@ -237,6 +246,18 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         default=512, metadata={"help": "Recent uniformities the rank calibration compares with."}
     )
 
+    # --- rewards a recipe adds (traac.training.extra_rewards) ---
+    extra_reward_funcs: list[str] = field(
+        default_factory=list,
+        metadata={"help": "Reward functions added to the mode's own, as module:function paths "
+                  "(TRL's signature: f(prompts, completions, **kwargs) -> list[float])."},
+    )  # fmt: skip
+    extra_reward_weights: list[float] | None = field(
+        default=None,
+        metadata={"help": "One weight per extra_reward_funcs entry (unset: 1 each; the mode's "
+                  "own rewards keep weight 1)."},
+    )  # fmt: skip
+
     # --- dynamic sampling (every mode) ---
     dynamic_sampling: str = field(
         default="none",
@@ -330,6 +351,7 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         if cache is not None and not 0 <= cache <= self.max_completion_length:
             raise TraacError(f"dapo_cache_length: {cache} must lie in [0, max_completion_length "
                              f"{self.max_completion_length}]")  # fmt: skip
+        check_extra_weights(self.extra_reward_funcs, self.extra_reward_weights, self.reward_weights)
         if self.l1_budget_max < self.l1_budget_min:
             raise TraacError(f"l1_budget_max: {self.l1_budget_max} is below l1_budget_min "
                              f"{self.l1_budget_min}")  # fmt: skip

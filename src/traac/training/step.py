@@ -295,6 +295,24 @@ def slice_of(groups: Sequence[Group], offset: int, count: int, n: int, sampling:
 # -------------------------------------------------------------------------------- telemetry
 
 
+def rollout_view(r: Rollout, close_ids: Sequence[int], stop: set[int]) -> RolloutView:
+    """What telemetry counts of a rollout: response, think and answer tokens (the think block
+    runs to `close_ids`; a rollout that never closes it is all think), clipped or stopped."""
+    ids = r.completion_ids
+    body = ids[:-1] if ids and ids[-1] in stop else ids
+    think = think_tokens_from_ids(body, close_ids) if close_ids else None
+    answer = 0 if think is None else len(body) - think - len(close_ids)
+    return RolloutView(
+        correct=r.correct,
+        closed=r.closed,
+        clipped=not ids or ids[-1] not in stop,
+        compressed=r.compressed,
+        response_tokens=len(ids),
+        think_tokens=len(body) if think is None else think,
+        answer_tokens=answer,
+    )
+
+
 def step_stats(
     step: TraacStep,
     bins: Sequence[str],
@@ -310,26 +328,11 @@ def step_stats(
     close_ids = tokenizer.encode(chat_format.think_close, add_special_tokens=False)
     stop = set(eos_ids)
 
-    def view(r: Rollout) -> RolloutView:
-        ids = r.completion_ids
-        body = ids[:-1] if ids and ids[-1] in stop else ids
-        think = think_tokens_from_ids(body, close_ids) if close_ids else None
-        answer = 0 if think is None else len(body) - think - len(close_ids)
-        return RolloutView(
-            correct=r.correct,
-            closed=r.closed,
-            clipped=not ids or ids[-1] not in stop,
-            compressed=r.compressed,
-            response_tokens=len(ids),
-            think_tokens=len(body) if think is None else think,
-            answer_tokens=answer,
-        )
-
     def scope(groups: Sequence[Group]) -> Any:
         candidates = [c for g in groups for c in g.compressions]
         return scope_stats(
             [g.pass_rate for g in groups],
-            [view(r) for g in groups for r in g.pooled],
+            [rollout_view(r, close_ids, stop) for g in groups for r in g.pooled],
             [c.result for c in candidates],
             [c.result for c in candidates if c.used],
             sum(g.dropped for g in groups) if sampling != "none" else None,

@@ -9,7 +9,8 @@ maximum length and the share that never closed its think block, what compression
 (candidates, compressed share, steps and tokens removed) and the groups dynamic sampling
 dropped. Keys are `traac/<scope>/<field>`, e.g. `traac/easy/think_tokens_correct`; per step,
 `traac/sampling/resampled_groups` and `traac/sampling/resample_rounds` say what resampling did.
-docs/telemetry.md lists them all.
+docs/telemetry.md lists them all. Every held-out evaluation during training adds a line marked
+`"split": "eval"` (`traac.training.evaluation`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from traac.method.metrics import compression_stats
 
 METRICS_FILE = "metrics.jsonl"
 ALL = "all"  # the scope of the whole pooled group
+EVAL_SPLIT = "eval"  # the `split` of a held-out evaluation's line
 
 
 @dataclass(frozen=True)
@@ -168,8 +170,18 @@ def append_metrics(output_dir: str | Path, stats: StepStats) -> None:
         f.write(json.dumps({"step": stats.step, **stats.flat()}) + "\n")
 
 
+def append_eval_metrics(output_dir: str | Path, step: int, metrics: Mapping[str, float]) -> None:
+    """One held-out evaluation (`traac.training.evaluation`) as a line of `metrics.jsonl`,
+    marked `"split": "eval"` so `read_metrics` keeps to the training steps."""
+    path = Path(output_dir) / METRICS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        f.write(json.dumps({"step": step, "split": EVAL_SPLIT, **metrics}) + "\n")
+
+
 def read_metrics(path: str | Path) -> list[StepStats]:
-    """The steps of a `metrics.jsonl` (a line a crash cut short is skipped)."""
+    """The training steps of a `metrics.jsonl` (a line a crash cut short is skipped, and so
+    are the held-out evaluations' lines)."""
     path = Path(path)
     if not path.exists():
         return []
@@ -177,7 +189,9 @@ def read_metrics(path: str | Path) -> list[StepStats]:
     for line in path.read_text().splitlines():
         step = _step_of(line)
         if math.isfinite(step):
-            out.append(StepStats.from_flat(int(step), json.loads(line)))
+            row = json.loads(line)
+            if row.get("split") != EVAL_SPLIT:
+                out.append(StepStats.from_flat(int(step), row))
     return out
 
 

@@ -46,6 +46,8 @@ from traac.method.rewards import LengthWindows
 from traac.training.checkpoint import load_state, save_state
 from traac.training.compress import StepCompressor
 from traac.training.config import TRAACConfig
+from traac.training.evaluation import HeldOutEvaluation
+from traac.training.extra_rewards import with_extra_rewards
 from traac.training.interrupt import StopOnSignal
 from traac.training.lora import as_reference, scoring_view
 from traac.training.modes import mode_rewards
@@ -83,6 +85,8 @@ TRL_HOOKS: dict[str, tuple[str, ...]] = {
     "_save_checkpoint": ("self", "model", "trial"),
     "_load_optimizer_and_scheduler": ("self", "checkpoint"),
     "_get_output_dir": ("self", "trial"),
+    "evaluation_loop": ("self", "dataloader", "description", "prediction_loss_only",
+                        "ignore_keys", "metric_key_prefix"),  # transformers' (HeldOutEvaluation)
 }  # fmt: skip
 # TRL internals called but not overridden, likewise checked.
 TRL_CALLS: dict[str, tuple[str, ...]] = {"_tokenize_prompts": ("self", "prompts")}
@@ -96,7 +100,7 @@ TRL_VLLM_ATTRIBUTES = ("vllm_generation",)  # present when use_vllm
 TRANSFORMERS_ATTRIBUTES = ("model_wrapped",)  # transformers' Trainer
 
 
-class TRAACTrainer(GRPOTrainer):
+class TRAACTrainer(HeldOutEvaluation, GRPOTrainer):
     """GRPO with difficulty-aware attentive compression of correct rollouts (TRAAC).
 
     Arguments are `GRPOTrainer`'s; `args` is a `TRAACConfig`. Without `reward_funcs` the mode's
@@ -143,7 +147,8 @@ class TRAACTrainer(GRPOTrainer):
         )
         if settings is not None and settings.peer.budgets and train_dataset is not None:
             train_dataset = with_length_budgets(train_dataset, settings, args.seed)
-        super().__init__(model, reward_funcs or funcs, args, train_dataset, **kwargs)
+        funcs = reward_funcs or with_extra_rewards(funcs, args)  # + the recipe's, weighted
+        super().__init__(model, funcs, args, train_dataset, **kwargs)
         if self.peer is not None:
             self.peer.rank = self.accelerator.process_index
         self.tokenizer = self._tokenizer
@@ -402,6 +407,7 @@ class TRAACTrainer(GRPOTrainer):
         items = [item_from_row(row) for row in rows]
         local = self._rollouts(items, completion_ids, logprobs, offset)
         originals: list[Rollout] = gather_object(local)
+        self.record_held_out(items, originals)  # an evaluation's rollouts (training: no-op)
         sampling = self.args.dynamic_sampling if self.model.training else "none"
         resampled, rounds = [0] * (len(originals) // n), 0
         if sampling == "resample":
