@@ -4,7 +4,6 @@ elsewhere, the way the paper reports them (SPEC section 5)."""
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -18,10 +17,11 @@ from traac.common.models import (
     resolve_device,
     resolve_dtype,
 )
-from traac.console import make_console, make_progress
+from traac.console import make_console, make_progress, print_blocks
 from traac.errors import TraacError
 from traac.evaluation.generation import BACKENDS, Backend, make_backend
 from traac.evaluation.prompts import PROMPT_STYLES, default_prompt_style
+from traac.evaluation.records import summary_blocks
 from traac.evaluation.runner import EvalSettings, file_sha256, run_eval
 from traac.evaluation.testtime import ThinkingGenerator
 from traac.evaluation.thinking_backend import ThinkingBackend
@@ -183,7 +183,8 @@ def main(argv: list[str]) -> int:
         tokenizer=tokenizer,
         progress=make_progress(console),
     )
-    sys.stdout.write((args.output / "summary.md").read_text())
+    title = f"{result.summary.model} on {settings.dataset}"  # as in summary.md
+    print_blocks(make_console(stderr=False), summary_blocks(result.summary, title))
     console.print(
         f"{len(result.records)} samples in {args.output / 'samples.jsonl'} "
         f"({result.new} new, {result.done_before} already there)",
