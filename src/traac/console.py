@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.logging import RichHandler
 from rich.progress import (
@@ -134,13 +135,121 @@ def make_progress(console: Console | None = None) -> Progress:
 
 
 def print_table(console: Console, table: Table) -> None:
-    """A `Table` as a rich table (cells are data, never markup)."""
-    out = RichTable(title=Text(table.title) if table.title else None, title_justify="left")
-    for k, column in enumerate(table.columns):
-        out.add_column(Text(column), justify="left" if k in table.left else "right")
-    for row in table.rows:
-        out.add_row(*(Text(str(cell)) for cell in row))
-    console.print(out)
+    """A `Table` drawn to the console's width (`fit_table`)."""
+    for part in fit_table(table, console.width):
+        console.print(part)
+
+
+def print_blocks(console: Console, blocks: Sequence[str | Table]) -> None:
+    """A report as the console shows it: its lines as plain text, its tables drawn to fit
+    (the same blocks make the markdown file)."""
+    for block in blocks:
+        if isinstance(block, Table):
+            print_table(console, block)
+        else:
+            console.print(block, markup=False, highlight=False)
+
+
+# Rich's box with its outer edge; then, before a table is split, without it (the edge's rules
+# and outer padding give the numbers four more columns).
+_STYLES: tuple[dict[str, bool], ...] = ({}, {"show_edge": False, "pad_edge": False})
+
+
+def _frame(style: dict[str, bool], n: int) -> int:
+    """Columns taken by rules and padding around `n` columns: one space each side of a cell
+    and one rule between cells (and at both edges, unless `style` drops them)."""
+    return 3 * n + 1 if not style else 3 * n - 3
+
+
+def fit_table(table: Table, width: int) -> list[RichTable]:
+    """A `Table` as rich tables no wider than `width` (cells are data, never markup).
+
+    Headers wrap between words, never inside one; a number is never cut or wrapped, so each
+    stays under its header. A table too wide even so loses its outer edge, then is split
+    into parts of about as many columns, each repeating the label columns (`Table.left`) so
+    every row of numbers keeps its label. A table that fits is drawn as rich draws it.
+    """
+    columns = [str(c) for c in table.columns]
+    cells = [[str(row[k]) for row in table.rows] for k in range(len(columns))]
+    least = [_least_width(columns[k], cells[k], k in table.left) for k in range(len(columns))]
+    whole = [max([cell_len(columns[k]), *map(cell_len, cells[k])]) for k in range(len(columns))]
+    labels = [k for k in range(len(columns)) if k in table.left]
+    values = [k for k in range(len(columns)) if k not in table.left]
+    for style in _STYLES:
+        parts = _parts(labels, values, least, width, style)
+        if len(parts) == 1:
+            break
+    out = []
+    for n, part in enumerate(parts, start=1):
+        shown = sorted(labels + part)
+        widths = _share(width - _frame(style, len(shown)), shown, labels, least, whole)
+        title = table.title + (f" (part {n} of {len(parts)})" if len(parts) > 1 else "")
+        rich = RichTable(
+            title=Text(title.strip()) if title.strip() else None, title_justify="left", **style
+        )
+        for k in shown:
+            label = k in table.left
+            rich.add_column(
+                Text(columns[k]),
+                justify="left" if label else "right",
+                width=widths[k],
+                overflow="fold" if label else "ellipsis",
+            )
+        for row in table.rows:
+            rich.add_row(*(Text(str(row[k])) for k in shown))
+        out.append(rich)
+    return out
+
+
+def _least_width(header: str, cells: Sequence[str], label: bool) -> int:
+    """The narrowest a column may be: its longest header word, and its longest cell (a
+    number) or longest word (a label, which may wrap)."""
+    words = [*header.split(), *(w for c in cells for w in c.split())] if label else header.split()
+    texts = words if label else [*words, *cells]
+    return max([1, *map(cell_len, texts)])
+
+
+def _parts(
+    labels: list[int], values: list[int], least: list[int], width: int, style: dict[str, bool]
+) -> list[list[int]]:
+    """The value columns in runs that fit beside the labels at their least widths: as few
+    runs as fit, of about as many columns each (at least one column each)."""
+
+    def fits(part: list[int]) -> bool:
+        shown = labels + part
+        return sum(least[k] for k in shown) + _frame(style, len(shown)) <= width
+
+    def pack(cap: int) -> list[list[int]]:
+        parts: list[list[int]] = []
+        for k in values:
+            if parts and len(parts[-1]) < cap and fits([*parts[-1], k]):
+                parts[-1].append(k)
+            else:
+                parts.append([k])
+        return parts or [[]]
+
+    greedy = pack(len(values))
+    even = pack(-(-len(values) // len(greedy)))
+    return even if len(even) == len(greedy) else greedy
+
+
+def _share(
+    room: int, shown: list[int], labels: list[int], least: list[int], whole: list[int]
+) -> dict[int, int]:
+    """Each column's width: its least, then the room left to columns it lets read on one
+    line, labels first (a wrapped label makes a row two lines), then the headers that need
+    least; what remains widens the labels."""
+    widths = {k: least[k] for k in shown}
+    spare = room - sum(widths.values())
+    for k in sorted(shown, key=lambda k: (k not in labels, whole[k] - least[k])):
+        if whole[k] - widths[k] <= spare:
+            spare -= whole[k] - widths[k]
+            widths[k] = whole[k]
+    for k in labels:
+        grow = max(0, min(whole[k] - widths[k], spare))
+        widths[k] += grow
+        spare -= grow
+    return widths
 
 
 def print_steps(
@@ -153,10 +262,10 @@ def print_steps(
     """The step table of one compressed trace (score, kept or evicted, a preview), then u, e
     and the token counts."""
     table = RichTable(title=Text(title), title_justify="left")
-    for column, justify in (("step", "right"), ("tokens", "right"), ("score", "right")):
-        table.add_column(column, justify=justify)
-    table.add_column("status")
-    table.add_column("text")
+    for column in ("step", "tokens", "score"):  # numbers are never wrapped; the text is
+        table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("text", overflow="fold")
     for step in steps:
         preview = Text(step.text.replace("\n", "⏎"))
         if len(preview) > PREVIEW_CHARS:

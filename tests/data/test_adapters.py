@@ -10,6 +10,7 @@ import pytest
 from traac.data import adapters
 from traac.data.datasets import load_items
 from traac.errors import TraacError
+from traac.verification import verify_item
 
 
 def write_jsonl(path: Path, rows) -> Path:
@@ -124,3 +125,62 @@ def test_bbh_adapter_keeps_the_task():
         "bbh/multistep_arithmetic_two",
     ]
     assert [i.verifier for i in items] == ["text", "math"]
+
+
+# The standard sets beside the paper's, in each hub's row layout (rows written here).
+AIME2025_ROWS = [
+    {"question": "Find the remainder when $2^{10}$ is divided by $1000$.", "answer": "24"},
+    {"question": "How many positive divisors does $360$ have?", "answer": "24"},
+]
+MATH500_ROW = {
+    "problem": "Compute $\\frac{7}{3} + \\frac{7}{3}$.",
+    "solution": "Adding, $\\frac{7}{3} + \\frac{7}{3} = \\boxed{\\frac{14}{3}}$.",
+    "answer": "\\frac{14}{3}",
+    "subject": "Prealgebra",
+    "level": 2,
+    "unique_id": "test/prealgebra/17.json",
+}
+GSM8K_ROW = {
+    "question": "A farm sells 1,200 eggs on Monday and 300 more on Tuesday. How many in all?",
+    "answer": "Tuesday: 1200+300=<<1200+300=1500>>1500.\nIn all: 1200+1500=<<1200+1500=2700>>2700."
+    "\n#### 2,700",
+}
+
+
+def test_aime2025_adapter_names_the_exam_and_checks_with_math_verify():
+    rows = [{**r, "task": exam} for exam in ("AIME2025-I", "AIME2025-II") for r in AIME2025_ROWS]
+    items = adapters.adapt_aime2025(rows)
+    assert [i.id for i in items] == [
+        "aime2025-I-1", "aime2025-I-2", "aime2025-II-1", "aime2025-II-2",
+    ]  # fmt: skip
+    assert verify_item(items[0], "<think>1024</think> The answer is $\\boxed{24}$.")
+    assert not verify_item(items[0], "<think>1024</think> $\\boxed{1024}$")
+    with pytest.raises(TraacError, match="row 0 has no 'question'"):
+        adapters.adapt_aime2025([{"problem": "x", "answer": "1"}])
+
+
+def test_math500_adapter_takes_the_short_answer_not_the_solution():
+    (item,) = adapters.adapt_math500([MATH500_ROW])
+    assert (item.id, item.answer, item.verifier) == (
+        "test/prealgebra/17.json",
+        "\\frac{14}{3}",
+        "math",
+    )
+    assert verify_item(item, "<think>7/3 twice</think> $\\boxed{\\dfrac{14}{3}}$")
+    assert not verify_item(item, "<think>7/3 twice</think> $\\boxed{\\frac{7}{3}}$")
+
+
+def test_gsm8k_adapter_reads_the_answer_after_the_marks():
+    (item,) = adapters.adapt_gsm8k([GSM8K_ROW])
+    assert (item.id, item.answer) == ("gsm8k-0", "2700")
+    assert verify_item(item, "<think>1200+1500</think> The answer is $\\boxed{2700}$.")
+    assert not verify_item(item, "<think>1200+300</think> $\\boxed{1500}$")
+    with pytest.raises(TraacError, match="row 0: field 'answer' has no final '#### N' line"):
+        adapters.adapt_gsm8k([{"question": "q", "answer": "2700"}])
+
+
+def test_standard_sets_saved_to_disk_are_detected(tmp_path):
+    (math500,) = load_items(str(write_jsonl(tmp_path / "math500.jsonl", [MATH500_ROW])))
+    (gsm8k,) = load_items(str(write_jsonl(tmp_path / "gsm8k.jsonl", [GSM8K_ROW])))
+    assert (math500.id, math500.answer) == ("test/prealgebra/17.json", "\\frac{14}{3}")
+    assert (gsm8k.id, gsm8k.answer) == ("gsm8k-0", "2700")

@@ -34,3 +34,32 @@ def test_offline_hub_without_the_cache_is_a_clear_error(tmp_path, monkeypatch):
         with pytest.raises(TraacError, match="needs the network or the hub cache") as err:
             load_items(spec)
         assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "repo", "configs", "row", "answer"),
+    [
+        ("aime2025", "opencompass/AIME2025", ["AIME2025-I", "AIME2025-II"],
+         {"question": "Find $6 \\cdot 7$.", "answer": "42"}, "42"),
+        ("math-500", "HuggingFaceH4/MATH-500", [None],
+         {"problem": "Find $x$ if $2x=1$.", "solution": "$x=\\boxed{\\frac12}$", "answer":
+          "\\frac{1}{2}", "subject": "Algebra", "level": 1, "unique_id": "test/algebra/1.json"},
+         "\\frac{1}{2}"),
+        ("gsm8k", "openai/gsm8k", ["main"],
+         {"question": "Two boxes of 21?", "answer": "2*21=<<2*21=42>>42\n#### 42"}, "42"),
+    ],
+)  # fmt: skip
+def test_standard_sets_are_named_hub_datasets(monkeypatch, name, repo, configs, row, answer):
+    asked = []
+
+    def rows(spec, repo_, config, split):
+        asked.append((repo_, config, split))
+        return [row]
+
+    monkeypatch.setattr(hub, "_hub_rows", rows)
+    for spec in (name, repo):  # the name and the hub id lead to the same adapter
+        asked.clear()
+        items = load_items(spec)
+        assert asked == [(repo, config, "test") for config in configs]
+        assert [i.answer for i in items] == [answer] * len(configs)
+        assert {i.data_source for i in items} == {name}

@@ -8,12 +8,14 @@ from pathlib import Path
 
 from traac.commands import ArgumentParser
 from traac.common.outputs import output_dir
+from traac.console import make_console, print_blocks
 from traac.evaluation.html_report import write_report
-from traac.evaluation.report import build_report, load_models
+from traac.evaluation.report import load_models, report_blocks
 
 DESCRIPTION = """\
-Tables (markdown, to stdout and OUT/report.md), PNG plots (OUT) and one self-contained page
-holding both with step examples (OUT/report.html) across evaluation runs.
+Tables (drawn to the terminal's width on stdout, markdown in OUT/report.md), PNG plots (OUT)
+and one self-contained page holding both with step examples (OUT/report.html) across
+evaluation runs.
 Each DIR is one row (a model): a `traac eval --output` directory, or a directory of them, one
 subdirectory per dataset (e.g. results/base/aime, results/base/amc -> DIR results/base).
 Datasets are column groups; changes are against the first DIR. Runs of `traac eval
@@ -42,8 +44,7 @@ def main(argv: list[str]) -> int:
     models = load_models(args.dirs, args.names)
     for warning in filter(None, (run.stale() for m in models for run in m.runs.values())):
         print(f"traac report: warning: {warning}", file=sys.stderr)
-    text = build_report(models)
-    sys.stdout.write(text)
+    print_blocks(make_console(stderr=False), report_blocks(models))
     if args.output is None:
         print("(pass --output OUT to write report.md, the plots and report.html)", file=sys.stderr)
         return 0

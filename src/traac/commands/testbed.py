@@ -14,9 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-
 from traac.commands import ArgumentParser
+from traac.common.tables import Table
 from traac.console import make_console, make_progress, print_table
 from traac.errors import TraacError
 from traac.evaluation.probe_report import ProbeReport
@@ -75,16 +74,15 @@ def _print_card(card: dict[str, Any], path: Path) -> None:
     console = make_console(stderr=False)
     measured = card["measure"]
     table = Table(
+        ["tier", "accuracy", "think tokens", "re-check share", "well formed", "probe u (median)",
+         "probe e (median)"],
         title=f"testbed {card['config']['name']} (seed {card['config']['seed']}): "
         f"{measured['problems_per_tier']} problems x {measured['samples']} samples per tier, "
-        f"T={measured['temperature']}"
-    )
-    for column in ("tier", "accuracy", "think tokens", "re-check share", "well formed",
-                   "probe u (median)", "probe e (median)"):  # fmt: skip
-        table.add_column(column, justify="left" if column == "tier" else "right")
+        f"T={measured['temperature']}",
+    )  # fmt: skip
     for tier, row in measured["tiers"].items():
         probe = measured["probe"].get(tier, {})
-        table.add_row(
+        table.add(
             tier,
             f"{row['accuracy']:.1%}",
             f"{row['think_tokens']:.0f}",
@@ -93,7 +91,7 @@ def _print_card(card: dict[str, Any], path: Path) -> None:
             _median(probe.get("uniformity")),
             _median(probe.get("eviction_fraction")),
         )
-    console.print(table)
+    print_table(console, table)
     versus = measured["probe"].get("recheck_vs_key", {})
     if versus.get("mean_ratio") is not None:
         relative = ", ".join(f"{k} {v:.2f}" for k, v in versus["relative_score"].items())

@@ -222,6 +222,60 @@ def adapt_amc(rows: Sequence[Row], source: str = "amc") -> list[Item]:
     return adapt_aime(rows, source=source)
 
 
+def adapt_aime2025(rows: Sequence[Row], source: str = "aime2025") -> list[Item]:
+    """opencompass/AIME2025 rows (question, answer), one config per exam (AIME2025-I and -II,
+    the config kept as `task`): ids name the exam and the problem's place in it."""
+    items: list[Item] = []
+    counts: dict[str, int] = {}
+    for i, row in enumerate(rows):
+        question = _field(row, "question", i, source)
+        answer = _answer_text(_field(row, "answer", i, source, (str, int, float)))
+        exam = str(row.get("task") or "").removeprefix("AIME2025-")
+        counts[exam] = counts.get(exam, 0) + 1
+        item_id = "-".join([source, *([exam] if exam else []), str(counts[exam])])
+        items.append(Item(id=item_id, question=question, answer=answer, data_source=source))
+    _check_unique(items, source)
+    return items
+
+
+def adapt_math500(rows: Sequence[Row], source: str = "math-500") -> list[Item]:
+    """HuggingFaceH4/MATH-500 rows (problem, solution, answer, subject, level, unique_id): the
+    short `answer` is the gold (LaTeX, checked by math-verify), never the worked solution."""
+    items = []
+    for i, row in enumerate(rows):
+        question = _field(row, "problem", i, source)
+        answer = _answer_text(_field(row, "answer", i, source, (str, int, float)))
+        items.append(
+            Item(
+                id=str(row.get("unique_id") or f"{source}-{i}"),
+                question=question,
+                answer=answer,
+                data_source=source,
+            )
+        )
+    _check_unique(items, source)
+    return items
+
+
+_GSM8K_FINAL = re.compile(r"####\s*(?P<answer>[^\n]+?)\s*$")
+
+
+def adapt_gsm8k(rows: Sequence[Row], source: str = "gsm8k") -> list[Item]:
+    """openai/gsm8k rows (question, answer): the answer is a worked solution whose last line is
+    '#### N'; N, without thousands separators, is the gold."""
+    items = []
+    for i, row in enumerate(rows):
+        question = _field(row, "question", i, source)
+        solution = _field(row, "answer", i, source)
+        match = _GSM8K_FINAL.search(solution)
+        if match is None:
+            raise TraacError(f"{source}: row {i}: field 'answer' has no final '#### N' line")
+        answer = match.group("answer").replace(",", "")
+        items.append(Item(id=f"{source}-{i}", question=question, answer=answer, data_source=source))
+    _check_unique(items, source)
+    return items
+
+
 def adapt_gpqa(rows: Sequence[Row], source: str = "gpqa-diamond", seed: int = 0) -> list[Item]:
     """GPQA rows (Question, Correct Answer, Incorrect Answer 1-3): the four options are shuffled
     with a per-item seed (stable whatever the row order) and the answer is the letter."""

@@ -11,8 +11,8 @@
 - ``otb-underthink[?n=&seed=]``: UnderthinkingBench regenerated with reasoning-gym (SPEC 5);
 - ``otb-overthink`` and ``otb`` (both halves; the overthinking half needs the hub);
 - named hub benchmarks (`HUB_DATASETS`: ``aime``, ``amc``, ``gpqa-diamond``, ``bbeh``,
-  ``bbh``, ``supergpqa``, ``dapo-math-17k``), their hub ids, or any other hub id with a
-  question/answer layout.
+  ``bbh``, ``supergpqa``, ``dapo-math-17k``; beside them ``aime2025``, ``math-500``,
+  ``gsm8k``), their hub ids, or any other hub id with a question/answer layout.
 
 The forms are read by one module each: `specs` (the spec string), `files` (local files),
 `adapters` (rows of each layout -> items, shared by files and the hub), `hub` (the paper's

@@ -17,6 +17,8 @@ from traac.data.adapters import (
     adapt_dapo,
     adapt_generic,
     adapt_gpqa,
+    adapt_gsm8k,
+    adapt_math500,
     adapt_otb_hub,
     adapt_reasoning_gym,
     adapt_supergpqa,
@@ -34,6 +36,8 @@ _LAYOUTS: list[tuple[Adapter, tuple[str, ...]]] = [
     (adapt_supergpqa, ("question", "options", "answer_letter")),
     (adapt_dapo, ("prompt:messages", "reward_model")),
     (adapt_bbeh, ("input", "target")),
+    (adapt_math500, ("problem", "answer", "unique_id")),
+    (adapt_gsm8k, ("question", "answer:####")),
 ]
 
 
@@ -125,4 +129,6 @@ def _has(row: Row, key: str) -> bool:
         return isinstance(meta, Mapping) and "source_dataset" in meta
     if key == "prompt:messages":
         return isinstance(row.get("prompt"), list)
+    if key == "answer:####":  # GSM8K: a worked solution ending in '#### N'
+        return "\n####" in str(row.get("answer", ""))
     return key in row

@@ -18,11 +18,14 @@ from traac.data.adapters import (
     Adapter,
     Row,
     adapt_aime,
+    adapt_aime2025,
     adapt_amc,
     adapt_bbeh,
     adapt_bbh,
     adapt_dapo,
     adapt_gpqa,
+    adapt_gsm8k,
+    adapt_math500,
     adapt_otb_hub,
     adapt_supergpqa,
 )
@@ -95,6 +98,12 @@ HUB_DATASETS: dict[str, HubSource] = {
         "m-a-p/SuperGPQA", adapt_supergpqa, "train", options={"per_difficulty": 540, "seed": 0}
     ),
     "dapo-math-17k": HubSource("BytedTsinghua-SIA/DAPO-Math-17k", adapt_dapo, "train"),
+    # The standard sets beside the paper's.
+    "aime2025": HubSource(
+        "opencompass/AIME2025", adapt_aime2025, "test", ("AIME2025-I", "AIME2025-II")
+    ),
+    "math-500": HubSource("HuggingFaceH4/MATH-500", adapt_math500, "test"),
+    "gsm8k": HubSource("openai/gsm8k", adapt_gsm8k, "test", ("main",)),
 }
 # Hub ids lead to the same adapters (BBEH/bbeh: the mini split, as in the paper).
 HUB_NAME_BY_REPO = {src.repo: name for name, src in reversed(HUB_DATASETS.items())}

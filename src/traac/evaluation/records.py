@@ -386,38 +386,41 @@ def summary_table(summary: EvalSummary) -> Table:
     return table
 
 
-def summary_markdown(summary: EvalSummary, title: str) -> str:
-    """summary.md: the headline numbers, the table, then OTB, spread and notes."""
+def summary_blocks(summary: EvalSummary, title: str) -> list[str | Table]:
+    """The summary in order: the headline numbers, the table, then OTB, spread and notes
+    (written as markdown into summary.md, drawn to fit by `traac eval`)."""
     s = summary.overall
-    lines = [
+    lines: list[str | Table] = [
         f"# {title}",
-        "",
         f"{s.n_items} items, {s.n_samples} samples; lengths in {summary.length_unit}; "
         f"AUC_OAA with t_max = {summary.t_max}.",
-        "",
-        summary_table(summary).markdown(),
+        summary_table(summary),
     ]
     if summary.otb:
         o = summary.otb
         lines += [
-            "",
             f"OptimalThinkingBench: AUC_OAA {o.auc_oaa:.2f}, UnderthinkingBench accuracy "
             f"{o.underthink_accuracy:.2f}, F1 {o.f1:.2f}",
         ]
     if len(summary.accuracy_by_sample) > 1:
         runs = ", ".join(f"{a:.2f}" for a in summary.accuracy_by_sample.values())
         lines += [
-            "",
             f"Accuracy per sample index: {runs} (std {summary.accuracy_std_over_samples:.2f})",
         ]
     if summary.truncated_rate is not None:
-        lines += ["", f"Responses cut at max_new_tokens: {summary.truncated_rate:.1f}%"]
+        lines += [f"Responses cut at max_new_tokens: {summary.truncated_rate:.1f}%"]
     if summary.interrupted_rate is not None:
         rate = summary.interrupted_rate
-        lines += ["", f"Think blocks interrupted by the think budget: {rate:.1f}%"]
+        lines += [f"Think blocks interrupted by the think budget: {rate:.1f}%"]
     for note in summary.notes:
-        lines += ["", f"Note: {note}"]
-    return "\n".join(lines) + "\n"
+        lines += [f"Note: {note}"]
+    return lines
+
+
+def summary_markdown(summary: EvalSummary, title: str) -> str:
+    """summary.md: `summary_blocks` as markdown."""
+    blocks = summary_blocks(summary, title)
+    return "\n\n".join(b.markdown() if isinstance(b, Table) else b for b in blocks) + "\n"
 
 
 def _json_name(name: str) -> str:

@@ -479,12 +479,21 @@ def report_tables(models: Sequence[Model]) -> list[ReportTable]:
     return out
 
 
-def build_report(models: Sequence[Model]) -> str:
-    """The whole markdown report."""
-    parts = ["# Evaluation report", ""]
+def report_blocks(models: Sequence[Model]) -> list[str | Table]:
+    """The report in order: its heading, each table after its caption, a note on mixed units
+    (written as markdown into report.md, drawn to fit by `traac report`)."""
+    blocks: list[str | Table] = ["# Evaluation report"]
     for entry in report_tables(models):
-        parts += [entry.caption, "", entry.table.markdown(), ""]
+        blocks += [entry.caption, entry.table]
     units = {run.summary.length_unit for model in models for run in model.runs.values()}
     if len(units) > 1:
-        parts += [f"Note: lengths are counted in different units: {'; '.join(sorted(units))}.", ""]
+        blocks.append(f"Note: lengths are counted in different units: {'; '.join(sorted(units))}.")
+    return blocks
+
+
+def build_report(models: Sequence[Model]) -> str:
+    """The whole markdown report."""
+    parts: list[str] = []
+    for block in report_blocks(models):
+        parts += [block.markdown() if isinstance(block, Table) else block, ""]
     return "\n".join(parts)
