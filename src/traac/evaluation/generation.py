@@ -192,8 +192,13 @@ class _StepCounter:
 
 def stop_ids(model: Any, tokenizer: Any) -> set[int]:
     """End-of-sequence ids of the model's generation config and of the tokenizer."""
+    return eos_ids(getattr(model.generation_config, "eos_token_id", None), tokenizer)
+
+
+def eos_ids(configured: int | Sequence[int] | None, tokenizer: Any) -> set[int]:
+    """`configured` (a generation config's eos_token_id) and the tokenizer's eos id."""
     ids: set[int] = set()
-    for value in (getattr(model.generation_config, "eos_token_id", None), tokenizer.eos_token_id):
+    for value in (configured, tokenizer.eos_token_id):
         if isinstance(value, int):
             ids.add(value)
         elif value:
@@ -251,9 +256,17 @@ def load_vllm(model_path: str, seed: int, settings: VLLMSettings, dtype: str | N
     return LLM(model=model_path, seed=seed, dtype=dtype or "auto", **settings.engine_args())
 
 
-def vllm_params(sampling: Sampling, seed: int, max_tokens: int, stop: Sequence[str] = ()) -> Any:
+def vllm_params(
+    sampling: Sampling,
+    seed: int,
+    max_tokens: int,
+    *,
+    stop: Sequence[str] = (),
+    stop_token_ids: Sequence[int] = (),
+) -> Any:
     """One request's `vllm.SamplingParams`: its own seed, special tokens kept in the text
-    (think tags may be special tokens), optional stop strings left out of the text."""
+    (think tags may be special tokens), optional stop strings (left out of the text) and stop
+    ids (beside the model's end of sequence)."""
     from vllm import SamplingParams
 
     return SamplingParams(
@@ -263,6 +276,7 @@ def vllm_params(sampling: Sampling, seed: int, max_tokens: int, stop: Sequence[s
         max_tokens=max_tokens,
         seed=seed,
         stop=list(stop) or None,
+        stop_token_ids=list(stop_token_ids) or None,
         skip_special_tokens=False,
     )
 

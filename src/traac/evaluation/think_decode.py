@@ -247,14 +247,14 @@ class TorchSession:
             history = torch.cat([history, token[:, None]], dim=1)
             keep = []
             for r, (i, t) in enumerate(zip(live, token.tolist(), strict=True)):
-                if think and _ends_with([*tokens[i], t], self.engine.close_ids):
+                if think and ends_with([*tokens[i], t], self.engine.close_ids):
                     before = tokens[i][: len(tokens[i]) + 1 - len(self.engine.close_ids)]
                     out[i] = self._probe(before, open_at[i], probe, r, "close")
                 elif t in self.engine.stop_ids:
                     out[i] = Decoded(tokens[i], "eos", open_at[i])
                 else:
                     tokens[i].append(t)
-                    if think and open_at[i] is None and _ends_with(tokens[i], self.engine.open_ids):
+                    if think and open_at[i] is None and ends_with(tokens[i], self.engine.open_ids):
                         open_at[i] = len(tokens[i])
                     if len(tokens[i]) < budgets[i]:
                         keep.append(r)
@@ -316,7 +316,7 @@ def _after(tokens: list[int], open_at: int | None) -> list[int]:
     return [] if open_at is None else tokens[open_at:]
 
 
-def _ends_with(tokens: Sequence[int], suffix: Sequence[int]) -> bool:
+def ends_with(tokens: Sequence[int], suffix: Sequence[int]) -> bool:
     return len(tokens) >= len(suffix) and list(tokens[len(tokens) - len(suffix) :]) == list(suffix)
 
 
