@@ -22,6 +22,7 @@ from traac.console import make_console, make_progress
 from traac.errors import TraacError
 from traac.evaluation.generation import BACKENDS, Backend, VLLMSettings, make_backend
 from traac.evaluation.prompts import PROMPT_STYLES, default_prompt_style
+from traac.evaluation.refill import BATCHINGS, RefillBackend
 from traac.evaluation.runner import EvalSettings, file_sha256, run_eval
 from traac.evaluation.testtime import ThinkingGenerator
 from traac.evaluation.thinking_backend import ThinkingBackend
@@ -71,6 +72,14 @@ def build_parser() -> ArgumentParser:
     )
     p.add_argument(
         "--batch-size", type=int, default=8, help="prompts per generation batch (default 8)"
+    )
+    p.add_argument(
+        "--batching",
+        choices=BATCHINGS,
+        default="padded",
+        help="transformers backend: padded (a batch decodes until its longest response ends) "
+        "or refill (a row whose response ends takes the next prompt: faster on uneven "
+        "lengths, the same per-request samples)",
     )
     p.add_argument(
         "--prompt-style",
@@ -139,6 +148,11 @@ def main(argv: list[str]) -> int:
         raise TraacError("--device and --dtype apply to generation; --responses needs no model")
     thinking = args.compress_tau is not None or args.think_budget is not None
     engine = vllm_settings(args)
+    if args.batching == "refill" and (thinking or engine is not None):
+        raise TraacError(
+            "--batching refill: plain generation on the transformers backend only (test-time "
+            "thinking drops finished rows itself; vLLM schedules its own batch); drop it"
+        )
     if not args.dataset.strip():
         raise TraacError(
             "--dataset: empty; pass a file, testbed:TIER, reasoning-gym:TASK or a name"
@@ -174,6 +188,8 @@ def main(argv: list[str]) -> int:
 
     def backend(tok: Any) -> Backend:
         path = resolve_model(model)
+        if not thinking and args.batching == "refill":
+            return RefillBackend(load_model(path, device=device, dtype=dtype), tok, args.batch_size)
         if not thinking:
             return make_backend(
                 args.backend,

@@ -188,8 +188,11 @@ def generate_samples(
             produced += n
             task.update(info=f"{produced / max(time.monotonic() - start, 1e-6):,.0f} tok/s")
 
-        # An engine that schedules its own batch (vLLM) takes every request at once.
-        step = len(pending) if getattr(backend, "batch_all", False) else batch_size
+        # An engine that schedules its own batch (vLLM) takes every request at once; one that
+        # refills its batch, several batches' worth.
+        step = batch_size * getattr(backend, "batches_per_call", 1)
+        if getattr(backend, "batch_all", False):
+            step = len(pending)
         for lo in range(0, len(pending), step):
             batch = pending[lo : lo + step]
             texts = [prompts[it.id] for it, _ in batch]
