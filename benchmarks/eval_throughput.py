@@ -5,10 +5,13 @@ default prompt style), in the same left-padded batches, at temperature 1.0 with 
 `max_new_tokens`, from one loaded model:
   traac  `run_eval` with the transformers backend: per-request seeded sampling, verification,
          records written to disk (what `traac eval` does after loading the model);
+  refill the same with `--batching refill`: `--batch-size` rows, each refilled with the next
+         prompt as soon as its response ends (traac.evaluation.refill);
   bare   `model.generate(do_sample=True)` over the same batches, nothing else.
-Throughput = generated tokens (up to and including each response's end) / wall seconds. The two
-alternate, `--repeats` times each, and the medians are compared; the ratio traac / bare is the
-figure (at least 0.9 is the goal: the evaluation loop costs little beside decoding).
+Throughput = generated tokens (bare: up to and including each response's end; traac: up to it)
+/ wall seconds. They alternate, `--repeats` times each, and the medians are compared: traac /
+bare (at least 0.9: the evaluation loop costs little beside decoding) and refill / bare (at
+least 1.5: keeping the batch full).
 
     python benchmarks/eval_throughput.py                     # smollm2, 16 prompts, batch 8
     python benchmarks/eval_throughput.py --model testbed --max-new-tokens 160
@@ -23,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     from traac.data.datasets import load_items
     from traac.evaluation.generation import TransformersBackend
     from traac.evaluation.prompts import build_prompt, default_prompt_style
+    from traac.evaluation.refill import RefillBackend
     from traac.evaluation.runner import EvalSettings, run_eval
     from traac.pipelines.models import resolve_model
 
@@ -79,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                 tokens += ends[0] + 1 if ends else len(row)
         return tokens, time.perf_counter() - start
 
-    def traac() -> tuple[int, float]:
+    def evaluate(make: Any) -> tuple[int, float]:
         settings = EvalSettings(
             dataset=dataset, model=path, prompt_style=style, max_new_tokens=args.max_new_tokens
         )
@@ -91,19 +96,25 @@ def main(argv: list[str] | None = None) -> int:
                 num_samples=1,
                 limit=args.prompts,
                 batch_size=args.batch_size,
-                make_backend=lambda tok: TransformersBackend(model, tok),
+                make_backend=make,
                 tokenizer=tokenizer,
             )
             seconds = time.perf_counter() - start
         return sum(r.response_tokens for r in result.records), seconds
 
-    runs: dict[str, list[float]] = {"bare": [], "traac": []}
+    def traac() -> tuple[int, float]:
+        return evaluate(lambda tok: TransformersBackend(model, tok))
+
+    def refill() -> tuple[int, float]:
+        return evaluate(lambda tok: RefillBackend(model, tok, args.batch_size))
+
+    runs: dict[str, list[float]] = {"bare": [], "traac": [], "refill": []}
     for _ in range(args.repeats):
-        for name, call in (("bare", bare), ("traac", traac)):
+        for name, call in (("bare", bare), ("traac", traac), ("refill", refill)):
             tokens, seconds = call()
             runs[name].append(tokens / seconds)
             print(f"  {name}: {tokens} tokens in {seconds:.1f} s = {tokens / seconds:.1f} tok/s")
-    bare_tps, traac_tps = (statistics.median(runs[k]) for k in ("bare", "traac"))
+    bare_tps, traac_tps, refill_tps = (statistics.median(runs[k]) for k in runs)
     print(f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__} "
           f"({torch.get_num_threads()} threads)")  # fmt: skip
     print(f"command: python benchmarks/eval_throughput.py {' '.join(argv or sys.argv[1:])}")
@@ -113,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"bare model.generate {bare_tps:.1f} tok/s, traac eval {traac_tps:.1f} tok/s, "
           f"ratio traac / bare {traac_tps / bare_tps:.3f}")  # fmt: skip
+    print(f"traac eval --batching refill {refill_tps:.1f} tok/s, "
+          f"ratio refill / bare {refill_tps / bare_tps:.3f}")  # fmt: skip
     return 0
 
 

@@ -538,7 +538,7 @@ def test_traac_eval_with_a_think_budget_records_the_interruptions(tmp_path, data
     ("extra", "message"),
     [
         (["--think-budget", "0"], "--think-budget 0: must be at least 1 token"),
-        (["--think-budget", "8", "--backend", "vllm"], "transformers backend only"),
+        (["--think-budget", "8", "--max-model-len", "64"], "--max-model-len sets the vLLM"),
     ],
 )
 def test_a_bad_think_budget_fails_before_the_model_loads(

@@ -26,12 +26,14 @@ from traac.common.models import (
 )
 from traac.console import make_console, make_progress, print_blocks
 from traac.errors import TraacError
-from traac.evaluation.generation import BACKENDS, Backend, make_backend
+from traac.evaluation.generation import BACKENDS, Backend, VLLMSettings, make_backend
 from traac.evaluation.prompts import PROMPT_STYLES, default_prompt_style
 from traac.evaluation.records import summary_blocks
+from traac.evaluation.refill import BATCHINGS, RefillBackend
 from traac.evaluation.runner import EvalSettings, file_sha256, run_eval
 from traac.evaluation.testtime import ThinkingGenerator
 from traac.evaluation.thinking_backend import ThinkingBackend
+from traac.evaluation.vllm_thinking import load_vllm_engine
 from traac.method.settings import CompressionSettings, FormatSettings
 from traac.pipelines.models import MODELS, resolve_model
 
@@ -79,12 +81,37 @@ def build_parser() -> ArgumentParser:
         "--batch-size", type=int, default=8, help="prompts per generation batch (default 8)"
     )
     p.add_argument(
+        "--batching",
+        choices=BATCHINGS,
+        default="padded",
+        help="transformers backend: padded (a batch decodes until its longest response ends) "
+        "or refill (a row whose response ends takes the next prompt: faster on uneven "
+        "lengths, the same per-request samples)",
+    )
+    p.add_argument(
         "--prompt-style",
         choices=list(PROMPT_STYLES),
         help="baseline prompt (default: the style the model was trained with, if its config "
         "says; think for a chat template without a think block; else base)",
     )
-    p.add_argument("--backend", choices=BACKENDS, default="transformers", help="generation engine")
+    p.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="transformers",
+        help="generation engine (vllm takes every request at once, whatever --batch-size)",
+    )
+    vllm = p.add_argument_group("vLLM engine (with --backend vllm)")
+    vllm.add_argument(
+        "--tensor-parallel-size", type=int, help="GPUs each model is split across (default 1)"
+    )
+    vllm.add_argument(
+        "--max-model-len", type=int, help="prompt + response tokens (default: the model's)"
+    )
+    vllm.add_argument(
+        "--gpu-memory-utilization",
+        type=float,
+        help="share of each GPU for weights and KV cache (default 0.9)",
+    )
     p.add_argument("--limit", type=int, help="only the first K items")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     p.add_argument(
@@ -134,8 +161,12 @@ def main(argv: list[str]) -> int:
             "--device-map spreads a model on the transformers backend; vLLM splits one itself"
         )
     thinking = args.compress_tau is not None or args.think_budget is not None
-    if thinking and args.backend != "transformers":
-        raise TraacError("--compress-tau and --think-budget run on the transformers backend only")
+    engine = vllm_settings(args)
+    if args.batching == "refill" and (thinking or engine is not None):
+        raise TraacError(
+            "--batching refill: plain generation on the transformers backend only (test-time "
+            "thinking drops finished rows itself; vLLM schedules its own batch); drop it"
+        )
     if not args.dataset.strip():
         raise TraacError(
             "--dataset: empty; pass a file, testbed:TIER, reasoning-gym:TASK or a name"
@@ -171,6 +202,8 @@ def main(argv: list[str]) -> int:
 
     def backend(tok: Any) -> Backend:
         path = resolve_model(model)
+        if not thinking and args.batching == "refill":
+            return RefillBackend(load_model(path, device=device, dtype=dtype), tok, args.batch_size)
         if not thinking:
             return make_backend(
                 args.backend,
@@ -180,14 +213,26 @@ def main(argv: list[str]) -> int:
                 dtype=args.dtype,
                 seed=args.seed,
                 device_map=device_map,
+                vllm=engine,
             )
+        fmt = think.resolve(tok)
+        decoder = None
+        if engine is not None:
+            decoder = load_vllm_engine(
+                path, tok, fmt, seed=args.seed, settings=engine, dtype=args.dtype
+            )
+        # The transformers model decodes, or (vLLM) runs compression's probe.
+        probing = decoder is None or args.compress_tau is not None
         generator = ThinkingGenerator(
-            load_model(path, device=device, dtype=dtype, device_map=device_map),
+            load_model(path, device=device, dtype=dtype, device_map=device_map)
+            if probing
+            else None,
             tok,
-            think.resolve(tok),
+            fmt,
             compress_tau=args.compress_tau,
             think_budget=args.think_budget,
             settings=compression,
+            engine=decoder,
         )
         return ThinkingBackend(generator)
 
@@ -212,6 +257,24 @@ def main(argv: list[str]) -> int:
         highlight=False,
     )
     return 0
+
+
+def vllm_settings(args: argparse.Namespace) -> VLLMSettings | None:
+    """The vLLM engine settings (None on the transformers backend, which takes none)."""
+    given = {
+        "tensor_parallel_size": args.tensor_parallel_size,
+        "max_model_len": args.max_model_len,
+        "gpu_memory_utilization": args.gpu_memory_utilization,
+    }
+    given = {k: v for k, v in given.items() if v is not None}
+    if args.backend != "vllm":
+        if given:
+            flag = "--" + next(iter(given)).replace("_", "-")
+            raise TraacError(f"{flag} sets the vLLM engine: add --backend vllm or drop it")
+        return None
+    if args.responses is not None:
+        raise TraacError("--backend vllm generates; --responses needs no model")
+    return VLLMSettings(**given)
 
 
 def _path_key(name: str) -> str:

@@ -192,8 +192,13 @@ class _StepCounter:
 
 def stop_ids(model: Any, tokenizer: Any) -> set[int]:
     """End-of-sequence ids of the model's generation config and of the tokenizer."""
+    return eos_ids(getattr(model.generation_config, "eos_token_id", None), tokenizer)
+
+
+def eos_ids(configured: int | Sequence[int] | None, tokenizer: Any) -> set[int]:
+    """`configured` (a generation config's eos_token_id) and the tokenizer's eos id."""
     ids: set[int] = set()
-    for value in (getattr(model.generation_config, "eos_token_id", None), tokenizer.eos_token_id):
+    for value in (configured, tokenizer.eos_token_id):
         if isinstance(value, int):
             ids.add(value)
         elif value:
@@ -203,20 +208,89 @@ def stop_ids(model: Any, tokenizer: Any) -> set[int]:
     return ids
 
 
-class VLLMBackend:
-    """vLLM's offline engine (GPUs); per-request seeds make samples reproducible."""
+@dataclass(frozen=True)
+class VLLMSettings:
+    """vLLM engine settings `traac eval` passes to `vllm.LLM`, checked before any model loads.
 
-    def __init__(self, model_path: str, tokenizer: Any, seed: int = 0, **engine: Any) -> None:
-        try:
-            from vllm import LLM
-        except ImportError as err:
+    `max_model_len`: prompt + response tokens per request (None: the model's own context);
+    `gpu_memory_utilization`: the share of each GPU vLLM may take for weights and KV cache.
+    """
+
+    tensor_parallel_size: int = 1
+    max_model_len: int | None = None
+    gpu_memory_utilization: float = 0.9
+
+    def __post_init__(self) -> None:
+        tp = self.tensor_parallel_size
+        if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+            raise TraacError(f"--tensor-parallel-size {tp}: must be a whole number >= 1 (GPUs)")
+        length = self.max_model_len
+        if length is not None and (isinstance(length, bool) or length < 1):
+            raise TraacError(f"--max-model-len {length}: must be at least 1 token")
+        share = self.gpu_memory_utilization
+        if not (math.isfinite(share) and 0 < share <= 1):
             raise TraacError(
-                "--backend vllm needs vLLM on a CUDA machine: pip install 'traac[vllm]' "
-                "(or use --backend transformers)"
-            ) from err
+                f"--gpu-memory-utilization {share}: must lie in (0, 1] (e.g. 0.9 of each GPU)"
+            )
+
+    def engine_args(self) -> dict[str, Any]:
+        """Keyword arguments of `vllm.LLM` (the model's own context where none is given)."""
+        args: dict[str, Any] = {
+            "tensor_parallel_size": self.tensor_parallel_size,
+            "gpu_memory_utilization": self.gpu_memory_utilization,
+        }
+        if self.max_model_len is not None:
+            args["max_model_len"] = self.max_model_len
+        return args
+
+
+def load_vllm(model_path: str, seed: int, settings: VLLMSettings, dtype: str | None) -> Any:
+    """A `vllm.LLM` for the model (imported only here: vLLM is an optional extra)."""
+    try:
+        from vllm import LLM
+    except ImportError as err:
+        raise TraacError(
+            "--backend vllm needs vLLM on a CUDA machine: pip install 'traac[vllm]' "
+            "(or use --backend transformers)"
+        ) from err
+    return LLM(model=model_path, seed=seed, dtype=dtype or "auto", **settings.engine_args())
+
+
+def vllm_params(
+    sampling: Sampling,
+    seed: int,
+    max_tokens: int,
+    *,
+    stop: Sequence[str] = (),
+    stop_token_ids: Sequence[int] = (),
+) -> Any:
+    """One request's `vllm.SamplingParams`: its own seed, special tokens kept in the text
+    (think tags may be special tokens), optional stop strings (left out of the text) and stop
+    ids (beside the model's end of sequence)."""
+    from vllm import SamplingParams
+
+    return SamplingParams(
+        temperature=sampling.temperature,
+        top_p=sampling.top_p,
+        top_k=-1,
+        max_tokens=max_tokens,
+        seed=seed,
+        stop=list(stop) or None,
+        stop_token_ids=list(stop_token_ids) or None,
+        skip_special_tokens=False,
+    )
+
+
+class VLLMBackend:
+    """vLLM's offline engine (GPUs); per-request seeds make samples reproducible. It takes the
+    whole request list at once (`batch_all`): vLLM schedules it itself, keeping its batch full."""
+
+    batch_all = True
+
+    def __init__(self, llm: Any, tokenizer: Any, max_context: int | None = None) -> None:
+        self.llm = llm
         self.tokenizer = tokenizer
-        self.llm = LLM(model=model_path, seed=seed, **engine)
-        self.max_context = None  # vLLM checks lengths against its own max_model_len
+        self.max_context = max_context  # --max-model-len; None: vLLM checks its own
 
     def generate(
         self,
@@ -225,17 +299,8 @@ class VLLMBackend:
         keys: Sequence[str],
         on_tokens: TokenCallback | None = None,
     ) -> list[Generation]:
-        from vllm import SamplingParams
-
         params = [
-            SamplingParams(
-                temperature=sampling.temperature,
-                top_p=sampling.top_p,
-                top_k=-1,
-                max_tokens=sampling.max_new_tokens,
-                seed=request_seed(sampling.seed, key),
-                skip_special_tokens=False,  # keep think tags even where they are special tokens
-            )
+            vllm_params(sampling, request_seed(sampling.seed, key), sampling.max_new_tokens)
             for key in keys
         ]
         outputs = self.llm.generate(list(prompts), params, use_tqdm=False)
@@ -261,10 +326,13 @@ def make_backend(
     dtype: str | None = None,
     seed: int = 0,
     device_map: str | None = None,
+    vllm: VLLMSettings | None = None,
 ) -> Backend:
     """The named backend for a resolved model path (device and dtype checked first)."""
     if name == "vllm":
-        return VLLMBackend(model, tokenizer, seed=seed, dtype=dtype or "auto")
+        settings = vllm or VLLMSettings()
+        llm = load_vllm(model, seed, settings, dtype)
+        return VLLMBackend(llm, tokenizer, settings.max_model_len)
     if name != "transformers":
         raise TraacError(f"backend {name!r}: use one of {', '.join(BACKENDS)}")
     target, device_map = resolve_placement(device, device_map)

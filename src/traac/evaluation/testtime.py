@@ -40,61 +40,31 @@ the closer.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import numpy as np
 import torch
-from transformers import DynamicCache
 
-from traac.common.models import input_device
 from traac.errors import TraacError
-from traac.evaluation.generation import RowSampler, TokenCallback, request_seed, stop_ids
+from traac.evaluation.generation import TokenCallback, request_seed
 from traac.evaluation.records import ThinkingSample
+from traac.evaluation.think_decode import (
+    Decoded,
+    LogitsProcessor,
+    ThinkEngine,
+    TorchThinkEngine,
+    too_long,
+)
 from traac.method.compression import CompressionResult, ScoreRequest, TokenScores, count_tokens
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat, resolve_chat_format
-from traac.method.probe_cache import DEFAULT_PROBE_CHUNK, ProbeCache, has_sliding_layers
-from traac.method.scoring import closer_reads, encode_offsets
+from traac.method.probe_cache import DEFAULT_PROBE_CHUNK, has_sliding_layers
 from traac.method.settings import CompressionSettings
 
 DEFAULT_MAX_NEW_TOKENS = 1024
 ProbeMode = Literal["cached", "reforward"]
 PROBE_MODES: tuple[str, ...] = ("cached", "reforward")
-# (input_ids so far, next-token logits) -> logits, as transformers' logits processors.
-LogitsProcessor = Callable[["torch.Tensor", "torch.Tensor"], "torch.Tensor"]
-
-
-@dataclass
-class _Decoded:
-    """What one row of a decoding batch produced (the stop token excluded from `tokens`).
-
-    `open_at`: index in `tokens` where the reasoning starts (0 when the prompt opened the think
-    block; None when the model never wrote the opener: then all of `tokens` is reasoning).
-    """
-
-    tokens: list[int]
-    stop: Literal["close", "budget", "eos", "length"]  # budget: interrupted at the think budget
-    open_at: int | None = None
-    scores: TokenScores | None = None  # the cached probe's token scores (closed rows)
-    probe_text: str = ""
-    probe_tokens: int = 0
-    note: str = ""
-
-    @property
-    def preamble(self) -> list[int]:
-        """The tokens up to and including the opener."""
-        return self.tokens[: self.open_at or 0]
-
-    @property
-    def reasoning(self) -> list[int]:
-        return self.tokens[self.open_at or 0 :]
-
-    @property
-    def ended(self) -> bool:
-        """The think block closed, by the model or by the budget: the model answers."""
-        return self.stop in ("close", "budget")
 
 
 @dataclass(frozen=True)
@@ -107,22 +77,6 @@ class _StoredScores:
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[TokenScores]:
         return [self.scores[r.probe] for r in requests]
-
-
-class _Sampler:
-    """The script of `logits_processor` (if any), then a `RowSampler`: greedy at temperature
-    0, else one seeded random stream per request."""
-
-    def __init__(self, rows: RowSampler, processor: LogitsProcessor | None) -> None:
-        self.rows = rows
-        self.processor = processor
-
-    def __call__(
-        self, history: torch.Tensor, logits: torch.Tensor, requests: Sequence[int]
-    ) -> torch.Tensor:
-        if self.processor is not None:
-            logits = self.processor(history, logits)
-        return self.rows(history, logits, requests)
 
 
 class ThinkingGenerator:
@@ -139,7 +93,7 @@ class ThinkingGenerator:
 
     def __init__(
         self,
-        model: Any,
+        model: Any | None,
         tokenizer: Any,
         chat_format: ChatFormat | None = None,
         *,
@@ -149,6 +103,7 @@ class ThinkingGenerator:
         probe: ProbeMode = "cached",
         probe_chunk: int = DEFAULT_PROBE_CHUNK,
         scorer_batch_size: int = 8,
+        engine: ThinkEngine | None = None,
     ) -> None:
         settings = settings or CompressionSettings()
         if compress_tau is not None and not 0.0 <= compress_tau <= 1.0:
@@ -164,6 +119,13 @@ class ThinkingGenerator:
             raise TraacError(f"probe {probe!r}: use one of {', '.join(PROBE_MODES)}")
         if probe_chunk < 1:
             raise TraacError(f"probe_chunk {probe_chunk}: must be at least 1")
+        if engine is not None and not engine.caches_probe:
+            probe = "reforward"  # an engine without a probe cache: one forward over the trace
+        if model is None and (engine is None or compress_tau is not None):
+            raise TraacError(
+                "test-time compression probes with a transformers model: pass one (and an "
+                "engine to decode with another backend)"
+            )
         self.model = model
         self.tokenizer = tokenizer
         self.chat_format = chat_format or resolve_chat_format("auto", tokenizer=tokenizer)
@@ -171,26 +133,27 @@ class ThinkingGenerator:
         self.think_budget = think_budget
         self.aux_prompt = settings.aux_prompt
         self.probe = probe
-        self.probe_chunk = probe_chunk
         fmt = self.chat_format
-        self.compressor = build_compressor(
-            settings, model, tokenizer, fmt, batch_size=scorer_batch_size
+        self.compressor = (
+            None
+            if model is None
+            else build_compressor(settings, model, tokenizer, fmt, batch_size=scorer_batch_size)
         )
-        self.scorer = self.compressor.scorer  # the attention scorer, as checked above
-        config = model.config.get_text_config()
-        self.max_positions: int | None = getattr(config, "max_position_embeddings", None)
         if self.caches_probe and has_sliding_layers(model):
             raise TraacError(
                 "probe 'cached': the model uses sliding-window attention, whose cache does not "
                 "hold the whole reasoning; use probe 'reforward'"
             )
-        # A tokenizer without think tokens splits the closer (SmolLM2: `</`, `think`, `>`):
-        # decoding stops once the sampled tokens end with all of its pieces.
+        self.engine: ThinkEngine = engine or TorchThinkEngine(
+            model,
+            tokenizer,
+            fmt,
+            aux_prompt=self.aux_prompt,
+            probe_scorer=self.compressor.scorer if self.caches_probe else None,  # type: ignore
+            probe_chunk=probe_chunk,
+        )
+        self.max_positions = self.engine.max_positions
         self.close_ids = tokenizer.encode(fmt.think_close, add_special_tokens=False)
-        self.open_ids = tokenizer.encode(fmt.think_open, add_special_tokens=False)
-        self.stop_ids = stop_ids(model, tokenizer)
-        pad = tokenizer.pad_token_id
-        self.pad_id = pad if pad is not None else next(iter(self.stop_ids))
 
     @property
     def caches_probe(self) -> bool:
@@ -245,23 +208,21 @@ class ThinkingGenerator:
             )
         names = keys if keys is not None else [str(k) for k in range(len(prompts))]
         seeds = [request_seed(seed, name) for name in names]
-        rows = RowSampler(temperature, top_p, seeds, input_device(self.model))
-        sampler = _Sampler(rows, logits_processor)
+        session = self.engine.session(temperature, top_p, seeds, logits_processor)
         n = len(prompts)
         budget = self.think_budget
         interrupts = budget is not None and budget < max_new_tokens
         think_limit = budget if budget is not None and interrupts else max_new_tokens
         with torch.no_grad():
-            think = self._decode(
-                prompt_ids, [think_limit] * n, sampler, on_tokens, think=True, interrupt=interrupts
+            think = session.decode(
+                prompt_ids, [think_limit] * n, on_tokens, think=True, interrupt=interrupts
             )
             ended = [i for i in range(n) if think[i].ended]
             compressions = self._compress(think, ended) if self.tau is not None else {}
             prefixes = {i: self._answer_prefix(think[i], compressions.get(i)) for i in ended}
-            answered = self._decode(
+            answered = session.decode(
                 [prompt_ids[i] + prefixes[i] for i in ended],
                 [max_new_tokens - len(think[i].tokens) - 1 for i in ended],  # the closer too
-                sampler,
                 on_tokens,
                 requests=ended,
             )
@@ -275,7 +236,7 @@ class ThinkingGenerator:
         """What an interruption appends before the closer: separator and auxiliary prompt."""
         return self.chat_format.aux_separator(reasoning) + self.aux_prompt
 
-    def _answer_prefix(self, think: _Decoded, comp: CompressionResult | None) -> list[int]:
+    def _answer_prefix(self, think: Decoded, comp: CompressionResult | None) -> list[int]:
         """What follows the prompt when the model answers: its tokens up to the opener, the
         compressed reasoning, the auxiliary prompt if interrupted, and the closer; where nothing
         was evicted, its own tokens (then answering a natural close is a plain continuation)."""
@@ -295,9 +256,9 @@ class ThinkingGenerator:
     def _sample(
         self,
         prompt: str,
-        think: _Decoded,
+        think: Decoded,
         comp: CompressionResult | None,
-        answer: _Decoded | None,
+        answer: Decoded | None,
         prefix: list[int] | None,
     ) -> ThinkingSample:
         """One prompt's generation. Under a think budget it says whether the budget interrupted
@@ -350,7 +311,7 @@ class ThinkingGenerator:
     def _text(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=False) if ids else ""
 
-    def _compress(self, think: list[_Decoded], rows: list[int]) -> dict[int, CompressionResult]:
+    def _compress(self, think: list[Decoded], rows: list[int]) -> dict[int, CompressionResult]:
         """Compress the rows whose think block ended, with the stored or re-forward scores."""
         assert self.tau is not None
         reasonings = {i: self._text(think[i].reasoning) for i in rows}
@@ -368,7 +329,7 @@ class ThinkingGenerator:
                 text = self.chat_format.probe_text(reasonings[i], self.aux_prompt)
                 n = count_tokens(self.tokenizer, text)
                 if self.max_positions is not None and n > self.max_positions:
-                    think[i].note = _too_long(n, self.max_positions)
+                    think[i].note = too_long(n, self.max_positions)
                     unscored.append(i)
                 elif reasonings[i].strip():
                     think[i].probe_tokens = n
@@ -382,150 +343,5 @@ class ThinkingGenerator:
             out[i] = CompressionResult.unchanged(reasonings[i], tokens)
         return out
 
-    def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        logits = self.model.get_output_embeddings()(hidden).float()
-        softcap = getattr(self.model.config.get_text_config(), "final_logit_softcapping", None)
-        return torch.tanh(logits / softcap) * softcap if softcap else logits
-
-    def _decode(
-        self,
-        rows: list[list[int]],
-        budgets: list[int],
-        sampler: _Sampler,
-        on_tokens: TokenCallback | None,
-        *,
-        think: bool = False,
-        interrupt: bool = False,
-        requests: Sequence[int] | None = None,
-    ) -> list[_Decoded]:
-        """Sample until each row stops: eos, its budget or, when thinking, the closer; with
-        `interrupt`, a thinking row that reaches its budget is interrupted (stop `budget`).
-        `requests[i]`: the request (prompt index, whose random stream it draws) of row i.
-
-        Rows are left-padded into one batch; finished rows leave it (and its cache). Thinking
-        with the cached probe, a `ProbeCache` keeps the think blocks' prompt-free keys.
-        """
-        device = input_device(self.model)  # a split model's first device
-        requests = range(len(rows)) if requests is None else requests
-        out: list[_Decoded | None] = [None] * len(rows)
-        live = [i for i, b in enumerate(budgets) if b > 0]
-        for i in set(range(len(rows))) - set(live):
-            out[i] = _Decoded([], "length")
-        if not live:
-            return out  # type: ignore[return-value]
-        width = max(len(rows[i]) for i in live)
-        ids = torch.full((len(live), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(live), width), dtype=torch.long)
-        for r, i in enumerate(live):
-            ids[r, width - len(rows[i]) :] = torch.tensor(rows[i], dtype=torch.long)
-            mask[r, width - len(rows[i]) :] = 1
-        ids, mask = ids.to(device), mask.to(device)
-        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
-        history = step_ids = ids
-        cache = DynamicCache(config=self.model.config)
-        tokens: dict[int, list[int]] = {i: [] for i in live}
-        opened = 0 if think and self.chat_format.opener_in_prompt else None
-        open_at: dict[int, int | None] = dict.fromkeys(live, opened)
-        probe = None
-        if think and self.caches_probe:
-            probe = ProbeCache(self.model, self.open_ids, len(live), self.probe_chunk)
-        while live:
-            n = len(live)
-            hidden = self.model.base_model(
-                input_ids=step_ids,
-                attention_mask=mask,
-                position_ids=positions,
-                past_key_values=cache,
-                use_cache=True,
-            ).last_hidden_state
-            token = sampler(history, self._logits(hidden[:, -1]), [requests[i] for i in live])
-            if on_tokens is not None:
-                on_tokens(n)
-            history = torch.cat([history, token[:, None]], dim=1)
-            keep = []
-            for r, (i, t) in enumerate(zip(live, token.tolist(), strict=True)):
-                if think and _ends_with([*tokens[i], t], self.close_ids):
-                    before = tokens[i][: len(tokens[i]) + 1 - len(self.close_ids)]
-                    out[i] = self._probe(before, open_at[i], probe, r, "close")
-                elif t in self.stop_ids:
-                    out[i] = _Decoded(tokens[i], "eos", open_at[i])
-                else:
-                    tokens[i].append(t)
-                    if think and open_at[i] is None and _ends_with(tokens[i], self.open_ids):
-                        open_at[i] = len(tokens[i])
-                    if len(tokens[i]) < budgets[i]:
-                        keep.append(r)
-                    elif think and interrupt:
-                        out[i] = self._probe(tokens[i], open_at[i], probe, r, "budget")
-                    else:
-                        out[i] = _Decoded(tokens[i], "length", open_at[i])
-            if not keep:
-                break
-            index = torch.tensor(keep, device=device)
-            if len(keep) < n:
-                cache.batch_select_indices(index)
-                history = history[index]
-                if probe is not None:
-                    probe.select(index)
-            live = [live[r] for r in keep]
-            step_ids = token[index][:, None]
-            positions = positions[index, -1:] + 1
-            mask = torch.cat([mask[index], mask.new_ones((len(keep), 1))], dim=1)
-            if probe is not None:
-                probe.feed([_after(tokens[i], open_at[i]) for i in live])
-        return out  # type: ignore[return-value]
-
-    def _probe(
-        self,
-        tokens: list[int],
-        open_at: int | None,
-        probe: ProbeCache | None,
-        row: int,
-        stop: Literal["close", "budget"],
-    ) -> _Decoded:
-        """A row whose think block just ended (closed, or interrupted at the budget); with the
-        cached probe, its scores: only the tokens past what the probe cache holds (a tail
-        shorter than a chunk, the separator, the auxiliary prompt and the closer) run."""
-        decoded = _Decoded(tokens, stop, open_at)
-        reasoning = self._text(decoded.reasoning)
-        if probe is None or not reasoning.strip():
-            return decoded  # scored after decoding, not compressed, or nothing to compress
-        text = self.chat_format.probe_text(reasoning, self.aux_prompt)
-        ids, offsets = self._encode_probe(text)
-        if self.max_positions is not None and len(ids) > self.max_positions:
-            decoded.note = _too_long(len(ids), self.max_positions)
-            return decoded
-        row_scores, ran = probe.score(
-            row, decoded.reasoning, ids, self.scorer.layers, self.scorer.heads == "gated"
-        )
-        decoded.scores = TokenScores(offsets=offsets, scores=row_scores.double().cpu().numpy())
-        decoded.probe_text = text
-        decoded.probe_tokens = ran
-        return decoded
-
-    def _encode_probe(self, text: str) -> tuple[list[int], np.ndarray]:
-        ids, offsets = encode_offsets(self.tokenizer, text)
-        start, end = (int(x) for x in offsets[-1])
-        if not closer_reads(start, end, len(text), len(self.chat_format.think_close)):
-            raise TraacError(
-                f"the probe text does not end with {self.chat_format.think_close!r} for this "
-                f"tokenizer (its last token is {text[start:end]!r}); check the chat format's "
-                "think_close"
-            )
-        return ids, offsets
-
 
 # --------------------------------------------------------------------------------------------
-
-
-def _after(tokens: list[int], open_at: int | None) -> list[int]:
-    """The tokens sampled after the opener (none before the model wrote it)."""
-    return [] if open_at is None else tokens[open_at:]
-
-
-def _ends_with(tokens: Sequence[int], suffix: Sequence[int]) -> bool:
-    return len(tokens) >= len(suffix) and list(tokens[len(tokens) - len(suffix) :]) == list(suffix)
-
-
-def _too_long(n: int, limit: int) -> str:
-    return f"not compressed: the probe is {n} tokens, more than the model's {limit} positions"

@@ -22,6 +22,7 @@ class ThinkingBackend:
         self.generator = generator
         self.tokenizer = generator.tokenizer
         self.max_context = generator.max_positions
+        self.batch_all = getattr(generator.engine, "batch_all", False)
 
     def generate(
         self,
