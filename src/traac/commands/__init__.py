@@ -28,8 +28,8 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 MODEL_HELP = (
-    "a model name (testbed, testbed-quick, smollm2), a .gguf file, a model directory or a hub "
-    "id (default: testbed)"
+    "a model name (testbed, testbed-quick, smollm2, smollm2-think), a .gguf file, a model "
+    "directory or a hub id (default: testbed)"
 )
 
 
