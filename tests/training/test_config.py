@@ -101,7 +101,7 @@ def test_modes(mode: str, compresses: bool, bins: tuple, rewards: tuple) -> None
         ("mode", "fast"),
         ("preset", "verl"),
         ("scorer", "entropy"),
-        ("scoring_model", "teacher"),
+        ("scoring_model", " "),
         ("step_scope", "answer"),
         ("uniformity_calibration", "auto"),
         ("chat_format", "qwen"),
@@ -148,6 +148,12 @@ def test_invalid_values_name_their_field(field: str, value: object) -> None:
     with pytest.raises(TraacError) as info:
         make(**{field: value})
     assert str(info.value).startswith(f"{field}:")
+
+
+def test_scoring_model_takes_any_model_but_not_with_the_confidence_scorer() -> None:
+    assert make(scoring_model="smollm2").scoring_model == "smollm2"
+    with pytest.raises(TraacError, match=r"^scoring_model: 'smollm2' with scorer confidence"):
+        make(scoring_model="smollm2", scorer="confidence")
 
 
 def test_peer_defaults_follow_the_response_budget() -> None:

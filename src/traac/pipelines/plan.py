@@ -27,6 +27,7 @@ from traac.data.training import load_training_items
 from traac.errors import TraacError
 from traac.pipelines.models import MODELS
 from traac.pipelines.train import TrainScriptArguments, resume_checkpoint
+from traac.training.compress import is_foreign
 from traac.training.config import TRAACConfig
 
 CHECKED_AT_RUN_TIME = "not reachable offline, checked at run time"
@@ -68,6 +69,9 @@ def make_plan(
     plan.add("activation checkpointing", "on" if config.activation_checkpointing else "off")
     plan.add("sharding", sharding_line(config))
     plan.add("TRAAC", traac_line(config))
+    if config.compresses and is_foreign(config.scoring_model):
+        _, where = check_model(config.scoring_model, "scoring_model")
+        plan.add("scoring model", f"{config.scoring_model} ({where})")
     plan.add("optimizer", optimizer_line(config))
     plan.add("checkpoints", checkpoint_line(config))
     plan.add("resume", resume_line(config))
@@ -85,9 +89,9 @@ def _deferred(value: str) -> bool:
 # ---------------------------------------------------------------- checks
 
 
-def check_model(name: str) -> tuple[Any, str]:
+def check_model(name: str, field: str = "model_name_or_path") -> tuple[Any, str]:
     """(tokenizer or None, how the model was found); never loads weights and never builds the
-    testbed."""
+    testbed. Errors name `field`."""
     if name in MODELS:
         named = MODELS[name]
         path = named.cached()
@@ -100,27 +104,25 @@ def check_model(name: str) -> tuple[Any, str]:
     try:
         path = resolve_model_path(name)
     except TraacError as err:
-        raise TraacError(f"model_name_or_path: {err}") from None
+        raise TraacError(f"{field}: {err}") from None
     if Path(path).is_dir():
-        return _tokenizer(path, local_only=True), "local directory"
+        return _tokenizer(path, local_only=True, field=field), "local directory"
     try:
         validate_repo_id(name)
     except HFValidationError as err:
-        raise TraacError(
-            f"model_name_or_path: {name!r} is no directory nor hub id ({err})"
-        ) from None
-    tokenizer = _tokenizer(name, local_only=not hub_reachable())
+        raise TraacError(f"{field}: {name!r} is no directory nor hub id ({err})") from None
+    tokenizer = _tokenizer(name, local_only=not hub_reachable(), field=field)
     return tokenizer, "hub id"
 
 
-def _tokenizer(where: str, local_only: bool) -> Any:
+def _tokenizer(where: str, local_only: bool, field: str = "model_name_or_path") -> Any:
     """The tokenizer (no weights), or None when it is neither on disk nor reachable."""
     try:
         return AutoTokenizer.from_pretrained(where, local_files_only=local_only)
     except OSError as err:
         if local_only:
             return None
-        raise TraacError(f"model_name_or_path: cannot load {where!r}'s tokenizer ({err})") from None
+        raise TraacError(f"{field}: cannot load {where!r}'s tokenizer ({err})") from None
 
 
 def chat_format_line(config: Any, tokenizer: Any) -> str:

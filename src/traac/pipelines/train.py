@@ -31,6 +31,7 @@ from traac.data.training import items_to_dataset, load_training_items
 from traac.errors import TraacError
 from traac.pipelines.models import resolve_model
 from traac.training.checkpoint import STATE_FILE
+from traac.training.compress import is_foreign
 from traac.training.config import TRAACConfig
 from traac.training.trainer import TRAACTrainer
 
@@ -196,6 +197,8 @@ def train(
     if config.resume_from_checkpoint and resume is None:
         logger.info(f"no checkpoint in {config.output_dir} yet; starting fresh")
     model_path = resolve_model(script.model_name_or_path, progress)
+    if config.compresses and is_foreign(config.scoring_model):  # a name (smollm2) -> its path
+        config.scoring_model = resolve_model(config.scoring_model, progress)
     tokenizer = load_tokenizer(model_path)
     tokenizer.padding_side = "left"
     set_threads(script.num_threads)
