@@ -227,6 +227,13 @@ def test_testbed_recipe_is_valid() -> None:
     assert config.max_completion_length <= 200
 
 
+def test_smollm2_think_recipe_is_valid() -> None:
+    script, config = parse(["--config", str(RECIPES / "smollm2-think.yaml")])
+    assert script.model_name_or_path == "smollm2-think" and script.dataset.startswith("testbed")
+    assert config.use_cpu and config.mode == "traac" and config.scoring_model == "reference"
+    assert (config.probe_layers, config.probe_heads) == ("all", "all")  # the paper's probe
+
+
 def test_parser_reads_the_dry_run_flags() -> None:
     script, _ = parse(["--config", str(RECIPES / "testbed.yaml"), "--dry-run"])
     assert script.dry_run and script.dry_run_processes is None
