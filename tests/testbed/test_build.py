@@ -13,7 +13,7 @@ import pytest
 from traac import cli
 from traac.testbed import build as build_module
 from traac.testbed.build import CARD, build_cached, cache_path, ensure_testbed
-from traac.testbed.config import default_config
+from traac.testbed.config import BASES, default_config
 from traac.testbed.measure import PROBE_REPORT_PER_TIER
 
 pytestmark = pytest.mark.slow
@@ -256,6 +256,7 @@ def test_base_config_keeps_the_testbed_hashes_and_names_its_own_entry():
     think = default_config(base="smollm2")
     assert think.hash() != default_config().hash()
     assert cache_path(think).name.startswith("smollm2-think-seed0-")
+    assert set(BASES) == set(build_module.BASE_GGUF)  # each base the CLI offers can be loaded
 
 
 def test_base_flag_errors_are_one_line(capsys):

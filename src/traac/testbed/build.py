@@ -41,6 +41,7 @@ from traac.testbed.traces import PROMPT_STYLE, Trace, teach
 
 CARD = "testbed_card.json"
 TOKENIZER_CORPUS = 4_000  # traces the BPE is trained on (the vocabulary is tiny)
+BASE_GGUF = {"smollm2": smollm2_file}  # each of config.BASES: the GGUF file it converts from
 
 
 def cache_path(config: TestbedConfig) -> Path:
@@ -199,7 +200,7 @@ def _load_base(base: str, progress: Progress) -> tuple[Any, Any]:
     rows to learn from a few hundred steps, and the base model (as a foreign scorer) reads the
     same tokens as its fine-tune.
     """
-    path = converted_gguf(smollm2_file(), progress)  # the only entry of BASES so far
+    path = converted_gguf(BASE_GGUF[base](), progress)
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     model.config.traac_prompt_style = PROMPT_STYLE
