@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from transformers import AutoTokenizer
 
 from traac.cli import main
 
@@ -63,6 +64,25 @@ def test_text_file_prints_steps_and_writes_json_and_html(model_dir, tmp_path, ca
     page = out_html.read_text()
     assert page.startswith("<!DOCTYPE html>") and "evicted" in page and "<h2>trace.txt</h2>" in page
     assert f"tokens {trace['tokens_before']} &rarr; {trace['tokens_after']}" in page
+
+
+def test_a_foreign_scoring_model_scores_the_steps(model_dir, smollm2, tmp_path, capsys):
+    source, out_json = tmp_path / "trace.txt", tmp_path / "out.json"
+    source.write_text(REASONING)
+    code, out, err = run(
+        capsys,
+        "--model", model_dir, "--scoring-model", smollm2, "--input", source,
+        "--compress-tau", "1.0", "--uniformity-gate", "1.0", "--json", out_json,
+    )  # fmt: skip
+    assert code == 0, err
+    assert "'>', the last of the 3 tokens" in out  # SmolLM2's pieces of </think>, not --model's
+    payload = json.loads(out_json.read_text())
+    assert payload["settings"]["scoring_model"] == str(smollm2)
+    (trace,) = payload["traces"]
+    assert "".join(s["text"] for s in trace["steps"]) == REASONING
+    scorer_tokens = AutoTokenizer.from_pretrained(smollm2)(REASONING, add_special_tokens=False)
+    assert trace["tokens_before"] == len(scorer_tokens.input_ids) < len(REASONING)
+    assert len(trace["compressed"]) < len(REASONING)
 
 
 def test_jsonl_with_each_scorer(model_dir, tmp_path, capsys):
@@ -153,6 +173,10 @@ def test_bad_input_is_one_line_exit_2(model_dir, tmp_path, capsys, case):
         (["--input", "{trace}", "--json", "{tmp}"], "is a directory"),
         (["--input", "{trace}", "--scorer", "confidence"], "give each line a 'question' field"),
         (["--input", "{trace}", "--scorer", "entropy"], "invalid choice: 'entropy'"),
+        (
+            ["--input", "{trace}", "--scorer", "confidence", "--scoring-model", "x"],
+            "--scoring-model: the confidence scorer",
+        ),
         (["--input", "{trace}", "--think-close", "<think>"], "must differ"),
     ],
 )

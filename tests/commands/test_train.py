@@ -224,6 +224,8 @@ def test_dry_run_resolves_the_chat_format_and_checks_the_rows(
         (["--dry_run_processes", "0"], "dry_run_processes:"),
         (["--model_name_or_path", "./no/such/model"], "model_name_or_path:"),
         (["--model_name_or_path", "bad id with spaces"], "model_name_or_path:"),
+        (["--scoring_model", "./no/such/scorer"], "scoring_model:"),
+        (["--scoring_model", "smollm2", "--scorer", "confidence"], "scoring_model:"),
         (["--dataset", "reasoning-gym:no_such_task"], "dataset:"),
         (["--resume_from_checkpoint", "/no/such/checkpoint"], "resume_from_checkpoint:"),
         (["--no_such_field", "1"], "no_such_field"),
@@ -246,6 +248,19 @@ def test_dry_run_of_an_invalid_field_exits_2_naming_it(
     assert code == 2
     assert len(err.splitlines()) == 1 and err.startswith("traac train: error:")
     assert field in err
+
+
+def test_dry_run_names_a_foreign_scoring_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    no_weights(monkeypatch)
+    monkeypatch.setenv("TRAAC_CACHE_DIR", str(tmp_path / "cache"))  # nothing converted here
+    argv = local_recipe(tmp_path, Path("testbed"), "testbed:easy?n=4")
+    code = cli_main([*argv, "--dry-run", "--scoring_model", "smollm2"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 0
+    assert "scorer attention on the smollm2 model" in out
+    assert "smollm2 (SmolLM2-135M-Instruct, converted" in out
 
 
 @pytest.mark.parametrize("field", ["learning_rate", "beta", "correctness_reward"])

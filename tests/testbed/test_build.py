@@ -13,7 +13,7 @@ import pytest
 from traac import cli
 from traac.testbed import build as build_module
 from traac.testbed.build import CARD, build_cached, cache_path, ensure_testbed
-from traac.testbed.config import default_config
+from traac.testbed.config import BASES, default_config
 from traac.testbed.measure import PROBE_REPORT_PER_TIER
 
 pytestmark = pytest.mark.slow
@@ -217,3 +217,50 @@ def test_an_unwritable_output_is_one_line_before_any_build(tmp_path, monkeypatch
     assert cli.main(["testbed", "build", "--quick", "--force", "--output", str(target)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("traac testbed: error: testbed: ") and "\n" not in err
+
+
+def _tiny_think_config():
+    """SmolLM2 taught on 8 traces (2 steps), measured on 2 problems a tier: the build path of
+    `--base smollm2` in about a minute, not the model it builds."""
+    from dataclasses import replace
+
+    from traac.testbed.config import SMOLLM2_THINK, MeasureConfig
+
+    return replace(
+        SMOLLM2_THINK,
+        train=replace(SMOLLM2_THINK.train, n_traces=8, batch_size=4),
+        measure=MeasureConfig(n_per_tier=2, samples=1, max_new_tokens=24, batch_size=6),
+    )
+
+
+def test_base_build_fine_tunes_the_pretrained_model(smollm2, tmp_path):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target = tmp_path / "think"
+    card = build_module.build_testbed(target, _tiny_think_config())
+    assert card["config"]["base"] == "smollm2" and "model" not in card["config"]
+    assert card["train"]["steps"] == 2
+    assert len(card["train"]["think_close_ids"]) > 1  # SmolLM2 spells </think> in pieces
+    assert set(card["measure"]["tiers"]) == {"easy", "medium", "hard"}
+    assert json.loads((target / "config.json").read_text())["traac_prompt_style"] == "question"
+    assert AutoTokenizer.from_pretrained(target).eos_token == "<|im_end|>"
+    tuned = AutoModelForCausalLM.from_pretrained(target)
+    base = AutoModelForCausalLM.from_pretrained(smollm2)
+    assert tuned.num_parameters() == base.num_parameters()
+    assert not torch.equal(tuned.model.norm.weight, base.model.norm.weight)  # it was trained
+
+
+def test_base_config_keeps_the_testbed_hashes_and_names_its_own_entry():
+    assert "base" not in default_config().to_dict()  # older cache entries stay valid
+    think = default_config(base="smollm2")
+    assert think.hash() != default_config().hash()
+    assert cache_path(think).name.startswith("smollm2-think-seed0-")
+    assert set(BASES) == set(build_module.BASE_GGUF)  # each base the CLI offers can be loaded
+
+
+def test_base_flag_errors_are_one_line(capsys):
+    assert cli.main(["testbed", "build", "--base", "smollm2", "--quick"]) == 2
+    assert "--quick" in capsys.readouterr().err
+    assert cli.main(["testbed", "show", "--base", "gpt2"]) == 2
+    assert "--base" in capsys.readouterr().err

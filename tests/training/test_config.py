@@ -101,7 +101,7 @@ def test_modes(mode: str, compresses: bool, bins: tuple, rewards: tuple) -> None
         ("mode", "fast"),
         ("preset", "verl"),
         ("scorer", "entropy"),
-        ("scoring_model", "teacher"),
+        ("scoring_model", " "),
         ("step_scope", "answer"),
         ("uniformity_calibration", "auto"),
         ("chat_format", "qwen"),
@@ -148,6 +148,12 @@ def test_invalid_values_name_their_field(field: str, value: object) -> None:
     with pytest.raises(TraacError) as info:
         make(**{field: value})
     assert str(info.value).startswith(f"{field}:")
+
+
+def test_scoring_model_takes_any_model_but_not_with_the_confidence_scorer() -> None:
+    assert make(scoring_model="smollm2").scoring_model == "smollm2"
+    with pytest.raises(TraacError, match=r"^scoring_model: 'smollm2' with scorer confidence"):
+        make(scoring_model="smollm2", scorer="confidence")
 
 
 def test_peer_defaults_follow_the_response_budget() -> None:
@@ -219,6 +225,13 @@ def test_testbed_recipe_is_valid() -> None:
     assert script.model_name_or_path == "testbed" and script.dataset.startswith("testbed")
     assert config.use_cpu and 0 < config.max_steps <= 200 and config.mode == "traac"
     assert config.max_completion_length <= 200
+
+
+def test_smollm2_think_recipe_is_valid() -> None:
+    script, config = parse(["--config", str(RECIPES / "smollm2-think.yaml")])
+    assert script.model_name_or_path == "smollm2-think" and script.dataset.startswith("testbed")
+    assert config.use_cpu and config.mode == "traac" and config.scoring_model == "reference"
+    assert (config.probe_layers, config.probe_heads) == ("all", "all")  # the paper's probe
 
 
 def test_parser_reads_the_dry_run_flags() -> None:

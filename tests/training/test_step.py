@@ -3,6 +3,8 @@ dropping, each process's slice, the per-batch state and the step's telemetry."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -169,3 +171,31 @@ def test_step_stats_per_scope() -> None:
     flat = stats.flat()
     assert flat["traac/seconds/generate"] == 1.5 and flat["traac/reward/correctness_reward"] == 2
     assert "traac/sampling/resample_rounds" not in flat
+
+
+def test_step_stats_count_the_kinds_evicted_on_testbed_prompts() -> None:
+    reasoning = "First, 3 + 5 = 8.\nSo the answer is 8.\nWait, 3 + 5 = 8.\nSo the answer is 8.\n"
+    cuts = [0, 18, 38, 55, len(reasoning)]
+    steps = [Step(reasoning[a:b], a, b) for a, b in itertools.pairwise(cuts)]
+    evicted = CompressionResult(
+        reasoning, steps, np.ones(4), [False, True, False, True], 0.5, 0.5, "", 20, 10
+    )  # the compute step and the re-check evicted
+    kept = CompressionResult(reasoning, steps, np.ones(4), [True] * 4, 0.9, 0.0, "", 20, 20)
+    originals = [rollout(i) for i in range(2 * N)]
+    compressions = [Compression(0, evicted, 0.6, prefix_ids=[1]), Compression(N, kept, 0.6)]
+    for source in ("testbed", "gsm8k"):
+        groups = step.pool(
+            originals, [], compressions, [source] * 2 * N, [1.0, 1.0], ["easy"] * 2, N, (0, 0)
+        )
+        stats = step.step_stats(
+            TraacStep(1, groups), ("easy",), Tokenizer(), ChatFormat(), [0], {}, {}
+        )
+        scope = stats.scopes["easy"]
+        if source == "testbed":
+            assert (scope.evicted_compute, scope.evicted_conclude, scope.evicted_recheck) == (
+                1.0, 0.0, 1.0
+            )  # fmt: skip
+            assert scope.compute_loss == 0.5  # one of the two candidates' two compute steps
+            assert stats.flat()["traac/easy/compute_loss"] == 0.5
+        else:  # no labels outside the testbed's format
+            assert scope.evicted_compute is None and scope.compute_loss is None

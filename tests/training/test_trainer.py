@@ -11,6 +11,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
@@ -352,6 +353,23 @@ def test_scoring_model(
         assert not any(p.requires_grad for p in scored_by.parameters())
         for a, b in zip(scored_by.parameters(), policy.parameters(), strict=True):
             assert torch.equal(a, b)
+
+
+def test_a_foreign_scoring_model_scores_through_its_own_tokenizer(
+    quick_testbed: Path, smollm2: Path, tmp_path: Path
+) -> None:
+    trainer = make_trainer(quick_testbed, tmp_path, scoring_model=str(smollm2))
+    scorer = trainer.compressor.scorer
+    assert scorer.model is trainer._scoring_model
+    assert scorer.model.config.model_type == "llama"  # SmolLM2, not the Qwen3 policy
+    assert not any(p.requires_grad for p in scorer.model.parameters())
+    assert len(scorer.tokenizer) != len(trainer.tokenizer)
+    reasoning = "First, 3 + 5 = 8.\nThen 8 - 2 = 6.\nSo the answer is 6.\nWait, 3 + 5 = 8.\n"
+    (trace,) = trainer.compressor.score([reasoning])
+    words = [s.text.split()[0] for s in trace.steps if s.text.strip()]
+    assert words == ["First,", "Then", "So", "Wait,"]
+    assert len(trace.scores) == len(trace.steps) and np.isfinite(trace.scores).all()
+    assert trace.scores.sum() > 0  # SmolLM2's attention reached the steps through the offsets
 
 
 def test_metrics_are_cut_back_to_the_start_step(tmp_path: Path) -> None:

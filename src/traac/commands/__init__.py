@@ -28,8 +28,9 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 MODEL_HELP = (
-    "a model name (testbed, testbed-quick, smollm2), a .gguf file, a model directory, a LoRA "
-    "adapter directory (traac train with use_peft) or a hub id (default: testbed)"
+    "a model name (testbed, testbed-quick, smollm2, smollm2-think), a .gguf file, a model "
+    "directory, a LoRA adapter directory (traac train with use_peft) or a hub id (default: "
+    "testbed)"
 )
 
 

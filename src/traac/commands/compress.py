@@ -5,6 +5,7 @@ or a `.jsonl` file with a `reasoning` field on every line (and a `question` fiel
 confidence scorer, which reads the model's distribution with the question in context). Prints a
 table of steps per trace and the summary (u, e, tokens before -> after); optionally writes the
 results as JSON and as a self-contained HTML page (steps shaded by score, evicted ones struck).
+`--scoring-model` scores with another model (beyond the paper), through its own tokenizer.
 """
 
 from __future__ import annotations
@@ -71,6 +72,13 @@ def build_parser() -> ArgumentParser:
     )
     add_settings(parser, CompressionSettings, "compression")
     add_settings(parser, FormatSettings, "think format", chat_format="response-opens")
+    parser.add_argument(
+        "--scoring-model",
+        "--scoring_model",
+        dest="scoring_model",
+        help="the model whose attention scores the steps (default: --model itself; beyond the "
+        "paper, any model: steps map to its tokenizer through character offsets)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random scorer")
     parser.add_argument("--batch-size", type=int, default=8, help="traces per forward pass")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N (default: auto)")
@@ -154,6 +162,11 @@ def main(argv: list[str]) -> int:
     output_file(args.json, "--json")
     device, device_map = resolve_placement(args.device, args.device_map)
     traces = read_traces(args.input, think.resolve())
+    if args.scoring_model is not None and settings.scorer == "confidence":
+        raise TraacError(
+            "--scoring-model: the confidence scorer reads --model's own distribution; drop "
+            "--scoring-model or choose another scorer"
+        )
     if settings.scorer == "confidence":
         missing = [t.where for t in traces if not t.question]
         if missing:
@@ -165,15 +178,18 @@ def main(argv: list[str]) -> int:
     path = resolve_model(args.model, make_progress())
     tokenizer = load_tokenizer(path)
     chat_format = think.resolve(tokenizer)
+    # The scorer reads the text through its own tokenizer (the same as --model's by default).
+    scoring_path = path if args.scoring_model is None else resolve_model(args.scoring_model)
+    scorer_tokenizer = tokenizer if scoring_path == path else load_tokenizer(scoring_path)
     model = None
     if settings.scorer != "random":
-        config = load_config(path).get_text_config()
+        config = load_config(scoring_path).get_text_config()
         resolve_layers(settings.probe_layers or "all", config.num_hidden_layers)
         limit = getattr(config, "max_position_embeddings", None)
-        check_lengths(traces, tokenizer, limit, chat_format, settings.aux_prompt)
-        model = load_model(path, device=device, device_map=device_map)
+        check_lengths(traces, scorer_tokenizer, limit, chat_format, settings.aux_prompt)
+        model = load_model(scoring_path, device=device, device_map=device_map)
     compressor = build_compressor(
-        settings, model, tokenizer, chat_format, seed=args.seed, batch_size=args.batch_size
+        settings, model, scorer_tokenizer, chat_format, seed=args.seed, batch_size=args.batch_size
     )
     results: list[CompressionResult] = []
     progress = make_progress()
@@ -187,7 +203,7 @@ def main(argv: list[str]) -> int:
             task.advance(len(chunk))
 
     console = make_console(stderr=False)
-    query = closer_query(tokenizer, chat_format.think_close)
+    query = closer_query(scorer_tokenizer, chat_format.think_close)
     if settings.scorer == "attention":
         print_lines(console, [query])
     records = []
@@ -211,6 +227,7 @@ def main(argv: list[str]) -> int:
         payload = {
             "settings": {
                 "model": args.model,
+                "scoring_model": args.scoring_model,
                 "compress_tau": args.compress_tau,
                 "seed": args.seed,
                 "probe_query": query,

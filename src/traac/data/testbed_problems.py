@@ -39,6 +39,18 @@ DEFAULT_N = 200
 MAX_N = 100_000  # problems per tier: far past every pool but the hard one, and still seconds
 SHARES: dict[str, float] = {"eval": EVAL_SHARE, "rl": RL_SHARE, "sft": 1 - EVAL_SHARE - RL_SHARE}
 DATA_SOURCE = "testbed"
+CONCLUSION = "So the answer is"  # the teacher's conclusion line, which labels its steps
+
+
+def step_kind(reasoning: str, start: int, text: str) -> str:
+    """The kind of the step `text` at offset `start` of a testbed reasoning: `conclude` for a
+    conclusion line, `recheck` after the first one, else `compute`. Telemetry only: the method
+    never reads it."""
+    if text.lstrip().startswith(CONCLUSION):
+        return "conclude"
+    return "recheck" if CONCLUSION in reasoning[:start] else "compute"
+
+
 TASK = "chain_sum"
 
 

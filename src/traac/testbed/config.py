@@ -14,6 +14,7 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 
 from traac.data.testbed_problems import SFT_SEED, TierConfig
+from traac.errors import TraacError
 
 VERSION = 1
 
@@ -78,6 +79,7 @@ class MeasureConfig:
 class TestbedConfig:
     name: str = "full"
     seed: int = SFT_SEED
+    base: str | None = None  # a pretrained model to fine-tune (`BASES`), instead of a fresh one
     tiers: TierConfig = field(default_factory=TierConfig)
     teacher: TeacherConfig = TeacherConfig()
     model: ModelConfig = ModelConfig()
@@ -85,7 +87,12 @@ class TestbedConfig:
     measure: MeasureConfig = MeasureConfig()
 
     def to_dict(self) -> dict:
-        return {"version": VERSION, **asdict(self)}
+        out = {"version": VERSION, **asdict(self)}
+        if self.base is None:
+            del out["base"]  # configs from before `base` keep their hash (their cache entry)
+        else:
+            del out["model"]  # the base decides the architecture
+        return out
 
     def hash(self) -> str:
         """Short content hash: the cache key of the model built from this config."""
@@ -102,6 +109,27 @@ QUICK = TestbedConfig(
 )  # fmt: skip
 
 
-def default_config(quick: bool = False, seed: int = SFT_SEED) -> TestbedConfig:
-    """The full testbed (meets the issue's properties) or the quick one (for tests, <= 60 s)."""
+# SmolLM2-135M-Instruct fully fine-tuned on the teacher's traces: a real pretrained model that
+# thinks (75 steps; its tokenizer spells the think delimiters in several tokens, kept as is).
+# Its card samples once per problem: generation costs ~25 ms a token on 2 cores.
+SMOLLM2_THINK = TestbedConfig(
+    name="smollm2-think",
+    base="smollm2",
+    train=TrainConfig(n_traces=1_200, batch_size=16, learning_rate=2e-4, weight_decay=0.0),
+    measure=MeasureConfig(n_per_tier=60, samples=1, max_new_tokens=256, batch_size=30),
+)
+BASES = ("smollm2",)  # what `--base` takes; traac.testbed.build loads each
+
+
+def default_config(
+    quick: bool = False, seed: int = SFT_SEED, base: str | None = None
+) -> TestbedConfig:
+    """The full testbed (meets the issue's properties), the quick one (for tests, <= 60 s), or
+    the thinking fine-tune of a pretrained `base` (`BASES`)."""
+    if base is not None:
+        if base not in BASES:
+            raise TraacError(f"testbed: unknown --base {base!r}; choose one of {', '.join(BASES)}")
+        if quick:
+            raise TraacError("testbed: --quick builds the tiny model; drop it or drop --base")
+        return replace(SMOLLM2_THINK, seed=seed)
     return replace(QUICK if quick else TestbedConfig(), seed=seed)

@@ -66,7 +66,7 @@ def generate(
     jobs = [item for item in items for _ in range(samples)]
     prompts = render_prompts(tokenizer, [item.question for item in jobs])
     stop = {tokenizer.eos_token_id, tokenizer.pad_token_id}
-    close_id = tokenizer.convert_tokens_to_ids(THINK_CLOSE)
+    close = tokenizer(THINK_CLOSE, add_special_tokens=False).input_ids
     tokenizer.padding_side = "left"
     out: list[Sample] = []
     with (progress or NullProgress()).task(
@@ -92,11 +92,22 @@ def generate(
             for item, ids in zip(jobs[at : at + batch_size], new, strict=True):
                 end = next((i for i, t in enumerate(ids) if t in stop), len(ids))
                 ids = ids[:end]
-                think = ids.index(close_id) if close_id in ids else len(ids)
                 text = tokenizer.decode(ids, skip_special_tokens=False)
+                think = _think_tokens(tokenizer, ids, text, close)
                 out.append(Sample(item, text, len(ids), think))
             task.advance(len(new))
     return out
+
+
+def _think_tokens(tokenizer: Any, ids: list[int], text: str, close: list[int]) -> int:
+    """Tokens before the first closer: found by id where the closer is one token (the testbed),
+    else by text (a pretrained tokenizer spells it in several)."""
+    if len(close) == 1:
+        return ids.index(close[0]) if close[0] in ids else len(ids)
+    cut = text.find(THINK_CLOSE)
+    if cut < 0:
+        return len(ids)
+    return len(tokenizer(text[:cut], add_special_tokens=False).input_ids)
 
 
 class _CachedScorer:
@@ -128,8 +139,11 @@ def _quantiles(values: Sequence[float]) -> dict[str, float]:
     return out
 
 
-def probe(model: Any, tokenizer: Any, correct: dict[str, list[str]]) -> dict[str, Any]:
-    """Attention-probe statistics on correct reasonings, per tier (TRAAC's default compressor)."""
+def probe(
+    model: Any, tokenizer: Any, correct: dict[str, list[str]], each_layer: bool = True
+) -> dict[str, Any]:
+    """Attention-probe statistics on correct reasonings, per tier (TRAAC's default compressor);
+    `each_layer` adds each layer's scores alone (a forward pass per layer)."""
     attention = build_compressor(CompressionSettings(), model, tokenizer, batch_size=64).scorer
     scorer = _CachedScorer(attention)
     default = Compressor(scorer)  # scope probe, gate 0.8, cap 0.8, as in training
@@ -165,7 +179,7 @@ def probe(model: Any, tokenizer: Any, correct: dict[str, list[str]]) -> dict[str
         # (a recipe's `probe_layers` can pick them)
         "relative_score_by_layer": {
             str(layer): _relative_scores(_one_layer(model, tokenizer, layer), everything)
-            for layer in range(model.config.num_hidden_layers)
+            for layer in range(model.config.num_hidden_layers if each_layer else 0)
         },
     }
     return out
@@ -285,7 +299,8 @@ def measure(
             p.reasoning for p, ok in zip(parsed, right, strict=True) if ok and p.well_formed
         ]
     with progress.phase("testbed: attention probe on the correct responses"):
-        probed = probe(model, tokenizer, correct)
+        # a pretrained base has 30 layers: a pass each costs more than the rest of the card
+        probed = probe(model, tokenizer, correct, each_layer=config.base is None)
     with progress.phase("testbed: probe report (every scorer, the paper's rule)"):
         report = _probe_report(
             model, tokenizer, _labelled(tokenizer, samples, verdicts), config.seed

@@ -21,12 +21,11 @@ import random
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from traac.data.testbed_problems import Chain
+from traac.data.testbed_problems import CONCLUSION, Chain
 from traac.method.formats import AUX_PROMPT, ChatFormat
 from traac.method.segmentation import split_steps
 from traac.testbed.config import TeacherConfig
 
-CONCLUSION = "So the answer is"
 GUESS = "Hmm, the rest is long, so I will estimate."
 StepKind = Literal["compute", "conclude", "recheck"]  # key steps: compute and conclude
 QWEN3_FORMAT = ChatFormat()  # the response opens and closes the think block

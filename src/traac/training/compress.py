@@ -16,13 +16,46 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
+from accelerate import Accelerator
+from accelerate.utils import DistributedType
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from trl.models import prepare_deepspeed, prepare_fsdp
+
 from traac.method.compression import Compressor
 from traac.method.formats import ChatFormat
 from traac.method.rewards import Gather
+from traac.training.config import SCORING_MODELS
 from traac.training.step import Compression, Rollout, evict
 
 # What a process with nothing to score feeds the scorer so that its forwards match the others'.
 FILLER_REASONING = "."
+
+
+def is_foreign(scoring_model: str) -> bool:
+    """Whether `scoring_model` names a model of its own (neither reference nor policy)."""
+    return scoring_model not in SCORING_MODELS
+
+
+def frozen_scorer(path: str, accelerator: Accelerator, dtype: Any) -> Any:
+    """A frozen model at `path` to score with, sharded as TRL shards its reference model under
+    ZeRO-3 or FSDP: its forwards are then collectives, matched across processes by the padding
+    of `StepCompressor` as the policy's are."""
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    model.requires_grad_(False)
+    model.eval()
+    if accelerator.distributed_type == DistributedType.DEEPSPEED:
+        return prepare_deepspeed(model, accelerator)
+    if accelerator.distributed_type == DistributedType.FSDP:
+        return prepare_fsdp(model, accelerator)
+    return model.to(accelerator.device)
+
+
+def scorer_tokenizer(scoring_model: str, policy_tokenizer: Any) -> Any:
+    """The tokenizer the scorer reads steps with: a foreign scorer's own (steps map to it by
+    character offsets), else the policy's."""
+    if not is_foreign(scoring_model):
+        return policy_tokenizer
+    return AutoTokenizer.from_pretrained(scoring_model)
 
 
 @dataclass

@@ -33,7 +33,7 @@ from traac.training.modes import MODES, Mode
 from traac.training.peer_rewards import PeerSettings
 
 DYNAMIC_SAMPLING = ("none", "drop", "resample")
-SCORING_MODELS = ("reference", "policy")
+SCORING_MODELS = ("reference", "policy")  # or any other model name or path: a foreign scorer
 PRESET_NAMES = tuple(PRESETS)
 CALIBRATIONS = ("none", "rank")
 _UNIT_FIELDS = (
@@ -104,7 +104,10 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
 
         scoring_model (`str`, *optional*, defaults to `"reference"`):
             The model the probe runs through: `reference` (TRL's frozen KL reference model, or
-            a frozen copy of the initial policy when `beta=0`) or `policy`.
+            a frozen copy of the initial policy when `beta=0`), `policy`, or any other model
+            name or path: a frozen foreign scorer (beyond the paper, as LLMLingua lets a small
+            LM compress prompts for a large one) that reads the steps through its own
+            tokenizer; check its precision per tier with `traac probe-report --scoring-model`.
         probe_layers (`str` or `None`, *optional*, defaults to `None`):
             Attention layers averaged: `all`, `first_half` or comma-separated indices; unset,
             the preset's (paper: all; authors: the first half for Qwen3, all for others).
@@ -205,7 +208,9 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
     scoring_model: str = field(
         default="reference",
         metadata={"help": "Model the probe runs through: reference (the frozen initial policy, "
-                  "TRL's KL reference model) | policy (the current policy)."},
+                  "TRL's KL reference model) | policy (the current policy) | any other model "
+                  "name or path (a frozen foreign scorer; steps map to its tokenizer by "
+                  "characters)."},
     )  # fmt: skip
     probe_layers: str | None = field(
         default=None,
@@ -320,6 +325,18 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
             raise TRAACConfigError(str(error)) from None
         super().__post_init__()
 
+    def _validate_scoring_model(self) -> None:
+        if not isinstance(self.scoring_model, str) or not self.scoring_model.strip():
+            raise TraacError(
+                f"scoring_model: {self.scoring_model!r} is empty; choose reference, policy or "
+                "a model name or path"
+            )
+        if self.scoring_model not in SCORING_MODELS and self.scorer == "confidence":
+            raise TraacError(
+                f"scoring_model: {self.scoring_model!r} with scorer confidence; the confidence "
+                "scorer reads the policy's own distribution, so set reference or policy"
+            )
+
     def _validate_traac(self) -> None:
         self.preset = preset_name("preset", self.preset)
         if self.format_preset is not None:
@@ -328,12 +345,12 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         choices = {
             "mode": tuple(MODES),
             "preset": PRESET_NAMES,
-            "scoring_model": SCORING_MODELS,
             "uniformity_calibration": CALIBRATIONS,
             "dynamic_sampling": DYNAMIC_SAMPLING,
         }
         for name, allowed in choices.items():
             check_choice(name, getattr(self, name), allowed)
+        self._validate_scoring_model()
         for name in _UNIT_FIELDS:
             check_unit(name, getattr(self, name))
         for name in _NONNEGATIVE_FIELDS:

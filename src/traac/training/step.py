@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from traac.data.testbed_problems import DATA_SOURCE, step_kind
 from traac.method.compression import CompressionResult, Compressor, ScoredTrace, uniformity_rank
 from traac.method.difficulty import DifficultyConfig, group_pass_rates
 from traac.method.formats import ChatFormat
@@ -328,6 +329,9 @@ def step_stats(
     close_ids = tokenizer.encode(chat_format.think_close, add_special_tokens=False)
     stop = set(eos_ids)
 
+    def labels(r: CompressionResult) -> list[str]:
+        return [step_kind(r.reasoning, s.start, s.text) for s in r.steps]
+
     def scope(groups: Sequence[Group]) -> Any:
         candidates = [c for g in groups for c in g.compressions]
         return scope_stats(
@@ -336,6 +340,12 @@ def step_stats(
             [c.result for c in candidates],
             [c.result for c in candidates if c.used],
             sum(g.dropped for g in groups) if sampling != "none" else None,
+            [
+                (c.result, labels(c.result))
+                for g in groups
+                if g.data_source == DATA_SOURCE  # the teacher's format labels its steps
+                for c in g.compressions
+            ],
         )
 
     scopes = {ALL: scope(step.groups)}

@@ -19,6 +19,7 @@ import json
 import math
 import os
 import statistics
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -71,6 +72,13 @@ class ScopeStats:
     steps_removed: float | None  # mean per compressed rollout
     tokens_removed: float | None  # mean per compressed rollout
     dropped: int | None = None  # groups masked out of the loss by dynamic sampling
+    # Testbed prompts only (their steps' kinds are knowable, `testbed_problems.step_kind`):
+    # steps of each kind evicted per compressed candidate, and the share of the candidates'
+    # computation steps evicted (what compression costs the answer).
+    evicted_compute: float | None = None
+    evicted_conclude: float | None = None
+    evicted_recheck: float | None = None
+    compute_loss: float | None = None
 
 
 @dataclass(frozen=True)
@@ -127,16 +135,36 @@ def _mean(values: Sequence[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
+def kind_stats(labelled: Sequence[tuple[CompressionResult, Sequence[str]]]) -> dict[str, float]:
+    """Evicted steps per compressed candidate by kind, and the compute loss, of candidates whose
+    steps carry kinds (`compute`, `conclude`, `recheck`); empty when none do."""
+    evicted: Counter[str] = Counter()
+    computes = compressed = 0
+    for result, kinds in labelled:
+        compressed += result.compressed
+        for step, keep, kind in zip(result.steps, result.kept, kinds, strict=True):
+            if step.text:
+                computes += kind == "compute"
+                evicted[kind] += not keep
+    out = {}
+    if compressed:
+        out = {f"evicted_{k}": evicted[k] / compressed for k in ("compute", "conclude", "recheck")}
+    if computes:
+        out["compute_loss"] = evicted["compute"] / computes
+    return out
+
+
 def scope_stats(
     pass_rates: Sequence[float],
     pooled: Sequence[RolloutView],
     candidates: Sequence[CompressionResult],
     used: Sequence[CompressionResult],
     dropped: int | None = None,
+    labelled: Sequence[tuple[CompressionResult, Sequence[str]]] = (),
 ) -> ScopeStats:
     """Stats of one scope: the pass rates of its prompts, its pooled rollouts, the candidates
-    compression scored, the compressions that were used (re-answered) and, with dynamic
-    sampling, how many of its groups were dropped."""
+    compression scored, the compressions that were used (re-answered), with dynamic sampling
+    how many of its groups were dropped, and the candidates whose step kinds are known."""
     right = [r for r in pooled if r.correct]
     wrong = [r for r in pooled if not r.correct]
     done = compression_stats(used)
@@ -160,6 +188,7 @@ def scope_stats(
         steps_removed=done.steps_removed / len(used) if used else None,
         tokens_removed=done.tokens_removed / len(used) if used else None,
         dropped=dropped,
+        **kind_stats(labelled),
     )
 
 

@@ -44,7 +44,7 @@ from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
 from traac.method.rewards import LengthWindows
 from traac.training.checkpoint import load_state, save_state
-from traac.training.compress import StepCompressor
+from traac.training.compress import StepCompressor, frozen_scorer, is_foreign, scorer_tokenizer
 from traac.training.config import TRAACConfig
 from traac.training.evaluation import HeldOutEvaluation
 from traac.training.extra_rewards import with_extra_rewards
@@ -187,8 +187,9 @@ class TRAACTrainer(HeldOutEvaluation, GRPOTrainer):
     # ---------------------------------------------------------------- set-up
 
     def _load_scoring_model(self) -> Any:
-        """The model the probe runs through: the frozen reference model, or the policy (always
-        for the confidence scorer, which reads the policy's own sampling distribution).
+        """The model the probe runs through: the frozen reference model, a frozen foreign model
+        (`scoring_model` names one), or the policy (always for the confidence scorer, which
+        reads the policy's own sampling distribution).
 
         With LoRA the reference is the policy with its adapters disabled, as for TRL's KL
         term. Otherwise, with `beta=0` TRL keeps no reference model; TRAAC then loads its own
@@ -197,6 +198,8 @@ class TRAACTrainer(HeldOutEvaluation, GRPOTrainer):
         """
         if self.args.scorer in ("random", "confidence") or self.args.scoring_model == "policy":
             return None  # random reads no model; the policy is looked up at each step
+        if is_foreign(self.args.scoring_model):
+            return frozen_scorer(self.args.scoring_model, self.accelerator, self.model.dtype)
         if is_peft_model(self.model):
             self._scores_base = True
             return None
@@ -218,7 +221,8 @@ class TRAACTrainer(HeldOutEvaluation, GRPOTrainer):
         layers = args.resolved_probe_layers(model.config.get_text_config().model_type)
         settings = copy.copy(args)
         settings.probe_layers = layers
-        return build_compressor(settings, model, self.tokenizer, self.chat_format, seed=args.seed)
+        tokenizer = scorer_tokenizer(args.scoring_model, self.tokenizer)
+        return build_compressor(settings, model, tokenizer, self.chat_format, seed=args.seed)
 
     # ================================================================ TRL adapter
     # Every override of a TRL hook and every private TRL attribute this trainer touches.
