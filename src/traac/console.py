@@ -150,37 +150,43 @@ def print_blocks(console: Console, blocks: Sequence[str | Table]) -> None:
             console.print(block, markup=False, highlight=False)
 
 
-# Each column costs its cell padding (one space each side) and one rule; the table one more.
-_COLUMN_EXTRA = 3
+# Rich's box with its outer edge; then, before a table is split, without it (the edge's rules
+# and outer padding give the numbers four more columns).
+_STYLES: tuple[dict[str, bool], ...] = ({}, {"show_edge": False, "pad_edge": False})
+
+
+def _frame(style: dict[str, bool], n: int) -> int:
+    """Columns taken by rules and padding around `n` columns: one space each side of a cell
+    and one rule between cells (and at both edges, unless `style` drops them)."""
+    return 3 * n + 1 if not style else 3 * n - 3
 
 
 def fit_table(table: Table, width: int) -> list[RichTable]:
     """A `Table` as rich tables no wider than `width` (cells are data, never markup).
 
     Headers wrap between words, never inside one; a number is never cut or wrapped, so each
-    stays under its header. A table too wide even so is split into parts, each repeating the
-    label columns (`Table.left`) so every row of numbers keeps its label.
+    stays under its header. A table too wide even so loses its outer edge, then is split
+    into parts of about as many columns, each repeating the label columns (`Table.left`) so
+    every row of numbers keeps its label. A table that fits is drawn as rich draws it.
     """
     columns = [str(c) for c in table.columns]
     cells = [[str(row[k]) for row in table.rows] for k in range(len(columns))]
     least = [_least_width(columns[k], cells[k], k in table.left) for k in range(len(columns))]
     whole = [max([cell_len(columns[k]), *map(cell_len, cells[k])]) for k in range(len(columns))]
     labels = [k for k in range(len(columns)) if k in table.left]
-    room = width - 1 - sum(least[k] + _COLUMN_EXTRA for k in labels)
-    parts: list[list[int]] = []
-    for k in (k for k in range(len(columns)) if k not in table.left):
-        need = least[k] + _COLUMN_EXTRA
-        if parts and sum(least[j] + _COLUMN_EXTRA for j in parts[-1]) + need <= room:
-            parts[-1].append(k)
-        else:
-            parts.append([k])
-    parts = parts or [[]]
+    values = [k for k in range(len(columns)) if k not in table.left]
+    for style in _STYLES:
+        parts = _parts(labels, values, least, width, style)
+        if len(parts) == 1:
+            break
     out = []
     for n, part in enumerate(parts, start=1):
         shown = sorted(labels + part)
-        widths = _share(width - 1 - _COLUMN_EXTRA * len(shown), shown, least, whole)
+        widths = _share(width - _frame(style, len(shown)), shown, labels, least, whole)
         title = table.title + (f" ({n}/{len(parts)})" if len(parts) > 1 else "")
-        rich = RichTable(title=Text(title.strip()) if title.strip() else None, title_justify="left")
+        rich = RichTable(
+            title=Text(title.strip()) if title.strip() else None, title_justify="left", **style
+        )
         for k in shown:
             label = k in table.left
             rich.add_column(
@@ -203,13 +209,44 @@ def _least_width(header: str, cells: Sequence[str], label: bool) -> int:
     return max([1, *map(cell_len, texts)])
 
 
-def _share(room: int, shown: Sequence[int], least: Sequence[int], whole: Sequence[int]) -> dict:
-    """Each column's width: its least, then what room is left given where it completes a
-    header (the smallest shortfalls first, so most headers read on one line)."""
+def _parts(
+    labels: list[int], values: list[int], least: list[int], width: int, style: dict[str, bool]
+) -> list[list[int]]:
+    """The value columns in runs that fit beside the labels at their least widths: as few
+    runs as fit, of about as many columns each (at least one column each)."""
+
+    def fits(part: list[int]) -> bool:
+        shown = labels + part
+        return sum(least[k] for k in shown) + _frame(style, len(shown)) <= width
+
+    def pack(cap: int) -> list[list[int]]:
+        parts: list[list[int]] = []
+        for k in values:
+            if parts and len(parts[-1]) < cap and fits([*parts[-1], k]):
+                parts[-1].append(k)
+            else:
+                parts.append([k])
+        return parts or [[]]
+
+    greedy = pack(len(values))
+    even = pack(-(-len(values) // len(greedy)))
+    return even if len(even) == len(greedy) else greedy
+
+
+def _share(
+    room: int, shown: list[int], labels: list[int], least: list[int], whole: list[int]
+) -> dict[int, int]:
+    """Each column's width: its least, then the room left to columns it lets read on one
+    line, labels first (a wrapped label makes a row two lines), then the headers that need
+    least; what remains widens the labels."""
     widths = {k: least[k] for k in shown}
     spare = room - sum(widths.values())
-    for k in sorted(shown, key=lambda k: whole[k] - least[k]):
-        grow = max(0, min(whole[k] - least[k], spare))
+    for k in sorted(shown, key=lambda k: (k not in labels, whole[k] - least[k])):
+        if whole[k] - widths[k] <= spare:
+            spare -= whole[k] - widths[k]
+            widths[k] = whole[k]
+    for k in labels:
+        grow = max(0, min(whole[k] - widths[k], spare))
         widths[k] += grow
         spare -= grow
     return widths

@@ -30,7 +30,7 @@ def test_smollm2_by_name_on_a_benchmark_file(smollm2: Path, tmp_path: Path, caps
     argv = ["eval", "--model", "smollm2", "--dataset", str(underthink_file(tmp_path / "u.json")),
             "--num-samples", "1", "--max-new-tokens", "8", "--output", str(out)]  # fmt: skip
     assert cli_main(argv) == 0
-    assert re.search(r"│ all +│ +2 │ +2 │", capsys.readouterr().out)  # the table, drawn
+    assert re.search(r"\ball +│ +2 │ +2 │", capsys.readouterr().out)  # the table, drawn
     records = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert len(records) == 2 and all(r["task"] == "chain_sum" for r in records)
     # SmolLM2's chat template opens no think block, so the prompt asks for one.

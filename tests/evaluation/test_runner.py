@@ -330,7 +330,7 @@ def test_traac_eval_generates_with_a_model_dir(tmp_path, dataset, model_dir, cap
     argv = ["--model", str(model_dir), "--dataset", str(dataset), "--output", str(out)]
     argv += ["--num-samples", "2", "--max-new-tokens", "6", "--batch-size", "4", "--limit", "3"]
     assert main(argv) == 0
-    assert re.search(r"│ all +│ +3 │ +6 │", capsys.readouterr().out)  # the table, drawn
+    assert re.search(r"\ball +│ +3 │ +6 │", capsys.readouterr().out)  # the table, drawn
     records = lines(out / "samples.jsonl")
     assert [(r["id"], r["sample"]) for r in records] == [
         (f"m{k}", s) for k in (1, 2, 3) for s in (0, 1)
