@@ -38,3 +38,22 @@ def test_smollm2_by_name_on_a_benchmark_file(smollm2: Path, tmp_path: Path, caps
     assert all(r["prompt"].endswith("<|im_start|>assistant\n") for r in records)
     run = json.loads((out / "run.json").read_text())
     assert run["settings"]["model"] == str(smollm2) and run["settings"]["prompt_style"] == "think"
+
+
+def test_a_device_map_decodes_as_one_device(quick_testbed: Path, tmp_path: Path, capsys) -> None:
+    """`--device-map auto` (the whole model on the CPU here) through the think-budget decode
+    loop: the same records as `--device cpu`; a conflicting or misplaced map exits 2 first."""
+    common = ["eval", "--model", "testbed-quick", "--dataset", "testbed:easy?n=2", "--num-samples",
+              "1", "--max-new-tokens", "24", "--think-budget", "8"]  # fmt: skip
+    texts = []
+    for name, placement in (("one", ["--device", "cpu"]), ("mapped", ["--device-map", "auto"])):
+        assert cli_main([*common, *placement, "--output", str(tmp_path / name)]) == 0
+        rows = (tmp_path / name / "samples.jsonl").read_text().splitlines()
+        texts.append([json.loads(r)["response"] for r in rows])
+    assert texts[0] == texts[1] and len(texts[0]) == 2
+    for bad in (
+        ["--device", "cpu", "--device-map", "auto"],
+        ["--backend", "vllm", "--device-map", "auto"],
+    ):
+        assert cli_main([*common, *bad, "--output", str(tmp_path / "bad")]) == 2
+        assert "--device-map" in capsys.readouterr().err and not (tmp_path / "bad").exists()

@@ -33,6 +33,19 @@ MODEL_HELP = (
 )
 
 
+def add_device_map(parser: argparse.ArgumentParser) -> None:
+    """`--device-map`, the same on every command that loads a model for inference."""
+    parser.add_argument(
+        "--device-map",
+        "--device_map",
+        dest="device_map",
+        metavar="MAP",
+        help="spread the model over the visible GPUs with accelerate, for a model that does not "
+        "fit one: auto, balanced, balanced_low_0, sequential, or one device (cpu, cuda:1); "
+        "instead of --device (on a CPU-only machine the whole model stays on the CPU)",
+    )
+
+
 def add_settings(parser: argparse.ArgumentParser, cls: type, title: str, **defaults: Any) -> None:
     """One option per field of a settings dataclass, `--field-name` and `--field_name`, with
     the field's help and choices; `defaults` override the dataclass's for this command."""

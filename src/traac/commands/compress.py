@@ -17,12 +17,13 @@ from typing import Any
 from traac.commands import (
     MODEL_HELP,
     ArgumentParser,
+    add_device_map,
     add_settings,
     check_count,
     check_tau,
     settings_from,
 )
-from traac.common.models import load_config, load_model, load_tokenizer, resolve_device
+from traac.common.models import load_config, load_model, load_tokenizer, resolve_placement
 from traac.common.outputs import output_file, write_text
 from traac.console import make_console, make_progress, print_lines, print_steps
 from traac.errors import TraacError
@@ -73,6 +74,7 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="seed of the random scorer")
     parser.add_argument("--batch-size", type=int, default=8, help="traces per forward pass")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N (default: auto)")
+    add_device_map(parser)
     parser.add_argument("--html", type=Path, help="write the step viewer to this HTML file")
     parser.add_argument("--json", type=Path, help="write the results to this JSON file")
     return parser
@@ -150,7 +152,7 @@ def main(argv: list[str]) -> int:
     think = settings_from(args, FormatSettings)
     output_file(args.html, "--html")
     output_file(args.json, "--json")
-    device = resolve_device(args.device)
+    device, device_map = resolve_placement(args.device, args.device_map)
     traces = read_traces(args.input, think.resolve())
     if settings.scorer == "confidence":
         missing = [t.where for t in traces if not t.question]
@@ -169,7 +171,7 @@ def main(argv: list[str]) -> int:
         resolve_layers(settings.probe_layers or "all", config.num_hidden_layers)
         limit = getattr(config, "max_position_embeddings", None)
         check_lengths(traces, tokenizer, limit, chat_format, settings.aux_prompt)
-        model = load_model(path, device=device)
+        model = load_model(path, device=device, device_map=device_map)
     compressor = build_compressor(
         settings, model, tokenizer, chat_format, seed=args.seed, batch_size=args.batch_size
     )

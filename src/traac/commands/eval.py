@@ -8,14 +8,21 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from traac.commands import MODEL_HELP, ArgumentParser, add_settings, check_tau, settings_from
+from traac.commands import (
+    MODEL_HELP,
+    ArgumentParser,
+    add_device_map,
+    add_settings,
+    check_tau,
+    settings_from,
+)
 from traac.common.gguf import is_gguf_path
 from traac.common.models import (
     load_model,
     load_tokenizer,
     prompt_style_of,
-    resolve_device,
     resolve_dtype,
+    resolve_placement,
 )
 from traac.console import make_console, make_progress, print_blocks
 from traac.errors import TraacError
@@ -106,6 +113,7 @@ def build_parser() -> ArgumentParser:
     )
     add_settings(p, FormatSettings, "think format")
     p.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda if available)")
+    add_device_map(p)
     p.add_argument(
         "--dtype", help="float32, bfloat16, float16 (default: bfloat16 on GPU, float32 on CPU)"
     )
@@ -117,8 +125,14 @@ def main(argv: list[str]) -> int:
     check_tau(args.compress_tau)
     compression = settings_from(args, CompressionSettings)
     think = settings_from(args, FormatSettings)
-    if args.responses is not None and (args.device or args.dtype):
-        raise TraacError("--device and --dtype apply to generation; --responses needs no model")
+    if args.responses is not None and (args.device or args.device_map or args.dtype):
+        raise TraacError(
+            "--device, --device-map and --dtype apply to generation; --responses needs no model"
+        )
+    if args.device_map is not None and args.backend != "transformers":
+        raise TraacError(
+            "--device-map spreads a model on the transformers backend; vLLM splits one itself"
+        )
     thinking = args.compress_tau is not None or args.think_budget is not None
     if thinking and args.backend != "transformers":
         raise TraacError("--compress-tau and --think-budget run on the transformers backend only")
@@ -127,7 +141,7 @@ def main(argv: list[str]) -> int:
             "--dataset: empty; pass a file, testbed:TIER, reasoning-gym:TASK or a name"
         )
     model = _model_key(args.model) if args.model else None
-    device = resolve_device(args.device) if model else None
+    device, device_map = resolve_placement(args.device, args.device_map) if model else (None, None)
     dtype = resolve_dtype(args.dtype, device) if device is not None else None
     responses = args.responses.expanduser().resolve() if args.responses else None
     if responses is not None and not responses.is_file():
@@ -159,10 +173,16 @@ def main(argv: list[str]) -> int:
         path = resolve_model(model)
         if not thinking:
             return make_backend(
-                args.backend, path, tok, device=args.device, dtype=args.dtype, seed=args.seed
+                args.backend,
+                path,
+                tok,
+                device=args.device,
+                dtype=args.dtype,
+                seed=args.seed,
+                device_map=device_map,
             )
         generator = ThinkingGenerator(
-            load_model(path, device=device, dtype=dtype),
+            load_model(path, device=device, dtype=dtype, device_map=device_map),
             tok,
             think.resolve(tok),
             compress_tau=args.compress_tau,

@@ -22,12 +22,13 @@ from rich.text import Text
 from traac.commands import (
     MODEL_HELP,
     ArgumentParser,
+    add_device_map,
     add_settings,
     check_count,
     check_tau,
     settings_from,
 )
-from traac.common.models import load_model, load_tokenizer, resolve_device, resolve_dtype
+from traac.common.models import load_model, load_tokenizer, resolve_dtype, resolve_placement
 from traac.common.outputs import output_file, write_text
 from traac.console import make_console, make_progress, print_lines, print_steps
 from traac.errors import TraacError
@@ -105,6 +106,7 @@ def build_parser() -> ArgumentParser:
         "--batch-size", type=int, default=8, help="prompts decoded together (default 8)"
     )
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N (default: auto)")
+    add_device_map(parser)
     parser.add_argument("--dtype", help="float32, bfloat16, float16 (default: by device)")
     parser.add_argument("--html", type=Path, help="write the printed report as an HTML page")
     parser.add_argument("--json", type=Path, help="write the samples to this JSON file")
@@ -119,6 +121,7 @@ def check_args(args: argparse.Namespace) -> None:
     check_count("--batch-size", args.batch_size)
     output_file(args.html, "--html")
     output_file(args.json, "--json")
+    resolve_placement(args.device, args.device_map)  # a bad placement fails before any work
 
 
 def read_questions(args: argparse.Namespace) -> list[Question]:
@@ -176,11 +179,11 @@ def compress_tau(args: argparse.Namespace) -> float | None:
 def load_generator(args: argparse.Namespace) -> ThinkingGenerator:
     settings = settings_from(args, CompressionSettings)
     think = settings_from(args, FormatSettings)
-    device = resolve_device(args.device)
+    device, device_map = resolve_placement(args.device, args.device_map)
     dtype = resolve_dtype(args.dtype, device)
     path = resolve_model(args.model, make_progress())
     tokenizer = load_tokenizer(path)
-    model = load_model(path, device=device, dtype=dtype)
+    model = load_model(path, device=device, dtype=dtype, device_map=device_map)
     return ThinkingGenerator(
         model,
         tokenizer,

@@ -7,8 +7,8 @@ import argparse
 import json
 from pathlib import Path
 
-from traac.commands import MODEL_HELP, ArgumentParser, check_count
-from traac.common.models import load_model, load_tokenizer, resolve_device
+from traac.commands import MODEL_HELP, ArgumentParser, add_device_map, check_count
+from traac.common.models import load_model, load_tokenizer, resolve_placement
 from traac.common.outputs import output_file, write_text
 from traac.console import make_console, make_progress, print_lines, print_table
 from traac.evaluation.generation import TransformersBackend
@@ -56,6 +56,7 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--num-samples", type=int, default=2, help="samples per problem (2)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (0)")
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N (default: auto)")
+    add_device_map(p)
     p.add_argument("--json", type=Path, help="write the report to this JSON file")
     return p
 
@@ -65,16 +66,16 @@ def main(argv: list[str]) -> int:
     check_count("--eval-n", args.eval_n)
     check_count("--num-samples", args.num_samples)
     output_file(args.json, "--json")
-    device = resolve_device(args.device)
+    device, device_map = resolve_placement(args.device, args.device_map)
     console = make_console()
     progress = make_progress(console)
     path = resolve_model(args.model, progress)
     tokenizer = load_tokenizer(path)
     if args.input is not None:
         responses = read_labelled(args.input, lambda q: render_prompt(tokenizer, q))
-        model = load_model(path, device=device)
+        model = load_model(path, device=device, device_map=device_map)
     else:
-        model = load_model(path, device=device)
+        model = load_model(path, device=device, device_map=device_map)
         responses = labelled_responses(
             model, tokenizer, args.eval_n, args.num_samples, args.seed, progress
         )
@@ -83,7 +84,7 @@ def main(argv: list[str]) -> int:
     if args.scoring_model is not None:
         scoring_path = resolve_model(args.scoring_model, progress)
         scorer_tokenizer = load_tokenizer(scoring_path)
-        scorer = load_model(scoring_path, device=device)
+        scorer = load_model(scoring_path, device=device, device_map=device_map)
     with progress.task("scorers", None) as task:
         layers = scorer.config.get_text_config().num_hidden_layers
         report = probe_report(

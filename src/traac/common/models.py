@@ -9,6 +9,7 @@ which evaluation and generation use unless told otherwise.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from traac.errors import TraacError, first_line
 
 PROMPT_STYLE_KEY = "traac_prompt_style"
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+# accelerate's ways of spreading a model over the visible devices (`device_map`).
+DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
 
 
 def resolve_model_path(model: str) -> str:
@@ -60,25 +63,56 @@ def prompt_style_of(model: str) -> str | None:
     return style if isinstance(style, str) else None
 
 
-def resolve_device(name: str | None) -> torch.device:
+def resolve_device(name: str | None, flag: str = "--device") -> torch.device:
     """`auto`/None: cuda if a GPU is visible, else cpu; a named device must exist here."""
     if name in (None, "", "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         device = torch.device(name)
     except (RuntimeError, TypeError):
-        raise TraacError(
-            f"--device {name!r}: not a device; use cpu, cuda, cuda:N or auto"
-        ) from None
+        raise TraacError(f"{flag} {name!r}: not a device; use cpu, cuda, cuda:N or auto") from None
     if device.type == "cuda":
         count = torch.cuda.device_count()
         if not count:
-            raise TraacError(f"--device {name}: no CUDA GPU is visible here; use --device cpu")
+            raise TraacError(f"{flag} {name}: no CUDA GPU is visible here; use {flag} cpu")
         if device.index is not None and device.index >= count:
-            raise TraacError(f"--device {name}: only {count} GPU(s) visible (cuda:0..{count - 1})")
+            raise TraacError(f"{flag} {name}: only {count} GPU(s) visible (cuda:0..{count - 1})")
     elif device.type != "cpu" and not _backend_available(device.type):
-        raise TraacError(f"--device {name}: the {device.type} backend is not available here")
+        raise TraacError(f"{flag} {name}: the {device.type} backend is not available here")
     return device
+
+
+def resolve_placement(
+    device: str | None, device_map: str | None
+) -> tuple[torch.device, str | None]:
+    """Where a model goes, checked before any weight is read: one device (`--device`), or
+    spread by accelerate over the visible devices (`--device-map`: one of DEVICE_MAPS, or a
+    single device) for a model that does not fit one. Returns the device its inputs go to
+    (a map's first device; the GPU when a strategy has one) and the map, if any. On a
+    CPU-only machine every strategy places the whole model on the CPU."""
+    if device_map is None:
+        return resolve_device(device), None
+    if device not in (None, "", "auto"):
+        raise TraacError(
+            f"--device {device} and --device-map {device_map}: pass one (the map places the "
+            "model itself)"
+        )
+    if device_map in DEVICE_MAPS:
+        if importlib.util.find_spec("accelerate") is None:
+            raise TraacError(f"--device-map {device_map} needs accelerate: pip install accelerate")
+        return resolve_device(None), device_map
+    if device_map.strip() in ("", "auto"):
+        raise TraacError(f"--device-map {device_map!r}: use one of {', '.join(DEVICE_MAPS)}")
+    try:
+        first = resolve_device(device_map, "--device-map")
+    except TraacError as err:
+        raise TraacError(f"{err} (or one of {', '.join(DEVICE_MAPS)})") from None
+    return first, str(first)
+
+
+def input_device(model: Any) -> torch.device:
+    """Where a model's inputs go: its input embeddings' device (the first of a split model)."""
+    return model.get_input_embeddings().weight.device
 
 
 def _backend_available(kind: str) -> bool:
@@ -114,13 +148,21 @@ def load_model(
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
     num_threads: int | None = None,
+    device_map: str | None = None,
 ) -> Any:
-    """The model in eval mode on `device` (auto), in `dtype` (see `resolve_dtype`)."""
+    """The model in eval mode on `device` (auto), in `dtype` (see `resolve_dtype`); with a
+    `device_map` (see `resolve_placement`), spread by accelerate as it loads."""
     path = resolve_model_path(model)
-    target = device if isinstance(device, torch.device) else resolve_device(device)
+    if device_map is None:
+        target = device if isinstance(device, torch.device) else resolve_device(device)
+    else:
+        target = resolve_placement(None, device_map)[0]
+    placement = {} if device_map is None else {"device_map": device_map}
     try:
-        lm = AutoModelForCausalLM.from_pretrained(path, dtype=dtype or resolve_dtype(None, target))
+        lm = AutoModelForCausalLM.from_pretrained(
+            path, dtype=dtype or resolve_dtype(None, target), **placement
+        )
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise TraacError(f"model {model!r}: cannot load it ({first_line(err)})") from None
     set_threads(num_threads)
-    return lm.to(target).eval()
+    return (lm if device_map is not None else lm.to(target)).eval()

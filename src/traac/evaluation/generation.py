@@ -23,7 +23,7 @@ from transformers import (
     TopPLogitsWarper,
 )
 
-from traac.common.models import load_model, resolve_device, resolve_dtype
+from traac.common.models import input_device, load_model, resolve_dtype, resolve_placement
 from traac.errors import TraacError
 from traac.evaluation.records import Generation
 
@@ -145,9 +145,9 @@ class TransformersBackend:
     ) -> list[Generation]:
         batch = self.tokenizer(
             list(prompts), return_tensors="pt", padding=True, add_special_tokens=False
-        ).to(self.model.device)
+        ).to(input_device(self.model))
         seeds = [request_seed(sampling.seed, key) for key in keys]
-        sampler = RowSampler(sampling.temperature, sampling.top_p, seeds, self.model.device)
+        sampler = RowSampler(sampling.temperature, sampling.top_p, seeds, batch.input_ids.device)
         # Greedy decoding of the tokens the sampler drew: one random stream per request.
         options = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
         if not sampler.greedy:
@@ -260,12 +260,13 @@ def make_backend(
     device: str | None = None,
     dtype: str | None = None,
     seed: int = 0,
+    device_map: str | None = None,
 ) -> Backend:
     """The named backend for a resolved model path (device and dtype checked first)."""
     if name == "vllm":
         return VLLMBackend(model, tokenizer, seed=seed, dtype=dtype or "auto")
     if name != "transformers":
         raise TraacError(f"backend {name!r}: use one of {', '.join(BACKENDS)}")
-    target = resolve_device(device)
-    lm = load_model(model, device=target, dtype=resolve_dtype(dtype, target))
+    target, device_map = resolve_placement(device, device_map)
+    lm = load_model(model, device=target, dtype=resolve_dtype(dtype, target), device_map=device_map)
     return TransformersBackend(lm, tokenizer)

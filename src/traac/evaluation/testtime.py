@@ -48,6 +48,7 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
+from traac.common.models import input_device
 from traac.errors import TraacError
 from traac.evaluation.generation import RowSampler, TokenCallback, request_seed, stop_ids
 from traac.evaluation.records import ThinkingSample
@@ -244,7 +245,7 @@ class ThinkingGenerator:
             )
         names = keys if keys is not None else [str(k) for k in range(len(prompts))]
         seeds = [request_seed(seed, name) for name in names]
-        rows = RowSampler(temperature, top_p, seeds, self.model.device)
+        rows = RowSampler(temperature, top_p, seeds, input_device(self.model))
         sampler = _Sampler(rows, logits_processor)
         n = len(prompts)
         budget = self.think_budget
@@ -404,7 +405,7 @@ class ThinkingGenerator:
         Rows are left-padded into one batch; finished rows leave it (and its cache). Thinking
         with the cached probe, a `ProbeCache` keeps the think blocks' prompt-free keys.
         """
-        device = self.model.device
+        device = input_device(self.model)  # a split model's first device
         requests = range(len(rows)) if requests is None else requests
         out: list[_Decoded | None] = [None] * len(rows)
         live = [i for i, b in enumerate(budgets) if b > 0]
