@@ -183,7 +183,7 @@ def fit_table(table: Table, width: int) -> list[RichTable]:
     for n, part in enumerate(parts, start=1):
         shown = sorted(labels + part)
         widths = _share(width - _frame(style, len(shown)), shown, labels, least, whole)
-        title = table.title + (f" ({n}/{len(parts)})" if len(parts) > 1 else "")
+        title = table.title + (f" (part {n} of {len(parts)})" if len(parts) > 1 else "")
         rich = RichTable(
             title=Text(title.strip()) if title.strip() else None, title_justify="left", **style
         )

@@ -19,7 +19,7 @@ import json
 import logging
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -365,8 +365,11 @@ def write_report(settings: DemoSettings, base_model: Path, trained_model: Path) 
         f"({examples} traces).\n"
     )
     (out / "report.md").write_text(report)
-    if sweep is not None:
-        tables.append(sweep)
+    if sweep is not None:  # titled for the console (markdown leaves titles out)
+        title = (
+            f"Think budget sweep (Acc %, Len tokens; compress at tau {settings.sweep.compress_tau})"
+        )
+        tables.append(replace(sweep, title=title))
     return DemoResult(base, traac, compression, goals, tables, plots, sweep_points(models))
 
 
