@@ -7,16 +7,19 @@ import io
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
 from traac.common.tables import Table
-from traac.console import fit_table, print_blocks, print_table
+from traac.console import fit_table, print_blocks, print_steps, print_table
 from traac.evaluation.records import summary_table
 from traac.evaluation.report import budget_table, load_models, report_blocks
 from traac.evaluation.runner import EvalSettings, run_eval
+from traac.method.compression import CompressionResult, StepRecord
+from traac.method.segmentation import Step
 from traac.pipelines.demo import BinCompression, comparison_table, compression_table
 from traac.pipelines.stages import TierRow
 
@@ -155,3 +158,22 @@ def test_evals_table_loses_its_edge_before_it_splits(models):
     assert not drawn.show_edge
     assert_legible(table)
     assert fit_table(table, 120)[0].show_edge  # a wide screen: the full box
+
+
+def test_the_step_table_reads_at_80_columns():
+    """`compress` and `generate`'s step table: numbers and status whole, the text wrapped."""
+    texts = ["First, 17 * 23 = 391 because 17 * 20 = 340 and 17 * 3 = 51. " * 2, "Wait, check."]
+    steps = [Step(t, 0, len(t)) for t in texts]
+    result = CompressionResult(
+        "".join(texts), steps, np.array([0.123456, 1e-05]), [True, False], 0.5, 0.5, texts[0],
+        40, 30,
+    )  # fmt: skip
+    records = [
+        StepRecord(k, s.start, s.end, 20 + k, float(v), kept, s.text)
+        for k, (s, v, kept) in enumerate(zip(steps, result.scores, result.kept, strict=True))
+    ]
+    text = render(lambda c: print_steps(c, "a trace", result, records, "probe"))
+    assert all(len(line) <= WIDTH for line in text.splitlines())  # the preview ends in '…'
+    for cell in ("0.1235", "1e-05", "kept", "evicted", "20", "21", "[opener]", "closer]"):
+        assert cell in text.split(), cell
+    assert "step ┃ tokens ┃  score ┃ status" in text
