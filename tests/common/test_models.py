@@ -30,8 +30,8 @@ def test_placement_on_a_cpu_only_machine():
     ("device", "device_map", "message"),
     [
         ("cpu", "auto", r"--device cpu and --device-map auto: pass one"),
-        (None, "everywhere", r"--device-map 'everywhere': not a device.*or one of auto, balanced"),
-        (None, " ", r"--device-map ' ': use one of auto, balanced, balanced_low_0, sequential"),
+        (None, "everywhere", r"--device-map 'everywhere': use one of auto, balanced, "),
+        (None, " ", r"--device-map ' ': use one of auto, balanced, balanced_low_0, sequential or"),
     ],
 )
 def test_a_bad_placement_is_one_line(device, device_map, message):

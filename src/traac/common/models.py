@@ -101,12 +101,14 @@ def resolve_placement(
         if importlib.util.find_spec("accelerate") is None:
             raise TraacError(f"--device-map {device_map} needs accelerate: pip install accelerate")
         return resolve_device(None), device_map
-    if device_map.strip() in ("", "auto"):
-        raise TraacError(f"--device-map {device_map!r}: use one of {', '.join(DEVICE_MAPS)}")
     try:
-        first = resolve_device(device_map, "--device-map")
-    except TraacError as err:
-        raise TraacError(f"{err} (or one of {', '.join(DEVICE_MAPS)})") from None
+        torch.device(device_map)
+    except (RuntimeError, TypeError):
+        raise TraacError(
+            f"--device-map {device_map!r}: use one of {', '.join(DEVICE_MAPS)} or a device "
+            "(cpu, cuda:N)"
+        ) from None
+    first = resolve_device(device_map, "--device-map")
     return first, str(first)
 
 
