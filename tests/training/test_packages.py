@@ -37,12 +37,10 @@ def test_each_setting_names_its_package(monkeypatch: pytest.MonkeyPatch) -> None
     assert requirements(settings()) == []
     found = requirements(
         settings(report_to=["tensorboard", "wandb"], use_vllm=True, deepspeed="ds.json"),
-        SimpleNamespace(use_peft=True, load_in_4bit=True),
     )
     assert [(r.setting, r.modules[0]) for r in found] == [
         ("report_to tensorboard", "tensorboard"), ("report_to wandb", "wandb"),
-        ("use_vllm", "vllm"), ("deepspeed", "deepspeed"), ("use_peft", "peft"),
-        ("load_in_4bit", "bitsandbytes"),
+        ("use_vllm", "vllm"), ("deepspeed", "deepspeed"),
     ]  # fmt: skip
     monkeypatch.setenv("ACCELERATE_USE_DEEPSPEED", "true")  # what `accelerate launch` sets
     assert [r.modules[0] for r in requirements(settings())] == ["deepspeed"]

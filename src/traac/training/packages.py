@@ -1,11 +1,12 @@
 """The optional packages a recipe uses, checked before any model loads.
 
 A recipe can name packages the core install does not bring: a `report_to` logger, vLLM
-(`use_vllm`), DeepSpeed (`deepspeed`, or an accelerate launch config that selects it), peft
-(`use_peft`) and bitsandbytes (`load_in_4bit`/`load_in_8bit`). Without this check a missing one
-fails at trainer init, after the model has loaded (or mid-launch on every GPU). `traac train
---dry-run` and the start of a real run call `check_packages`, which finds each package with
-`find_spec` (nothing heavy is imported) and names the pip line that brings it.
+(`use_vllm`) and DeepSpeed (`deepspeed`, or an accelerate launch config that selects it); a
+quantized base's bitsandbytes is checked with the CUDA GPU it needs (`training.lora`). Without
+this check a missing one fails at trainer init, after the model has loaded (or mid-launch on
+every GPU). `traac train --dry-run` and the start of a real run call `check_packages`, which
+finds each package with `find_spec` (nothing heavy is imported) and names the pip line that
+brings it.
 """
 
 from __future__ import annotations
@@ -73,11 +74,6 @@ def requirements(*settings: Any) -> list[Requirement]:
         out.append(Requirement("deepspeed", ("deepspeed",), GPU_EXTRA))
     elif os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true":
         out.append(Requirement("the accelerate config's DeepSpeed", ("deepspeed",), GPU_EXTRA))
-    if _set(settings, "use_peft"):
-        out.append(Requirement("use_peft", ("peft",), "pip install peft"))
-    for flag in ("load_in_4bit", "load_in_8bit"):
-        if _set(settings, flag):
-            out.append(Requirement(flag, ("bitsandbytes",), "pip install 'traac[qlora]'"))
     return out
 
 
