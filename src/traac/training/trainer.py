@@ -28,7 +28,6 @@ import torch
 from accelerate.logging import get_logger
 from accelerate.utils import gather_object, is_peft_model
 from torch.distributed.fsdp import FSDPModule
-from transformers import AutoModelForCausalLM
 from transformers.distributed.fsdp import is_fsdp_managed_module
 from transformers.integrations.deepspeed import is_deepspeed_zero3_enabled
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
@@ -96,7 +95,6 @@ TRL_ATTRIBUTES = (
     "_tokenizer", "_metrics", "eos_token_ids", "use_vllm", "max_completion_length",
     "reward_func_names", "ref_model", "generation_config", "generation_kwargs",
 )  # fmt: skip
-TRL_VLLM_ATTRIBUTES = ("vllm_generation",)  # present when use_vllm
 TRANSFORMERS_ATTRIBUTES = ("model_wrapped",)  # transformers' Trainer
 
 
@@ -126,8 +124,7 @@ class TRAACTrainer(HeldOutEvaluation, GRPOTrainer):
         train_dataset: Any = None,
         **kwargs: Any,
     ) -> None:
-        if args is None:
-            args = TRAACConfig(output_dir="traac-output")
+        args = TRAACConfig(output_dir="traac-output") if args is None else args
         if not isinstance(args, TRAACConfig):
             raise TraacError("TRAACTrainer: args must be a TRAACConfig")
         for unsupported in ("tools", "environment_factory", "rollout_func"):
@@ -209,11 +206,8 @@ class TRAACTrainer(HeldOutEvaluation, GRPOTrainer):
             "TRAAC: beta=0 leaves TRL without a reference model; loading a frozen copy of the "
             "initial policy to score steps (set scoring_model=policy to score with the policy)."
         )
-        frozen = AutoModelForCausalLM.from_pretrained(
-            get_config_model_id(self.model.config), dtype=self.model.dtype
-        )
-        frozen.requires_grad_(False)
-        return frozen.to(self.accelerator.device).eval()
+        initial = get_config_model_id(self.model.config)
+        return frozen_scorer(initial, self.accelerator, self.model.dtype)
 
     def _build_compressor(self) -> Compressor:
         args = self.args
