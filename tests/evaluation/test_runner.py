@@ -653,7 +653,7 @@ def test_a_full_disk_is_one_line_and_loses_nothing(tmp_path, dataset, tokenizer,
     """ENOSPC in the third batch: the two batches before stay, and the rerun completes them."""
     import errno
 
-    import traac.evaluation.runner as runner
+    import traac.evaluation.samples as samples
 
     settings = EvalSettings(dataset=str(dataset), model="fake")
     out = tmp_path / "out"
@@ -666,14 +666,14 @@ def test_a_full_disk_is_one_line_and_loses_nothing(tmp_path, dataset, tokenizer,
             raise OSError(errno.ENOSPC, "No space left on device")
         real_fsync(fd)
 
-    monkeypatch.setattr(runner.os, "fsync", fsync)
+    monkeypatch.setattr(samples.os, "fsync", fsync)
     backend = FlakyBackend(tokenizer, GOLD)
     kwargs = {"num_samples": 2, "batch_size": 4, "tokenizer": tokenizer}
     with pytest.raises(TraacError, match=r"No space left on device.*samples written before"):
         run_eval(settings, out, make_backend=lambda t: backend, **kwargs)
     kept = lines(out / "samples.jsonl")
     assert len(kept) >= 8  # the first two batches
-    monkeypatch.setattr(runner.os, "fsync", real_fsync)
+    monkeypatch.setattr(samples.os, "fsync", real_fsync)
     result = run_eval(settings, out, make_backend=lambda t: backend, **kwargs)
     assert lines(out / "samples.jsonl")[:8] == kept[:8]
     assert result.summary.overall.n_samples == 16 and result.summary.overall.accuracy == 100.0
