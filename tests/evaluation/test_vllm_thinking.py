@@ -12,6 +12,7 @@ import pytest
 
 from traac.commands.eval import main
 from traac.errors import TraacError
+from traac.evaluation.generation import VLLMSettings, load_vllm
 
 THINKING = {
     "budget": ["--think-budget", "12"],
@@ -101,3 +102,11 @@ def test_bad_engine_settings_fail_before_any_model_loads(tmp_path, monkeypatch, 
     with pytest.raises(TraacError, match=re.escape(message)) as err:
         main([*argv, *extra])
     assert "\n" not in str(err.value)
+
+
+def test_a_lora_adapter_is_refused_before_vllm_loads(tmp_path, quick_testbed):
+    (tmp_path / "adapter_config.json").write_text(
+        json.dumps({"base_model_name_or_path": str(quick_testbed)})
+    )
+    with pytest.raises(TraacError, match="is a LoRA adapter; merge it into its base first"):
+        load_vllm(str(tmp_path), 0, VLLMSettings(), None)

@@ -23,7 +23,13 @@ from transformers import (
     TopPLogitsWarper,
 )
 
-from traac.common.models import input_device, load_model, resolve_dtype, resolve_placement
+from traac.common.models import (
+    adapter_base,
+    input_device,
+    load_model,
+    resolve_dtype,
+    resolve_placement,
+)
 from traac.errors import TraacError
 from traac.evaluation.records import Generation
 
@@ -246,6 +252,11 @@ class VLLMSettings:
 
 def load_vllm(model_path: str, seed: int, settings: VLLMSettings, dtype: str | None) -> Any:
     """A `vllm.LLM` for the model (imported only here: vLLM is an optional extra)."""
+    if adapter_base(model_path) is not None:  # vLLM would take the adapter for a whole model
+        raise TraacError(
+            f"--backend vllm: {model_path} is a LoRA adapter; merge it into its base first "
+            "(peft's merge_and_unload, then save_pretrained) or use --backend transformers"
+        )
     try:
         from vllm import LLM
     except ImportError as err:
