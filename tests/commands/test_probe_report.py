@@ -9,6 +9,10 @@ from pathlib import Path
 import pytest
 
 from traac.cli import main as cli_main
+from traac.common.models import load_model, load_tokenizer
+from traac.evaluation.generation import TransformersBackend
+from traac.evaluation.probe_report import foreign_specs, probe_report, read_labelled
+from traac.evaluation.prompts import render_prompt
 
 pytestmark = pytest.mark.slow
 
@@ -60,3 +64,42 @@ def test_a_wrong_label_count_is_one_line(
     path.write_text(json.dumps(row) + "\n")
     assert cli_main(["probe-report", "--model", str(quick_testbed), "--input", str(path)]) == 2
     assert "0 labels for 1 steps" in capsys.readouterr().err
+
+
+def test_several_scorers_share_one_report(
+    quick_testbed: Path, smollm2: Path, tmp_path: Path
+) -> None:
+    """`policy` keeps today's rows; a foreign scorer adds its attention rows, scored by it."""
+    inputs = labelled(tmp_path / "in.jsonl")
+    base = ["probe-report", "--model", str(quick_testbed), "--input", str(inputs)]
+    base.append("--no-each-layer")
+    assert cli_main([*base, "--json", str(tmp_path / "one.json")]) == 0
+    argv = [*base, "--scoring-model", "policy", "smollm2", "--json", str(tmp_path / "both.json")]
+    assert cli_main(argv) == 0
+    one = json.loads((tmp_path / "one.json").read_text())
+    both = json.loads((tmp_path / "both.json").read_text())
+    foreign = {name: rows for name, rows in both.items() if name.startswith("smollm2: ")}
+    assert set(foreign) == {
+        "smollm2: attention all", "smollm2: attention first_half",
+        "smollm2: attention all, gated heads", "smollm2: attention first_half, gated heads",
+    }  # fmt: skip
+    assert {name: rows for name, rows in both.items() if name not in foreign} == one
+    # the foreign rows are SmolLM2's own, as the library scores the same responses with it
+    tokenizer = load_tokenizer(str(quick_testbed))
+    responses = read_labelled(inputs, lambda q: render_prompt(tokenizer, q))
+    backend = TransformersBackend(load_model(str(quick_testbed), device="cpu"), tokenizer)
+    scorer = load_model(str(smollm2), device="cpu")
+    direct = probe_report(
+        scorer, load_tokenizer(str(smollm2)), responses, backend, foreign_specs("smollm2")
+    )
+    assert direct.to_json() == foreign
+
+
+def test_a_scorer_named_twice_is_one_line(
+    quick_testbed: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    inputs = labelled(tmp_path / "in.jsonl")
+    argv = ["probe-report", "--model", str(quick_testbed), "--input", str(inputs)]
+    argv += ["--scoring-model", "policy", "policy"]
+    assert cli_main(argv) == 2
+    assert "--scoring-model policy: given twice" in capsys.readouterr().err

@@ -47,6 +47,21 @@ def add_device_map(parser: argparse.ArgumentParser) -> None:
     )
 
 
+SCORING_MODEL_HELP = (
+    "the model whose attention scores the steps (default: --model itself; beyond the paper, "
+    "any model: steps map to its tokenizer through character offsets)"
+)
+
+
+def add_scoring_model(
+    parser: argparse.ArgumentParser, help_text: str = SCORING_MODEL_HELP, **options: Any
+) -> None:
+    """`--scoring-model`, spelled as a recipe's `scoring_model` on every command that scores."""
+    parser.add_argument(
+        "--scoring-model", "--scoring_model", dest="scoring_model", help=help_text, **options
+    )
+
+
 def add_settings(parser: argparse.ArgumentParser, cls: type, title: str, **defaults: Any) -> None:
     """One option per field of a settings dataclass, `--field-name` and `--field_name`, with
     the field's help and choices; `defaults` override the dataclass's for this command."""

@@ -19,6 +19,7 @@ from traac.commands import (
     MODEL_HELP,
     ArgumentParser,
     add_device_map,
+    add_scoring_model,
     add_settings,
     check_count,
     check_tau,
@@ -72,13 +73,7 @@ def build_parser() -> ArgumentParser:
     )
     add_settings(parser, CompressionSettings, "compression")
     add_settings(parser, FormatSettings, "think format", chat_format="response-opens")
-    parser.add_argument(
-        "--scoring-model",
-        "--scoring_model",
-        dest="scoring_model",
-        help="the model whose attention scores the steps (default: --model itself; beyond the "
-        "paper, any model: steps map to its tokenizer through character offsets)",
-    )
+    add_scoring_model(parser)
     parser.add_argument("--seed", type=int, default=0, help="seed of the random scorer")
     parser.add_argument("--batch-size", type=int, default=8, help="traces per forward pass")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N (default: auto)")

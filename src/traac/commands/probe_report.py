@@ -7,16 +7,31 @@ import argparse
 import json
 from pathlib import Path
 
-from traac.commands import MODEL_HELP, ArgumentParser, add_device_map, check_count
+from traac.commands import (
+    MODEL_HELP,
+    ArgumentParser,
+    add_device_map,
+    add_scoring_model,
+    check_count,
+)
 from traac.common.models import load_model, load_tokenizer, resolve_placement
 from traac.common.outputs import output_file, write_text
 from traac.console import make_console, make_progress, print_lines, print_table
+from traac.errors import TraacError
 from traac.evaluation.generation import TransformersBackend
-from traac.evaluation.probe_report import default_specs, probe_report, read_labelled
+from traac.evaluation.probe_report import (
+    ProbeReport,
+    default_specs,
+    foreign_specs,
+    probe_report,
+    read_labelled,
+)
 from traac.evaluation.prompts import render_prompt
 from traac.method.scoring import closer_query
 from traac.pipelines.models import resolve_model
 from traac.testbed.measure import labelled_responses
+
+POLICY = "policy"  # the --scoring-model that names --model itself, as in a training recipe
 
 
 def build_parser() -> ArgumentParser:
@@ -40,10 +55,16 @@ def build_parser() -> ArgumentParser:
         "conclude, recheck or restate per step), answer[, verifier, tier] (default: the "
         "testbed's own responses to fresh problems)",
     )
-    p.add_argument(
-        "--scoring-model",
-        help="the model whose attention scores the steps (default: --model itself; beyond the "
-        "paper, any model: steps map to its tokenizer through character offsets)",
+    add_scoring_model(
+        p,
+        f"the models whose attention scores the steps, each its own rows in one report: "
+        f"{POLICY} is --model itself (every scorer and layer set); any other model name or path "
+        "scores as a foreign model (beyond the paper: its attention over all layers and the "
+        "first half, each also with gated heads; steps map to its tokenizer through character "
+        f"offsets) (default: {POLICY})",
+        nargs="+",
+        default=[POLICY],
+        metavar="MODEL",
     )
     p.add_argument(
         "--each-layer",
@@ -66,10 +87,14 @@ def main(argv: list[str]) -> int:
     check_count("--eval-n", args.eval_n)
     check_count("--num-samples", args.num_samples)
     output_file(args.json, "--json")
+    repeated = sorted({s for s in args.scoring_model if args.scoring_model.count(s) > 1})
+    if repeated:
+        raise TraacError(f"--scoring-model {repeated[0]}: given twice; name each scorer once")
     device, device_map = resolve_placement(args.device, args.device_map)
     console = make_console()
     progress = make_progress(console)
     path = resolve_model(args.model, progress)
+    foreign = {s: resolve_model(s, progress) for s in args.scoring_model if s != POLICY}
     tokenizer = load_tokenizer(path)
     if args.input is not None:
         responses = read_labelled(args.input, lambda q: render_prompt(tokenizer, q))
@@ -80,21 +105,29 @@ def main(argv: list[str]) -> int:
             model, tokenizer, args.eval_n, args.num_samples, args.seed, progress
         )
     backend = TransformersBackend(model, tokenizer)  # the responder re-writes the answers
-    scorer, scorer_tokenizer = model, tokenizer
-    if args.scoring_model is not None:
-        scoring_path = resolve_model(args.scoring_model, progress)
-        scorer_tokenizer = load_tokenizer(scoring_path)
-        scorer = load_model(scoring_path, device=device, device_map=device_map)
+    report, queries = ProbeReport(), []
     with progress.task("scorers", None) as task:
-        layers = scorer.config.get_text_config().num_hidden_layers
-        report = probe_report(
-            scorer, scorer_tokenizer, responses, backend, default_specs(layers, args.each_layer),
-            seed=args.seed,
-            on_spec=lambda name: task.update(info=name),
-        )  # fmt: skip
+        for name in args.scoring_model:  # the responses are the same for every scorer
+            if name == POLICY:
+                scorer, scorer_tokenizer = model, tokenizer
+                layers = model.config.get_text_config().num_hidden_layers
+                specs = default_specs(layers, args.each_layer)
+            else:
+                scorer_tokenizer = load_tokenizer(foreign[name])
+                scorer = load_model(foreign[name], device=device, device_map=device_map)
+                specs = foreign_specs(name)
+            part = probe_report(
+                scorer, scorer_tokenizer, responses, backend, specs,
+                seed=args.seed,
+                on_spec=lambda spec: task.update(info=spec),
+            )  # fmt: skip
+            report.rows.update(part.rows)
+            query = closer_query(scorer_tokenizer)
+            queries.append(query if name == POLICY else f"{name}: {query}")
+            del scorer  # one foreign model in memory at a time
     tiers = list(next(iter(report.rows.values())))
     out = make_console(stderr=False)
-    print_lines(out, [closer_query(scorer_tokenizer)])
+    print_lines(out, queries)
     for tier in tiers:
         print_table(out, report.table(tier))
     if args.json is not None:

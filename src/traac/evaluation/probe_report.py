@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +147,14 @@ def default_specs(num_layers: int, each_layer: bool = True) -> list[ScorerSpec]:
         ScorerSpec("random", CompressionSettings(scorer="random")),
     ]
     return specs
+
+
+def foreign_specs(label: str) -> list[ScorerSpec]:
+    """A foreign scorer's rows, named `label: ...`: its attention over all layers and the
+    first half, each again with gated heads (beyond the paper). The ablation scorers and the
+    single layers stay with the policy's own rows."""
+    attention = [s for s in default_specs(0, each_layer=False) if s.settings.scorer == "attention"]
+    return [replace(s, name=f"{label}: {s.name}") for s in attention]
 
 
 class _LayerRows:
