@@ -9,9 +9,16 @@ from pathlib import Path
 
 import pytest
 import reasoning_gym
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from traac.cli import main as cli_main
+from traac.commands.eval import main as eval_main
+from traac.errors import TraacError
 from traac.evaluation.prompts import THINK_INSTRUCTION
+from traac.method.factory import build_compressor
+from traac.method.formats import ChatFormat
+from traac.method.settings import CompressionSettings
 
 pytestmark = pytest.mark.slow
 
@@ -57,3 +64,60 @@ def test_a_device_map_decodes_as_one_device(quick_testbed: Path, tmp_path: Path,
     ):
         assert cli_main([*common, *bad, "--output", str(tmp_path / "bad")]) == 2
         assert "--device-map" in capsys.readouterr().err and not (tmp_path / "bad").exists()
+
+
+def ttc_records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in (path / "samples.jsonl").read_text().splitlines()]
+
+
+def test_a_scoring_model_prunes_what_its_own_compressor_does(
+    quick_testbed: Path, smollm2: Path, tmp_path: Path, fake_vllm
+) -> None:
+    """The quick testbed decodes, SmolLM2 (another tokenizer) scores: each record keeps the
+    steps a Compressor built from SmolLM2 keeps, on vLLM as on transformers; naming the model
+    itself, or nothing, gives the on-policy records."""
+    argv = ["eval", "--model", str(quick_testbed), "--dataset", "testbed:easy?n=3",
+            "--num-samples", "1", "--temperature", "0", "--max-new-tokens", "40",
+            "--compress-tau", "0.6"]  # fmt: skip
+    runs = {"own": [], "itself": ["--scoring-model", str(quick_testbed)],
+            "foreign": ["--scoring-model", "smollm2"],
+            "vllm": ["--scoring-model", "smollm2", "--backend", "vllm"]}  # fmt: skip
+    for name, extra in runs.items():
+        assert cli_main([*argv, *extra, "--output", str(tmp_path / name)]) == 0
+    rows = {name: ttc_records(tmp_path / name) for name in runs}
+    assert rows["itself"] == rows["own"]
+    settings = json.loads((tmp_path / "foreign" / "run.json").read_text())["settings"]
+    assert settings["scoring_model"] == str(smollm2) and settings["compress_tau"] == 0.6
+    for name in ("own", "itself"):
+        run = json.loads((tmp_path / name / "run.json").read_text())["settings"]
+        assert run["scoring_model"] is None
+    scorer = AutoModelForCausalLM.from_pretrained(smollm2, dtype=torch.float32).eval()
+    tokenizer = AutoTokenizer.from_pretrained(smollm2)
+    compressor = build_compressor(CompressionSettings(), scorer, tokenizer, ChatFormat())
+    foreign = rows["foreign"]
+    results = compressor([r["ttc_original_reasoning"] for r in foreign], [0.6] * len(foreign))
+    assert any(r.compressed for r in results), "nothing evicted"
+    for record, result, own in zip(foreign, results, rows["own"], strict=True):
+        assert record["ttc_step_kept"] == result.kept
+        assert record["ttc_original_reasoning"] == own["ttc_original_reasoning"]
+    assert [r["ttc_step_kept"] for r in rows["vllm"]] == [r["ttc_step_kept"] for r in foreign]
+    assert [r["response"] for r in rows["vllm"]] == [r["response"] for r in foreign]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ([], "--scoring-model smollm2: scores the steps test-time compression prunes; add"),
+        (["--compress-tau", "0.4", "--scorer", "random"], "use --scorer attention"),
+    ],
+)
+def test_a_scoring_model_without_compression_fails_before_any_model_loads(
+    tmp_path: Path, monkeypatch, extra: list[str], message: str
+) -> None:
+    monkeypatch.setattr("traac.commands.eval.load_model", lambda *a, **k: pytest.fail("loaded"))
+    monkeypatch.setattr("traac.commands.eval.load_tokenizer", lambda *a: pytest.fail("loaded"))
+    argv = ["--model", str(tmp_path), "--dataset", "testbed:easy", "--output", str(tmp_path / "o"),
+            "--scoring-model", "smollm2", *extra]  # fmt: skip
+    with pytest.raises(TraacError, match=re.escape(message)) as err:
+        eval_main(argv)
+    assert "\n" not in str(err.value) and not (tmp_path / "o").exists()

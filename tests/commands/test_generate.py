@@ -6,9 +6,13 @@ import json
 
 import pytest
 import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from traac.cli import main
 from traac.evaluation.testtime import ThinkingGenerator
+from traac.method.factory import build_compressor
+from traac.method.formats import ChatFormat
+from traac.method.settings import CompressionSettings
 
 SPECIALS = ["<pad>", "<eos>", "<think>", "</think>"]
 PAD, EOS, OPEN, CLOSE = range(4)
@@ -109,6 +113,7 @@ def test_generate_prints_pruned_steps_and_writes_json_and_html(
     settings = payload["settings"]  # named as the settings fields are
     assert settings["compress_tau"] == 1.0 and settings["probe_layers"] == "all"
     assert settings["scorer"] == "attention" and settings["uniformity_gate"] == 0.8
+    assert settings["scoring_model"] is None and settings["probe"] == "cached"
     assert any(s["tokens_saved"] > 0 for s in samples)
     for s, reasoning in zip(samples, REASONINGS.values(), strict=True):
         assert s["closed"] and s["reasoning"] == reasoning and s["answer"] == " 8"
@@ -177,6 +182,8 @@ def test_unclosed_think_block_is_reported_uncompressed(model_dir, tmp_path, caps
         (["--prompt", "hi", "--temperature", "nan"], "--temperature nan"),
         (["--prompt", "hi", "--uniformity-gate", "1.5"], "uniformity_gate: 1.5"),
         (["--prompt", "hi", "--think-budget", "0"], "--think-budget"),
+        (["--prompt", "hi", "--think-budget", "8", "--scoring-model", "x"], "add --compress-tau"),
+        (["--prompt", "hi", "--scorer", "random", "--scoring-model", "x"], "--scorer attention"),
     ],
 )
 def test_bad_input_is_a_one_line_error(tmp_path, capsys, args, message):
@@ -232,3 +239,27 @@ def test_a_prompt_samples_the_same_at_any_batch_size(model_dir, tmp_path, capsys
         assert run_cli(capsys, *argv, "--batch-size", batch, "--json", str(out))[0] == 0
         outputs.append([s["response"] for s in json.loads(out.read_text())["samples"]])
     assert outputs[0] == outputs[1]
+
+
+def test_a_scoring_model_scores_the_steps_and_is_recorded(
+    model_dir, smollm2, tmp_path, capsys, scripted
+):
+    """SmolLM2 (another tokenizer) scores what the tiny model thought, after decoding."""
+    out_json = tmp_path / "out.json"
+    code, _, err = run_cli(
+        capsys, "--model", str(model_dir), "--prompt", "q3?", "--compress-tau", "1",
+        "--scoring-model", str(smollm2), "--json", str(out_json),
+    )  # fmt: skip
+    assert code == 0, err
+    payload = json.loads(out_json.read_text())
+    assert payload["settings"]["scoring_model"] == str(smollm2)
+    assert payload["settings"]["probe"] == "reforward"
+    (sample,) = payload["samples"]
+    scorer = AutoModelForCausalLM.from_pretrained(smollm2, dtype=torch.float32).eval()
+    compressor = build_compressor(
+        CompressionSettings(), scorer, AutoTokenizer.from_pretrained(smollm2), ChatFormat()
+    )
+    (result,) = compressor([REASONINGS["q3?"]], [1.0])
+    assert result.compressed, "nothing evicted"
+    assert [step["kept"] for step in sample["steps"]] == result.kept
+    assert sample["compressed_reasoning"] == result.text

@@ -544,3 +544,32 @@ def test_cached_probe_equals_a_reforward_on_a_real_model_with_a_split_closer(smo
     np.testing.assert_allclose(sample.compression.scores, ref.scores, rtol=0, atol=1e-5)
     assert sample.compression.kept == ref.kept
     assert sample.compression.kept != [True] * len(ref.kept)  # the probe selects on this model
+
+
+def test_a_foreign_scorer_evicts_what_its_own_compressor_does(model, tokenizer, smollm2):
+    """Another model (SmolLM2, another tokenizer) scores the steps the tiny model thought: the
+    kept steps are those a Compressor built from SmolLM2 keeps on the same reasoning; the
+    probe re-runs after decoding and token counts stay the decoding model's."""
+    scorer = AutoModelForCausalLM.from_pretrained(smollm2, dtype=torch.float32).eval()
+    scorer_tokenizer = AutoTokenizer.from_pretrained(smollm2)
+    fmt = ChatFormat()
+    generator = ThinkingGenerator(
+        model, tokenizer, fmt, compress_tau=1.0,
+        scoring_model=scorer, scoring_tokenizer=scorer_tokenizer,
+    )  # fmt: skip
+    assert generator.probe == "reforward"
+    plans = plans_for(tokenizer, REASONINGS)
+    samples = generator.generate(list(plans), logits_processor=Script(tokenizer, plans))
+    assert any(s.compressed_reasoning != s.reasoning for s in samples), "nothing evicted"
+    for s in samples:
+        ref = reference(scorer, scorer_tokenizer, fmt, s.reasoning, 1.0)
+        np.testing.assert_allclose(s.compression.scores, ref.scores, rtol=0, atol=1e-6)
+        assert s.compression.kept == ref.kept and s.compressed_reasoning == ref.text
+        assert s.tokens_before == s.reasoning_tokens == len(enc(tokenizer, s.reasoning))
+        assert s.tokens_after == len(enc(tokenizer, ref.text))
+        assert s.answer == " \\boxed{8}"
+
+
+def test_a_scoring_model_needs_its_tokenizer(model, tokenizer):
+    with pytest.raises(TraacError, match="needs its tokenizer"):
+        ThinkingGenerator(model, tokenizer, compress_tau=0.4, scoring_model=model)

@@ -62,6 +62,23 @@ def add_scoring_model(
     )
 
 
+def check_test_time_scorer(scoring_model: str | None, tau: float | None, scorer: str) -> None:
+    """A foreign scorer at test time scores what compression prunes with the attention probe:
+    without a tau, or with another scorer, it would do nothing."""
+    if scoring_model is None:
+        return
+    if tau is None:
+        raise TraacError(
+            f"--scoring-model {scoring_model}: scores the steps test-time compression prunes; "
+            "add --compress-tau (the paper's test-time tau is 0.4) or drop --scoring-model"
+        )
+    if scorer != "attention":
+        raise TraacError(
+            f"--scoring-model {scoring_model}: test-time compression reads the closer's "
+            "attention; use --scorer attention or drop --scoring-model"
+        )
+
+
 def add_settings(parser: argparse.ArgumentParser, cls: type, title: str, **defaults: Any) -> None:
     """One option per field of a settings dataclass, `--field-name` and `--field_name`, with
     the field's help and choices; `defaults` override the dataclass's for this command."""

@@ -12,8 +12,10 @@ from traac.commands import (
     MODEL_HELP,
     ArgumentParser,
     add_device_map,
+    add_scoring_model,
     add_settings,
     check_tau,
+    check_test_time_scorer,
     settings_from,
 )
 from traac.common.gguf import is_gguf_path
@@ -138,6 +140,12 @@ def build_parser() -> ArgumentParser:
         CompressionSettings,
         "test-time compression (with --compress-tau; --aux-prompt also with --think-budget)",
     )
+    add_scoring_model(
+        p,
+        "with --compress-tau: the model whose attention scores the steps (default: --model "
+        "itself; beyond the paper, any model: steps map to its tokenizer through character "
+        "offsets, and the probe re-runs after decoding)",
+    )
     add_settings(p, FormatSettings, "think format")
     p.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda if available)")
     add_device_map(p)
@@ -152,6 +160,7 @@ def main(argv: list[str]) -> int:
     check_tau(args.compress_tau)
     compression = settings_from(args, CompressionSettings)
     think = settings_from(args, FormatSettings)
+    check_test_time_scorer(args.scoring_model, args.compress_tau, compression.scorer)
     if args.responses is not None and (args.device or args.device_map or args.dtype):
         raise TraacError(
             "--device, --device-map and --dtype apply to generation; --responses needs no model"
@@ -172,12 +181,15 @@ def main(argv: list[str]) -> int:
             "--dataset: empty; pass a file, testbed:TIER, reasoning-gym:TASK or a name"
         )
     model = _model_key(args.model) if args.model else None
+    scoring = _model_key(args.scoring_model) if args.scoring_model else None
+    scoring = None if scoring == model else scoring  # the model itself scores on policy
     device, device_map = resolve_placement(args.device, args.device_map) if model else (None, None)
     dtype = resolve_dtype(args.dtype, device) if device is not None else None
     responses = args.responses.expanduser().resolve() if args.responses else None
     if responses is not None and not responses.is_file():
         raise TraacError(f"--responses {str(args.responses)!r}: no such file")
     tokenizer = load_tokenizer(model or args.tokenizer) if (model or args.tokenizer) else None
+    scoring_tokenizer = load_tokenizer(scoring) if scoring else None  # a bad name fails here
     style = (
         args.prompt_style
         or (model and prompt_style_of(model))
@@ -197,6 +209,7 @@ def main(argv: list[str]) -> int:
         chat_format=think.chat_format,
         compress_tau=args.compress_tau,
         compression=asdict(compression) if thinking else None,
+        scoring_model=scoring,
         think_budget=args.think_budget,
     )
 
@@ -221,18 +234,20 @@ def main(argv: list[str]) -> int:
             decoder = load_vllm_engine(
                 path, tok, fmt, seed=args.seed, settings=engine, dtype=args.dtype
             )
-        # The transformers model decodes, or (vLLM) runs compression's probe.
-        probing = decoder is None or args.compress_tau is not None
+        # The transformers model decodes, or (vLLM) runs compression's probe; a foreign
+        # scoring model runs the probe instead.
+        probing = decoder is None or (args.compress_tau is not None and scoring is None)
+        placement: dict[str, Any] = {"device": device, "dtype": dtype, "device_map": device_map}
         generator = ThinkingGenerator(
-            load_model(path, device=device, dtype=dtype, device_map=device_map)
-            if probing
-            else None,
+            load_model(path, **placement) if probing else None,
             tok,
             fmt,
             compress_tau=args.compress_tau,
             think_budget=args.think_budget,
             settings=compression,
             engine=decoder,
+            scoring_model=load_model(resolve_model(scoring), **placement) if scoring else None,
+            scoring_tokenizer=scoring_tokenizer,
         )
         return ThinkingBackend(generator)
 

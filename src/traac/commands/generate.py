@@ -23,9 +23,11 @@ from traac.commands import (
     MODEL_HELP,
     ArgumentParser,
     add_device_map,
+    add_scoring_model,
     add_settings,
     check_count,
     check_tau,
+    check_test_time_scorer,
     settings_from,
 )
 from traac.common.models import load_model, load_tokenizer, resolve_dtype, resolve_placement
@@ -95,6 +97,12 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     add_settings(parser, CompressionSettings, "compression")
     add_settings(parser, FormatSettings, "think format")
+    add_scoring_model(
+        parser,
+        "the model whose attention scores the steps (default: --model itself; beyond the "
+        "paper, any model: steps map to its tokenizer through character offsets, and the "
+        "probe re-runs after decoding: --probe reforward)",
+    )
     parser.add_argument(
         "--probe",
         choices=PROBE_MODES,
@@ -115,6 +123,7 @@ def build_parser() -> ArgumentParser:
 
 def check_args(args: argparse.Namespace) -> None:
     check_tau(args.compress_tau)
+    check_test_time_scorer(args.scoring_model, compress_tau(args), args.scorer)
     check_count("--think-budget", args.think_budget)
     check_count("--max-new-tokens", args.max_new_tokens)
     check_sampling(args.temperature, args.top_p, args.max_new_tokens)
@@ -183,7 +192,13 @@ def load_generator(args: argparse.Namespace) -> ThinkingGenerator:
     dtype = resolve_dtype(args.dtype, device)
     path = resolve_model(args.model, make_progress())
     tokenizer = load_tokenizer(path)
-    model = load_model(path, device=device, dtype=dtype, device_map=device_map)
+    scoring_path = None if args.scoring_model is None else resolve_model(args.scoring_model)
+    if scoring_path == path:
+        scoring_path = None  # the model itself scores on policy
+    scorer_tokenizer = None if scoring_path is None else load_tokenizer(scoring_path)
+    placement: dict[str, Any] = {"device": device, "dtype": dtype, "device_map": device_map}
+    model = load_model(path, **placement)
+    scorer = None if scoring_path is None else load_model(scoring_path, **placement)
     return ThinkingGenerator(
         model,
         tokenizer,
@@ -192,6 +207,8 @@ def load_generator(args: argparse.Namespace) -> ThinkingGenerator:
         think_budget=args.think_budget,
         settings=settings,
         probe=args.probe,
+        scoring_model=scorer,
+        scoring_tokenizer=scorer_tokenizer,
     )
 
 
@@ -289,8 +306,9 @@ def main(argv: list[str]) -> int:
     if args.json is not None:
         settings = {
             key: getattr(args, key)
-            for key in ("model", "think_budget", "temperature", "top_p", "seed", "probe")
+            for key in ("model", "scoring_model", "think_budget", "temperature", "top_p", "seed")
         }
+        settings["probe"] = generator.probe
         settings["compress_tau"] = generator.tau
         settings.update(
             max_new_tokens=args.max_new_tokens,

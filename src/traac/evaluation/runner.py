@@ -66,6 +66,7 @@ class EvalSettings:
     chat_format: str = "auto"
     compress_tau: float | None = None  # tau of test-time compression, if on
     compression: dict[str, Any] | None = None  # its settings (CompressionSettings), if on
+    scoring_model: str | None = None  # the model that scores its steps, if not `model`
     think_budget: int | None = None  # think tokens before the model is interrupted, if set
 
     def __post_init__(self) -> None:

@@ -27,6 +27,11 @@ sequence closes its think block only a short suffix runs to give the closer's at
 is. `probe="reforward"` keeps no probe cache and runs `AttentionScorer` once decoding is done.
 Without `compress_tau` no probe runs at all.
 
+`scoring_model` (beyond the paper) scores the steps with another model than the one that
+decodes, through its own tokenizer (steps map to it through character offsets): the probe cache
+is built from the decoding model's own forwards, so a foreign scorer re-runs the probe text
+after decoding. The token counts of a sample stay the decoding model's.
+
 Prompts are exact model input text (chat template applied, as `traac eval` builds them);
 `render_prompt` (traac.evaluation.prompts) makes one from a question or a message list. The
 model decodes exactly as without compression up to the closer (nothing is forced), so the
@@ -88,7 +93,9 @@ class ThinkingGenerator:
     what the probe cache computes; `aux_prompt` is also what an interruption appends). `probe`:
     `cached` (a prompt-free cache built while decoding, fed every `probe_chunk` tokens; the
     default) or `reforward` (the whole probe text through `AttentionScorer` after decoding);
-    both give the same scores.
+    both give the same scores. `scoring_model` and `scoring_tokenizer`: another model that
+    scores the steps (None: `model` itself); it forces `reforward`, and with an `engine` that
+    decodes, `model` may then be None.
     """
 
     def __init__(
@@ -104,6 +111,8 @@ class ThinkingGenerator:
         probe_chunk: int = DEFAULT_PROBE_CHUNK,
         scorer_batch_size: int = 8,
         engine: ThinkEngine | None = None,
+        scoring_model: Any | None = None,
+        scoring_tokenizer: Any | None = None,
     ) -> None:
         settings = settings or CompressionSettings()
         if compress_tau is not None and not 0.0 <= compress_tau <= 1.0:
@@ -119,15 +128,19 @@ class ThinkingGenerator:
             raise TraacError(f"probe {probe!r}: use one of {', '.join(PROBE_MODES)}")
         if probe_chunk < 1:
             raise TraacError(f"probe_chunk {probe_chunk}: must be at least 1")
-        if engine is not None and not engine.caches_probe:
-            probe = "reforward"  # an engine without a probe cache: one forward over the trace
-        if model is None and (engine is None or compress_tau is not None):
+        if (scoring_model is None) != (scoring_tokenizer is None):
+            raise TraacError("a scoring model needs its tokenizer: pass both or neither")
+        if scoring_model is not None or (engine is not None and not engine.caches_probe):
+            probe = "reforward"  # no probe cache: one forward over the trace after decoding
+        prober = model if scoring_model is None else scoring_model
+        if (model is None and engine is None) or (prober is None and compress_tau is not None):
             raise TraacError(
                 "test-time compression probes with a transformers model: pass one (and an "
                 "engine to decode with another backend)"
             )
         self.model = model
         self.tokenizer = tokenizer
+        self.scoring_tokenizer = scoring_tokenizer or tokenizer
         self.chat_format = chat_format or resolve_chat_format("auto", tokenizer=tokenizer)
         self.tau = compress_tau
         self.think_budget = think_budget
@@ -136,9 +149,12 @@ class ThinkingGenerator:
         fmt = self.chat_format
         self.compressor = (
             None
-            if model is None
-            else build_compressor(settings, model, tokenizer, fmt, batch_size=scorer_batch_size)
+            if prober is None
+            else build_compressor(
+                settings, prober, self.scoring_tokenizer, fmt, batch_size=scorer_batch_size
+            )
         )
+        self.foreign = scoring_model is not None
         if self.caches_probe and has_sliding_layers(model):
             raise TraacError(
                 "probe 'cached': the model uses sliding-window attention, whose cache does not "
@@ -153,6 +169,10 @@ class ThinkingGenerator:
             probe_chunk=probe_chunk,
         )
         self.max_positions = self.engine.max_positions
+        self.probe_positions: int | None = self.max_positions  # what a probe text may fill
+        if scoring_model is not None:
+            config = scoring_model.config.get_text_config()
+            self.probe_positions = getattr(config, "max_position_embeddings", None)
         self.close_ids = tokenizer.encode(fmt.think_close, add_special_tokens=False)
 
     @property
@@ -311,6 +331,14 @@ class ThinkingGenerator:
     def _text(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=False) if ids else ""
 
+    def _own_counts(self, result: CompressionResult) -> CompressionResult:
+        """A foreign scorer's result with its token counts in the decoding model's tokens."""
+        before = count_tokens(self.tokenizer, result.reasoning)
+        after = (
+            before if result.text == result.reasoning else count_tokens(self.tokenizer, result.text)
+        )
+        return dataclasses.replace(result, tokens_before=before, tokens_after=after)
+
     def _compress(self, think: list[Decoded], rows: list[int]) -> dict[int, CompressionResult]:
         """Compress the rows whose think block ended, with the stored or re-forward scores."""
         assert self.tau is not None
@@ -327,9 +355,9 @@ class ThinkingGenerator:
             unscored = []
             for i in rows:
                 text = self.chat_format.probe_text(reasonings[i], self.aux_prompt)
-                n = count_tokens(self.tokenizer, text)
-                if self.max_positions is not None and n > self.max_positions:
-                    think[i].note = too_long(n, self.max_positions)
+                n = count_tokens(self.scoring_tokenizer, text)
+                if self.probe_positions is not None and n > self.probe_positions:
+                    think[i].note = too_long(n, self.probe_positions)
                     unscored.append(i)
                 elif reasonings[i].strip():
                     think[i].probe_tokens = n
@@ -337,7 +365,7 @@ class ThinkingGenerator:
         for i, result in zip(
             todo, compressor([reasonings[i] for i in todo], [self.tau] * len(todo)), strict=True
         ):
-            out[i] = result
+            out[i] = self._own_counts(result) if self.foreign else result
         for i in unscored:  # empty reasoning or a probe too long: nothing evicted
             tokens = count_tokens(self.tokenizer, reasonings[i])
             out[i] = CompressionResult.unchanged(reasonings[i], tokens)
