@@ -58,7 +58,12 @@ def add_scoring_model(
 ) -> None:
     """`--scoring-model`, spelled as a recipe's `scoring_model` on every command that scores."""
     parser.add_argument(
-        "--scoring-model", "--scoring_model", dest="scoring_model", help=help_text, **options
+        "--scoring-model",
+        "--scoring_model",
+        dest="scoring_model",
+        metavar="MODEL",
+        help=help_text,
+        **options,
     )
 
 

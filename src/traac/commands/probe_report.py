@@ -64,7 +64,6 @@ def build_parser() -> ArgumentParser:
         f"offsets) (default: {POLICY})",
         nargs="+",
         default=[POLICY],
-        metavar="MODEL",
     )
     p.add_argument(
         "--each-layer",
