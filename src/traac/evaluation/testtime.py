@@ -140,7 +140,7 @@ class ThinkingGenerator:
             )
         self.model = model
         self.tokenizer = tokenizer
-        self.scoring_tokenizer = scoring_tokenizer or tokenizer
+        self.scoring_tokenizer = tokenizer if scoring_tokenizer is None else scoring_tokenizer
         self.chat_format = chat_format or resolve_chat_format("auto", tokenizer=tokenizer)
         self.tau = compress_tau
         self.think_budget = think_budget
