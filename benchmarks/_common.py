@@ -32,10 +32,10 @@ def cpu_name() -> str:
 
 
 def machine() -> str:
-    """The machine line: CPU, cores, torch and its threads, and the load other jobs put on it."""
+    """The machine: CPU, cores, torch and its threads, and the load other jobs put on it."""
     load = "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
     return (
-        f"machine: {cpu_name()}, {os.cpu_count()} cores, torch {torch.__version__} "
+        f"{cpu_name()}, {os.cpu_count()} cores, torch {torch.__version__} "
         f"({torch.get_num_threads()} threads), load average {load}"
     )
 

@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             runs[name].append(tokens / seconds)
             print(f"  {name}: {tokens} tokens in {seconds:.1f} s = {tokens / seconds:.1f} tok/s")
     bare_tps, traac_tps, refill_tps = (statistics.median(runs[k]) for k in runs)
-    print(machine())
+    print(f"machine: {machine()}")
     print(command(argv))
     print(
         f"{args.model}: {len(prompts)} prompts of {dataset}, batch {args.batch_size}, "

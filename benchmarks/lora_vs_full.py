@@ -16,21 +16,17 @@ alternate the variants (`--rounds`), so load from other jobs drifts over both al
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
-import os
-import platform
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from typing import Any
 
-import torch
-from transformers import PrinterCallback, TrainerCallback
+from transformers import PrinterCallback
 
+from _common import StepTimer, add_model_options, command, machine, set_threads
 from traac.common.models import load_tokenizer
 from traac.data.training import items_to_dataset, load_training_items
 from traac.pipelines.models import resolve_model
@@ -41,26 +37,8 @@ from traac.training.trainer import TRAACTrainer
 VARIANTS = ("full", "lora")
 
 
-class StepTimer(TrainerCallback):
-    """Wall time of every optimizer step, from its start to the next one's."""
-
-    def __init__(self) -> None:
-        self.starts: list[float] = []
-
-    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.starts.append(time.perf_counter())
-
-    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.starts.append(time.perf_counter())
-
-    @property
-    def times(self) -> list[float]:
-        return [b - a for a, b in itertools.pairwise(self.starts)]
-
-
 def child(opts: argparse.Namespace) -> dict[str, Any]:
     """Train one variant in this process; its step times, parameters and peak RSS."""
-    torch.set_num_threads(opts.threads)
     model = resolve_model(opts.model)
     tokenizer = load_tokenizer(model)
     tokenizer.padding_side = "left"
@@ -102,20 +80,9 @@ def child(opts: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def machine(threads: int) -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(x.split(":", 1)[1].strip() for x in f if x.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return (f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__}, {threads} thread(s), "
-            "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))  # fmt: skip
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="smollm2", help="smollm2, testbed-quick or a dir")
+    add_model_options(parser, "smollm2", threads=1)
     parser.add_argument("--steps", type=int, default=3, help="timed steps per variant and round")
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps per variant")
     parser.add_argument("--rounds", type=int, default=1, help="alternating full/LoRA rounds")
@@ -126,14 +93,14 @@ def main() -> None:
     parser.add_argument("--lora-r", type=int, default=16)
     parser.add_argument("--targets", nargs="+", default=["q_proj", "k_proj", "v_proj", "o_proj"])
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
     opts = parser.parse_args()
+    set_threads(opts.threads)
     if opts.child:
         print(json.dumps(child(opts)))
         return
-    print(f"command: {' '.join([os.path.basename(sys.executable), *sys.argv])}")
-    print(f"machine before: {machine(opts.threads)}")
+    print(command())
+    print(f"machine before: {machine()}")
     results: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
     for _ in range(opts.rounds):
         for variant in VARIANTS:
@@ -144,7 +111,7 @@ def main() -> None:
             if done.returncode != 0:
                 sys.exit(f"{variant} failed:\n{done.stderr[-2000:]}")
             results[variant].append(json.loads(done.stdout.strip().splitlines()[-1]))
-    print(f"machine after:  {machine(opts.threads)}")
+    print(f"machine after:  {machine()}")
     targets = " ".join(opts.targets)
     print(f"model {opts.model}; {opts.prompts} prompts x {opts.generations} rollouts per step, "
           f"max {opts.max_completion_length} tokens; {opts.rounds} round(s) of {opts.warmup} + "

@@ -20,7 +20,6 @@ ratio of the two TRAAC trainers' step times, which carries the machine's noise.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import statistics
 import tempfile
@@ -29,9 +28,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import PrinterCallback, TrainerCallback
+from transformers import PrinterCallback
 from trl import GRPOTrainer
 
+from _common import StepTimer, add_model_options, command, machine, set_threads
 from traac.common.models import load_tokenizer
 from traac.data.training import items_to_dataset, load_training_items
 from traac.method.formats import resolve_chat_format
@@ -41,24 +41,6 @@ from traac.training.config import TRAACConfig
 from traac.training.rewards import TraacRewards
 from traac.training.telemetry import METRICS_FILE
 from traac.training.trainer import TRAACTrainer
-
-
-class StepTimer(TrainerCallback):
-    """Wall time of every optimizer step, from its start to the next one's (the last: to the
-    end of training), so that the logging after `on_step_end` counts too."""
-
-    def __init__(self) -> None:
-        self.starts: list[float] = []
-
-    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.starts.append(time.perf_counter())
-
-    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.starts.append(time.perf_counter())
-
-    @property
-    def times(self) -> list[float]:
-        return [b - a for a, b in itertools.pairwise(self.starts)]
 
 
 class TimedTRAAC(TRAACTrainer):
@@ -121,7 +103,7 @@ def describe(name: str, times: list[float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="testbed", help="model dir, hub id, or testbed")
+    add_model_options(parser, "testbed", threads=1)
     parser.add_argument("--quick", action="store_true", help="use the quick testbed model")
     parser.add_argument("--steps", type=int, default=5, help="timed steps per trainer and round")
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps per trainer and round")
@@ -131,9 +113,8 @@ def main() -> None:
     parser.add_argument("--max-completion-length", type=int, default=160)
     parser.add_argument("--dataset", default="testbed:all?n=50")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     opts = parser.parse_args()
-    torch.set_num_threads(opts.threads)
+    set_threads(opts.threads)
     model = resolve_model("testbed-quick" if opts.quick else opts.model)
     tokenizer = load_tokenizer(model)
     tokenizer.padding_side = "left"
@@ -173,6 +154,8 @@ def main() -> None:
                 for key, value in record.items():
                     if key.startswith(("traac/seconds/", "traac/all/compressed_frac")):
                         phases.setdefault(key, []).append(value)
+    print(f"machine: {machine()}")
+    print(command())
     print(f"model {model}; {opts.prompts} prompts x {opts.generations} rollouts per step, "
           f"max {opts.max_completion_length} tokens; {opts.rounds} alternating rounds of "
           f"{opts.warmup} + {opts.steps} steps per trainer, {opts.threads} thread(s)")  # fmt: skip

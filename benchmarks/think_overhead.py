@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
             runs[name].append(tokens / seconds)
             print(f"  {name}: {tokens} tokens in {seconds:.1f} s = {tokens / seconds:.1f} tok/s")
     engine_tps, traac_tps = (statistics.median(runs[k]) for k in runs)
-    print(machine())
+    print(f"machine: {machine()}")
     print(command(argv))
     print(f"{args.model}: {args.prompts} prompts, batch {args.batch_size}, {args.max_new_tokens} "
           f"new tokens, think budget {args.think_budget}, compress tau {args.compress_tau}, "
