@@ -1,6 +1,7 @@
 """What the benchmarks share: the `--model` / `--threads` options and the model they load, the
-testbed prompts, a bare `model.generate` loop, a step timer, and the machine and command lines
-each prints beside its figures (so that a reader can tell where they came from and rerun them).
+prompts, a bare `model.generate` loop, alternating timed runs, a step timer, and the machine and
+command lines each prints beside its figures (so that a reader can tell where they came from
+and rerun them).
 
 Benchmarks run as scripts (`python benchmarks/NAME.py`), so this file is on their path.
 """
@@ -12,9 +13,10 @@ import itertools
 import os
 import platform
 import shlex
+import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +108,19 @@ def generate_batches(
             out = model.generate(**batch, pad_token_id=tokenizer.pad_token_id, **options)
         rows += out[:, batch["input_ids"].shape[1] :].tolist()
     return rows
+
+
+def alternate(calls: dict[str, Callable[[], tuple[int, float]]], repeats: int) -> list[float]:
+    """Each call's median tokens per second over `repeats` runs: the calls (each answering its
+    tokens and wall seconds) alternate, so that a drift in the machine's load hits all alike;
+    every run is printed."""
+    runs: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(repeats):
+        for name, call in calls.items():
+            tokens, seconds = call()
+            runs[name].append(tokens / seconds)
+            print(f"  {name}: {tokens} tokens in {seconds:.1f} s = {tokens / seconds:.1f} tok/s")
+    return [statistics.median(rates) for rates in runs.values()]
 
 
 class StepTimer(TrainerCallback):

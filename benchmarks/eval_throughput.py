@@ -22,7 +22,6 @@ least 1.5: keeping the batch full).
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import time
@@ -31,6 +30,7 @@ from typing import Any
 
 from _common import (
     add_model_options,
+    alternate,
     command,
     generate_batches,
     load,
@@ -96,13 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     def refill() -> tuple[int, float]:
         return evaluate(lambda tok: RefillBackend(model, tok, args.batch_size))
 
-    runs: dict[str, list[float]] = {"bare": [], "traac": [], "refill": []}
-    for _ in range(args.repeats):
-        for name, call in (("bare", bare), ("traac", traac), ("refill", refill)):
-            tokens, seconds = call()
-            runs[name].append(tokens / seconds)
-            print(f"  {name}: {tokens} tokens in {seconds:.1f} s = {tokens / seconds:.1f} tok/s")
-    bare_tps, traac_tps, refill_tps = (statistics.median(runs[k]) for k in runs)
+    calls = {"bare": bare, "traac": traac, "refill": refill}
+    bare_tps, traac_tps, refill_tps = alternate(calls, args.repeats)
     print(f"machine: {machine()}")
     print(command(argv))
     print(

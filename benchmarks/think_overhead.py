@@ -18,11 +18,10 @@ the interruption and the Python between the phases cost per token.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 
-from _common import add_model_options, command, load, load_prompts, machine
+from _common import add_model_options, alternate, command, load, load_prompts, machine
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,13 +61,8 @@ def main(argv: list[str] | None = None) -> int:
                     tokens += g.think_tokens + g.answer_tokens
         return tokens, time.perf_counter() - start
 
-    runs: dict[str, list[float]] = {"engine": [], "traac": []}
-    for _ in range(args.repeats):
-        for name, backend in (("engine", engine), ("traac", traac)):
-            tokens, seconds = run(backend)
-            runs[name].append(tokens / seconds)
-            print(f"  {name}: {tokens} tokens in {seconds:.1f} s = {tokens / seconds:.1f} tok/s")
-    engine_tps, traac_tps = (statistics.median(runs[k]) for k in runs)
+    calls = {"engine": lambda: run(engine), "traac": lambda: run(traac)}
+    engine_tps, traac_tps = alternate(calls, args.repeats)
     print(f"machine: {machine()}")
     print(command(argv))
     print(f"{args.model}: {args.prompts} prompts, batch {args.batch_size}, {args.max_new_tokens} "
