@@ -1,7 +1,7 @@
 """What the benchmarks share: the `--model` / `--threads` options and the model they load, the
-prompts, a bare `model.generate` loop, alternating timed runs, a step timer, and the machine and
-command lines each prints beside its figures (so that a reader can tell where they came from
-and rerun them).
+prompts, a bare `model.generate` loop, alternating timed runs, timed training steps, and the
+machine and command lines each prints beside its figures (so that a reader can tell where
+they came from and rerun them).
 
 Benchmarks run as scripts (`python benchmarks/NAME.py`), so this file is on their path.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import TrainerCallback
+from transformers import PrinterCallback, TrainerCallback
 
 
 def cpu_name() -> str:
@@ -121,6 +121,69 @@ def alternate(calls: dict[str, Callable[[], tuple[int, float]]], repeats: int) -
             runs[name].append(tokens / seconds)
             print(f"  {name}: {tokens} tokens in {seconds:.1f} s = {tokens / seconds:.1f} tok/s")
     return [statistics.median(rates) for rates in runs.values()]
+
+
+def add_step_options(
+    parser: argparse.ArgumentParser,
+    *,
+    steps: int,
+    rounds: int,
+    prompts: int,
+    generations: int,
+    max_completion_length: int,
+    dataset: str,
+) -> None:
+    """The options of a benchmark that times training steps (these are their defaults)."""
+    parser.add_argument("--steps", type=int, default=steps, help="timed steps per run")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed steps per run first")
+    parser.add_argument("--rounds", type=int, default=rounds, help="alternating rounds of runs")
+    parser.add_argument("--prompts", type=int, default=prompts, help="prompts per step")
+    parser.add_argument("--generations", type=int, default=generations, help="rollouts per prompt")
+    parser.add_argument("--max-completion-length", type=int, default=max_completion_length)
+    parser.add_argument("--dataset", default=dataset)
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def training_data(model: str, dataset: str) -> tuple[Any, Any]:
+    """(tokenizer padding on the left, the training rows of `dataset`) for the model at `model`."""
+    from traac.common.models import load_tokenizer
+    from traac.data.training import items_to_dataset, load_training_items
+
+    tokenizer = load_tokenizer(model)
+    tokenizer.padding_side = "left"
+    chat = bool(getattr(tokenizer, "chat_template", None))
+    return tokenizer, items_to_dataset(load_training_items(dataset), conversational=chat)
+
+
+def step_config(output_dir: str, opts: argparse.Namespace, **settings: Any) -> Any:
+    """A `TRAACConfig` on the CPU for `--warmup` + `--steps` steps of `--prompts` x
+    `--generations` rollouts, saving and reporting nothing; `settings`: the rest."""
+    from traac.training.config import TRAACConfig
+
+    return TRAACConfig(
+        output_dir=output_dir,
+        use_cpu=True,
+        bf16=False,
+        activation_checkpointing=False,
+        report_to="none",
+        save_strategy="no",
+        disable_tqdm=True,
+        max_steps=opts.warmup + opts.steps,
+        per_device_train_batch_size=opts.prompts * opts.generations,
+        num_generations=opts.generations,
+        max_completion_length=opts.max_completion_length,
+        seed=opts.seed,
+        **settings,
+    )
+
+
+def timed_train(trainer: Any, warmup: int) -> list[float]:
+    """Train; the step times after `warmup`. The log printer goes, as `traac train` drops it."""
+    timer = StepTimer()
+    trainer.remove_callback(PrinterCallback)
+    trainer.add_callback(timer)
+    trainer.train()
+    return timer.times[warmup:]
 
 
 class StepTimer(TrainerCallback):

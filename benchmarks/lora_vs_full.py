@@ -24,13 +24,17 @@ import sys
 import tempfile
 from typing import Any
 
-from transformers import PrinterCallback
-
-from _common import StepTimer, add_model_options, command, machine, set_threads
-from traac.common.models import load_tokenizer
-from traac.data.training import items_to_dataset, load_training_items
+from _common import (
+    add_model_options,
+    add_step_options,
+    command,
+    machine,
+    set_threads,
+    step_config,
+    timed_train,
+    training_data,
+)
 from traac.pipelines.models import resolve_model
-from traac.training.config import TRAACConfig
 from traac.training.lora import LoraArguments
 from traac.training.trainer import TRAACTrainer
 
@@ -40,39 +44,26 @@ VARIANTS = ("full", "lora")
 def child(opts: argparse.Namespace) -> dict[str, Any]:
     """Train one variant in this process; its step times, parameters and peak RSS."""
     model = resolve_model(opts.model)
-    tokenizer = load_tokenizer(model)
-    tokenizer.padding_side = "left"
-    dataset = items_to_dataset(
-        load_training_items(opts.dataset),
-        conversational=bool(getattr(tokenizer, "chat_template", None)),
-    )
+    tokenizer, dataset = training_data(model, opts.dataset)
     lora = LoraArguments(
         use_peft=opts.child == "lora", lora_r=opts.lora_r, lora_alpha=2 * opts.lora_r,
         lora_dropout=0.0, lora_target_modules=opts.targets,
     )  # fmt: skip
     with tempfile.TemporaryDirectory() as out:
-        config = TRAACConfig(
-            output_dir=out, use_cpu=True, bf16=False, activation_checkpointing=False,
-            report_to="none", save_strategy="no", disable_tqdm=True,
-            max_steps=opts.warmup + opts.steps,
-            per_device_train_batch_size=opts.prompts * opts.generations,
-            num_generations=opts.generations, max_completion_length=opts.max_completion_length,
-            learning_rate=5e-5, beta=0.04, mode="traac", scorer="attention",
-            scoring_model="reference", probe_heads="gated", seed=opts.seed,
+        config = step_config(
+            out, opts, learning_rate=5e-5, beta=0.04, mode="traac", scorer="attention",
+            scoring_model="reference", probe_heads="gated",
         )  # fmt: skip
         trainer = TRAACTrainer(
             model, args=config, train_dataset=dataset, processing_class=tokenizer,
             **lora.trainer_kwargs(bf16=False),
         )  # fmt: skip
-        timer = StepTimer()
-        trainer.remove_callback(PrinterCallback)
-        trainer.add_callback(timer)
-        trainer.train()
+        times = timed_train(trainer, opts.warmup)
         policy = trainer.accelerator.unwrap_model(trainer.model)
         params = list(policy.parameters())
     return {
         "variant": opts.child,
-        "times": timer.times[opts.warmup :],
+        "times": times,
         "trainable": sum(p.numel() for p in params if p.requires_grad),
         "total": sum(p.numel() for p in params),
         "reference_copy": trainer.ref_model is not None,
@@ -83,16 +74,12 @@ def child(opts: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_model_options(parser, "smollm2", threads=1)
-    parser.add_argument("--steps", type=int, default=3, help="timed steps per variant and round")
-    parser.add_argument("--warmup", type=int, default=1, help="untimed steps per variant")
-    parser.add_argument("--rounds", type=int, default=1, help="alternating full/LoRA rounds")
-    parser.add_argument("--prompts", type=int, default=2, help="prompts per step")
-    parser.add_argument("--generations", type=int, default=4, help="rollouts per prompt")
-    parser.add_argument("--max-completion-length", type=int, default=64)
-    parser.add_argument("--dataset", default="testbed:easy?n=32")
+    add_step_options(
+        parser, steps=3, rounds=1, prompts=2, generations=4, max_completion_length=64,
+        dataset="testbed:easy?n=32",
+    )  # fmt: skip
     parser.add_argument("--lora-r", type=int, default=16)
     parser.add_argument("--targets", nargs="+", default=["q_proj", "k_proj", "v_proj", "o_proj"])
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
     opts = parser.parse_args()
     set_threads(opts.threads)
