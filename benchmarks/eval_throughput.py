@@ -1,7 +1,8 @@
 """`traac eval`'s generation throughput against a bare `model.generate` loop, in one process.
 
-Both sample the same prompts (testbed problems through the model's chat template and traac's
-default prompt style), in the same left-padded batches, at temperature 1.0 with the same
+Both sample the same prompts (the first `--prompts` items of `--dataset`, by default easy testbed
+problems, through the model's chat template and traac's default prompt style), in the same
+left-padded batches, at temperature 1.0 with the same
 `max_new_tokens`, from one loaded model:
   traac  `run_eval` with the transformers backend: per-request seeded sampling, verification,
          records written to disk (what `traac eval` does after loading the model);
@@ -15,74 +16,61 @@ least 1.5: keeping the batch full).
 
     python benchmarks/eval_throughput.py                     # smollm2, 16 prompts, batch 8
     python benchmarks/eval_throughput.py --model testbed --max-new-tokens 160
+    python benchmarks/eval_throughput.py --dataset 'testbed:all?n=16'   # all three tiers
 """
 
 from __future__ import annotations
 
 import argparse
-import platform
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from _common import (
+    add_model_options,
+    alternate,
+    command,
+    generate_batches,
+    load,
+    load_prompts,
+    machine,
+    prompt_style,
+)
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="smollm2", help="smollm2, testbed, or a model path")
+    add_model_options(parser, "smollm2")
     parser.add_argument("--prompts", type=int, default=16)
+    parser.add_argument(
+        "--dataset", help="what `traac eval --dataset` takes (default: testbed:easy?n=PROMPTS)"
+    )
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     args = parser.parse_args(argv)
 
-    import torch
-
-    from traac.common.models import load_model, load_tokenizer, prompt_style_of
-    from traac.data.datasets import load_items
     from traac.evaluation.generation import TransformersBackend
-    from traac.evaluation.prompts import build_prompt, default_prompt_style
     from traac.evaluation.refill import RefillBackend
     from traac.evaluation.runner import EvalSettings, run_eval
-    from traac.pipelines.models import resolve_model
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    path = resolve_model(args.model)
-    model, tokenizer = load_model(path, device="cpu"), load_tokenizer(path)
-    tokenizer.padding_side = "left"
-    style = prompt_style_of(path) or default_prompt_style(tokenizer)
-    dataset = f"testbed:easy?n={args.prompts}"
-    items = load_items(dataset)[: args.prompts]
-    prompts = [build_prompt(item, tokenizer, style) for item in items]
+    path, model, tokenizer = load(args)
+    dataset = args.dataset or f"testbed:easy?n={args.prompts}"
+    style = prompt_style(path, tokenizer)
+    _, prompts = load_prompts(path, tokenizer, dataset, args.prompts)
     stops = {tokenizer.eos_token_id, tokenizer.pad_token_id}
 
     def bare() -> tuple[int, float]:
-        tokens, start = 0, time.perf_counter()
-        for at in range(0, len(prompts), args.batch_size):
-            batch = tokenizer(
-                prompts[at : at + args.batch_size],
-                return_tensors="pt",
-                padding=True,
-                add_special_tokens=False,
-            )
-            with torch.inference_mode():
-                out = model.generate(
-                    **batch,
-                    do_sample=True,
-                    temperature=1.0,
-                    top_p=1.0,
-                    top_k=None,
-                    max_new_tokens=args.max_new_tokens,
-                    pad_token_id=tokenizer.pad_token_id,
-                )
-            for row in out[:, batch["input_ids"].shape[1] :].tolist():
-                ends = [k for k, t in enumerate(row) if t in stops]
-                tokens += ends[0] + 1 if ends else len(row)
-        return tokens, time.perf_counter() - start
+        start = time.perf_counter()
+        rows = generate_batches(
+            model, tokenizer, prompts, args.batch_size,
+            do_sample=True, temperature=1.0, top_p=1.0, top_k=None,
+            max_new_tokens=args.max_new_tokens,
+        )  # fmt: skip
+        ends = (next((k + 1 for k, t in enumerate(row) if t in stops), len(row)) for row in rows)
+        return sum(ends), time.perf_counter() - start
 
     def evaluate(make: Any) -> tuple[int, float]:
         settings = EvalSettings(
@@ -108,18 +96,12 @@ def main(argv: list[str] | None = None) -> int:
     def refill() -> tuple[int, float]:
         return evaluate(lambda tok: RefillBackend(model, tok, args.batch_size))
 
-    runs: dict[str, list[float]] = {"bare": [], "traac": [], "refill": []}
-    for _ in range(args.repeats):
-        for name, call in (("bare", bare), ("traac", traac), ("refill", refill)):
-            tokens, seconds = call()
-            runs[name].append(tokens / seconds)
-            print(f"  {name}: {tokens} tokens in {seconds:.1f} s = {tokens / seconds:.1f} tok/s")
-    bare_tps, traac_tps, refill_tps = (statistics.median(runs[k]) for k in runs)
-    print(f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__} "
-          f"({torch.get_num_threads()} threads)")  # fmt: skip
-    print(f"command: python benchmarks/eval_throughput.py {' '.join(argv or sys.argv[1:])}")
+    calls = {"bare": bare, "traac": traac, "refill": refill}
+    bare_tps, traac_tps, refill_tps = alternate(calls, args.repeats)
+    print(f"machine: {machine()}")
+    print(command(argv))
     print(
-        f"{args.model}: {args.prompts} prompts, batch {args.batch_size}, "
+        f"{args.model}: {len(prompts)} prompts of {dataset}, batch {args.batch_size}, "
         f"{args.max_new_tokens} new tokens, temperature 1.0, median of {args.repeats}"
     )
     print(f"bare model.generate {bare_tps:.1f} tok/s, traac eval {traac_tps:.1f} tok/s, "

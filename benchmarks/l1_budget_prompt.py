@@ -17,12 +17,11 @@ import argparse
 from collections import defaultdict
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from _common import add_model_options, command, generate_batches, load, machine
 from traac.data.datasets import load_items
 from traac.method.formats import ChatFormat
 from traac.method.length_rewards import l1_max_prompt
-from traac.pipelines.models import resolve_model
 from traac.testbed.tokenizer import render_prompts
 from traac.verification import verify_item
 
@@ -31,7 +30,7 @@ TIERS = ("easy", "medium", "hard")
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default="testbed")
+    add_model_options(parser, "testbed", threads=1)
     parser.add_argument("--dataset", default="testbed:all?n=100&seed=2026")  # the compare's
     parser.add_argument("--budgets", type=int, nargs="*", default=[16, 64, 160])
     parser.add_argument("--per-tier", type=int, default=20)
@@ -39,10 +38,8 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    path = resolve_model(args.model)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path).eval()
+    _, model, tokenizer = load(args)
+    skipped = {tokenizer.pad_token_id, tokenizer.eos_token_id}
     by_tier = defaultdict(list)
     for item in load_items(args.dataset):
         by_tier[item.difficulty].append(item)
@@ -56,26 +53,17 @@ def main() -> None:
             i.question if budget is None else l1_max_prompt(i.question, budget) for i in items
         ]
         rows = defaultdict(list)
-        for start in range(0, len(items), 20):
-            prompts = render_prompts(tokenizer, questions[start : start + 20])
-            batch = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
-            with torch.no_grad():
-                out = model.generate(
-                    **batch,
-                    do_sample=True,
-                    temperature=1.0,
-                    top_p=1.0,
-                    max_new_tokens=args.max_new_tokens,
-                    num_return_sequences=args.samples,
-                    pad_token_id=tokenizer.pad_token_id,
-                )
-            new = out[:, batch["input_ids"].shape[1] :]
-            for k, ids in enumerate(new):
-                item = items[start + k // args.samples]
-                text = tokenizer.decode(ids, skip_special_tokens=True)
-                n = int(((ids != tokenizer.pad_token_id) & (ids != tokenizer.eos_token_id)).sum())
-                ok = verify_item(item, text)
-                rows[item.difficulty].append((ok, fmt.parse(text).well_formed, n))
+        outputs = generate_batches(
+            model, tokenizer, render_prompts(tokenizer, questions), 20,
+            do_sample=True, temperature=1.0, top_p=1.0,
+            max_new_tokens=args.max_new_tokens, num_return_sequences=args.samples,
+        )  # fmt: skip
+        for k, ids in enumerate(outputs):
+            item = items[k // args.samples]
+            text = tokenizer.decode(ids, skip_special_tokens=True)
+            ok = verify_item(item, text)
+            n = sum(t not in skipped for t in ids)
+            rows[item.difficulty].append((ok, fmt.parse(text).well_formed, n))
         rows["all"] = [r for tier in TIERS for r in rows[tier]]
         label = "plain" if budget is None else f"max {budget}"
         for tier in (*TIERS, "all"):
@@ -84,6 +72,7 @@ def main() -> None:
             wf = 100 * sum(w for _, w, _ in r) / len(r)
             length = sum(n for *_, n in r) / len(r)
             print(f"| {label} | {tier} | {acc:.1f} | {wf:.1f} | {length:.1f} |")
+    print(f"\nmachine: {machine()}\n{command()}")
 
 
 if __name__ == "__main__":

@@ -16,85 +16,54 @@ alternate the variants (`--rounds`), so load from other jobs drifts over both al
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
-import os
-import platform
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from typing import Any
 
-import torch
-from transformers import PrinterCallback, TrainerCallback
-
-from traac.common.models import load_tokenizer
-from traac.data.training import items_to_dataset, load_training_items
+from _common import (
+    add_model_options,
+    add_step_options,
+    command,
+    machine,
+    set_threads,
+    step_config,
+    timed_train,
+    training_data,
+)
 from traac.pipelines.models import resolve_model
-from traac.training.config import TRAACConfig
 from traac.training.lora import LoraArguments
 from traac.training.trainer import TRAACTrainer
 
 VARIANTS = ("full", "lora")
 
 
-class StepTimer(TrainerCallback):
-    """Wall time of every optimizer step, from its start to the next one's."""
-
-    def __init__(self) -> None:
-        self.starts: list[float] = []
-
-    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.starts.append(time.perf_counter())
-
-    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.starts.append(time.perf_counter())
-
-    @property
-    def times(self) -> list[float]:
-        return [b - a for a, b in itertools.pairwise(self.starts)]
-
-
 def child(opts: argparse.Namespace) -> dict[str, Any]:
     """Train one variant in this process; its step times, parameters and peak RSS."""
-    torch.set_num_threads(opts.threads)
     model = resolve_model(opts.model)
-    tokenizer = load_tokenizer(model)
-    tokenizer.padding_side = "left"
-    dataset = items_to_dataset(
-        load_training_items(opts.dataset),
-        conversational=bool(getattr(tokenizer, "chat_template", None)),
-    )
+    tokenizer, dataset = training_data(model, opts.dataset)
     lora = LoraArguments(
         use_peft=opts.child == "lora", lora_r=opts.lora_r, lora_alpha=2 * opts.lora_r,
         lora_dropout=0.0, lora_target_modules=opts.targets,
     )  # fmt: skip
     with tempfile.TemporaryDirectory() as out:
-        config = TRAACConfig(
-            output_dir=out, use_cpu=True, bf16=False, activation_checkpointing=False,
-            report_to="none", save_strategy="no", disable_tqdm=True,
-            max_steps=opts.warmup + opts.steps,
-            per_device_train_batch_size=opts.prompts * opts.generations,
-            num_generations=opts.generations, max_completion_length=opts.max_completion_length,
-            learning_rate=5e-5, beta=0.04, mode="traac", scorer="attention",
-            scoring_model="reference", probe_heads="gated", seed=opts.seed,
+        config = step_config(
+            out, opts, learning_rate=5e-5, beta=0.04, mode="traac", scorer="attention",
+            scoring_model="reference", probe_heads="gated",
         )  # fmt: skip
         trainer = TRAACTrainer(
             model, args=config, train_dataset=dataset, processing_class=tokenizer,
             **lora.trainer_kwargs(bf16=False),
         )  # fmt: skip
-        timer = StepTimer()
-        trainer.remove_callback(PrinterCallback)
-        trainer.add_callback(timer)
-        trainer.train()
+        times = timed_train(trainer, opts.warmup)
         policy = trainer.accelerator.unwrap_model(trainer.model)
         params = list(policy.parameters())
     return {
         "variant": opts.child,
-        "times": timer.times[opts.warmup :],
+        "times": times,
         "trainable": sum(p.numel() for p in params if p.requires_grad),
         "total": sum(p.numel() for p in params),
         "reference_copy": trainer.ref_model is not None,
@@ -102,38 +71,23 @@ def child(opts: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def machine(threads: int) -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(x.split(":", 1)[1].strip() for x in f if x.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return (f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__}, {threads} thread(s), "
-            "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))  # fmt: skip
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="smollm2", help="smollm2, testbed-quick or a dir")
-    parser.add_argument("--steps", type=int, default=3, help="timed steps per variant and round")
-    parser.add_argument("--warmup", type=int, default=1, help="untimed steps per variant")
-    parser.add_argument("--rounds", type=int, default=1, help="alternating full/LoRA rounds")
-    parser.add_argument("--prompts", type=int, default=2, help="prompts per step")
-    parser.add_argument("--generations", type=int, default=4, help="rollouts per prompt")
-    parser.add_argument("--max-completion-length", type=int, default=64)
-    parser.add_argument("--dataset", default="testbed:easy?n=32")
+    add_model_options(parser, "smollm2", threads=1)
+    add_step_options(
+        parser, steps=3, rounds=1, prompts=2, generations=4, max_completion_length=64,
+        dataset="testbed:easy?n=32",
+    )  # fmt: skip
     parser.add_argument("--lora-r", type=int, default=16)
     parser.add_argument("--targets", nargs="+", default=["q_proj", "k_proj", "v_proj", "o_proj"])
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
     opts = parser.parse_args()
+    set_threads(opts.threads)
     if opts.child:
         print(json.dumps(child(opts)))
         return
-    print(f"command: {' '.join([os.path.basename(sys.executable), *sys.argv])}")
-    print(f"machine before: {machine(opts.threads)}")
+    print(command())
+    print(f"machine before: {machine()}")
     results: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
     for _ in range(opts.rounds):
         for variant in VARIANTS:
@@ -144,7 +98,7 @@ def main() -> None:
             if done.returncode != 0:
                 sys.exit(f"{variant} failed:\n{done.stderr[-2000:]}")
             results[variant].append(json.loads(done.stdout.strip().splitlines()[-1]))
-    print(f"machine after:  {machine(opts.threads)}")
+    print(f"machine after:  {machine()}")
     targets = " ".join(opts.targets)
     print(f"model {opts.model}; {opts.prompts} prompts x {opts.generations} rollouts per step, "
           f"max {opts.max_completion_length} tokens; {opts.rounds} round(s) of {opts.warmup} + "

@@ -30,13 +30,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+
+from _common import add_model_options, command, machine, set_threads
 
 METHODS = ("plain", "probe", "eager")
 MODEL = {
@@ -293,19 +294,13 @@ def cpu_compression(repeats: int) -> dict:
     }
 
 
-def machine(device: str) -> str:
+def device_name(device: str) -> str:
+    """The GPU on CUDA, else the CPU machine (see _common.machine)."""
     import torch
 
     if device.startswith("cuda"):
         return f"{torch.cuda.get_device_name()}, torch {torch.__version__}"
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(x.split(":", 1)[1].strip() for x in f if x.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    threads = torch.get_num_threads()
-    return f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__} ({threads} threads)"
+    return machine()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -314,19 +309,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5, help="timed calls per method")
     parser.add_argument("--quick", action="store_true", help="T = 512,1024 and 2 repeats")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument(
-        "--model", default="random", help="random (the model above), smollm2, or a model path"
-    )
+    add_model_options(parser, "random")  # random: the model above
     parser.add_argument("--eager-max-gb", type=float, default=8.0, help="skip eager above this")
-    parser.add_argument(
-        "--threads", type=int, default=0, help="torch CPU threads (default: torch's choice)"
-    )
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     common = ["--device", args.device, "--threads", str(args.threads), "--model", args.model]
 
     if args.worker:
@@ -342,8 +329,8 @@ def main(argv: list[str] | None = None) -> int:
 
     lengths = [512, 1024] if args.quick else [int(x) for x in args.lengths.split(",")]
     repeats = 2 if args.quick else args.repeats
-    print(f"machine: {machine(args.device)}")
-    print(f"command: python benchmarks/probe_speed.py {' '.join(argv or sys.argv[1:])}".rstrip())
+    print(f"machine: {device_name(args.device)}")
+    print(command(argv))
     header = (
         "| T | plain s | probe s | eager s | probe/plain | eager/plain | probe rows alone ms "
         "| plain MB | probe MB | eager MB | probe/plain mem |"

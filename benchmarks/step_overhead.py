@@ -20,7 +20,6 @@ ratio of the two TRAAC trainers' step times, which carries the machine's noise.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import statistics
 import tempfile
@@ -29,36 +28,26 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import PrinterCallback, TrainerCallback
 from trl import GRPOTrainer
 
-from traac.common.models import load_tokenizer
-from traac.data.training import items_to_dataset, load_training_items
+from _common import (
+    add_model_options,
+    add_step_options,
+    command,
+    machine,
+    set_threads,
+    step_config,
+    timed_train,
+    training_data,
+)
 from traac.method.formats import resolve_chat_format
 from traac.method.rewards import RewardConfig
 from traac.pipelines.models import resolve_model
-from traac.training.config import TRAACConfig
 from traac.training.rewards import TraacRewards
 from traac.training.telemetry import METRICS_FILE
 from traac.training.trainer import TRAACTrainer
 
-
-class StepTimer(TrainerCallback):
-    """Wall time of every optimizer step, from its start to the next one's (the last: to the
-    end of training), so that the logging after `on_step_end` counts too."""
-
-    def __init__(self) -> None:
-        self.starts: list[float] = []
-
-    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.starts.append(time.perf_counter())
-
-    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.starts.append(time.perf_counter())
-
-    @property
-    def times(self) -> list[float]:
-        return [b - a for a, b in itertools.pairwise(self.starts)]
+CALIBRATION = {"uniformity_calibration": "rank"}  # both trainers alike
 
 
 class TimedTRAAC(TRAACTrainer):
@@ -84,34 +73,6 @@ class TimedTRAAC(TRAACTrainer):
         self.log_seconds.append(time.perf_counter() - begin)
 
 
-def config(output_dir: str, opts: argparse.Namespace, **overrides: Any) -> TRAACConfig:
-    return TRAACConfig(
-        output_dir=output_dir,
-        use_cpu=True,
-        bf16=False,
-        gradient_checkpointing=False,
-        report_to="none",
-        save_strategy="no",
-        disable_tqdm=True,
-        max_steps=opts.warmup + opts.steps,
-        per_device_train_batch_size=opts.prompts * opts.generations,
-        num_generations=opts.generations,
-        max_completion_length=opts.max_completion_length,
-        uniformity_calibration="rank",
-        seed=opts.seed,
-        **overrides,
-    )
-
-
-def run(trainer: Any, warmup: int) -> list[float]:
-    """Train; the step times after `warmup`. The log printer goes, as `traac train` drops it."""
-    timer = StepTimer()
-    trainer.remove_callback(PrinterCallback)
-    trainer.add_callback(timer)
-    trainer.train()
-    return timer.times[warmup:]
-
-
 def describe(name: str, times: list[float]) -> str:
     return (
         f"{name}: mean {statistics.mean(times):.2f} s, median {statistics.median(times):.2f} s "
@@ -121,26 +82,16 @@ def describe(name: str, times: list[float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="testbed", help="model dir, hub id, or testbed")
+    add_model_options(parser, "testbed", threads=1)
     parser.add_argument("--quick", action="store_true", help="use the quick testbed model")
-    parser.add_argument("--steps", type=int, default=5, help="timed steps per trainer and round")
-    parser.add_argument("--warmup", type=int, default=1, help="untimed steps per trainer and round")
-    parser.add_argument("--rounds", type=int, default=2, help="alternating GRPO/TRAAC rounds")
-    parser.add_argument("--prompts", type=int, default=4, help="prompts per step")
-    parser.add_argument("--generations", type=int, default=8, help="rollouts per prompt")
-    parser.add_argument("--max-completion-length", type=int, default=160)
-    parser.add_argument("--dataset", default="testbed:all?n=50")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    add_step_options(
+        parser, steps=5, rounds=2, prompts=4, generations=8, max_completion_length=160,
+        dataset="testbed:all?n=50",
+    )  # fmt: skip
     opts = parser.parse_args()
-    torch.set_num_threads(opts.threads)
+    set_threads(opts.threads)
     model = resolve_model("testbed-quick" if opts.quick else opts.model)
-    tokenizer = load_tokenizer(model)
-    tokenizer.padding_side = "left"
-    dataset = items_to_dataset(
-        load_training_items(opts.dataset),
-        conversational=bool(getattr(tokenizer, "chat_template", None)),
-    )
+    tokenizer, dataset = training_data(model, opts.dataset)
     rewards = TraacRewards(
         RewardConfig.preset("paper"),
         chat_format=resolve_chat_format("auto", tokenizer=tokenizer),
@@ -155,15 +106,16 @@ def main() -> None:
     # Alternate the trainers so that load from other jobs drifts over all alike.
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(opts.rounds):
-            args = config(f"{tmp}/grpo{r}", opts, mode="cr_lr")
+            args = step_config(f"{tmp}/grpo{r}", opts, mode="cr_lr", **CALIBRATION)
             funcs = [rewards.correctness_reward, rewards.format_reward]
             vanilla = GRPOTrainer(model, funcs, args, dataset, processing_class=tokenizer)
-            grpo += run(vanilla, opts.warmup)
+            grpo += timed_train(vanilla, opts.warmup)
             for on in (True, False):
                 out = f"{tmp}/traac{r}{'' if on else '-silent'}"
-                trainer = TimedTRAAC(model, args=config(out, opts), train_dataset=dataset,
+                config = step_config(out, opts, **CALIBRATION)
+                trainer = TimedTRAAC(model, args=config, train_dataset=dataset,
                                      processing_class=tokenizer, telemetry=on)  # fmt: skip
-                (traac if on else silent).extend(run(trainer, opts.warmup))
+                (traac if on else silent).extend(timed_train(trainer, opts.warmup))
                 log_times[on] += trainer.log_seconds[timed]
                 telemetry.extend(trainer.telemetry_seconds[timed])
             records = [
@@ -173,6 +125,8 @@ def main() -> None:
                 for key, value in record.items():
                     if key.startswith(("traac/seconds/", "traac/all/compressed_frac")):
                         phases.setdefault(key, []).append(value)
+    print(f"machine: {machine()}")
+    print(command())
     print(f"model {model}; {opts.prompts} prompts x {opts.generations} rollouts per step, "
           f"max {opts.max_completion_length} tokens; {opts.rounds} alternating rounds of "
           f"{opts.warmup} + {opts.steps} steps per trainer, {opts.threads} thread(s)")  # fmt: skip

@@ -21,10 +21,11 @@ all ("build", timed once per repeat, chunk by chunk as decoding would run it).
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import time
 from collections.abc import Callable
+
+from _common import add_model_options, command, machine, set_threads
 
 MODEL = {
     "hidden_size": 512,
@@ -122,12 +123,10 @@ def main() -> None:
     parser.add_argument("--lengths", type=int, nargs="+", default=[1024, 4096])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument(
-        "--model", default="random", help="random (the model above), smollm2, or a model path"
-    )
+    add_model_options(parser, "random")  # random: the model above
     args = parser.parse_args()
+    set_threads(args.threads)
 
-    import torch
     from rich.console import Console
     from rich.table import Table
 
@@ -164,8 +163,7 @@ def main() -> None:
     console = Console(width=120)
     console.print(table)
     console.print(
-        f"{platform.processor() or platform.machine()}, torch {torch.__version__}, "
-        f"{torch.get_num_threads()} threads, device {args.device}, median of {args.repeats}",
+        f"machine: {machine()}; device {args.device}, median of {args.repeats}\n{command()}",
         markup=False,
         highlight=False,
     )

@@ -18,41 +18,29 @@ the interruption and the Python between the phases cost per token.
 from __future__ import annotations
 
 import argparse
-import platform
-import statistics
 import sys
 import time
+
+from _common import add_model_options, alternate, command, load, load_prompts, machine
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="testbed-quick", help="a named model or a path")
+    add_model_options(parser, "testbed-quick")
     parser.add_argument("--prompts", type=int, default=16)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=96)
     parser.add_argument("--think-budget", type=int, default=24)
     parser.add_argument("--compress-tau", type=float)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     args = parser.parse_args(argv)
 
-    import torch
-
-    from traac.common.models import load_model, load_tokenizer, prompt_style_of
-    from traac.data.datasets import load_items
     from traac.evaluation.generation import Sampling, TransformersBackend
-    from traac.evaluation.prompts import build_prompt, default_prompt_style
     from traac.evaluation.testtime import ThinkingGenerator
     from traac.evaluation.thinking_backend import ThinkingBackend
-    from traac.pipelines.models import resolve_model
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    path = resolve_model(args.model)
-    model, tokenizer = load_model(path, device="cpu"), load_tokenizer(path)
-    style = prompt_style_of(path) or default_prompt_style(tokenizer)
-    items = load_items(f"testbed:easy?n={args.prompts}")[: args.prompts]
-    prompts = [build_prompt(item, tokenizer, style) for item in items]
+    path, model, tokenizer = load(args)
+    items, prompts = load_prompts(path, tokenizer, f"testbed:easy?n={args.prompts}", args.prompts)
     keys = [f"{item.id}#0" for item in items]
     sampling = Sampling(1.0, 1.0, args.max_new_tokens, 0)
     engine = TransformersBackend(model, tokenizer)
@@ -73,16 +61,10 @@ def main(argv: list[str] | None = None) -> int:
                     tokens += g.think_tokens + g.answer_tokens
         return tokens, time.perf_counter() - start
 
-    runs: dict[str, list[float]] = {"engine": [], "traac": []}
-    for _ in range(args.repeats):
-        for name, backend in (("engine", engine), ("traac", traac)):
-            tokens, seconds = run(backend)
-            runs[name].append(tokens / seconds)
-            print(f"  {name}: {tokens} tokens in {seconds:.1f} s = {tokens / seconds:.1f} tok/s")
-    engine_tps, traac_tps = (statistics.median(runs[k]) for k in runs)
-    print(f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__} "
-          f"({torch.get_num_threads()} threads)")  # fmt: skip
-    print(f"command: python benchmarks/think_overhead.py {' '.join(argv or sys.argv[1:])}")
+    calls = {"engine": lambda: run(engine), "traac": lambda: run(traac)}
+    engine_tps, traac_tps = alternate(calls, args.repeats)
+    print(f"machine: {machine()}")
+    print(command(argv))
     print(f"{args.model}: {args.prompts} prompts, batch {args.batch_size}, {args.max_new_tokens} "
           f"new tokens, think budget {args.think_budget}, compress tau {args.compress_tau}, "
           f"temperature 1.0, median of {args.repeats}")  # fmt: skip

@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _common import command, cpu_name
+
 SETTINGS = {
     "2 threads": {"OMP_NUM_THREADS": "2"},
     "2 threads, passive wait": {"OMP_NUM_THREADS": "2", "OMP_WAIT_POLICY": "passive"},
@@ -59,13 +61,6 @@ def run_row(args: argparse.Namespace, busy: int, work: Path) -> dict[str, list[f
             spinner.wait()
 
 
-def cpu_name() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.machine()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="testbed-quick", help="model directory or testbed name")
@@ -85,6 +80,7 @@ def main() -> None:
 
     machine = f"{cpu_name()}, {os.cpu_count()} cores, python {platform.python_version()}"
     print(f"# {machine}; model {args.model}, {args.dataset} x {args.samples} samples")
+    print(f"# {command()}")
     names = list(SETTINGS)
     print("| busy processes | load avg before |", " | ".join(names), "| 2 threads / 1 thread |")
     print("|---:|---:|" + "---:|" * len(names) + "---:|")

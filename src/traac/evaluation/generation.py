@@ -149,11 +149,31 @@ class TransformersBackend:
         keys: Sequence[str],
         on_tokens: TokenCallback | None = None,
     ) -> list[Generation]:
-        batch = self.tokenizer(
-            list(prompts), return_tensors="pt", padding=True, add_special_tokens=False
-        ).to(input_device(self.model))
+        ids, sampler = self.prepare(prompts, sampling, keys)
+        decoded = self.decode(ids, sampler, sampling.max_new_tokens, on_tokens)
+        return [self.finish(tokens, stop, sampling.max_new_tokens) for tokens, stop in decoded]
+
+    def prepare(
+        self, prompts: Sequence[str], sampling: Sampling, keys: Sequence[str]
+    ) -> tuple[list[list[int]], RowSampler]:
+        """The prompts' token ids and a sampler drawing request i from a stream seeded by
+        `sampling.seed` and `keys[i]`: what every transformers decoding starts from."""
+        ids = [self.tokenizer.encode(p, add_special_tokens=False) for p in prompts]
         seeds = [request_seed(sampling.seed, key) for key in keys]
-        sampler = RowSampler(sampling.temperature, sampling.top_p, seeds, batch.input_ids.device)
+        sampler = RowSampler(sampling.temperature, sampling.top_p, seeds, input_device(self.model))
+        return ids, sampler
+
+    def decode(
+        self,
+        prompts: list[list[int]],
+        sampler: RowSampler,
+        max_new_tokens: int,
+        on_tokens: TokenCallback | None,
+    ) -> list[tuple[list[int], bool]]:
+        """Each prompt's sampled tokens (cut before the first stop token) and whether a stop
+        token ended them: `model.generate` on one left-padded batch."""
+        batch = self.tokenizer.pad({"input_ids": prompts}, return_tensors="pt")
+        batch = batch.to(input_device(self.model))
         # Greedy decoding of the tokens the sampler drew: one random stream per request.
         options = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
         if not sampler.greedy:
@@ -161,22 +181,23 @@ class TransformersBackend:
         with torch.inference_mode():
             out = self.model.generate(
                 **batch,
-                max_new_tokens=sampling.max_new_tokens,
+                max_new_tokens=max_new_tokens,
                 pad_token_id=self.tokenizer.pad_token_id,
                 eos_token_id=sorted(self.stop_ids),
                 streamer=_StepCounter(on_tokens) if on_tokens else None,
                 **options,
             )
-        new = out[:, batch["input_ids"].shape[1] :].tolist()
-        return [self._finish(ids, sampling.max_new_tokens) for ids in new]
+        decoded = []
+        for ids in out[:, batch["input_ids"].shape[1] :].tolist():  # what follows a stop: padding
+            stop = next((k for k, t in enumerate(ids) if t in self.stop_ids), None)
+            decoded.append((ids if stop is None else ids[:stop], stop is not None))
+        return decoded
 
-    def _finish(self, ids: list[int], limit: int) -> Generation:
-        """Cut at the first stop token (what follows is padding)."""
-        stop = next((k for k, t in enumerate(ids) if t in self.stop_ids), None)
-        kept = ids if stop is None else ids[:stop]
-        text = self.tokenizer.decode(kept, skip_special_tokens=False)
-        reason = "stop" if stop is not None or len(kept) < limit else "length"
-        return Generation(text=text, token_ids=tuple(kept), finish_reason=reason)
+    def finish(self, tokens: list[int], stopped: bool, limit: int) -> Generation:
+        """The generation of `tokens`, which a stop token ended (`stopped`) or `limit` cut."""
+        text = self.tokenizer.decode(tokens, skip_special_tokens=False)
+        reason = "stop" if stopped or len(tokens) < limit else "length"
+        return Generation(text=text, token_ids=tuple(tokens), finish_reason=reason)
 
 
 class _StepCounter:

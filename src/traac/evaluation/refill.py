@@ -20,14 +20,7 @@ from transformers import DynamicCache
 
 from traac.common.models import input_device
 from traac.errors import TraacError
-from traac.evaluation.generation import (
-    RowSampler,
-    Sampling,
-    TokenCallback,
-    TransformersBackend,
-    request_seed,
-)
-from traac.evaluation.records import Generation
+from traac.evaluation.generation import RowSampler, TokenCallback, TransformersBackend
 from traac.method.probe_cache import has_sliding_layers
 
 BATCHINGS = ("padded", "refill")
@@ -49,34 +42,23 @@ class RefillBackend(TransformersBackend):
         super().__init__(model, tokenizer)
         self.slots = slots
 
-    def generate(
+    def decode(
         self,
-        prompts: Sequence[str],
-        sampling: Sampling,
-        keys: Sequence[str],
-        on_tokens: TokenCallback | None = None,
-    ) -> list[Generation]:
-        ids = [self.tokenizer.encode(p, add_special_tokens=False) for p in prompts]
-        seeds = [request_seed(sampling.seed, key) for key in keys]
-        sampler = RowSampler(sampling.temperature, sampling.top_p, seeds, input_device(self.model))
-        decoded = decode_refilled(
+        prompts: list[list[int]],
+        sampler: RowSampler,
+        max_new_tokens: int,
+        on_tokens: TokenCallback | None,
+    ) -> list[tuple[list[int], bool]]:
+        return decode_refilled(
             self.model,
-            ids,
+            prompts,
             sampler,
-            max_new_tokens=sampling.max_new_tokens,
+            max_new_tokens=max_new_tokens,
             stop_ids=self.stop_ids,
             pad_id=self.tokenizer.pad_token_id,
             slots=self.slots,
             on_tokens=on_tokens,
         )
-        return [
-            Generation(
-                text=self.tokenizer.decode(tokens, skip_special_tokens=False),
-                token_ids=tuple(tokens),
-                finish_reason="stop" if stop or len(tokens) < sampling.max_new_tokens else "length",
-            )
-            for tokens, stop in decoded
-        ]
 
 
 @dataclass

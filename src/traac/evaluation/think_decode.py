@@ -12,9 +12,10 @@ re-forward the trace.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -80,7 +81,40 @@ class _Sampler:
         return self.rows(history, logits, requests)
 
 
-class DecodeSession(Protocol):
+@dataclass(frozen=True)
+class Draw:
+    """How a session samples: request i from a stream seeded by `seeds[i]`, at `temperature`
+    and `top_p`, after `logits_processor` (if any) has rewritten the logits."""
+
+    temperature: float
+    top_p: float
+    seeds: Sequence[int]
+    logits_processor: LogitsProcessor | None = None
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One `decode` call: each row's prompt ids, budget and request (whose stream it draws),
+    the rows with room left (`live`), whether the rows think (and stop at the closer) and
+    whether a thinking row at its budget is interrupted."""
+
+    rows: list[list[int]]
+    budgets: list[int]
+    requests: Sequence[int]
+    live: list[int]
+    think: bool
+    interrupt: bool
+    on_tokens: TokenCallback | None
+
+
+class DecodeSession(ABC):
+    """One batch's decoding on an engine: each request keeps its random stream from the think
+    phase into the answer. Engines differ only in how they decode the live rows."""
+
+    def __init__(self, engine: ThinkEngine, draw: Draw) -> None:
+        self.engine = engine
+        self.draw = draw
+
     def decode(
         self,
         rows: list[list[int]],
@@ -93,15 +127,41 @@ class DecodeSession(Protocol):
     ) -> list[Decoded]:
         """Sample each row (prompt token ids) until it stops: end of sequence, its budget or,
         when thinking, the closer; with `interrupt`, a thinking row at its budget stops as
-        `budget`. `requests[i]`: the request (prompt index) of row i, whose stream it draws."""
-        ...
+        `budget`. `requests[i]`: the request (prompt index) of row i, whose stream it draws.
+        A row without budget samples nothing (stop `length`)."""
+        out = [Decoded([], "length") for _ in rows]
+        live = [i for i, b in enumerate(budgets) if b > 0]
+        if live:
+            requests = range(len(rows)) if requests is None else requests
+            phase = Phase(rows, budgets, requests, live, think, interrupt, on_tokens)
+            for i, decoded in zip(live, self._decode(phase), strict=True):
+                out[i] = decoded
+        return out
+
+    @abstractmethod
+    def _decode(self, phase: Phase) -> list[Decoded]:
+        """What each of `phase.live` decoded, in its order."""
 
 
-class ThinkEngine(Protocol):
-    """What test-time thinking decodes with (transformers here, vLLM in vllm_thinking)."""
+class ThinkEngine(ABC):
+    """What test-time thinking decodes with (transformers here, vLLM in vllm_thinking): the
+    think tags' and end-of-sequence token ids, and one `DecodeSession` per batch of prompts.
 
-    max_positions: int | None  # prompt + response tokens a request can hold (None: no limit)
-    caches_probe: bool  # whether ended think rows come with their probe scores
+    A tokenizer without think tokens splits the closer (SmolLM2: `</`, `think`, `>`): decoding
+    stops once the sampled tokens end with all of its pieces."""
+
+    session_type: type[DecodeSession]
+    caches_probe = False  # whether ended think rows come with their probe scores
+
+    def __init__(
+        self, tokenizer: Any, chat_format: ChatFormat, stops: set[int], max_positions: int | None
+    ) -> None:
+        self.tokenizer = tokenizer
+        self.chat_format = chat_format
+        self.stop_ids = stops
+        self.max_positions = max_positions  # prompt + response tokens (None: no limit)
+        self.close_ids = tokenizer.encode(chat_format.think_close, add_special_tokens=False)
+        self.open_ids = tokenizer.encode(chat_format.think_open, add_special_tokens=False)
 
     def session(
         self,
@@ -111,14 +171,125 @@ class ThinkEngine(Protocol):
         logits_processor: LogitsProcessor | None = None,
     ) -> DecodeSession:
         """A session drawing request i from a stream seeded by `seeds[i]`."""
-        ...
+        return self.session_type(self, Draw(temperature, top_p, seeds, logits_processor))
 
 
-class TorchThinkEngine:
+class TorchSession(DecodeSession):
+    """One batch's decoding on a `TorchThinkEngine`: rows are left-padded into one batch and
+    finished rows leave it (and its cache). Thinking with the cached probe, a `ProbeCache`
+    keeps the think blocks' prompt-free keys."""
+
+    engine: TorchThinkEngine
+
+    def __init__(self, engine: TorchThinkEngine, draw: Draw) -> None:
+        super().__init__(engine, draw)
+        rows = RowSampler(draw.temperature, draw.top_p, draw.seeds, input_device(engine.model))
+        self.sampler = _Sampler(rows, draw.logits_processor)
+
+    def _decode(self, phase: Phase) -> list[Decoded]:
+        engine, live, think = self.engine, phase.live, phase.think
+        device = input_device(engine.model)  # a split model's first device
+        done: dict[int, Decoded] = {}
+        width = max(len(phase.rows[i]) for i in live)
+        ids = torch.full((len(live), width), engine.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(live), width), dtype=torch.long)
+        for r, i in enumerate(live):
+            ids[r, width - len(phase.rows[i]) :] = torch.tensor(phase.rows[i], dtype=torch.long)
+            mask[r, width - len(phase.rows[i]) :] = 1
+        ids, mask = ids.to(device), mask.to(device)
+        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
+        history = step_ids = ids
+        cache = DynamicCache(config=engine.model.config)
+        tokens: dict[int, list[int]] = {i: [] for i in live}
+        opened = 0 if think and engine.chat_format.opener_in_prompt else None
+        open_at: dict[int, int | None] = dict.fromkeys(live, opened)
+        probe = None
+        if think and engine.probe_scorer is not None:
+            probe = ProbeCache(engine.model, engine.open_ids, len(live), engine.probe_chunk)
+        while live:
+            n = len(live)
+            hidden = engine.model.base_model(
+                input_ids=step_ids,
+                attention_mask=mask,
+                position_ids=positions,
+                past_key_values=cache,
+                use_cache=True,
+            ).last_hidden_state
+            token = self.sampler(
+                history, engine.logits(hidden[:, -1]), [phase.requests[i] for i in live]
+            )
+            if phase.on_tokens is not None:
+                phase.on_tokens(n)
+            history = torch.cat([history, token[:, None]], dim=1)
+            keep = []
+            for r, (i, t) in enumerate(zip(live, token.tolist(), strict=True)):
+                if think and ends_with([*tokens[i], t], engine.close_ids):
+                    before = tokens[i][: len(tokens[i]) + 1 - len(engine.close_ids)]
+                    done[i] = self._probe(before, open_at[i], probe, r, "close")
+                elif t in engine.stop_ids:
+                    done[i] = Decoded(tokens[i], "eos", open_at[i])
+                else:
+                    tokens[i].append(t)
+                    if think and open_at[i] is None and ends_with(tokens[i], engine.open_ids):
+                        open_at[i] = len(tokens[i])
+                    if len(tokens[i]) < phase.budgets[i]:
+                        keep.append(r)
+                    elif think and phase.interrupt:
+                        done[i] = self._probe(tokens[i], open_at[i], probe, r, "budget")
+                    else:
+                        done[i] = Decoded(tokens[i], "length", open_at[i])
+            if not keep:
+                break
+            index = torch.tensor(keep, device=device)
+            if len(keep) < n:
+                cache.batch_select_indices(index)
+                history = history[index]
+                if probe is not None:
+                    probe.select(index)
+            live = [live[r] for r in keep]
+            step_ids = token[index][:, None]
+            positions = positions[index, -1:] + 1
+            mask = torch.cat([mask[index], mask.new_ones((len(keep), 1))], dim=1)
+            if probe is not None:
+                probe.feed([_after(tokens[i], open_at[i]) for i in live])
+        return [done[i] for i in phase.live]
+
+    def _probe(
+        self,
+        tokens: list[int],
+        open_at: int | None,
+        probe: ProbeCache | None,
+        row: int,
+        stop: Literal["close", "budget"],
+    ) -> Decoded:
+        """A row whose think block just ended (closed, or interrupted at the budget); with the
+        cached probe, its scores: only the tokens past what the probe cache holds (a tail
+        shorter than a chunk, the separator, the auxiliary prompt and the closer) run."""
+        engine = self.engine
+        decoded = Decoded(tokens, stop, open_at)
+        reasoning = engine.text(decoded.reasoning)
+        if probe is None or not reasoning.strip():
+            return decoded  # scored after decoding, not compressed, or nothing to compress
+        text = engine.chat_format.probe_text(reasoning, engine.aux_prompt)
+        ids, offsets = engine.encode_probe(text)
+        if engine.max_positions is not None and len(ids) > engine.max_positions:
+            decoded.note = too_long(len(ids), engine.max_positions)
+            return decoded
+        layers, gated = engine.probe_scorer.layers, engine.probe_scorer.heads == "gated"
+        row_scores, ran = probe.score(row, decoded.reasoning, ids, layers, gated)
+        decoded.scores = TokenScores(offsets=offsets, scores=row_scores.double().cpu().numpy())
+        decoded.probe_text = text
+        decoded.probe_tokens = ran
+        return decoded
+
+
+class TorchThinkEngine(ThinkEngine):
     """Think and answer decoding with the model's forward (CPU or GPU, one left-padded batch
     whose finished rows leave it and its cache). `probe_scorer`: the attention scorer whose
     layers and heads the `ProbeCache` reads while thinking (None: no probe during decoding).
     """
+
+    session_type = TorchSession
 
     def __init__(
         self,
@@ -130,35 +301,16 @@ class TorchThinkEngine:
         probe_scorer: AttentionScorer | None = None,
         probe_chunk: int = DEFAULT_PROBE_CHUNK,
     ) -> None:
+        config = model.config.get_text_config()
+        positions = getattr(config, "max_position_embeddings", None)
+        super().__init__(tokenizer, chat_format, stop_ids(model, tokenizer), positions)
         self.model = model
-        self.tokenizer = tokenizer
-        self.chat_format = chat_format
         self.aux_prompt = aux_prompt
         self.probe_scorer = probe_scorer
         self.probe_chunk = probe_chunk
-        config = model.config.get_text_config()
-        self.max_positions: int | None = getattr(config, "max_position_embeddings", None)
-        # A tokenizer without think tokens splits the closer (SmolLM2: `</`, `think`, `>`):
-        # decoding stops once the sampled tokens end with all of its pieces.
-        self.close_ids = tokenizer.encode(chat_format.think_close, add_special_tokens=False)
-        self.open_ids = tokenizer.encode(chat_format.think_open, add_special_tokens=False)
-        self.stop_ids = stop_ids(model, tokenizer)
+        self.caches_probe = probe_scorer is not None
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else next(iter(self.stop_ids))
-
-    @property
-    def caches_probe(self) -> bool:
-        return self.probe_scorer is not None
-
-    def session(
-        self,
-        temperature: float,
-        top_p: float,
-        seeds: Sequence[int],
-        logits_processor: LogitsProcessor | None = None,
-    ) -> TorchSession:
-        rows = RowSampler(temperature, top_p, seeds, input_device(self.model))
-        return TorchSession(self, _Sampler(rows, logits_processor))
 
     def text(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=False) if ids else ""
@@ -178,138 +330,6 @@ class TorchThinkEngine:
                 "think_close"
             )
         return ids, offsets
-
-
-class TorchSession:
-    """One batch's decoding on a `TorchThinkEngine`: its sampler keeps each request's random
-    stream from the think phase into the answer."""
-
-    def __init__(self, engine: TorchThinkEngine, sampler: _Sampler) -> None:
-        self.engine = engine
-        self.sampler = sampler
-
-    def decode(
-        self,
-        rows: list[list[int]],
-        budgets: list[int],
-        on_tokens: TokenCallback | None,
-        *,
-        think: bool = False,
-        interrupt: bool = False,
-        requests: Sequence[int] | None = None,
-    ) -> list[Decoded]:
-        """Sample until each row stops: eos, its budget or, when thinking, the closer; with
-        `interrupt`, a thinking row that reaches its budget is interrupted (stop `budget`).
-        `requests[i]`: the request (prompt index, whose random stream it draws) of row i.
-
-        Rows are left-padded into one batch; finished rows leave it (and its cache). Thinking
-        with the cached probe, a `ProbeCache` keeps the think blocks' prompt-free keys.
-        """
-        device = input_device(self.engine.model)  # a split model's first device
-        requests = range(len(rows)) if requests is None else requests
-        out: list[Decoded | None] = [None] * len(rows)
-        live = [i for i, b in enumerate(budgets) if b > 0]
-        for i in set(range(len(rows))) - set(live):
-            out[i] = Decoded([], "length")
-        if not live:
-            return out  # type: ignore[return-value]
-        width = max(len(rows[i]) for i in live)
-        ids = torch.full((len(live), width), self.engine.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(live), width), dtype=torch.long)
-        for r, i in enumerate(live):
-            ids[r, width - len(rows[i]) :] = torch.tensor(rows[i], dtype=torch.long)
-            mask[r, width - len(rows[i]) :] = 1
-        ids, mask = ids.to(device), mask.to(device)
-        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
-        history = step_ids = ids
-        cache = DynamicCache(config=self.engine.model.config)
-        tokens: dict[int, list[int]] = {i: [] for i in live}
-        opened = 0 if think and self.engine.chat_format.opener_in_prompt else None
-        open_at: dict[int, int | None] = dict.fromkeys(live, opened)
-        probe = None
-        if think and self.engine.probe_scorer is not None:
-            probe = ProbeCache(
-                self.engine.model, self.engine.open_ids, len(live), self.engine.probe_chunk
-            )
-        while live:
-            n = len(live)
-            hidden = self.engine.model.base_model(
-                input_ids=step_ids,
-                attention_mask=mask,
-                position_ids=positions,
-                past_key_values=cache,
-                use_cache=True,
-            ).last_hidden_state
-            token = self.sampler(
-                history, self.engine.logits(hidden[:, -1]), [requests[i] for i in live]
-            )
-            if on_tokens is not None:
-                on_tokens(n)
-            history = torch.cat([history, token[:, None]], dim=1)
-            keep = []
-            for r, (i, t) in enumerate(zip(live, token.tolist(), strict=True)):
-                if think and ends_with([*tokens[i], t], self.engine.close_ids):
-                    before = tokens[i][: len(tokens[i]) + 1 - len(self.engine.close_ids)]
-                    out[i] = self._probe(before, open_at[i], probe, r, "close")
-                elif t in self.engine.stop_ids:
-                    out[i] = Decoded(tokens[i], "eos", open_at[i])
-                else:
-                    tokens[i].append(t)
-                    if think and open_at[i] is None and ends_with(tokens[i], self.engine.open_ids):
-                        open_at[i] = len(tokens[i])
-                    if len(tokens[i]) < budgets[i]:
-                        keep.append(r)
-                    elif think and interrupt:
-                        out[i] = self._probe(tokens[i], open_at[i], probe, r, "budget")
-                    else:
-                        out[i] = Decoded(tokens[i], "length", open_at[i])
-            if not keep:
-                break
-            index = torch.tensor(keep, device=device)
-            if len(keep) < n:
-                cache.batch_select_indices(index)
-                history = history[index]
-                if probe is not None:
-                    probe.select(index)
-            live = [live[r] for r in keep]
-            step_ids = token[index][:, None]
-            positions = positions[index, -1:] + 1
-            mask = torch.cat([mask[index], mask.new_ones((len(keep), 1))], dim=1)
-            if probe is not None:
-                probe.feed([_after(tokens[i], open_at[i]) for i in live])
-        return out  # type: ignore[return-value]
-
-    def _probe(
-        self,
-        tokens: list[int],
-        open_at: int | None,
-        probe: ProbeCache | None,
-        row: int,
-        stop: Literal["close", "budget"],
-    ) -> Decoded:
-        """A row whose think block just ended (closed, or interrupted at the budget); with the
-        cached probe, its scores: only the tokens past what the probe cache holds (a tail
-        shorter than a chunk, the separator, the auxiliary prompt and the closer) run."""
-        decoded = Decoded(tokens, stop, open_at)
-        reasoning = self.engine.text(decoded.reasoning)
-        if probe is None or not reasoning.strip():
-            return decoded  # scored after decoding, not compressed, or nothing to compress
-        text = self.engine.chat_format.probe_text(reasoning, self.engine.aux_prompt)
-        ids, offsets = self.engine.encode_probe(text)
-        if self.engine.max_positions is not None and len(ids) > self.engine.max_positions:
-            decoded.note = too_long(len(ids), self.engine.max_positions)
-            return decoded
-        row_scores, ran = probe.score(
-            row,
-            decoded.reasoning,
-            ids,
-            self.engine.probe_scorer.layers,
-            self.engine.probe_scorer.heads == "gated",
-        )
-        decoded.scores = TokenScores(offsets=offsets, scores=row_scores.double().cpu().numpy())
-        decoded.probe_text = text
-        decoded.probe_tokens = ran
-        return decoded
 
 
 def _after(tokens: list[int], open_at: int | None) -> list[int]:

@@ -12,107 +12,63 @@ engine draws.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from transformers import GenerationConfig
 
 from traac.evaluation.generation import (
     Sampling,
-    TokenCallback,
     VLLMSettings,
     eos_ids,
     load_vllm,
     request_seed,
     vllm_params,
 )
-from traac.evaluation.think_decode import Decoded, LogitsProcessor, Stop, ends_with
+from traac.evaluation.think_decode import (
+    Decoded,
+    DecodeSession,
+    Draw,
+    Phase,
+    Stop,
+    ThinkEngine,
+    ends_with,
+)
 from traac.method.formats import ChatFormat
 
 
-class VLLMThinkEngine:
-    """Think and answer decoding with a `vllm.LLM` (or anything with its `generate`); it takes
-    whole request lists (`batch_all`), which vLLM schedules itself."""
+class VLLMSession(DecodeSession):
+    """One batch's decoding on vLLM (see the module docstring for its seeds): one
+    `LLM.generate` call for every row with room left."""
 
-    caches_probe = False
-    batch_all = True
+    engine: VLLMThinkEngine
 
-    def __init__(
-        self,
-        llm: Any,
-        tokenizer: Any,
-        chat_format: ChatFormat,
-        stop_ids: set[int],
-        max_positions: int | None = None,
-    ) -> None:
-        self.llm = llm
-        self.tokenizer = tokenizer
-        self.chat_format = chat_format
-        self.stop_ids = stop_ids
-        self.max_positions = max_positions  # --max-model-len (None: vLLM checks its own)
-        self.close_ids = tokenizer.encode(chat_format.think_close, add_special_tokens=False)
-        self.open_ids = tokenizer.encode(chat_format.think_open, add_special_tokens=False)
-
-    def session(
-        self,
-        temperature: float,
-        top_p: float,
-        seeds: Sequence[int],
-        logits_processor: LogitsProcessor | None = None,
-    ) -> VLLMSession:
-        if logits_processor is not None:
+    def __init__(self, engine: VLLMThinkEngine, draw: Draw) -> None:
+        if draw.logits_processor is not None:
             raise ValueError("the vLLM engine takes no logits processor")
-        return VLLMSession(self, temperature, top_p, seeds)
+        super().__init__(engine, draw)
 
-
-class VLLMSession:
-    """One batch's decoding on vLLM (see the module docstring for its seeds)."""
-
-    def __init__(
-        self, engine: VLLMThinkEngine, temperature: float, top_p: float, seeds: Sequence[int]
-    ) -> None:
-        self.engine = engine
-        self.temperature = temperature
-        self.top_p = top_p
-        self.seeds = seeds
-
-    def decode(
-        self,
-        rows: list[list[int]],
-        budgets: list[int],
-        on_tokens: TokenCallback | None,
-        *,
-        think: bool = False,
-        interrupt: bool = False,
-        requests: Sequence[int] | None = None,
-    ) -> list[Decoded]:
-        """As `TorchSession.decode`: one `LLM.generate` call for every row with room left."""
-        engine = self.engine
-        requests = range(len(rows)) if requests is None else requests
-        live = [i for i, b in enumerate(budgets) if b > 0]
-        out = [Decoded([], "length") for _ in rows]
-        if not live:
-            return out
-        phase = "think" if think else "answer"
-        sampling = Sampling(self.temperature, self.top_p, max(budgets[i] for i in live))
-        stop = [engine.chat_format.think_close] if think else []
+    def _decode(self, phase: Phase) -> list[Decoded]:
+        engine, draw = self.engine, self.draw
+        name = "think" if phase.think else "answer"
+        sampling = Sampling(draw.temperature, draw.top_p, max(phase.budgets[i] for i in phase.live))
+        stop = [engine.chat_format.think_close] if phase.think else []
         params = [
             vllm_params(
                 sampling,
-                request_seed(self.seeds[requests[i]], phase),
-                budgets[i],
+                request_seed(draw.seeds[phase.requests[i]], name),
+                phase.budgets[i],
                 stop=stop,
                 stop_token_ids=sorted(engine.stop_ids),
             )
-            for i in live
+            for i in phase.live
         ]
-        prompts = [{"prompt_token_ids": rows[i]} for i in live]
-        results = engine.llm.generate(prompts, params, use_tqdm=False)
-        for i, result in zip(live, results, strict=True):
+        prompts = [{"prompt_token_ids": phase.rows[i]} for i in phase.live]
+        out = []
+        for result in engine.llm.generate(prompts, params, use_tqdm=False):
             completion = result.outputs[0]
-            out[i] = self._decoded(completion, think=think, interrupt=interrupt)
-            if on_tokens is not None:
-                on_tokens(len(completion.token_ids))
+            out.append(self._decoded(completion, think=phase.think, interrupt=phase.interrupt))
+            if phase.on_tokens is not None:
+                phase.on_tokens(len(completion.token_ids))
         return out
 
     def _decoded(self, completion: Any, *, think: bool, interrupt: bool) -> Decoded:
@@ -152,6 +108,26 @@ class VLLMSession:
             ),
             None,
         )
+
+
+class VLLMThinkEngine(ThinkEngine):
+    """Think and answer decoding with a `vllm.LLM` (or anything with its `generate`); it takes
+    whole request lists (`batch_all`), which vLLM schedules itself. `max_positions`:
+    --max-model-len (None: vLLM checks its own)."""
+
+    session_type = VLLMSession
+    batch_all = True
+
+    def __init__(
+        self,
+        llm: Any,
+        tokenizer: Any,
+        chat_format: ChatFormat,
+        stops: set[int],
+        max_positions: int | None = None,
+    ) -> None:
+        super().__init__(tokenizer, chat_format, stops, max_positions)
+        self.llm = llm
 
 
 def load_vllm_engine(
