@@ -154,11 +154,15 @@ class ThinkEngine(ABC):
     caches_probe = False  # whether ended think rows come with their probe scores
 
     def __init__(
-        self, tokenizer: Any, chat_format: ChatFormat, stops: set[int], max_positions: int | None
+        self,
+        tokenizer: Any,
+        chat_format: ChatFormat,
+        stop_ids: set[int],
+        max_positions: int | None,
     ) -> None:
         self.tokenizer = tokenizer
         self.chat_format = chat_format
-        self.stop_ids = stops
+        self.stop_ids = stop_ids
         self.max_positions = max_positions  # prompt + response tokens (None: no limit)
         self.close_ids = tokenizer.encode(chat_format.think_close, add_special_tokens=False)
         self.open_ids = tokenizer.encode(chat_format.think_open, add_special_tokens=False)

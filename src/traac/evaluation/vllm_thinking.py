@@ -123,10 +123,10 @@ class VLLMThinkEngine(ThinkEngine):
         llm: Any,
         tokenizer: Any,
         chat_format: ChatFormat,
-        stops: set[int],
+        stop_ids: set[int],
         max_positions: int | None = None,
     ) -> None:
-        super().__init__(tokenizer, chat_format, stops, max_positions)
+        super().__init__(tokenizer, chat_format, stop_ids, max_positions)
         self.llm = llm
 
 
