@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from traac.common.models import (
     ADAPTER_CONFIG,
     PROMPT_STYLE_KEY,
     adapter_base,
+    cache_kwargs,
     input_device,
     load_config,
     load_model,
@@ -75,6 +77,31 @@ def test_a_mapped_model_computes_as_one_on_a_device(quick_testbed: Path):
             assert not mapped.training and mapped.dtype == plain.dtype
             assert input_device(mapped) == torch.device("cpu")
             torch.testing.assert_close(mapped(input_ids=ids).logits, expected, rtol=0, atol=0)
+
+
+def test_the_cache_goes_by_the_name_the_forward_takes() -> None:
+    class Before(torch.nn.Module):  # transformers up to 5.23
+        def forward(self, input_ids: Any, past_key_values: Any = None) -> None: ...
+
+    class After(torch.nn.Module):  # 5.24 on: `past_key_values` deprecated, gone in 5.40
+        def forward(self, input_ids: Any, cache: Any = None, **kwargs: Any) -> None: ...
+
+    cache = object()
+    assert cache_kwargs(Before(), cache) == {"past_key_values": cache}
+    assert cache_kwargs(After(), cache) == {"cache": cache}
+
+
+def test_the_installed_transformers_takes_the_cache_without_a_warning(quick_testbed: Path):
+    from transformers import DynamicCache
+
+    model = load_model(str(quick_testbed), device="cpu")
+    cache = DynamicCache(config=model.config)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*past_key_values")  # deprecated in 5.24
+        with torch.no_grad():
+            model.base_model(input_ids=torch.tensor([[1, 5, 9]]), use_cache=True,
+                             **cache_kwargs(model.base_model, cache))  # fmt: skip
+    assert cache.get_seq_length() == 3
 
 
 @pytest.fixture

@@ -11,7 +11,9 @@ config and prompt style are its base's, and it loads as the base with the adapte
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import inspect
 import json
 from pathlib import Path
 from typing import Any
@@ -137,6 +139,18 @@ def resolve_placement(
 def input_device(model: Any) -> torch.device:
     """Where a model's inputs go: its input embeddings' device (the first of a split model)."""
     return model.get_input_embeddings().weight.device
+
+
+def cache_kwargs(module: Any, cache: Any) -> dict[str, Any]:
+    """A KV cache as the keyword a model's forward takes it by: `cache` from transformers 5.24
+    (where `past_key_values` is deprecated, to go in 5.40), `past_key_values` before."""
+    return {_cache_keyword(type(module)): cache}
+
+
+@functools.cache
+def _cache_keyword(module_type: type) -> str:
+    takes = inspect.signature(module_type.forward).parameters
+    return "cache" if "cache" in takes else "past_key_values"
 
 
 def _backend_available(kind: str) -> bool:

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
-from traac.common.models import input_device
+from traac.common.models import cache_kwargs, input_device
 from traac.errors import TraacError
 from traac.evaluation.generation import RowSampler, TokenCallback, stop_ids
 from traac.method.compression import TokenScores
@@ -216,7 +216,7 @@ class TorchSession(DecodeSession):
                 input_ids=step_ids,
                 attention_mask=mask,
                 position_ids=positions,
-                past_key_values=cache,
+                **cache_kwargs(engine.model.base_model, cache),
                 use_cache=True,
             ).last_hidden_state
             token = self.sampler(

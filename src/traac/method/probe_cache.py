@@ -25,6 +25,7 @@ from typing import Any
 import torch
 from transformers import DynamicCache
 
+from traac.common.models import cache_kwargs
 from traac.method.scoring import LayerSpec, capture_probe_rows
 
 DEFAULT_PROBE_CHUNK = 32  # tokens fed to the probe cache at once: <= 31 left for the closer
@@ -48,7 +49,7 @@ class ProbeCache:
         model.base_model(
             input_ids=torch.tensor([open_ids] * rows, device=device),
             position_ids=torch.arange(len(open_ids), device=device).expand(rows, -1),
-            past_key_values=self.cache,
+            **cache_kwargs(model.base_model, self.cache),
             use_cache=True,
         )
 
@@ -78,7 +79,7 @@ class ProbeCache:
             input_ids=ids,
             attention_mask=self.mask,
             position_ids=positions,
-            past_key_values=self.cache,
+            **cache_kwargs(self.model.base_model, self.cache),
             use_cache=True,
         )
         self.fed = [fed + len(w) for fed, w in zip(self.fed, waiting, strict=True)]
@@ -133,7 +134,7 @@ def cached_probe_row(
         model.base_model(
             input_ids=torch.tensor([list(probe_ids[k:])], device=device),
             position_ids=torch.arange(k, len(probe_ids), device=device)[None],
-            past_key_values=past if k else None,
+            **cache_kwargs(model.base_model, past if k else None),
             use_cache=bool(k),
         )
     return (captured.per_head() if heads else captured.mean())[0], len(probe_ids) - k
