@@ -80,9 +80,10 @@ class ScopeStats:
     evicted_conclude: float | None = None
     evicted_recheck: float | None = None
     compute_loss: float | None = None
-    # The compute loss of the candidates of each testbed tier: a bin mixes tiers (a medium or
-    # hard problem its group passed is compressed at the easy bin's tau 0.6, and it holds more
-    # computation steps than an easy one), which the probe report, by tier, does not.
+    # The compute loss of the candidates of each testbed tier. A bin mixes tiers: a medium or
+    # hard problem its group passed is compressed at the easy bin's tau 0.6, where the probe
+    # report compresses each tier at its own tau (README, "What compression costs during
+    # training").
     compute_loss_easy_tier: float | None = None
     compute_loss_medium_tier: float | None = None
     compute_loss_hard_tier: float | None = None
