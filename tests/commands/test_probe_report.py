@@ -103,3 +103,23 @@ def test_a_scorer_named_twice_is_one_line(
     argv += ["--scoring-model", "policy", "policy"]
     assert cli_main(argv) == 2
     assert "--scoring-model policy: given twice" in capsys.readouterr().err
+
+
+def test_one_tau_for_every_tier(
+    quick_testbed: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """--compress-tau replaces the tiers' rates (as a training bin does for the tiers it
+    holds): random evicts floor(5 x 0.2) = 1 step of each, the medium one too (2 at its 0.4)."""
+    out = tmp_path / "probe.json"
+    argv = ["probe-report", "--model", str(quick_testbed), "--input",
+            str(labelled(tmp_path / "in.jsonl")), "--no-each-layer", "--compress-tau", "0.2",
+            "--json", str(out)]  # fmt: skip
+    assert cli_main(argv) == 0
+    random = json.loads(out.read_text())["random"]
+    assert (random["easy"]["evicted_steps"], random["medium"]["evicted_steps"]) == (2, 1)
+    assert "every response compressed at tau 0.2, not by tier" in capsys.readouterr().out
+
+
+def test_a_tau_out_of_range_is_one_line(capsys: pytest.CaptureFixture) -> None:
+    assert cli_main(["probe-report", "--model", "testbed", "--compress-tau", "1.5"]) == 2
+    assert "--compress-tau 1.5: must lie in [0, 1]" in capsys.readouterr().err

@@ -185,8 +185,9 @@ def test_step_stats_count_the_kinds_evicted_on_testbed_prompts() -> None:
     compressions = [Compression(0, evicted, 0.6, prefix_ids=[1]), Compression(N, kept, 0.6)]
     for source in ("testbed", "gsm8k"):
         groups = step.pool(
-            originals, [], compressions, [source] * 2 * N, [1.0, 1.0], ["easy"] * 2, N, (0, 0)
-        )
+            originals, [], compressions, [source] * 2 * N, [1.0, 1.0], ["easy"] * 2, N, (0, 0),
+            ["medium"] * N + ["easy"] * N,
+        )  # fmt: skip
         stats = step.step_stats(
             TraacStep(1, groups), ("easy",), Tokenizer(), ChatFormat(), [0], {}, {}
         )
@@ -197,5 +198,9 @@ def test_step_stats_count_the_kinds_evicted_on_testbed_prompts() -> None:
             )  # fmt: skip
             assert scope.compute_loss == 0.5  # one of the two candidates' two compute steps
             assert stats.flat()["traac/easy/compute_loss"] == 0.5
+            # by the problems' tiers: the medium problem lost its computation, the easy one not
+            assert (scope.compute_loss_medium_tier, scope.compute_loss_easy_tier) == (1.0, 0.0)
+            assert scope.compute_loss_hard_tier is None
+            assert stats.flat()["traac/easy/compute_loss_medium_tier"] == 1.0
         else:  # no labels outside the testbed's format
             assert scope.evicted_compute is None and scope.compute_loss is None

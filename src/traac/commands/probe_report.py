@@ -13,6 +13,7 @@ from traac.commands import (
     add_device_map,
     add_scoring_model,
     check_count,
+    check_tau,
 )
 from traac.common.models import load_model, load_tokenizer, resolve_placement
 from traac.common.outputs import output_file, write_text
@@ -75,6 +76,16 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--eval-n", type=int, default=100, help="testbed problems per tier (100)")
     p.add_argument("--num-samples", type=int, default=2, help="samples per problem (2)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (0)")
+    p.add_argument(
+        "--compress-tau",
+        "--compress_tau",
+        dest="compress_tau",
+        type=float,
+        metavar="TAU",
+        help="compress every response at this rate instead of its tier's (0.6 / 0.4 / 0.2): "
+        "training compresses at its pass-rate bin's, so 0.6 shows what the easy bin does "
+        "to the medium and hard problems a group passes (default: by tier)",
+    )
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N (default: auto)")
     add_device_map(p)
     p.add_argument("--json", type=Path, help="write the report to this JSON file")
@@ -85,6 +96,7 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     check_count("--eval-n", args.eval_n)
     check_count("--num-samples", args.num_samples)
+    check_tau(args.compress_tau)
     output_file(args.json, "--json")
     repeated = sorted({s for s in args.scoring_model if args.scoring_model.count(s) > 1})
     if repeated:
@@ -119,6 +131,7 @@ def main(argv: list[str]) -> int:
                 scorer, scorer_tokenizer, responses, backend, specs,
                 seed=args.seed,
                 on_spec=lambda spec: task.update(info=spec),
+                tau=args.compress_tau,
             )  # fmt: skip
             report.rows.update(part.rows)
             query = closer_query(scorer_tokenizer)
@@ -127,6 +140,8 @@ def main(argv: list[str]) -> int:
     tiers = list(next(iter(report.rows.values())))
     out = make_console(stderr=False)
     print_lines(out, queries)
+    if args.compress_tau is not None:
+        print_lines(out, [f"every response compressed at tau {args.compress_tau}, not by tier"])
     for tier in tiers:
         print_table(out, report.table(tier))
     if args.json is not None:

@@ -197,8 +197,12 @@ def probe_report(
     chat_format: ChatFormat | None = None,
     seed: int = 0,
     on_spec: Callable[[str], None] | None = None,
+    tau: float | None = None,
 ) -> ProbeReport:
-    """Compress every response with every scorer, regenerate the answers, measure."""
+    """Compress every response with every scorer, regenerate the answers, measure. Each
+    response is compressed at its tier's tau, or at `tau` when given: training compresses at
+    its pass-rate bin's tau, and a bin mixes tiers (the easy bin's 0.6 reaches the medium and
+    hard problems a group passes)."""
     if not responses:
         raise TraacError("probe report: no correct responses to score")
     fmt_ = chat_format or ChatFormat()
@@ -206,6 +210,7 @@ def probe_report(
     specs = list(specs or default_specs(num_layers))
     layer_rows = _LayerRows(model, tokenizer)
     contexts = [fmt_.reasoning_context(r.prompt) for r in responses]
+    taus = [r.tau if tau is None else tau for r in responses]
     report = ProbeReport()
     for spec in specs:
         if on_spec is not None:
@@ -216,7 +221,7 @@ def probe_report(
             compressor = Compressor(_LayerSet(layer_rows, layers, tokenizer), fmt_, settings)
         else:
             compressor = build_compressor(settings, model, tokenizer, fmt_, seed=seed)
-        results = compressor([r.reasoning for r in responses], [r.tau for r in responses], contexts)
+        results = compressor([r.reasoning for r in responses], taus, contexts)
         kept = _answers_kept(responses, results, backend, fmt_, seed)
         tiers = sorted({r.tier for r in responses}, key=lambda t: (t not in TIER_TAUS, t))
         row = {}

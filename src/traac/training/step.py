@@ -40,7 +40,7 @@ from traac.method.compression import CompressionResult, Compressor, ScoredTrace,
 from traac.method.difficulty import DifficultyConfig, group_pass_rates
 from traac.method.formats import ChatFormat
 from traac.method.metrics import think_tokens_from_ids
-from traac.training.telemetry import ALL, RolloutView, StepStats, scope_stats
+from traac.training.telemetry import ALL, KindedCandidate, RolloutView, StepStats, scope_stats
 
 # ------------------------------------------------------------------------------------ records
 
@@ -88,6 +88,7 @@ class Group:
     pooled: list[Rollout]
     resampled: int = 0  # times dynamic sampling replaced this group's prompt
     dropped: bool = False  # masked out of the loss: its pooled verdicts all agree
+    tier: str | None = None  # the problem's difficulty tier where the data gives one (telemetry)
 
 
 @dataclass
@@ -247,11 +248,12 @@ def pool(
     bins: Sequence[str],
     n: int,
     seed: tuple[int, int],
+    tiers: Sequence[str | None] | None = None,
 ) -> list[Group]:
     """Per prompt: originals + compressed copies, shuffled (seeded by `seed`, the run's seed and
     the step, and the group, so every process draws the same), the first N kept. A group with
     no copy keeps its originals in order and draws nothing. `sources[i]` is rollout i's data
-    source."""
+    source, `tiers[i]` its problem's tier (telemetry only)."""
     extra: dict[int, list[Rollout]] = defaultdict(list)
     for r in compressed:
         extra[r.origin // n].append(r)
@@ -266,7 +268,10 @@ def pool(
             candidates = members + extra[g]
             rng = np.random.default_rng([*seed, g])
             pooled = [candidates[k] for k in rng.permutation(len(candidates))[:n]]
-        groups.append(Group(g, sources[g * n], rate, bins[g], members, records[g], pooled))
+        tier = tiers[g * n] if tiers is not None else None
+        groups.append(
+            Group(g, sources[g * n], rate, bins[g], members, records[g], pooled, tier=tier)
+        )
     return groups
 
 
@@ -341,7 +346,7 @@ def step_stats(
             [c.result for c in candidates if c.used],
             sum(g.dropped for g in groups) if sampling != "none" else None,
             [
-                (c.result, labels(c.result))
+                KindedCandidate(c.result, labels(c.result), g.tier)
                 for g in groups
                 if g.data_source == DATA_SOURCE  # the teacher's format labels its steps
                 for c in g.compressions

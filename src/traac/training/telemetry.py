@@ -33,6 +33,7 @@ from traac.method.metrics import compression_stats
 METRICS_FILE = "metrics.jsonl"
 ALL = "all"  # the scope of the whole pooled group
 EVAL_SPLIT = "eval"  # the `split` of a held-out evaluation's line
+TIERS = ("easy", "medium", "hard")  # the testbed's tiers, whose compute loss is kept apart
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,13 @@ class ScopeStats:
     evicted_conclude: float | None = None
     evicted_recheck: float | None = None
     compute_loss: float | None = None
+    # The compute loss of the candidates of each testbed tier. A bin mixes tiers: a medium or
+    # hard problem its group passed is compressed at the easy bin's tau 0.6, where the probe
+    # report compresses each tier at its own tau (README, "What compression costs during
+    # training").
+    compute_loss_easy_tier: float | None = None
+    compute_loss_medium_tier: float | None = None
+    compute_loss_hard_tier: float | None = None
 
 
 @dataclass(frozen=True)
@@ -135,22 +143,38 @@ def _mean(values: Sequence[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-def kind_stats(labelled: Sequence[tuple[CompressionResult, Sequence[str]]]) -> dict[str, float]:
-    """Evicted steps per compressed candidate by kind, and the compute loss, of candidates whose
-    steps carry kinds (`compute`, `conclude`, `recheck`); empty when none do."""
+@dataclass(frozen=True)
+class KindedCandidate:
+    """A candidate whose steps' kinds are known (`compute`, `conclude`, `recheck`: testbed
+    prompts), one per step, and the tier of its problem where the data gives one."""
+
+    result: CompressionResult
+    kinds: Sequence[str]
+    tier: str | None = None
+
+
+def kind_stats(labelled: Sequence[KindedCandidate]) -> dict[str, float]:
+    """Evicted steps per compressed candidate by kind, and the compute loss, overall and per
+    testbed tier, of candidates whose steps carry kinds; empty when none do."""
     evicted: Counter[str] = Counter()
-    computes = compressed = 0
-    for result, kinds in labelled:
-        compressed += result.compressed
-        for step, keep, kind in zip(result.steps, result.kept, kinds, strict=True):
+    computes: Counter[str | None] = Counter()
+    lost: Counter[str | None] = Counter()
+    compressed = 0
+    for c in labelled:
+        compressed += c.result.compressed
+        for step, keep, kind in zip(c.result.steps, c.result.kept, c.kinds, strict=True):
             if step.text:
-                computes += kind == "compute"
+                computes[c.tier] += kind == "compute"
+                lost[c.tier] += kind == "compute" and not keep
                 evicted[kind] += not keep
     out = {}
     if compressed:
         out = {f"evicted_{k}": evicted[k] / compressed for k in ("compute", "conclude", "recheck")}
-    if computes:
-        out["compute_loss"] = evicted["compute"] / computes
+    if computes.total():
+        out["compute_loss"] = lost.total() / computes.total()
+    for tier in TIERS:
+        if computes[tier]:
+            out[f"compute_loss_{tier}_tier"] = lost[tier] / computes[tier]
     return out
 
 
@@ -160,7 +184,7 @@ def scope_stats(
     candidates: Sequence[CompressionResult],
     used: Sequence[CompressionResult],
     dropped: int | None = None,
-    labelled: Sequence[tuple[CompressionResult, Sequence[str]]] = (),
+    labelled: Sequence[KindedCandidate] = (),
 ) -> ScopeStats:
     """Stats of one scope: the pass rates of its prompts, its pooled rollouts, the candidates
     compression scored, the compressions that were used (re-answered), with dynamic sampling

@@ -413,8 +413,8 @@ class TRAACTrainer(HeldOutEvaluation, GRPOTrainer):
                 rows, items, prompt_ids, local, originals, n, offset
             )
         sources: list[str] = gather_object([item.data_source for item in items])
-        pass_rates, bins = bin_groups([r.correct for r in originals], n, self.difficulty)
-
+        tiers: list[str | None] = gather_object([item.difficulty for item in items])
+        rates, bins = bin_groups([r.correct for r in originals], n, self.difficulty)
         compressions: list[Compression] = []
         compressed: list[Rollout] = []
         if self.model.training and self.step_compressor is not None:
@@ -443,7 +443,7 @@ class TRAACTrainer(HeldOutEvaluation, GRPOTrainer):
 
         step = self.state.global_step
         seed = (self.args.seed, step)
-        groups = pool(originals, compressed, compressions, sources, pass_rates, bins, n, seed)
+        groups = pool(originals, compressed, compressions, sources, rates, bins, n, seed, tiers)
         mark_dropped(groups, resampled, sampling)
         self.last_step = TraacStep(step + 1, groups, resample_rounds=rounds)
         return slice_of(groups, offset, len(rows), n, sampling)
