@@ -147,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         "generate_batch": "model.generate_batch (continuous batching)",
     }
     for run, rate in rates.items():
-        ratio = f", ratio {run} / bare {rate / rates['bare']:.3f}" if "bare" in rates else ""
+        compared = "bare" in rates and run != "bare"
+        ratio = f", ratio {run} / bare {rate / rates['bare']:.3f}" if compared else ""
         print(f"{names[run]} {rate:.1f} tok/s{ratio}")
     return 0
 
