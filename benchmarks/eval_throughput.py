@@ -8,15 +8,20 @@ left-padded batches, at temperature 1.0 with the same
          records written to disk (what `traac eval` does after loading the model);
   refill the same with `--batching refill`: `--batch-size` rows, each refilled with the next
          prompt as soon as its response ends (traac.evaluation.refill);
-  bare   `model.generate(do_sample=True)` over the same batches, nothing else.
-Throughput = generated tokens (bare: up to and including each response's end; traac: up to it)
-/ wall seconds. They alternate, `--repeats` times each, and the medians are compared: traac /
-bare (at least 0.9: the evaluation loop costs little beside decoding) and refill / bare (at
-least 1.5: keeping the batch full).
+  bare   `model.generate(do_sample=True)` over the same batches, nothing else;
+  generate_batch  transformers' continuous batching (`model.generate_batch`, at most
+         `--batch-size` requests at a time), sampling from the global generator: its tokens
+         depend on which requests share a step, so it cannot repeat traac's per-request
+         seeded draws (run only when named in `--runs`).
+Throughput = generated tokens (bare, generate_batch: up to and including each response's end;
+traac: up to it) / wall seconds. The runs named in `--runs` alternate, `--repeats` times each,
+and the medians are compared with bare: traac / bare (at least 0.9: the evaluation loop costs
+little beside decoding) and refill / bare (at least 1.5: keeping the batch full).
 
     python benchmarks/eval_throughput.py                     # smollm2, 16 prompts, batch 8
     python benchmarks/eval_throughput.py --model testbed --max-new-tokens 160
     python benchmarks/eval_throughput.py --dataset 'testbed:all?n=16'   # all three tiers
+    python benchmarks/eval_throughput.py --runs bare,refill,generate_batch --model testbed
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ from _common import (
     prompt_style,
 )
 
+RUNS = ("bare", "traac", "refill", "generate_batch")
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -50,7 +57,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--runs",
+        default="bare,traac,refill",
+        help=f"comma-separated, of {', '.join(RUNS)} (default: bare,traac,refill)",
+    )
     args = parser.parse_args(argv)
+    runs = args.runs.split(",")
+    if not runs or any(r not in RUNS for r in runs) or len(set(runs)) < len(runs):
+        parser.error(f"--runs: {args.runs!r}; name each once, of {', '.join(RUNS)}")
+
+    from transformers import GenerationConfig
+    from transformers.generation.configuration_utils import ContinuousBatchingConfig
 
     from traac.evaluation.generation import TransformersBackend
     from traac.evaluation.refill import RefillBackend
@@ -96,18 +114,42 @@ def main(argv: list[str] | None = None) -> int:
     def refill() -> tuple[int, float]:
         return evaluate(lambda tok: RefillBackend(model, tok, args.batch_size))
 
-    calls = {"bare": bare, "traac": traac, "refill": refill}
-    bare_tps, traac_tps, refill_tps = alternate(calls, args.repeats)
+    def generate_batch() -> tuple[int, float]:
+        ids = [tokenizer.encode(p, add_special_tokens=False) for p in prompts]
+        config = GenerationConfig(
+            do_sample=True, temperature=1.0, top_p=1.0, top_k=None,
+            max_new_tokens=args.max_new_tokens, eos_token_id=sorted(stops),
+            pad_token_id=tokenizer.pad_token_id,
+        )  # fmt: skip
+        start = time.perf_counter()
+        out = model.generate_batch(
+            ids,
+            generation_config=config,
+            continuous_batching_config=ContinuousBatchingConfig(
+                max_requests_per_batch=args.batch_size
+            ),
+        )
+        seconds = time.perf_counter() - start
+        return sum(len(o.generated_tokens) for o in out.values()), seconds
+
+    everything = {"bare": bare, "traac": traac, "refill": refill, "generate_batch": generate_batch}
+    rates = dict(zip(runs, alternate({r: everything[r] for r in runs}, args.repeats), strict=True))
     print(f"machine: {machine()}")
     print(command(argv))
     print(
         f"{args.model}: {len(prompts)} prompts of {dataset}, batch {args.batch_size}, "
         f"{args.max_new_tokens} new tokens, temperature 1.0, median of {args.repeats}"
     )
-    print(f"bare model.generate {bare_tps:.1f} tok/s, traac eval {traac_tps:.1f} tok/s, "
-          f"ratio traac / bare {traac_tps / bare_tps:.3f}")  # fmt: skip
-    print(f"traac eval --batching refill {refill_tps:.1f} tok/s, "
-          f"ratio refill / bare {refill_tps / bare_tps:.3f}")  # fmt: skip
+    names = {
+        "bare": "bare model.generate",
+        "traac": "traac eval",
+        "refill": "traac eval --batching refill",
+        "generate_batch": "model.generate_batch (continuous batching)",
+    }
+    for run, rate in rates.items():
+        compared = "bare" in rates and run != "bare"
+        ratio = f", ratio {run} / bare {rate / rates['bare']:.3f}" if compared else ""
+        print(f"{names[run]} {rate:.1f} tok/s{ratio}")
     return 0
 
 

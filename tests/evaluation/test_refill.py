@@ -60,3 +60,26 @@ def test_refill_with_thinking_or_vllm_fails_before_the_model_loads(tmp_path, mon
     argv = ["--model", str(tmp_path), "--dataset", "testbed:easy", "--output", str(tmp_path / "o")]
     with pytest.raises(TraacError, match=re.escape("--batching refill: plain generation")):
         main([*argv, "--batching", "refill", *extra])
+
+
+def test_waiting_prompts_are_prefilled_slots_at_a_time(quick_testbed):
+    model, tokenizer = (
+        load_model(str(quick_testbed), device="cpu"),
+        load_tokenizer(str(quick_testbed)),
+    )
+    prompts = [build_prompt(it, tokenizer, "question") for it in load_items("testbed:easy?n=10")]
+    sampling = Sampling(temperature=1.0, top_p=1.0, max_new_tokens=24, seed=1)
+    widths: list[int] = []
+    forward = model.forward
+
+    def counting(*args, **kwargs):
+        widths.append(kwargs["input_ids"].shape[1])
+        return forward(*args, **kwargs)
+
+    model.forward = counting
+    out = RefillBackend(model, tokenizer, 4).generate(
+        prompts, sampling, [str(i) for i in range(10)]
+    )
+    assert len(out) == 10
+    # 10 prompts, 4 slots: three prefills (4, 4 and 2 prompts), the rest one-token steps.
+    assert sum(w > 1 for w in widths) == 3

@@ -1,10 +1,13 @@
 """Decoding that keeps the batch full: a finished row's slot goes to the next waiting prompt.
 
 A padded `generate` batch decodes until its longest response ends, so on responses of uneven
-length most rows idle. Here `slots` rows decode together; when rows stop, the waiting prompts
-are prefilled (one left-padded batch) and their caches joined to the running one, padded on the
-left to a common length (the attention mask hides the padding, positions are each row's own),
-and leading columns no row uses any more are cut. Each request draws from its own seeded stream
+length most rows idle. Here `slots` rows decode together; when rows stop, prefilled prompts take
+their places: their caches are joined to the running one, padded on the left to a common length
+(the attention mask hides the padding, positions are each row's own), and leading columns no
+row uses any more are cut. Prompts are prefilled `slots` at a time (one left-padded forward)
+and wait, their first token drawn, until slots free: one prefill forward per `slots` requests
+rather than one per refill, which on a small model costs as much as a decoding step.
+Each request draws from its own seeded stream
 (`RowSampler`), so it samples the same tokens whichever rows it shares the batch with, up to
 the floating-point effects of batch shape that any batched decoding has.
 """
@@ -106,18 +109,22 @@ def decode_refilled(
         batch.last = token
         return _select(batch, keep)
 
+    ready: _Rows | None = None  # prefilled rows waiting for a slot
     with torch.inference_mode():
-        while waiting or rows is not None:
+        while waiting or ready is not None or rows is not None:
             if rows is not None:
                 logits = _step(model, rows)
                 rows = advance(rows, sampler(rows.last[:, None], logits, rows.requests))
             free = slots - (0 if rows is None else len(rows.requests))
-            if waiting and free > 0:
-                new = [waiting.pop() for _ in range(min(free, len(waiting)))]
-                joined, logits = _prefill(model, [prompts[i] for i in new], new, pad_id)
-                joined = advance(joined, sampler(joined.last[:, None], logits, new))
-                if joined is not None:
-                    rows = joined if rows is None else _join(rows, joined)
+            while free > 0 and (waiting or ready is not None):
+                if ready is None:
+                    new = [waiting.pop() for _ in range(min(slots, len(waiting)))]
+                    ready, logits = _prefill(model, [prompts[i] for i in new], new, pad_id)
+                    ready = advance(ready, sampler(ready.last[:, None], logits, new))
+                    continue
+                joined, ready = _split(ready, free, model.config)
+                rows = joined if rows is None else _join(rows, joined)
+                free -= len(joined.requests)
     return list(zip(out, stopped, strict=True))
 
 
@@ -205,11 +212,37 @@ def _select(rows: _Rows, keep: list[int]) -> _Rows | None:
         rows.requests = [rows.requests[r] for r in keep]
         rows.positions = rows.positions[index]
         rows.last = rows.last[index]
-        used = rows.mask.any(dim=0).nonzero()
-        start = int(used[0]) if len(used) else 0
-        if start:
-            rows.mask = rows.mask[:, start:]
-            for layer in rows.cache.layers:
-                layer.keys = layer.keys[:, :, start:]
-                layer.values = layer.values[:, :, start:]
+        _trim(rows)
     return rows
+
+
+def _split(rows: _Rows, k: int, config: Any) -> tuple[_Rows, _Rows | None]:
+    """The first `k` rows (in `rows`' own cache) and the others (in a new one), or all rows
+    and None."""
+    if k >= len(rows.requests):
+        return rows, None
+    rest = _Rows(
+        DynamicCache([(layer.keys[k:], layer.values[k:]) for layer in rows.cache.layers], config),
+        rows.mask[k:],
+        rows.requests[k:],
+        rows.positions[k:],
+        rows.last[k:],
+    )
+    for layer in rows.cache.layers:
+        layer.keys, layer.values = layer.keys[:k], layer.values[:k]
+    rows.mask, rows.requests = rows.mask[:k], rows.requests[:k]
+    rows.positions, rows.last = rows.positions[:k], rows.last[:k]
+    _trim(rows)
+    _trim(rest)
+    return rows, rest
+
+
+def _trim(rows: _Rows) -> None:
+    """Cut the leading columns none of the rows attends to."""
+    used = rows.mask.any(dim=0).nonzero()
+    start = int(used[0]) if len(used) else 0
+    if start:
+        rows.mask = rows.mask[:, start:]
+        for layer in rows.cache.layers:
+            layer.keys = layer.keys[:, :, start:]
+            layer.values = layer.values[:, :, start:]
