@@ -88,7 +88,8 @@ def request_seed(seed: int, key: str) -> int:
 class RowSampler:
     """Temperature and nucleus sampling (transformers' warpers) with one seeded generator per
     request, so a request draws the same tokens whichever batch it lands in: a resumed run,
-    which re-forms its batches after the samples it kept, repeats an uninterrupted one."""
+    which re-forms its batches after the samples it kept, repeats an uninterrupted one. Each
+    token takes one uniform from the request's stream (inverse CDF)."""
 
     def __init__(self, temperature: float, top_p: float, seeds: Sequence[int], device: Any) -> None:
         check_sampling(temperature, top_p, None)
@@ -111,13 +112,17 @@ class RowSampler:
         probs = torch.softmax(logits.float(), dim=-1)
         if probs.isnan().any():
             raise RuntimeError("RowSampler: NaN logits, no distribution to draw from")
-        # What `torch.multinomial(probs[r], 1, generator)` draws (one sample is the argmax of
-        # probs / Exp(1) noise), with the noise row by row from each request's generator and
-        # one batched division and argmax: the same tokens, without a call per row.
-        noise = torch.empty_like(probs)
-        for r, i in enumerate(range(len(probs)) if rows is None else rows):
-            noise[r].exponential_(generator=self.generators[i])
-        return probs.div_(noise).argmax(dim=-1)
+        # Inverse-CDF sampling, one uniform a row from its request's generator: exact for the
+        # distribution, and a CPU draws one number instead of multinomial's noise over the whole
+        # vocabulary (about 5 ms a row at 49k tokens, a fifth of a 135M model's decode step).
+        cdf = probs.double().cumsum(dim=-1)
+        requests = range(len(probs)) if rows is None else rows
+        u = torch.cat(
+            [torch.rand(1, generator=self.generators[i], device=probs.device) for i in requests]
+        )
+        # side="right": the first token whose cumulative mass exceeds u, never a zero-mass one
+        token = torch.searchsorted(cdf, (u.double() * cdf[:, -1])[:, None], side="right")[:, 0]
+        return token.clamp_(max=probs.shape[-1] - 1)
 
 
 class _ForcedDraw(LogitsProcessor):

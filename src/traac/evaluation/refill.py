@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from transformers import DynamicCache
 
-from traac.common.models import input_device
+from traac.common.models import cache_kwargs, input_device
 from traac.errors import TraacError
 from traac.evaluation.generation import RowSampler, TokenCallback, TransformersBackend
 from traac.method.probe_cache import has_sliding_layers
@@ -146,7 +146,7 @@ def _prefill(
         input_ids=ids,
         attention_mask=mask,
         position_ids=positions,
-        past_key_values=cache,
+        **cache_kwargs(model, cache),
         use_cache=True,
         logits_to_keep=1,
     ).logits[:, -1]
@@ -161,7 +161,7 @@ def _step(model: Any, rows: _Rows) -> torch.Tensor:
         input_ids=rows.last[:, None],
         attention_mask=rows.mask,
         position_ids=rows.positions[:, None],
-        past_key_values=rows.cache,
+        **cache_kwargs(model, rows.cache),
         use_cache=True,
     ).logits[:, -1]
     rows.positions = rows.positions + 1
