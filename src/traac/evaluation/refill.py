@@ -6,10 +6,10 @@ their places: their caches are joined to the running one, padded on the left to 
 (the attention mask hides the padding, positions are each row's own), and leading columns no
 row uses any more are cut. Prompts are prefilled `slots` at a time (one left-padded forward)
 and wait, their first token drawn, until slots free: one prefill forward per `slots` requests
-rather than one per refill, which on a small model costs as much as a decoding step.
-Each request draws from its own seeded stream
-(`RowSampler`), so it samples the same tokens whichever rows it shares the batch with, up to
-the floating-point effects of batch shape that any batched decoding has.
+rather than one per refill, which on a small model costs as much as a decoding step. Each
+request draws from its own seeded stream (`RowSampler`), so it samples the same tokens whichever
+rows it shares the batch with, up to the floating-point effects of batch shape that any batched
+decoding has.
 """
 
 from __future__ import annotations
