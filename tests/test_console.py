@@ -14,7 +14,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from traac.common.tables import Table
-from traac.console import fit_table, print_blocks, print_steps, print_table
+from traac.console import RichProgress, fit_table, print_blocks, print_steps, print_table
 from traac.evaluation.records import summary_table
 from traac.evaluation.report import budget_table, load_models, report_blocks
 from traac.evaluation.runner import EvalSettings, run_eval
@@ -177,3 +177,17 @@ def test_the_step_table_reads_at_80_columns():
     for cell in ("0.1235", "1e-05", "kept", "evicted", "20", "21", "[opener]", "closer]"):
         assert cell in text.split(), cell
     assert "step ┃ tokens ┃  score ┃ status" in text
+
+
+def test_progress_bars_keep_counts_and_times_whole_at_80_columns():
+    """The demo's training bar: rich would cut '58/150' to '5…'; the info text wraps instead."""
+    console = Console(file=io.StringIO(), width=WIDTH, force_terminal=False, color_system=None)
+    progress = RichProgress(console)
+    with progress.task("traac steps", total=150, completed=58) as task:
+        task.update(info="loss 0.000488  reward 4.38  length 45.2")
+        with progress.task("testbed: sampling, T=1.0", total=1800, completed=958):
+            pass
+    text = console.file.getvalue()  # the bars as the display left them
+    assert_fits(text)
+    for whole in ("58/150", "958/1800", "0:00:00", "-:--:--", "0.000488", "4.38", "45.2"):
+        assert whole in text.split(), whole

@@ -24,6 +24,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.progress import Progress as RichBars
+from rich.table import Column
 from rich.table import Table as RichTable
 from rich.text import Text
 
@@ -77,13 +78,18 @@ class RichProgress:
     @contextlib.contextmanager
     def _live(self) -> Iterator[RichBars]:
         if self._bars is None:
+            # On a narrow screen the counts and times stay whole and the info text wraps:
+            # rich would otherwise cut every column to '5…'.
+            def whole() -> Column:
+                return Column(no_wrap=True, overflow="ignore")
+
             self._bars = RichBars(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
-                TextColumn("{task.fields[info]}"),
+                TextColumn("{task.description}", table_column=whole()),
+                BarColumn(bar_width=20),
+                MofNCompleteColumn(table_column=whole()),
+                TimeElapsedColumn(table_column=whole()),
+                TimeRemainingColumn(table_column=whole()),
+                TextColumn("{task.fields[info]}", table_column=Column(overflow="fold", ratio=1)),
                 console=self.console,
             )
             self._bars.start()
