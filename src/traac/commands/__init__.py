@@ -67,6 +67,19 @@ def add_scoring_model(
     )
 
 
+def add_compress_tau(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """`--compress-tau`, spelled alike on every command that compresses (checked by
+    `check_tau`); each says in `help_text` what its tau does there."""
+    parser.add_argument(
+        "--compress-tau",
+        "--compress_tau",
+        dest="compress_tau",
+        type=float,
+        metavar="TAU",
+        help=help_text,
+    )
+
+
 def check_test_time_scorer(scoring_model: str | None, tau: float | None, scorer: str) -> None:
     """A foreign scorer at test time scores what compression prunes with the attention probe:
     without a tau, or with another scorer, it would do nothing."""

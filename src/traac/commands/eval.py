@@ -11,6 +11,7 @@ from typing import Any
 from traac.commands import (
     MODEL_HELP,
     ArgumentParser,
+    add_compress_tau,
     add_device_map,
     add_scoring_model,
     add_settings,
@@ -116,13 +117,9 @@ def build_parser() -> ArgumentParser:
     )
     p.add_argument("--limit", type=int, help="only the first K items")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    p.add_argument(
-        "--compress-tau",
-        "--compress_tau",
-        dest="compress_tau",
-        type=float,
-        metavar="TAU",
-        help="test-time compression: think, prune the least attended steps at this tau, answer "
+    add_compress_tau(
+        p,
+        "test-time compression: think, prune the least attended steps at this tau, answer "
         "from the rest (the paper's test-time variant: 0.4); samples record the tokens saved",
     )
     p.add_argument(

@@ -22,6 +22,7 @@ from rich.text import Text
 from traac.commands import (
     MODEL_HELP,
     ArgumentParser,
+    add_compress_tau,
     add_device_map,
     add_scoring_model,
     add_settings,
@@ -66,13 +67,9 @@ def build_parser() -> ArgumentParser:
         help="a text file with one question per line, or a .jsonl file with a 'prompt' (or "
         "'question') field per line",
     )
-    parser.add_argument(
-        "--compress-tau",
-        "--compress_tau",
-        dest="compress_tau",
-        type=float,
-        default=None,
-        help=f"target compression rate (default {TEST_TIME_TAU}; with --think-budget: none, "
+    add_compress_tau(
+        parser,
+        f"target compression rate (default {TEST_TIME_TAU}; with --think-budget: none, "
         "an interrupted think block is answered as written)",
     )
     parser.add_argument(

@@ -10,6 +10,7 @@ from pathlib import Path
 from traac.commands import (
     MODEL_HELP,
     ArgumentParser,
+    add_compress_tau,
     add_device_map,
     add_scoring_model,
     check_count,
@@ -76,13 +77,9 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--eval-n", type=int, default=100, help="testbed problems per tier (100)")
     p.add_argument("--num-samples", type=int, default=2, help="samples per problem (2)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (0)")
-    p.add_argument(
-        "--compress-tau",
-        "--compress_tau",
-        dest="compress_tau",
-        type=float,
-        metavar="TAU",
-        help="compress every response at this rate instead of its tier's (0.6 / 0.4 / 0.2): "
+    add_compress_tau(
+        p,
+        "compress every response at this rate instead of its tier's (0.6 / 0.4 / 0.2): "
         "training compresses at its pass-rate bin's, so 0.6 shows what the easy bin does "
         "to the medium and hard problems a group passes (default: by tier)",
     )
