@@ -142,7 +142,7 @@ def test_two_steps_train_only_the_adapters(
     policy = trainer.accelerator.unwrap_model(trainer.model)
     assert trainer.ref_model is None  # TRL's reference: the policy with adapters disabled
     if trainer.compressor is not None:  # nor a frozen copy for scoring, even with beta = 0
-        assert trainer.compressor.scorer.model is policy.get_base_model()
+        assert trainer.compressor.scorer.model is policy  # forwards enter the PEFT wrapper
     trainable = {n for n, p in policy.named_parameters() if p.requires_grad}
     assert trainable and all(".lora_A." in n or ".lora_B." in n for n in trainable)
     before = weights(policy)

@@ -233,7 +233,9 @@ class _ModelScorer:
     """Tokenises, checks lengths, batches with right padding and maps scores back to offsets.
 
     Subclasses say which text of a request they read (`_text`) and how its offsets map onto the
-    probe text (`_to_probe`), and compute `token_scores` for a padded batch.
+    probe text (`_to_probe`), and compute `token_scores` for a padded batch. `model` is what
+    the forwards enter: a PEFT wrapper is taken whole, since a sharded one (FSDP2) is the root
+    whose forward gathers the outer weights.
     """
 
     gated = True
@@ -447,7 +449,7 @@ class ConfidenceScorer(_ModelScorer):
         self, model: Any, tokenizer: Any, k: int = 20, batch_size: int = 8, think_open: str = ""
     ) -> None:
         super().__init__(model, tokenizer, batch_size)
-        vocab = model.get_output_embeddings().weight.shape[0]
+        vocab = vocabulary_size(model)
         if not 2 <= k <= vocab:
             raise TraacError(f"confidence_top_k: {k} must lie in [2, {vocab}] (the vocabulary)")
         self.k = k
@@ -481,7 +483,7 @@ class ConfidenceScorer(_ModelScorer):
             # Inside the model's own forward, where a sharded head's weight is gathered.
             self._confidences(output[0], conf)
 
-        handle = self.model.base_model.register_forward_hook(read)
+        handle = _body(self.model).register_forward_hook(read)
         try:
             with torch.no_grad():
                 _root_forward(self.model, input_ids, kwargs)
@@ -497,7 +499,7 @@ class ConfidenceScorer(_ModelScorer):
         at a time."""
         head = self.model.get_output_embeddings()
         softcap = getattr(_text_config(self.model), "final_logit_softcapping", None)
-        chunk = max(1, (1 << 26) // head.weight.shape[0])  # ~64M logits at a time
+        chunk = max(1, (1 << 26) // vocabulary_size(self.model))  # ~64M logits at a time
         last = hidden.shape[1] - 1  # the final position predicts nothing in the text
         for row in range(hidden.shape[0]):
             for at in range(0, last, chunk):
@@ -505,6 +507,24 @@ class ConfidenceScorer(_ModelScorer):
                 if softcap:
                     logits = torch.tanh(logits / softcap) * softcap
                 conf[row, at + 1 : at + 1 + len(logits)] = topk_confidence(logits, self.k)
+
+
+def _body(model: Any) -> Any:
+    """The transformer body under the head (its output is the hidden states), inside a PEFT
+    wrapper if there is one."""
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return inner.base_model
+
+
+def vocabulary_size(model: Any) -> int:
+    """Rows of the model's output head, read where sharding leaves them: a linear head's
+    `out_features`, else DeepSpeed's `ds_shape` (ZeRO-3 empties `weight.shape` on every
+    process) or the weight's own shape (a DTensor's is the global one)."""
+    head = model.get_output_embeddings()
+    if isinstance(getattr(head, "out_features", None), int):
+        return head.out_features
+    weight = head.weight
+    return int(getattr(weight, "ds_shape", weight.shape)[0])
 
 
 def _root_forward(model: Any, input_ids: torch.Tensor, kwargs: dict[str, Any]) -> None:

@@ -145,12 +145,6 @@ class LoraArguments:
                 "adapter directory")  # fmt: skip
 
 
-def scoring_view(model: Any) -> Any:
-    """The transformers model inside a PEFT wrapper (its LoRA layers live in it, so forwards
-    through it use the adapters unless they are disabled); any other model as it is."""
-    return model.get_base_model() if is_peft_model(model) else model
-
-
 @contextmanager
 def as_reference(model: Any, active: bool = True) -> Iterator[None]:
     """Forwards of a PEFT `model` as TRL computes the KL reference: through the `ref` adapter

@@ -48,7 +48,7 @@ from traac.training.config import TRAACConfig
 from traac.training.evaluation import HeldOutEvaluation
 from traac.training.extra_rewards import with_extra_rewards
 from traac.training.interrupt import StopOnSignal
-from traac.training.lora import as_reference, scoring_view
+from traac.training.lora import as_reference
 from traac.training.modes import mode_rewards
 from traac.training.peer_rewards import with_length_budgets
 from traac.training.rewards import TraacRewards
@@ -211,7 +211,7 @@ class TRAACTrainer(HeldOutEvaluation, GRPOTrainer):
 
     def _build_compressor(self) -> Compressor:
         args = self.args
-        model = self._scoring_model or scoring_view(self.accelerator.unwrap_model(self.model))
+        model = self.accelerator.unwrap_model(self._scoring_model or self.model)
         layers = args.resolved_probe_layers(model.config.get_text_config().model_type)
         settings = copy.copy(args)
         settings.probe_layers = layers
