@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import string
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -254,3 +255,17 @@ def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> FakeVLLM:
     fake = FakeVLLM()
     monkeypatch.setitem(sys.modules, "vllm", fake.module)
     return fake
+
+
+@pytest.fixture(scope="session")
+def free_port() -> Callable[[], int]:
+    """Factory: a TCP port nothing listens on now. Each `accelerate launch` of a test takes its
+    own, so launches running side by side (other test sessions) never meet on the default
+    29500."""
+
+    def port() -> int:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return int(s.getsockname()[1])
+
+    return port

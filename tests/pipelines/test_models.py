@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -9,6 +14,9 @@ import pytest
 from traac.common.gguf import smollm2_file
 from traac.errors import TraacError
 from traac.pipelines.models import MODELS, resolve_model
+from traac.testbed.build import CARD
+
+CPU_2PROC = Path(__file__).resolve().parents[2] / "recipes" / "accelerate" / "cpu_2proc.yaml"
 
 
 def test_names_resolve_to_their_cached_models(quick_testbed, smollm2):
@@ -36,3 +44,47 @@ def test_every_name_has_a_description():
     assert set(MODELS) >= {"testbed", "testbed-quick", "smollm2"}
     assert all(m.description for m in MODELS.values())
     assert Path(smollm2_file()).suffix == ".gguf"
+
+
+WORKER = """
+import json, sys
+
+import torch.distributed as dist
+from accelerate import PartialState
+from accelerate.utils import gather_object
+
+from traac.pipelines.models import resolve_model
+
+state = PartialState(cpu=True)  # the launch's process group, as `traac train` starts it
+paths = gather_object([resolve_model(sys.argv[1])])
+if state.is_main_process:
+    print("PATHS " + json.dumps(paths), flush=True)
+dist.barrier()
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.slow
+def test_a_launch_builds_a_missing_named_model_once_without_deadlock(
+    tmp_path: Path, free_port: Callable[[], int]
+) -> None:
+    """Two processes of one launch, an empty cache: the testbed's build (TRL's SFTTrainer,
+    whose barriers would wait for the process blocked on the cache's lock) runs outside the
+    launch's process group, and both processes get the one directory it made."""
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    cache = tmp_path / "cache"
+    launch = [
+        sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(CPU_2PROC),
+        "--main_process_port", str(free_port()), str(script), "testbed-quick",
+    ]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TRAAC_CACHE_DIR": str(cache)}
+    try:  # the build takes under a minute alone; a deadlock holds both processes for ever
+        done = subprocess.run(launch, capture_output=True, text=True, timeout=420, env=env)
+    except subprocess.TimeoutExpired as err:
+        pytest.fail(f"the launch hung building the model; stderr: {err.stderr!s:.3000}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    line = next(x for x in done.stdout.splitlines() if x.startswith("PATHS "))
+    paths = json.loads(line.removeprefix("PATHS "))
+    assert len(paths) == 2 and paths[0] == paths[1]
+    assert Path(paths[0]).parent.parent == cache and (Path(paths[0]) / CARD).is_file()

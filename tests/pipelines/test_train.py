@@ -1,14 +1,15 @@
 """`traac train` with LoRA, as a user runs it: the plan's LoRA row, a quantized base refused in
-one line on a machine without CUDA (at `--dry-run` a note, at run time exit 2 before any weight
-is read), a SIGTERM then `--resume_from_checkpoint auto` that ends where an uninterrupted run
-ends, and the saved adapter taken as `--model` by every command, on the quick testbed and on
-SmolLM2.
+one line where this machine's bitsandbytes cannot load it (at `--dry-run` a note, at run time
+exit 2 before any weight is read), a SIGTERM then `--resume_from_checkpoint auto` that ends
+where an uninterrupted run ends, and the saved adapter taken as `--model` by every command, on
+the quick testbed and on SmolLM2.
 
 As in `tests/commands/test_train.py`, the runs judge a rollout by a fixed function of its text
 (`verdict_by_parity`), so that no assertion depends on the CPU's rounding of the weights."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import signal
 from collections.abc import Iterator
@@ -54,21 +55,29 @@ def refuse_weights(monkeypatch: pytest.MonkeyPatch) -> None:
 # ------------------------------------------------------------------ checks before any weight
 
 
-def test_the_plan_names_the_adapters_and_the_gpu_a_4bit_base_needs(
+def test_the_plan_names_the_adapters_and_what_a_4bit_base_lacks_here(
     quick_testbed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
+    """Without CUDA, a bitsandbytes older than the CPU-capable release is refused in one line."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    version = importlib.metadata.version
+    monkeypatch.setattr(
+        importlib.metadata,
+        "version",
+        lambda name: "0.45.1" if name == "bitsandbytes" else version(name),
+    )
     refuse_weights(monkeypatch)
     argv = train_args(quick_testbed, tmp_path / "out", "--load_in_4bit", "true")
     assert cli_main([*argv, "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "r 4, alpha 8, dropout 0.0 on peft's default for the architecture; 4-bit" in out
-    assert ("note: load_in_4bit: bitsandbytes quantization needs a CUDA GPU and none is "
+    assert ("note: load_in_4bit: bitsandbytes 0.45.1 quantizes on a CUDA GPU only and none is "
             "visible here;") in out  # fmt: skip
     # the real run stops at once, with that line
     assert cli_main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("traac train: error: load_in_4bit: bitsandbytes quantization needs")
+    assert err.startswith("traac train: error: load_in_4bit: bitsandbytes 0.45.1 quantizes on")
+    assert "pip install 'bitsandbytes>=0.50'" in err
     assert len(err.splitlines()) == 1 and not (tmp_path / "out").exists()
 
 

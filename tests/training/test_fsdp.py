@@ -6,7 +6,9 @@ accelerators, so the worker shards the reference model and the policy itself wit
 `fully_shard` on a CPU mesh, marked as transformers marks its own FSDP2 models (so that
 `generate` keeps the processes in step), and runs TRAAC steps on the teacher's traces. Process 1
 judges every rollout wrong, whatever the weights: it has no candidate to score and no answer to
-regenerate, while process 0 has several.
+regenerate, while process 0 has several. With LoRA the PEFT wrapper is the root, as accelerate
+shards it (the decoder layers, then the wrapper with the embeddings, final norm and head as one
+group), and the probe, run before any other forward as with vLLM, must enter that root.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -29,6 +32,7 @@ import json, os, random, sys
 import torch.distributed as dist
 
 from torch.distributed.device_mesh import init_device_mesh
+from peft import LoraConfig
 from torch.distributed.fsdp import FSDPModule, fully_shard
 
 import traac.training.trainer as trainer_module
@@ -40,7 +44,7 @@ from traac.testbed.traces import teach
 from traac.training.config import TRAACConfig
 from traac.training.trainer import TRAACTrainer
 
-model, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+model, out, n, lora = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "lora"
 rank = int(os.environ["RANK"])  # set by the launcher
 trainer_module.verify_many = lambda items, responses, **kw: [rank == 0] * len(responses)
 
@@ -53,15 +57,20 @@ args = TRAACConfig(
     uniformity_calibration="rank", seed=0,
 )
 dataset = items_to_dataset(make_items("easy", 4, seed=1, split="rl"))
-trainer = TRAACTrainer(model, args=args, train_dataset=dataset, processing_class=tokenizer)
+adapters = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
+trainer = TRAACTrainer(model, args=args, train_dataset=dataset, processing_class=tokenizer,
+                       **({"peft_config": adapters} if lora else {}))
 
 mesh = init_device_mesh("cpu", (2,))
-for sharded in (trainer.ref_model, trainer.model):
-    for layer in sharded.model.layers:
+for sharded in (trainer.model,) if lora else (trainer.ref_model, trainer.model):
+    body = sharded.get_base_model() if lora else sharded
+    for layer in body.model.layers:
         fully_shard(layer, mesh=mesh)
-    fully_shard(sharded, mesh=mesh)
+    fully_shard(sharded, mesh=mesh)  # the root: embeddings, final norm and head in its group
     sharded._is_fsdp_managed_module = True  # what transformers' own FSDP2 set-up marks
-assert isinstance(trainer._scoring_model, FSDPModule) and trainer._collective_forwards
+scorer = trainer.model if lora else trainer._scoring_model
+assert isinstance(scorer, FSDPModule) and trainer._collective_forwards
+assert trainer.compressor.scorer.model is scorer  # the probe enters the FSDP root
 
 row = dataset[rank]  # one prompt per process, N rollouts each: the teacher's right traces
 item = item_from_row(row)
@@ -92,14 +101,16 @@ dist.destroy_process_group()  # before exit, or gloo's threads may abort the pro
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("policy", ["full", "lora"])
 def test_a_process_with_no_candidates_does_not_deadlock_a_sharded_run(
-    quick_testbed: Path, tmp_path: Path
+    quick_testbed: Path, tmp_path: Path, free_port: Callable[[], int], policy: str
 ) -> None:
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     launch = [
         sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(CPU_2PROC),
-        str(script), str(quick_testbed), str(tmp_path / "out"), str(N),
+        "--main_process_port", str(free_port()),
+        str(script), str(quick_testbed), str(tmp_path / "out"), str(N), policy,
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     try:

@@ -5,6 +5,7 @@ adapters disabled."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 from pathlib import Path
 from typing import Any
@@ -86,27 +87,43 @@ def test_qlora_builds_a_4bit_nf4_config_computing_in_the_models_dtype(
     assert eight["quantization_config"].load_in_8bit
 
 
-def test_a_quantized_base_needs_cuda_then_bitsandbytes(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_quantized_base_needs_bitsandbytes_then_cuda_or_its_cpu_release(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     args = LoraArguments(use_peft=True, load_in_4bit=True)
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert LoraArguments(use_peft=True).gpu_requirement() is None
-    with pytest.raises(TraacError, match=r"^load_in_4bit: bitsandbytes quantization needs a CUDA"):
-        args.check_quantization()
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     find_spec = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util,
-        "find_spec",
-        lambda name, *a: None if name == "bitsandbytes" else find_spec(name, *a),
-    )
-    with pytest.raises(TraacError, match=r"bitsandbytes is not installed; pip install 'traac\[qlo"):
-        args.check_quantization()
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            importlib.util,
+            "find_spec",
+            lambda name, *a: None if name == "bitsandbytes" else find_spec(name, *a),
+        )
+        with pytest.raises(TraacError, match=r"bitsandbytes is not installed; pip install 'traac"):
+            args.check_quantization()
+    installed = {"bitsandbytes": "0.45.1"}
+    version = importlib.metadata.version
+    monkeypatch.setattr(importlib.metadata, "version", lambda n: installed.get(n) or version(n))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert args.gpu_requirement() is None  # any release quantizes on a CUDA GPU
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for field in ("load_in_4bit", "load_in_8bit"):
+        line = LoraArguments(use_peft=True, **{field: True}).gpu_requirement()
+        assert line == (
+            f"{field}: bitsandbytes 0.45.1 quantizes on a CUDA GPU only and none is visible "
+            "here; pip install 'bitsandbytes>=0.50' for the CPU, or drop it to train LoRA on a "
+            "full-precision base"
+        )
+    installed["bitsandbytes"] = "0.50.2"
+    assert args.gpu_requirement() is None  # the CPU release
 
 
 # ------------------------------------------------------------------ the trainer with adapters
 
 
-def lora_trainer(model: Path, tmp_path: Path, **overrides: Any) -> TRAACTrainer:
+def lora_trainer(
+    model: Path, tmp_path: Path, quantized: dict[str, bool] | None = None, **overrides: Any
+) -> TRAACTrainer:
     values: dict[str, Any] = {
         "output_dir": str(tmp_path / "out"), "use_cpu": True, "bf16": False,
         "activation_checkpointing": False, "report_to": "none", "save_strategy": "no",
@@ -116,7 +133,8 @@ def lora_trainer(model: Path, tmp_path: Path, **overrides: Any) -> TRAACTrainer:
     values.update(overrides)
     tokenizer = load_tokenizer(str(model))
     tokenizer.padding_side = "left"
-    lora = LoraArguments(use_peft=True, lora_r=4, lora_alpha=8, lora_dropout=0.0)
+    lora = LoraArguments(use_peft=True, lora_r=4, lora_alpha=8, lora_dropout=0.0, **quantized or {})
+    lora.check_quantization()
     return TRAACTrainer(
         str(model),
         args=TRAACConfig(**values),
@@ -151,6 +169,43 @@ def test_two_steps_train_only_the_adapters(
     after = weights(policy)
     changed = {n for n in before if not torch.equal(before[n], after[n])}
     assert changed and changed <= trainable  # some adapter weights moved, no base weight did
+
+
+@pytest.mark.slow
+def test_a_step_on_4bit_weights_trains_the_adapters_on_the_cpu(
+    quick_testbed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """QLoRA without CUDA (bitsandbytes 0.50 quantizes on the CPU): the base's projections
+    are 4-bit, the probe scores the right rollouts (judged by the parity of their length)
+    through them with the adapters disabled, and only adapters move."""
+    monkeypatch.setattr(
+        "traac.training.trainer.verify_many",
+        lambda items, texts, **kw: [len(t) % 2 == 1 for t in texts],
+    )
+    trainer = lora_trainer(
+        quick_testbed, tmp_path, {"load_in_4bit": True}, max_steps=1, warmup_steps=0
+    )
+    policy = trainer.accelerator.unwrap_model(trainer.model)
+    assert not torch.cuda.is_available()
+    bases = {n: m for n, m in policy.named_modules() if type(m).__name__ == "Linear4bit"}
+    assert any(n.endswith("q_proj.base_layer") for n in bases)
+
+    def outputs() -> dict[str, torch.Tensor]:
+        """Each 4-bit layer's output on a fixed input (bitsandbytes repacks the stored bytes
+        for the CPU at the first forward, so the bytes themselves are no measure)."""
+        with torch.no_grad():
+            return {n: m(torch.ones(1, m.in_features)) for n, m in bases.items()}
+
+    before, before_out = weights(policy), outputs()
+    trainer.train()
+    assert trainer.state.global_step == 1 and trainer.last_step is not None
+    assert trainer.last_step.stats.flat()["traac/all/candidates"] > 0  # the probe ran
+    after, after_out = weights(policy), outputs()
+    plain = [n for n in before if before[n].is_floating_point()]  # all but the 4-bit bytes
+    changed = {n for n in plain if not torch.equal(before[n], after[n])}
+    assert changed and all(".lora_" in n for n in changed)
+    for name, out in before_out.items():
+        torch.testing.assert_close(after_out[name], out, rtol=0, atol=0)
 
 
 def scores(trainer: TRAACTrainer, compressor: Any = None) -> list[Any]:

@@ -7,12 +7,14 @@ reference is the policy with its adapters disabled (TRL's rule), and so is TRAAC
 scoring model (`as_reference`): the base weights are held once.
 
 QLoRA follows TRL: the base is loaded in 4 (or 8) bits through `quantization_config` and the
-adapters are trained in bfloat16 (TRL casts them); bitsandbytes needs a CUDA GPU, which is
-checked before any weight is read (`check_quantization`).
+adapters are trained in bfloat16 (TRL casts them). bitsandbytes runs on a CUDA GPU, and on the
+CPU from release 0.50; what this machine lacks is checked before any weight is read
+(`check_quantization`).
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,12 +23,14 @@ from typing import Any
 
 import torch
 from accelerate.utils import is_peft_model
+from packaging.version import Version
 from trl import ModelConfig, get_peft_config, get_quantization_config
 from trl.trainer.utils import use_adapter
 
 from traac.errors import TraacError
 
 QLORA_EXTRA = "pip install 'traac[qlora]'"
+CPU_BITSANDBYTES = Version("0.50")  # the release LoRA steps on 4-bit weights were run with on CPUs
 
 
 @dataclass
@@ -48,12 +52,12 @@ class LoraArguments:
     )  # fmt: skip
     load_in_4bit: bool = field(
         default=False,
-        metadata={"help": "QLoRA: load the base in 4 bits (nf4); needs use_peft, a CUDA GPU "
-                  f"and bitsandbytes ({QLORA_EXTRA})."},
+        metadata={"help": "QLoRA: load the base in 4 bits (nf4); needs use_peft and bitsandbytes "
+                  f"({QLORA_EXTRA}; on a CPU without CUDA, 0.50 or later)."},
     )  # fmt: skip
     load_in_8bit: bool = field(
         default=False,
-        metadata={"help": "Load the base in 8 bits; needs use_peft, a CUDA GPU and bitsandbytes."},
+        metadata={"help": "Load the base in 8 bits; needs use_peft and bitsandbytes (as 4 bits)."},
     )
 
     def __post_init__(self) -> None:
@@ -90,16 +94,18 @@ class LoraArguments:
 
     def gpu_requirement(self) -> str | None:
         """The one line saying what a quantized base needs that this machine lacks (None: it
-        has it, or the base is not quantized)."""
+        has it, or the base is not quantized). Without CUDA, bitsandbytes quantizes on the CPU
+        from `CPU_BITSANDBYTES` on (4 and 8 bits: load, generate, train adapters)."""
         if not self.quantized:
             return None
-        if not torch.cuda.is_available():
-            return (f"{self.quantization_field}: bitsandbytes quantization needs a CUDA GPU and "
-                    "none is visible here; run on a GPU machine, or drop it to train LoRA on "
-                    "a full-precision base")  # fmt: skip
         if importlib.util.find_spec("bitsandbytes") is None:
             return f"{self.quantization_field}: bitsandbytes is not installed; {QLORA_EXTRA}"
-        return None
+        installed = Version(importlib.metadata.version("bitsandbytes"))
+        if torch.cuda.is_available() or installed >= CPU_BITSANDBYTES:
+            return None
+        return (f"{self.quantization_field}: bitsandbytes {installed} quantizes on a CUDA GPU "
+                f"only and none is visible here; pip install 'bitsandbytes>={CPU_BITSANDBYTES}' "
+                "for the CPU, or drop it to train LoRA on a full-precision base")  # fmt: skip
 
     def check_quantization(self) -> None:
         """Before any weight is read: a quantized base on a machine that cannot load it."""
