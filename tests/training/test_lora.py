@@ -187,25 +187,18 @@ def test_a_step_on_4bit_weights_trains_the_adapters_on_the_cpu(
     )
     policy = trainer.accelerator.unwrap_model(trainer.model)
     assert not torch.cuda.is_available()
-    bases = {n: m for n, m in policy.named_modules() if type(m).__name__ == "Linear4bit"}
-    assert any(n.endswith("q_proj.base_layer") for n in bases)
-
-    def outputs() -> dict[str, torch.Tensor]:
-        """Each 4-bit layer's output on a fixed input (bitsandbytes repacks the stored bytes
-        for the CPU at the first forward, so the bytes themselves are no measure)."""
-        with torch.no_grad():
-            return {n: m(torch.ones(1, m.in_features)) for n, m in bases.items()}
-
-    before, before_out = weights(policy), outputs()
+    bases = [type(m).__name__ for n, m in policy.named_modules() if n.endswith("proj.base_layer")]
+    assert bases and set(bases) == {"Linear4bit"}
+    before = weights(policy)
     trainer.train()
     assert trainer.state.global_step == 1 and trainer.last_step is not None
     assert trainer.last_step.stats.flat()["traac/all/candidates"] > 0  # the probe ran
-    after, after_out = weights(policy), outputs()
-    plain = [n for n in before if before[n].is_floating_point()]  # all but the 4-bit bytes
-    changed = {n for n in plain if not torch.equal(before[n], after[n])}
+    # The 4-bit bytes too: bitsandbytes kept from repacking them for CPU inference, after
+    # which no gradient reached the adapters (`keep_4bit_trainable`).
+    after = weights(policy)
+    assert all(before[n].shape == after[n].shape for n in before)
+    changed = {n for n in before if not torch.equal(before[n], after[n])}
     assert changed and all(".lora_" in n for n in changed)
-    for name, out in before_out.items():
-        torch.testing.assert_close(after_out[name], out, rtol=0, atol=0)
 
 
 def scores(trainer: TRAACTrainer, compressor: Any = None) -> list[Any]:

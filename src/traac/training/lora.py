@@ -151,6 +151,16 @@ class LoraArguments:
                 "adapter directory")  # fmt: skip
 
 
+def keep_4bit_trainable(model: Any) -> None:
+    """Keep bitsandbytes from repacking 4-bit weights for inference on the CPU. On a CPU with
+    AVX512-BF16, bitsandbytes 0.50 repacks a weight at its layer's first forward in eval mode
+    without gradients (the probe's, an evaluation's); the layer then passes no gradient to its
+    input, and the adapters beneath it stop learning (a TRAAC step's gradient norm: 0.0)."""
+    for module in model.modules():
+        if getattr(module, "support_avx512bf16_for_cpu", False):
+            module.support_avx512bf16_for_cpu = False
+
+
 @contextmanager
 def as_reference(model: Any, active: bool = True) -> Iterator[None]:
     """Forwards of a PEFT `model` as TRL computes the KL reference: through the `ref` adapter

@@ -48,7 +48,7 @@ from traac.training.config import TRAACConfig
 from traac.training.evaluation import HeldOutEvaluation
 from traac.training.extra_rewards import with_extra_rewards
 from traac.training.interrupt import StopOnSignal
-from traac.training.lora import as_reference
+from traac.training.lora import as_reference, keep_4bit_trainable
 from traac.training.modes import mode_rewards
 from traac.training.peer_rewards import with_length_budgets
 from traac.training.rewards import TraacRewards
@@ -146,6 +146,7 @@ class TRAACTrainer(HeldOutEvaluation, GRPOTrainer):
             train_dataset = with_length_budgets(train_dataset, settings, args.seed)
         funcs = reward_funcs or with_extra_rewards(funcs, args)  # + the recipe's, weighted
         super().__init__(model, funcs, args, train_dataset, **kwargs)
+        keep_4bit_trainable(self.model)  # before any forward in eval mode (probe, evaluation)
         if self.peer is not None:
             self.peer.rank = self.accelerator.process_index
         self.tokenizer = self._tokenizer
@@ -188,10 +189,9 @@ class TRAACTrainer(HeldOutEvaluation, GRPOTrainer):
         (`scoring_model` names one), or the policy (always for the confidence scorer, which
         reads the policy's own sampling distribution).
 
-        With LoRA the reference is the policy with its adapters disabled, as for TRL's KL
-        term. Otherwise, with `beta=0` TRL keeps no reference model; TRAAC then loads its own
-        frozen copy of the initial policy (the paper's scoring model), which costs one model's
-        memory; choose `scoring_model: policy` to avoid it.
+        With LoRA the reference is the policy with its adapters disabled, as for TRL's KL term.
+        Otherwise, with `beta=0` TRL keeps no reference model; TRAAC then loads a frozen copy of
+        the initial policy (the paper's scoring model): `scoring_model: policy` saves its memory.
         """
         if self.args.scorer in ("random", "confidence") or self.args.scoring_model == "policy":
             return None  # random reads no model; the policy is looked up at each step
