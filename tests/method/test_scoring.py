@@ -301,6 +301,33 @@ def test_confidence_top_k_is_validated(tiny_model, char_tokenizer):
         ConfidenceScorer(tiny_model(), char_tokenizer(), k=1)
 
 
+def test_the_vocabulary_is_read_where_zero3_partitioning_leaves_it(tiny_model, char_tokenizer):
+    """DeepSpeed ZeRO-3 empties every weight on every process (`weight.shape` is 0; the real one
+    is its `ds_shape`), even with zero3_init_flag off. The confidence scorer's range check and
+    its logit chunks read the vocabulary where partitioning leaves it."""
+    model = tiny_model("llama")
+    head = model.get_output_embeddings()
+    vocab = head.out_features
+    full = ConfidenceScorer(model, char_tokenizer(), k=10).token_scores(torch.tensor([[5, 9, 7]]))
+    weight = head.weight.data
+    head.weight.data = torch.empty(0)
+    head.weight.ds_shape = torch.Size([vocab, weight.shape[1]])
+    scorer = ConfidenceScorer(model, char_tokenizer(), k=20)
+    with pytest.raises(TraacError, match=rf"\[2, {vocab}\]"):
+        ConfidenceScorer(model, char_tokenizer(), k=vocab + 1)
+
+    def gather(*args):  # DeepSpeed's hooks: the weight is whole only inside the head's forward
+        head.weight.data = weight
+
+    def release(*args):
+        head.weight.data = torch.empty(0)
+
+    head.register_forward_pre_hook(gather)
+    head.register_forward_hook(release)
+    scorer.k = 10
+    torch.testing.assert_close(scorer.token_scores(torch.tensor([[5, 9, 7]])), full)
+
+
 def test_random_scorer_is_seeded_and_constant_per_step(char_tokenizer):
     tok = char_tokenizer()
     text = "<think>add a. Wait b. So c.</think>"

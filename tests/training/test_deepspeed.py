@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from safetensors.torch import load_file
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = ROOT / "recipes"
 N = 4  # rollouts per prompt; 2 prompts per process
-SIGTERM_EXIT = 143  # traac train's exit after a SIGTERM (128 + 15)
+SIGTERM_EXIT = 143  # a process's exit after a SIGTERM (128 + 15)
 
 WORKER = """
 import json, os, signal, sys
@@ -169,12 +170,17 @@ def launches(
             "--disable_tqdm", "true", *extra,
         ]  # fmt: skip
         run_env = {**env, "TRAAC_TEST_REPORT": str(out), "TRAAC_TEST_SIGTERM_STEP": str(stop_at)}
+        begin = time.perf_counter()
         try:  # a launch takes under a minute; a deadlock would hold it for ever
             done = subprocess.run(argv, capture_output=True, text=True, timeout=400, env=run_env)
         except subprocess.TimeoutExpired as err:
             pytest.fail(f"launch {name} hung; stderr: {err.stderr!s:.3000}")
-        expected = SIGTERM_EXIT if stop_at else 0
-        assert done.returncode == expected, f"{name}: {done.stderr[-4000:]}"
+        if stop_at:  # the processes exit 143 once saved, which torchrun reports as a failure
+            assert f"stopped by SIGTERM after step {stop_at};" in done.stderr, done.stderr[-4000:]
+            assert f"exitcode  : {SIGTERM_EXIT} " in done.stderr
+        else:
+            assert done.returncode == 0, f"{name}: {done.stderr[-4000:]}"
+        print(f"launch {name}: {time.perf_counter() - begin:.1f} s")  # shown by pytest -s
         return Launch(out, done)
 
     held_out = ("--eval_dataset", "testbed:easy?n=4", "--eval_strategy", "steps",
@@ -188,7 +194,7 @@ def launches(
         "zero3_foreign": launch(
             "zero3_foreign", 3, False, "--scoring_model", model, "--uniformity_gate", "1.0"
         ),
-        "zero2_peer": launch("zero2_peer", 2, False, "--mode", "alp"),
+        "zero2_peer": launch("zero2_peer", 2, False, "--mode", "alp", "--max_steps", "1"),
         "zero2_random": launch("zero2_random", 2, False, *random),
     }
     runs["zero2_stopped"] = launch("zero2_resumed", 2, False, *random, stop_at=1)
@@ -237,7 +243,7 @@ def test_the_engines_ran_the_stage_and_features_asked(launches: dict[str, Launch
     foreign = launches["zero3_foreign"]
     assert "scorer" in foreign.ranks[0]["final"]  # the foreign model was loaded and probed
     peer = launches["zero2_peer"]
-    assert [r["step"] for r in peer.metrics] == [1, 2] and peer.ranks[0]["reanswers"] == []
+    assert [r["step"] for r in peer.metrics] == [1] and peer.ranks[0]["reanswers"] == []
     for name, run in launches.items():  # the engine's stage; ZeRO-3 partitions every weight
         stage = 3 if name.startswith("zero3") else 2
         assert [r["stage"] for r in run.ranks] == [stage, stage], name
