@@ -7,11 +7,16 @@ stall each other on a CPU that other jobs share (an evaluation 1.9x slower besid
 processes), while a passive wait costs nothing measurable in training and a few percent in
 decoding on an idle machine (`benchmarks/threads.py`). OpenMP reads the variable once, when
 torch loads, so it is set before any command imports torch.
+
+bitsandbytes, once installed, is imported by peft in every training command; on a CPU with
+AVX512-BF16 it logs at import that the optional `kernels` package (faster 4-bit matmuls on the
+CPU) is missing. That line is kept out of traac's output.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import sys
 
@@ -19,6 +24,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from traac import __version__
 from traac.errors import TraacError
+
+logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
 
 COMMANDS: dict[str, str] = {
     "compress": "Score a reasoning trace's steps and prune the least attended ones",
