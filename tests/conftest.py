@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import torch
+from hypothesis import settings
 from tokenizers import AddedToken, Tokenizer, decoders, models
 from transformers import (
     DynamicCache,
@@ -32,6 +33,11 @@ from transformers import (
 
 from traac.pipelines.models import resolve_model
 from traac.testbed.build import ensure_testbed
+
+# Hypothesis fails an example slower than 200 ms by default: a verdict a slow or busy CPU could
+# change. No test here is about speed, so no example has a deadline.
+settings.register_profile("traac", deadline=None)
+settings.load_profile("traac")
 
 ARCHS = {"qwen3": (Qwen3Config, Qwen3ForCausalLM), "llama": (LlamaConfig, LlamaForCausalLM)}
 SPECIALS = ("<pad>", "<unk>", "<think>", "</think>")
