@@ -49,7 +49,7 @@ def test_defaults_are_the_papers() -> None:
 def test_authors_preset_fills_only_unset_fields() -> None:
     c = make(preset="authors")
     assert (c.format_preset, c.length_weight) == ("authors", 1.0)
-    # SPEC section 2: the authors read the first half of the layers for Qwen3, all for R1 distills
+    # docs/method.md#probe: the authors read the first half of the layers for Qwen3, all for R1
     assert c.resolved_probe_layers("qwen3") == "first_half"
     assert c.resolved_probe_layers("qwen2") == "all"  # DeepSeek-R1-Distill-Qwen
     assert make().resolved_probe_layers("qwen3") == "all"  # the paper's

@@ -31,7 +31,7 @@ from traac.testbed.tokenizer import THINK_CLOSE, render_prompts
 from traac.testbed.traces import Trace, has_recheck, step_kinds
 from traac.verification import verify_many
 
-TAUS = {"easy": 0.6, "medium": 0.4, "hard": 0.2}  # SPEC section 1: target rate per bin
+TAUS = {"easy": 0.6, "medium": 0.4, "hard": 0.2}  # docs/method.md#step: target rate per bin
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 PROBE_REPORT_PER_TIER = 100  # correct responses a tier the card's probe report scores
 TARGETS = {
