@@ -1,4 +1,4 @@
-"""MkDocs hook: the code cites the method page as `docs/method.md#anchor` (plain text, readable in
+"""MkDocs hook: the code cites the method page as `docs/method.md#<section>` (plain text, readable in
 an editor); on the site's API pages those citations become links to the section."""
 
 from __future__ import annotations
