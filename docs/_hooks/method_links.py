@@ -1,5 +1,5 @@
-"""MkDocs hook: the code cites the method page as `docs/method.md#<section>` (plain text, readable in
-an editor); on the site's API pages those citations become links to the section."""
+"""MkDocs hook: the code cites the method page as `docs/method.md#<section>` (plain text, readable
+in an editor); on the site's API pages those citations become links to the section."""
 
 from __future__ import annotations
 

@@ -79,7 +79,7 @@ def _mode_help() -> str:
 
 @dataclass
 class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
-    r"""Configuration of `TRAACTrainer`: every `GRPOConfig` field, the compression and think
+    r"""Configuration of [`TRAACTrainer`]: every `GRPOConfig` field, the compression and think
     format settings the commands share (`traac.method.settings`), and the TRAAC fields below.
 
     Deviations from TRL's defaults follow the paper (docs/method.md#grpo): `beta=0.001` (TRL's KL
@@ -87,89 +87,99 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
     10 warm-up steps at a constant rate, `max_completion_length=10000`, `loss_type="grpo"`
     (the appendix objective averages each rollout over its own tokens), `logging_steps=1`.
 
-    **Parameters that choose the method**
+    Parameters:
+        > Parameters that choose the method
 
-    - `mode` (`str`, default `"traac"`): What is trained (`traac.training.modes`): `traac`; the
-      ablations `cr` (correctness only), `cr_lr` (+ format + length, one bin, no compression) and
-      `compression_no_difficulty` (one bin at `tau_single`); or a peer method (`alp`,
-      `shorterbetter`, `kimi`, `dapo_overlong`, `l1_max`) whose length term replaces TRAAC's length
-      reward and compression.
-    - `preset` (`str`, default `"paper"`): `paper` or `authors` (the authors' code; `reference`, its
-      old name, still works): the defaults of `format_preset`, `length_weight` and `probe_layers`
-      when unset.
+        mode (`str`, *optional*, defaults to `"traac"`):
+            What is trained (`traac.training.modes`): `traac`; the ablations `cr` (correctness
+            only), `cr_lr` (+ format + length, one bin, no compression) and
+            `compression_no_difficulty` (one bin at `tau_single`); or a peer method (`alp`,
+            `shorterbetter`, `kimi`, `dapo_overlong`, `l1_max`) whose length term replaces
+            TRAAC's length reward and compression.
+        preset (`str`, *optional*, defaults to `"paper"`):
+            `paper` or `authors` (the authors' code; `reference`, its old name, still works):
+            the defaults of `format_preset`, `length_weight` and `probe_layers` when unset.
 
-    **Parameters that control compression** (with those of
-    `traac.method.settings.CompressionSettings`: `scorer`, `probe_heads`, `step_scope`,
-    `uniformity_gate`, `eviction_cap`, ...)
+        > Parameters that control compression (with `traac.method.settings.CompressionSettings`:
+        > `scorer`, `probe_heads`, `step_scope`, `uniformity_gate`, `eviction_cap`, ...)
 
-    - `scoring_model` (`str`, default `"reference"`): The model the probe runs through: `reference`
-      (TRL's frozen KL reference model, or a frozen copy of the initial policy when `beta=0`),
-      `policy`, or any other model name or path: a frozen foreign scorer (beyond the paper, as
-      LLMLingua lets a small LM compress prompts for a large one) that reads the steps through its
-      own tokenizer; check its precision per tier with `traac probe-report --scoring-model`.
-    - `probe_layers` (`str` or `None`, default `None`): Attention layers averaged: `all`,
-      `first_half` or comma-separated indices; unset, the preset's (paper: all; authors: the first
-      half for Qwen3, all for others).
-    - `uniformity_calibration` (`str`, default `"none"`): `none` (the paper) or `rank`: each
-      uniformity is replaced by its rank among the last `calibration_window` correct rollouts'
-      before the gate.
-    - `calibration_window` (`int`, default `512`): Recent uniformities the rank calibration compares
-      with.
+        scoring_model (`str`, *optional*, defaults to `"reference"`):
+            The model the probe runs through: `reference` (TRL's frozen KL reference model, or
+            a frozen copy of the initial policy when `beta=0`), `policy`, or any other model
+            name or path: a frozen foreign scorer (beyond the paper, as LLMLingua lets a small
+            LM compress prompts for a large one) that reads the steps through its own
+            tokenizer; check its precision per tier with `traac probe-report --scoring-model`.
+        probe_layers (`str` or `None`, *optional*, defaults to `None`):
+            Attention layers averaged: `all`, `first_half` or comma-separated indices; unset,
+            the preset's (paper: all; authors: the first half for Qwen3, all for others).
+        uniformity_calibration (`str`, *optional*, defaults to `"none"`):
+            `none` (the paper) or `rank`: each uniformity is replaced by its rank among the
+            last `calibration_window` correct rollouts' before the gate.
+        calibration_window (`int`, *optional*, defaults to `512`):
+            Recent uniformities the rank calibration compares with.
 
-    **Parameters that control difficulty** (docs/method.md#step, step 3)
+        > Parameters that control difficulty (docs/method.md#step, step 3)
 
-    - `easy_threshold` (`float`, default `0.8`): A prompt whose pass rate is at least this is easy.
-    - `medium_threshold` (`float`, default `0.3`): ... at least this (and below `easy_threshold`)
-      medium; below it, hard.
-    - `tau_easy`, `tau_medium`, `tau_hard` (`float`, default `0.6`, `0.4`, `0.2`): The target
-      compression rate of each bin.
-    - `tau_single` (`float`, default `0.6`): The rate of the one bin of `compression_no_difficulty`.
+        easy_threshold (`float`, *optional*, defaults to `0.8`):
+            A prompt whose pass rate is at least this is easy.
+        medium_threshold (`float`, *optional*, defaults to `0.3`):
+            ... at least this (and below `easy_threshold`) medium; below it, hard.
+        tau_easy, tau_medium, tau_hard (`float`, *optional*, defaults to `0.6`, `0.4`, `0.2`):
+            The target compression rate of each bin.
+        tau_single (`float`, *optional*, defaults to `0.6`):
+            The rate of the one bin of `compression_no_difficulty`.
 
-    **Parameters that control the rewards** (docs/method.md#rewards)
+        > Parameters that control the rewards (docs/method.md#rewards)
 
-    - `correctness_reward` (`float`, default `4.0`): The reward of a right answer, in every mode.
-    - `format_preset` (`str` or `None`, default `None`): Format reward: `paper` (0.5 + 0.5) or
-      `authors` (0.25 + 0.25); unset, the preset's.
-    - `length_weight` (`float` or `None`, default `None`): Length reward weight W (paper 2, authors
-      1); unset, the preset's.
-    - `length_window_steps` (`int`, default `10`): Training steps kept in each (data source, bin)
-      length window.
-    - `length_scale_easy`, `length_scale_medium`, `length_scale_hard` (`float`, default `1.0`,
-      `0.75`, `0.5`): The length reward's scale per bin.
-    - `length_scale_single` (`float`, default `1.0`): The scale of the one bin of the modes without
-      bins.
+        correctness_reward (`float`, *optional*, defaults to `4.0`):
+            The reward of a right answer, in every mode.
+        format_preset (`str` or `None`, *optional*, defaults to `None`):
+            Format reward: `paper` (0.5 + 0.5) or `authors` (0.25 + 0.25); unset, the preset's.
+        length_weight (`float` or `None`, *optional*, defaults to `None`):
+            Length reward weight W (paper 2, authors 1); unset, the preset's.
+        length_window_steps (`int`, *optional*, defaults to `10`):
+            Training steps kept in each (data source, bin) length window.
+        length_scale_easy, length_scale_medium, length_scale_hard (`float`, *optional*,
+        defaults to `1.0`, `0.75`, `0.5`):
+            The length reward's scale per bin.
+        length_scale_single (`float`, *optional*, defaults to `1.0`):
+            The scale of the one bin of the modes without bins.
 
-    **Parameters that add rewards** (`traac.training.extra_rewards`)
+        > Parameters that add rewards (`traac.training.extra_rewards`)
 
-    - `extra_reward_funcs` (`list[str]`, default `[]`): `module:function` paths of reward functions
-      with TRL's signature, summed after the mode's own rewards.
-    - `extra_reward_weights` (`list[float]` or `None`, default `None`): Their weights (unset: 1
-      each); or set TRL's `reward_weights` for every reward.
+        extra_reward_funcs (`list[str]`, *optional*, defaults to `[]`):
+            `module:function` paths of reward functions with TRL's signature, summed after the
+            mode's own rewards.
+        extra_reward_weights (`list[float]` or `None`, *optional*, defaults to `None`):
+            Their weights (unset: 1 each); or set TRL's `reward_weights` for every reward.
 
-    **Parameters that control dynamic sampling** (every mode)
+        > Parameters that control dynamic sampling (every mode)
 
-    - `dynamic_sampling` (`str`, default `"none"`): For groups whose verdicts all agree: `none`
-      (train on them), `drop` (mask them out of the loss) or `resample` (DAPO: new prompts, then
-      drop what is left).
-    - `max_resample_rounds` (`int`, default `2`): Extra generation rounds per step at most (DAPO's
-      `max_num_gen_batches`).
+        dynamic_sampling (`str`, *optional*, defaults to `"none"`):
+            For groups whose verdicts all agree: `none` (train on them), `drop` (mask them out
+            of the loss) or `resample` (DAPO: new prompts, then drop what is left).
+        max_resample_rounds (`int`, *optional*, defaults to `2`):
+            Extra generation rounds per step at most (DAPO's `max_num_gen_batches`).
 
-    **Parameters of the peer methods** (docs/peer_methods.md)
+        > Parameters of the peer methods (docs/peer_methods.md)
 
-    - `alp_beta`, `alp_normalizer` (`float`, default `1.0`, `None`): ALP's coefficient beta and
-      normaliser N in tokens (unset: `max_completion_length`).
-    - `shorterbetter_beta` (`float`, default `0.001`): ShorterBetter's beta per token.
-    - `kimi_weight` (`float`, default `1.0`): The weight of Kimi k1.5's length reward.
-    - `dapo_cache_length` (`int` or `None`, default `None`): DAPO's soft-punish band L_cache (unset:
-      a fifth of `max_completion_length`).
-    - `l1_alpha`, `l1_delta` (`float`, default `0.0003`, `0.5`): L1-Max's slope and offset.
-    - `l1_budget_min`, `l1_budget_max` (`int`, default `100`, `4000`): The range of L1-Max's budgets
-      n_gold in tokens.
-    - `l1_budget_in_prompt` (`bool`, default `True`): Write "Think for maximum n_gold tokens." into
-      each prompt (L1's protocol).
+        alp_beta, alp_normalizer (`float`, *optional*, defaults to `1.0`, `None`):
+            ALP's coefficient beta and normaliser N in tokens (unset: `max_completion_length`).
+        shorterbetter_beta (`float`, *optional*, defaults to `0.001`):
+            ShorterBetter's beta per token.
+        kimi_weight (`float`, *optional*, defaults to `1.0`):
+            The weight of Kimi k1.5's length reward.
+        dapo_cache_length (`int` or `None`, *optional*, defaults to `None`):
+            DAPO's soft-punish band L_cache (unset: a fifth of `max_completion_length`).
+        l1_alpha, l1_delta (`float`, *optional*, defaults to `0.0003`, `0.5`):
+            L1-Max's slope and offset.
+        l1_budget_min, l1_budget_max (`int`, *optional*, defaults to `100`, `4000`):
+            The range of L1-Max's budgets n_gold in tokens.
+        l1_budget_in_prompt (`bool`, *optional*, defaults to `True`):
+            Write "Think for maximum n_gold tokens." into each prompt (L1's protocol).
 
-    Telemetry needs no field: every step goes to TRL's logs and to `metrics.jsonl` in
-    `output_dir` (`traac.training.telemetry`).
+        Telemetry needs no field: every step goes to TRL's logs and to `metrics.jsonl` in
+        `output_dir` (`traac.training.telemetry`).
     """
 
     # --- GRPO defaults that differ from TRL's (docs/method.md#grpo) ---
