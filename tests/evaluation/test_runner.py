@@ -584,7 +584,7 @@ def test_a_bad_think_budget_fails_before_the_model_loads(
 
 
 # --------------------------------------------------------------------------------------------
-# Careless input: one line, nothing blocked, nothing lost (issue 15)
+# Careless input: one line, nothing blocked, nothing lost
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """`traac eval`: accuracy and thinking length of a model on a benchmark, or of responses made
-elsewhere, the way the paper reports them (SPEC section 5)."""
+elsewhere, the way the paper reports them (docs/method.md#evaluation)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`TRAACTrainer`: TRL's `GRPOTrainer` running the TRAAC step (SPEC section 1).
+"""`TRAACTrainer`: TRL's `GRPOTrainer` running the TRAAC step (docs/method.md#step).
 
 TRL keeps the GRPO loss, the KL term, the generation backends (transformers, vLLM),
 accelerate/DeepSpeed, logging and checkpointing. The step's records and decisions (verify, bin,
@@ -47,10 +47,10 @@ from traac.training.compress import StepCompressor, frozen_scorer, is_foreign, s
 from traac.training.config import TRAACConfig
 from traac.training.evaluation import HeldOutEvaluation
 from traac.training.extra_rewards import with_extra_rewards
+from traac.training.inputs import trainer_inputs
 from traac.training.interrupt import StopOnSignal
 from traac.training.lora import as_reference, scoring_view
 from traac.training.modes import mode_rewards
-from traac.training.peer_rewards import with_length_budgets
 from traac.training.rewards import TraacRewards
 from traac.training.step import (
     Batch,
@@ -101,10 +101,10 @@ TRANSFORMERS_ATTRIBUTES = ("model_wrapped",)  # transformers' Trainer
 class TRAACTrainer(HeldOutEvaluation, GRPOTrainer):
     """GRPO with difficulty-aware attentive compression of correct rollouts (TRAAC).
 
-    Arguments are `GRPOTrainer`'s; `args` is a `TRAACConfig`. Without `reward_funcs` the mode's
-    rewards are used (`traac.training.modes`). Training rows need the columns of
-    `traac.data.training.items_to_dataset` (prompt, id, answer, verifier, data_source, entry);
-    in mode `l1_max` each row gets its budget (`with_length_budgets`) unless it has one.
+    Arguments are `GRPOTrainer`'s; `args` is a `TRAACConfig`, `model` may be a name traac knows
+    (`testbed`, `smollm2`, a `.gguf` file) and rows have TRL's or open-r1's layout: `prompt` with
+    `answer` or `solution` (`traac.training.inputs`). Without `reward_funcs` the mode's rewards
+    are used (`traac.training.modes`); in mode `l1_max` each row gets its length budget.
     `last_step` holds the groups of the latest step (originals, compressions, pooled rollouts)
     and its telemetry, which also goes to TRL's logs and to `metrics.jsonl` in `output_dir`.
 
@@ -138,12 +138,11 @@ class TRAACTrainer(HeldOutEvaluation, GRPOTrainer):
             num_generations=args.num_generations,
             gather=gather_object,
         )
+        model, train_dataset, kwargs = trainer_inputs(model, args, train_dataset, kwargs)
         settings = args.peer_settings() if args.peer_mode else None
         self.peer, funcs = mode_rewards(
             args.mode_spec, self.rewards, settings, args.num_generations, gather_object
         )
-        if settings is not None and settings.peer.budgets and train_dataset is not None:
-            train_dataset = with_length_budgets(train_dataset, settings, args.seed)
         funcs = reward_funcs or with_extra_rewards(funcs, args)  # + the recipe's, weighted
         super().__init__(model, funcs, args, train_dataset, **kwargs)
         if self.peer is not None:
@@ -395,7 +394,7 @@ class TRAACTrainer(HeldOutEvaluation, GRPOTrainer):
         logprobs: list[list[float]] | None,
         n: int,
     ) -> StepSlice:
-        """SPEC section 1, steps 2-6 (`traac.training.step`), on this process's sampled rollouts
+        """docs/method.md#step, 2-6 (`traac.training.step`), on this process's sampled rollouts
         (dataset rows, prompt and completion token ids, sampling log-probs if any, `n` per
         prompt): verify, resample, bin, compress, re-answer, pool, drop. Returns this process's
         slice of the pooled groups; `last_step` holds all of them. Compression and dynamic
