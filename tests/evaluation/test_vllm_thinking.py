@@ -1,5 +1,5 @@
 """Think budgets and test-time compression on vLLM: the orchestration that decodes with the
-transformers engine, run on a fake `vllm` (tests/conftest.py's `FakeVLLM`, which speaks
+transformers engine, run on a fake `vllm` (tests/fakes/vllm_fake, which speaks
 `LLM.generate` and decodes with the same weights), writes the same records."""
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def test_vllm_writes_the_records_of_the_transformers_engine(
     assert theirs == ours
     for mine, other in zip(our_scores, their_scores, strict=True):
         assert other == pytest.approx(mine, rel=1e-5, abs=1e-7)
-    (llm,) = fake_vllm.instances
+    (llm,) = fake_vllm.INSTANCES
     # Every request of a phase in one generate call: 2 think blocks, then 2 answers or fewer.
     assert llm.calls[0] == 2 and len(llm.calls) <= 2
     if "budget" in thinking:
@@ -77,7 +77,7 @@ def test_engine_settings_reach_vllm_and_plain_eval_sends_every_request_at_once(
             "--max-model-len", "256", "--gpu-memory-utilization", "0.5", "--seed", "7",
             "--output", str(tmp_path / "out")]  # fmt: skip
     assert main(argv) == 0
-    (llm,) = fake_vllm.instances
+    (llm,) = fake_vllm.INSTANCES
     assert llm.options == {"seed": 7, "dtype": "auto", "tensor_parallel_size": 1,
                            "gpu_memory_utilization": 0.5, "max_model_len": 256}  # fmt: skip
     assert llm.calls == [6]  # the whole list, not batches of --batch-size
