@@ -54,6 +54,8 @@ def record_steps() -> None:
             "reanswers": [prompt_ids[c.origin - offset] + c.prefix_ids for c in used
                           if offset <= c.origin < offset + len(rows)],
             "all_reanswers": len(used),
+            "resampled_rows": sum(g.resampled > 0 for g in self.last_step.groups
+                                  for r in g.originals if offset <= r.origin < offset + len(rows)),
             "resample_rounds": self.last_step.resample_rounds,
             "empty_think": self.tokenizer(
                 self.chat_format.answer_prefix(""), add_special_tokens=False
