@@ -12,6 +12,7 @@ import pytest
 
 from traac.commands.eval import main
 from traac.errors import TraacError
+from traac.evaluation import runner
 from traac.evaluation.generation import VLLMSettings, load_vllm
 
 THINKING = {
@@ -110,3 +111,31 @@ def test_a_lora_adapter_is_refused_before_vllm_loads(tmp_path, quick_testbed):
     )
     with pytest.raises(TraacError, match="is a LoRA adapter; merge it into its base first"):
         load_vllm(str(tmp_path), 0, VLLMSettings(), None)
+
+
+@pytest.mark.slow
+def test_vllm_samples_reach_the_file_call_by_call_and_survive_a_crash(
+    tmp_path, quick_testbed, fake_vllm, monkeypatch
+):
+    """vLLM gets the requests in calls of `CALL_REQUESTS` (4 here), each call's samples
+    written before the next: an out-of-memory error in the second call keeps the first's 4
+    samples, and the rerun makes only the other 2."""
+    monkeypatch.setattr(runner, "CALL_REQUESTS", 4, raising=False)
+    generate = fake_vllm.LLM.generate
+
+    def out_of_memory_on_the_second_call(self, *args, **kwargs):
+        if self.calls:
+            raise RuntimeError("CUDA out of memory")
+        return generate(self, *args, **kwargs)
+
+    monkeypatch.setattr(fake_vllm.LLM, "generate", out_of_memory_on_the_second_call)
+    argv = ["--model", str(quick_testbed), "--dataset", "testbed:easy?n=3", "--num-samples",
+            "2", "--max-new-tokens", "8", "--backend", "vllm",
+            "--output", str(tmp_path / "o")]  # fmt: skip
+    with pytest.raises(RuntimeError, match="out of memory"):
+        main(argv)
+    assert len(records(tmp_path / "o")) == 4
+    monkeypatch.setattr(fake_vllm.LLM, "generate", generate)
+    assert main(argv) == 0
+    assert len(records(tmp_path / "o")) == 6
+    assert fake_vllm.INSTANCES[-1].calls == [2]
