@@ -5,9 +5,10 @@ accelerate/DeepSpeed, logging and checkpointing. The step's records and decision
 select, evict, pool, drop) are `traac.training.step`: read the step there. This module is what
 the step needs from a live run: TRL's hooks, which carry one `Batch` from generation to the
 rewards and the loss mask, and the work that crosses processes: sampling, resampling, the
-scoring forwards, the answers regenerated after compressed think blocks (same backend), and
-the gathers that let every process take the same decisions on every process's rollouts. Each
-process keeps its slice of the pooled batch, which TRL scores and trains on in full.
+scoring forwards, the answers regenerated after compressed think blocks (same backend; which
+layouts pad those rounds: `traac.training.rounds`), and the gathers that let every process take
+the same decisions on every process's rollouts. Each process keeps its slice of the pooled
+batch, which TRL scores and trains on in full.
 
 Every use of TRL's private API is in the section marked "TRL adapter" below; the contract test
 (`tests/training/test_trl_contract.py`) checks each hook's signature and each attribute.
