@@ -114,9 +114,9 @@ def padded(records: list[dict], group: list[int], key: str) -> list[list[int]]:
 
 
 @pytest.fixture
-def on_fake_vllm(fake_vllm: Any, quick_testbed: Path) -> Any:
-    client.SERVED["model"] = str(quick_testbed)
-    record_steps()
+def on_fake_vllm(fake_vllm: Any, quick_testbed: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setitem(client.SERVED, "model", str(quick_testbed))
+    record_steps(monkeypatch.setattr)
     return fake_vllm
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,16 +34,15 @@ def verdicts(items: Any, responses: list[str], **kwargs: Any) -> list[bool]:
     ]
 
 
-def record_steps() -> None:
+def record_steps(patch: Callable[[Any, str, Any], None] = setattr) -> None:
     """Judge by `verdicts`, and append one event per TRAAC step after its generation calls:
     this process's prompts (after resampling) and the re-answer prompts it owes, each a
-    prompt followed by a compression's think block, as `last_step` records them."""
+    prompt followed by a compression's think block, as `last_step` records them. `patch`
+    makes the two changes (pytest's `monkeypatch.setattr`, to undo them after a test)."""
     import traac.training.trainer as trainer
 
-    trainer.verify_many = verdicts
+    patch(trainer, "verify_many", verdicts)
     real = trainer.TRAACTrainer.traac_step
-    if getattr(real, "recording", False):
-        return
 
     def traac_step(self: Any, rows: Any, prompt_ids: list[list[int]], *args: Any) -> Any:
         out = real(self, rows, prompt_ids, *args)
@@ -63,8 +63,7 @@ def record_steps() -> None:
         })  # fmt: skip
         return out
 
-    traac_step.recording = True  # type: ignore[attr-defined]
-    trainer.TRAACTrainer.traac_step = traac_step
+    patch(trainer.TRAACTrainer, "traac_step", traac_step)
 
 
 def main(runs_file: str) -> int:
