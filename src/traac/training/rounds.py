@@ -43,8 +43,9 @@ class GenerationRounds:
 
     def _regenerate(
         self, prompts: list[list[int]], prefix_lengths: list[int], filler: list[int]
-    ) -> list[tuple[list[int], list[float] | None]]:  # filler: see _generate_padded
-        """Answers sampled by the generation backend after each compressed think block.
+    ) -> list[tuple[list[int], list[float] | None]]:
+        """Answers sampled by the generation backend after each compressed think block (`filler`:
+        a prompt of the step, for `_generate_padded`).
 
         The token budget keeps every compressed rollout within `max_completion_length`.
         """
@@ -74,9 +75,8 @@ class GenerationRounds:
         target = max(counts[first : first + size])
         if target == 0:
             return []
-        empty_think = self.tokenizer(self.chat_format.answer_prefix(""), add_special_tokens=False)[
-            "input_ids"
-        ]
+        closed = self.chat_format.answer_prefix("")  # an empty think block
+        empty_think = self.tokenizer(closed, add_special_tokens=False)["input_ids"]
         batch = list(prompts) + [filler + empty_think] * (target - len(prompts))
         ids, logprobs = self._sample_answers(batch, budget)
         return [
