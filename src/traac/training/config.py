@@ -1,4 +1,4 @@
-"""`TRAACConfig`: TRL's `GRPOConfig` plus what TRAAC adds (SPEC sections 1-4).
+"""`TRAACConfig`: TRL's `GRPOConfig` plus what TRAAC adds (docs/method.md).
 
 Defaults are the paper's. `preset: authors` switches the values the paper and the authors'
 implementation disagree on (format 0.25 + 0.25, length weight W = 1, probe layers = first half
@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from transformers.utils import is_torch_bf16_gpu_available, is_torch_xla_available
 from trl import GRPOConfig
 
 from traac.errors import TraacError
@@ -54,7 +55,7 @@ _COUNT_FIELDS = (
     "length_window_steps", "calibration_window", "max_resample_rounds", "l1_budget_min",
 )  # fmt: skip
 
-# Values that differ between the paper and the authors' implementation (SPEC sections 2-3).
+# Values that differ between the paper and the authors' implementation (docs/method.md#presets).
 _PRESETS: dict[str, dict[str, Any]] = {
     "paper": {"format_preset": "paper", "length_weight": 2.0, "probe_layers": "all"},
     # probe layers: the authors' code read the first half for Qwen3, all for its R1-distill host
@@ -81,7 +82,7 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
     r"""Configuration of [`TRAACTrainer`]: every `GRPOConfig` field, the compression and think
     format settings the commands share (`traac.method.settings`), and the TRAAC fields below.
 
-    Deviations from TRL's defaults follow the paper (SPEC section 4): `beta=0.001` (TRL's KL
+    Deviations from TRL's defaults follow the paper (docs/method.md#grpo): `beta=0.001` (TRL's KL
     estimator is k3, the paper's "low-variance KL"), `epsilon_high=0.28`, `weight_decay=0.1`,
     10 warm-up steps at a constant rate, `max_completion_length=10000`, `loss_type="grpo"`
     (the appendix objective averages each rollout over its own tokens), `logging_steps=1`.
@@ -117,7 +118,7 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         calibration_window (`int`, *optional*, defaults to `512`):
             Recent uniformities the rank calibration compares with.
 
-        > Parameters that control difficulty (SPEC section 1, step 3)
+        > Parameters that control difficulty (docs/method.md#step, step 3)
 
         easy_threshold (`float`, *optional*, defaults to `0.8`):
             A prompt whose pass rate is at least this is easy.
@@ -128,7 +129,7 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         tau_single (`float`, *optional*, defaults to `0.6`):
             The rate of the one bin of `compression_no_difficulty`.
 
-        > Parameters that control the rewards (SPEC section 3)
+        > Parameters that control the rewards (docs/method.md#rewards)
 
         correctness_reward (`float`, *optional*, defaults to `4.0`):
             The reward of a right answer, in every mode.
@@ -181,7 +182,7 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         `output_dir` (`traac.training.telemetry`).
     """
 
-    # --- GRPO defaults that differ from TRL's (SPEC section 4) ---
+    # --- GRPO defaults that differ from TRL's (docs/method.md#grpo) ---
     beta: float = field(default=0.001, metadata={"help": "KL coefficient (paper: 0.001, k3)."})
     epsilon_high: float | None = field(default=0.28, metadata={"help": "Upper clip ratio."})
     weight_decay: float = field(default=0.1, metadata={"help": "AdamW weight decay."})
@@ -321,9 +322,28 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
                     setattr(self, name, value)
             CompressionSettings.__post_init__(self)
             FormatSettings.__post_init__(self)
+            self._resolve_precision()
         except TraacError as error:  # a ValueError too, as transformers' own checks raise
             raise TRAACConfigError(str(error)) from None
         super().__post_init__()
+
+    def _resolve_precision(self) -> None:
+        """bf16 left unset follows the machine: TRL's bf16 where a GPU computes in it, full
+        precision elsewhere (a laptop's `TRAACConfig(output_dir=...)` trains as it is, and
+        bf16 autocast on a CPU is slower than fp32 for small models). Set to True where no
+        GPU has it, it fails here in one line instead of deep in transformers."""
+        if self.fp16:
+            return  # TRL's own rule: bf16 off under fp16
+        device_bf16 = not self.use_cpu and (
+            is_torch_bf16_gpu_available() or is_torch_xla_available()
+        )
+        if self.bf16 is None:
+            self.bf16 = device_bf16
+        elif self.bf16 and not self.use_cpu and not device_bf16:
+            raise TraacError(
+                "bf16: True, but no GPU with bfloat16 support is visible; set bf16=False "
+                "(full precision) or use_cpu=True (bf16 on the CPU)"
+            )
 
     def _validate_scoring_model(self) -> None:
         if not isinstance(self.scoring_model, str) or not self.scoring_model.strip():
@@ -382,8 +402,8 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
     # --- derived settings the trainer reads ---
 
     def resolved_probe_layers(self, model_type: str | None) -> str:
-        """The probe layers for a model: as set, else the preset's (SPEC section 2: paper, all;
-        authors, the first half for Qwen3 models and all for the others, e.g. R1 distills)."""
+        """The probe layers for a model: as set, else the preset's (docs/method.md#probe: paper,
+        all; authors, the first half for Qwen3 models and all for the others, e.g. R1 distills)."""
         if self.probe_layers is not None:
             return self.probe_layers
         return "first_half" if (model_type or "").startswith("qwen3") else "all"
@@ -408,7 +428,7 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
 
     @property
     def compresses(self) -> bool:
-        """Whether correct rollouts are compressed and re-answered (SPEC section 1, steps 4-6)."""
+        """Whether right rollouts are compressed and re-answered (docs/method.md#step, 4-6)."""
         return self.mode_spec.compresses
 
     def difficulty_config(self) -> DifficultyConfig:
