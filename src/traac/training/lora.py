@@ -85,9 +85,9 @@ class LoraArguments:
                 "set use_peft: true"
             )
         if self.quantized and use_vllm:
-            # TRL starts vLLM with bitsandbytes quantization and pushes the merged 4-bit tensors
-            # without their quantization state at the first weight sync (huggingface/trl#4973); 8-bit
-            # it refuses after loading the model.
+            # TRL starts vLLM with bitsandbytes quantization and pushes the merged 4-bit
+            # tensors without their quantization state at the first weight sync
+            # (huggingface/trl#4973); 8-bit it refuses after loading the model.
             raise TraacError(
                 f"{self.quantization_field} with use_vllm: TRL cannot sync a quantized base into "
                 "vLLM; set use_vllm: false (QLoRA generates with transformers) or drop "
