@@ -526,3 +526,24 @@ def test_two_processes_hold_the_same_windows_after_every_step(
             right = record[f"traac/{b}/pass_rate"] * N * record[f"traac/{b}/prompts"]
             assert right == pytest.approx(round(right))
     assert filled > 0  # some right answers, so the windows compared hold lengths
+
+
+def test_a_run_whose_final_model_was_not_saved_fails_naming_the_setting(
+    quick_testbed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """Under FSDP with SHARDED_STATE_DICT, transformers' `save_model` writes nothing into
+    output_dir (no weights, no config.json): the run must fail, naming the setting, instead of
+    reporting a model every later command fails on."""
+    monkeypatch.setattr(TRAACTrainer, "save_model", lambda self, *args, **kwargs: None)
+    out = tmp_path / "out"
+    assert cli_main([*train_args(quick_testbed, out), "--max_steps", "1", "--mode", "cr"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"traac train: error: output_dir {out}: the trained model was not "
+                          "saved (no config.json);")  # fmt: skip
+    assert "fsdp_state_dict_type: FULL_STATE_DICT" in err
+
+
+def test_the_fsdp_recipe_saves_the_final_model_whole() -> None:
+    """transformers' Trainer.save_model writes weights under FSDP only for FULL_STATE_DICT."""
+    config = yaml.safe_load((RECIPES / "accelerate" / "fsdp.yaml").read_text())
+    assert config["fsdp_config"]["fsdp_state_dict_type"] == "FULL_STATE_DICT"

@@ -25,7 +25,7 @@ from transformers.trainer_callback import ProgressCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
 from trl import TrlParser
 
-from traac.common.models import adapter_base, load_tokenizer
+from traac.common.models import adapter_base, load_tokenizer, missing_model_files
 from traac.common.progress import NullProgress, Progress, TrainerProgress, quiet_libraries
 from traac.common.threads import set_threads
 from traac.data.training import items_to_dataset, load_training_items
@@ -214,6 +214,19 @@ def check_fresh_start(config: TRAACConfig) -> None:
         )
 
 
+def check_final_model(output_dir: str) -> None:
+    """The trained model must load from `output_dir` before the run reports success: under FSDP
+    with a sharded state dict, or ZeRO-3 without 16-bit gathering, transformers saves no weights
+    (nor, under FSDP, a config) there, and every later command would fail on it."""
+    problem = missing_model_files(output_dir)
+    if problem is not None:
+        raise TraacError(
+            f"output_dir {output_dir}: the trained model was not saved ({problem}); in the "
+            "accelerate config set fsdp_state_dict_type: FULL_STATE_DICT (FSDP) or "
+            "zero3_save_16bit_model: true (ZeRO-3); any checkpoint-N keeps the weights"
+        )
+
+
 def train(
     script: TrainScriptArguments, config: TRAACConfig, progress: Progress | None = None
 ) -> TrainResult:
@@ -263,6 +276,8 @@ def train(
         step = trainer.state.global_step
         if trainer.interrupted is None:
             trainer.save_model(config.output_dir)
+            if trainer.args.should_save:  # the process that wrote it
+                check_final_model(config.output_dir)
             return TrainResult(step, config.output_dir, None)
         checkpoint = str(Path(config.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{step}")
         return TrainResult(step, config.output_dir, trainer.interrupted, checkpoint)
