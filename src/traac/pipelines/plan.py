@@ -72,7 +72,7 @@ def make_plan(
     plan.add("packages", packages_line(script, config))
     plan.add("max completion length", f"{config.max_completion_length} tokens")
     plan.add("precision", precision(config))
-    plan.add("activation checkpointing", "on" if config.activation_checkpointing else "off")
+    plan.add("activation checkpointing", "on" if config.gradient_checkpointing else "off")
     plan.add("sharding", sharding_line(config))
     plan.add("TRAAC", traac_line(config))
     add_lora_line(plan, script)

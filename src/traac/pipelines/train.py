@@ -144,8 +144,46 @@ def _takes(hint: Any, kind: str) -> bool:
     return getattr(origin, "__name__", "") == kind
 
 
+# transformers 5.24 renamed gradient_checkpointing(_kwargs) activation_checkpointing(_kwargs),
+# keeping the old names with a FutureWarning; 5.17 (what the gpu extra installs) knows only the
+# old ones. A recipe may use either: each is read as the name the installed release takes.
+_CHECKPOINTING = {
+    "gradient_checkpointing": "activation_checkpointing",
+    "gradient_checkpointing_kwargs": "activation_checkpointing_kwargs",
+}
+
+
+def _checkpointing_names() -> dict[str, str]:
+    """{name a recipe may use: the name the installed transformers takes}."""
+    if hasattr(TRAACConfig, "activation_checkpointing"):
+        return dict(_CHECKPOINTING)
+    return {new: old for old, new in _CHECKPOINTING.items()}
+
+
+class _Parser(TrlParser):
+    """TRL's parser, reading either name of the checkpointing fields (`_CHECKPOINTING`)."""
+
+    def set_defaults_with_config(self, **kwargs: Any) -> list[str]:
+        names = _checkpointing_names()
+        return super().set_defaults_with_config(**{names.get(k, k): v for k, v in kwargs.items()})
+
+    def parse_args_and_config(self, args: Any = None, **kwargs: Any) -> Any:
+        if args is not None:
+            names = _checkpointing_names()
+            args = [_renamed_flag(a, names) for a in args]
+        return super().parse_args_and_config(args, **kwargs)
+
+
+def _renamed_flag(arg: str, names: dict[str, str]) -> str:
+    """`--old[=value]` as `--new[=value]` for a pair of `names`; anything else as it is."""
+    flag, sep, value = arg.partition("=")
+    if flag.startswith("--") and flag[2:] in names:
+        return f"--{names[flag[2:]]}{sep}{value}"
+    return arg
+
+
 def build_parser() -> TrlParser:
-    return TrlParser((TrainScriptArguments, TRAACConfig), prog="traac train")
+    return _Parser((TrainScriptArguments, TRAACConfig), prog="traac train")
 
 
 def parse_recipe(
