@@ -80,7 +80,7 @@ def test_dry_run_of_a_paper_recipe_offline(tmp_path: Path, recipe: str, model: s
         f"{model} (hub id)",
         "dapo-math-17k (not reachable offline, checked at run time)",
         "auto (read from the chat template: not reachable offline, checked at run time)",
-        "32 completions = 4 prompts x 8 rollouts",  # 4 per device x 8 GPUs: the paper's mini-batch
+        "32 completions = 4 prompts x 8 rollouts",  # 2 per device x 8 GPUs x 2: the paper's
         "8 prompts x 8 rollouts = 64 completions, every 2 optimizer step(s)",
         "vLLM (colocate",
         "tensorboard (report_to tensorboard), vllm (use_vllm): installed",
@@ -125,7 +125,8 @@ def test_vllm_server_mode_plans_the_paper_batch_on_four_training_gpus(tmp_path: 
     assert config["num_processes"] == 4 and config["distributed_type"] == "DEEPSPEED"
     done = traac_with_vllm(
         tmp_path, "train", "--config", str(RECIPES / "qwen3-4b.yaml"), "--vllm_mode", "server",
-        "--vllm_server_host", "10.0.0.7", "--gradient_accumulation_steps", "2",
+        "--vllm_server_host", "10.0.0.7", "--per_device_train_batch_size", "4",
+        "--gradient_accumulation_steps", "2",
         "--steps_per_generation", "4", "--dry-run", "--dry_run_processes", "4",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

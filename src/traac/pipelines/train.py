@@ -81,6 +81,11 @@ class TrainScriptArguments(LoraArguments):
         metadata={"help": "With --dry-run: plan for this many training processes (GPUs) "
                   "instead of this launch's."},
     )  # fmt: skip
+    dry_run_sharding: str | None = field(
+        default=None,
+        metadata={"help": "With --dry-run: estimate memory for this sharding (none, zero1, zero2, "
+                  "zero3, fsdp) instead of the accelerate launch's."},
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
