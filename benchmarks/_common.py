@@ -164,7 +164,7 @@ def step_config(output_dir: str, opts: argparse.Namespace, **settings: Any) -> A
         output_dir=output_dir,
         use_cpu=True,
         bf16=False,
-        activation_checkpointing=False,
+        gradient_checkpointing=False,
         report_to="none",
         save_strategy="no",
         disable_tqdm=True,

@@ -80,7 +80,7 @@ def test_dry_run_of_a_paper_recipe_offline(tmp_path: Path, recipe: str, model: s
         f"{model} (hub id)",
         "dapo-math-17k (not reachable offline, checked at run time)",
         "auto (read from the chat template: not reachable offline, checked at run time)",
-        "32 completions = 4 prompts x 8 rollouts",  # 4 per device x 8 GPUs: the paper's mini-batch
+        "32 completions = 4 prompts x 8 rollouts",  # 2 per device x 8 GPUs x 2: the paper's
         "8 prompts x 8 rollouts = 64 completions, every 2 optimizer step(s)",
         "vLLM (colocate",
         "tensorboard (report_to tensorboard), vllm (use_vllm): installed",
@@ -125,7 +125,8 @@ def test_vllm_server_mode_plans_the_paper_batch_on_four_training_gpus(tmp_path: 
     assert config["num_processes"] == 4 and config["distributed_type"] == "DEEPSPEED"
     done = traac_with_vllm(
         tmp_path, "train", "--config", str(RECIPES / "qwen3-4b.yaml"), "--vllm_mode", "server",
-        "--vllm_server_host", "10.0.0.7", "--gradient_accumulation_steps", "2",
+        "--vllm_server_host", "10.0.0.7", "--per_device_train_batch_size", "4",
+        "--gradient_accumulation_steps", "2",
         "--steps_per_generation", "4", "--dry-run", "--dry_run_processes", "4",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -544,3 +545,24 @@ def test_two_processes_hold_the_same_windows_after_every_step(
             right = record[f"traac/{b}/pass_rate"] * N * record[f"traac/{b}/prompts"]
             assert right == pytest.approx(round(right))
     assert filled > 0  # some right answers, so the windows compared hold lengths
+
+
+def test_a_run_whose_final_model_was_not_saved_fails_naming_the_setting(
+    quick_testbed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """Under FSDP with SHARDED_STATE_DICT, transformers' `save_model` writes nothing into
+    output_dir (no weights, no config.json): the run must fail, naming the setting, instead of
+    reporting a model every later command fails on."""
+    monkeypatch.setattr(TRAACTrainer, "save_model", lambda self, *args, **kwargs: None)
+    out = tmp_path / "out"
+    assert cli_main([*train_args(quick_testbed, out), "--max_steps", "1", "--mode", "cr"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"traac train: error: output_dir {out}: the trained model was not "
+                          "saved (no config.json);")  # fmt: skip
+    assert "fsdp_state_dict_type: FULL_STATE_DICT" in err
+
+
+def test_the_fsdp_recipe_saves_the_final_model_whole() -> None:
+    """transformers' Trainer.save_model writes weights under FSDP only for FULL_STATE_DICT."""
+    config = yaml.safe_load((RECIPES / "accelerate" / "fsdp.yaml").read_text())
+    assert config["fsdp_config"]["fsdp_state_dict_type"] == "FULL_STATE_DICT"

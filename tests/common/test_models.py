@@ -25,6 +25,7 @@ from traac.common.models import (
     load_config,
     load_model,
     load_tokenizer,
+    missing_model_files,
     prompt_style_of,
     resolve_model_path,
     resolve_placement,
@@ -160,3 +161,24 @@ def test_a_broken_adapter_is_one_line(tmp_path: Path, config: Any, message: str)
     with pytest.raises(TraacError, match=message) as err:
         resolve_model_path(str(tmp_path))
     assert "\n" not in str(err.value)
+
+
+def test_a_saved_model_directory_is_checked_without_reading_weights(
+    tmp_path: Path, char_tokenizer: Callable, save_tiny: Callable
+) -> None:
+    """What `traac train` checks before it reports success: a config and every weight file."""
+    whole = save_tiny(tmp_path / "whole", char_tokenizer())
+    assert missing_model_files(whole) is None
+    (whole / "model.safetensors").unlink()
+    assert missing_model_files(whole) == (
+        "no weights (model.safetensors or pytorch_model.bin, or a sharded index)"
+    )
+    (whole / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {"a": "model-00001-of-00002.safetensors"}})
+    )
+    assert "absent shards (model-00001-of-00002.safetensors)" in missing_model_files(whole)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert missing_model_files(empty) == "no config.json"
+    (empty / ADAPTER_CONFIG).write_text("{}")
+    assert missing_model_files(empty).startswith("no weights (adapter_model.safetensors")

@@ -16,6 +16,7 @@ from traac.method.scoring import (
     ConfidenceScorer,
     RandomScorer,
     capture_probe_rows,
+    probe_row,
     resolve_layers,
     topk_confidence,
 )
@@ -153,6 +154,21 @@ def test_single_token_decode_step_against_cache(tiny_model):
     torch.testing.assert_close(rows.mean(), want, atol=1e-5, rtol=0)
     per_head = eager_reference(model, ids, None, range(4), heads=True).transpose(0, 1)
     torch.testing.assert_close(rows.per_head(), per_head, atol=1e-5, rtol=0)
+
+
+def test_the_probe_row_of_bf16_queries_and_keys_is_computed_in_float32():
+    """A bf16 model hands the probe bf16 q and k (4,000 keys, 32 query / 8 key-value heads, as
+    Qwen3-4B): the row must be the float32 softmax of those values, as SDPA keeps its scores.
+    A bf16 product rounds each logit and moves the row by percents per token."""
+    gen = torch.Generator().manual_seed(0)
+    query = torch.randn(1, 32, 1, 128, generator=gen).bfloat16()  # the closer's query
+    key = torch.randn(1, 8, 4000, 128, generator=gen).bfloat16()
+    scale = 128**-0.5
+    got = probe_row(query, key, None, scale, True, None, keep_heads=True)
+    q32, k32 = query[0, :, 0].float(), key[0].float()  # (32, 128), (8, 4000, 128)
+    want = torch.stack([torch.softmax(q32[h] @ k32[h // 4].T * scale, -1) for h in range(32)])
+    assert got.dtype == torch.float32 and got.shape == (1, 32, 4000)
+    torch.testing.assert_close(got[0], want, rtol=1e-4, atol=1e-9)
 
 
 def test_attention_implementation_is_restored_even_on_error(tiny_model, char_tokenizer):

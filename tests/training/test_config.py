@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from pathlib import Path
 
 import pytest
@@ -241,12 +242,29 @@ def test_parser_reads_the_dry_run_flags() -> None:
     assert not script.dry_run and script.dry_run_processes == 4
 
 
+@pytest.mark.parametrize("name", ["activation_checkpointing", "gradient_checkpointing"])
+@pytest.mark.parametrize("where", ["recipe", "command line"])
+def test_either_name_of_activation_checkpointing_is_read_without_a_warning(
+    tmp_path: Path, name: str, where: str
+) -> None:
+    """transformers 5.24 renamed gradient_checkpointing activation_checkpointing (the old name
+    warns); 5.17, the gpu extra's, knows only the old one. A recipe works with either on both."""
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(f"output_dir: {tmp_path / 'out'}\nuse_cpu: true\n"
+                      + (f"{name}: true\n" if where == "recipe" else ""))  # fmt: skip
+    flags = [f"--{name}", "true"] if where == "command line" else []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        _, config = parse(["--config", str(recipe), *flags])
+    assert config.gradient_checkpointing is True  # 5.24 mirrors the new name into the old
+
+
 @pytest.mark.parametrize("recipe", ["qwen3-4b.yaml", "r1-distill-qwen-7b.yaml"])
 def test_paper_recipes_are_valid_where_they_run(recipe: str) -> None:
     """bf16 needs a GPU (transformers checks at parse time); with use_cpu the rest validates."""
     script, config = parse(["--config", str(RECIPES / recipe), "--use_cpu", "true"])
     assert script.dataset == "dapo-math-17k" and config.chat_format == "auto"
-    assert config.bf16 and config.use_vllm and config.activation_checkpointing
+    assert config.bf16 and config.use_vllm and config.gradient_checkpointing
     assert (config.num_generations, config.max_completion_length) == (8, 10000)
     assert (config.mode, config.beta, config.epsilon_high) == ("traac", 0.001, 0.28)
 

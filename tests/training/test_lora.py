@@ -126,7 +126,7 @@ def lora_trainer(
 ) -> TRAACTrainer:
     values: dict[str, Any] = {
         "output_dir": str(tmp_path / "out"), "use_cpu": True, "bf16": False,
-        "activation_checkpointing": False, "report_to": "none", "save_strategy": "no",
+        "gradient_checkpointing": False, "report_to": "none", "save_strategy": "no",
         "disable_tqdm": True, "max_steps": 2, "per_device_train_batch_size": 2 * N,
         "num_generations": N, "max_completion_length": 64, "learning_rate": 1e-3, "seed": 0,
     }  # fmt: skip

@@ -537,3 +537,19 @@ def test_dynamic_sampling_resamples_the_prompts_of_degenerate_groups(
     assert [g.dropped for g in groups] == [
         len({r.correct for r in g.pooled}) == 1 for g in groups[:2]
     ] + [False]
+
+
+def test_a_bf16_recipe_loads_policy_reference_and_scorer_in_bf16(
+    quick_testbed: Path, tmp_path: Path
+) -> None:
+    """TRL loads float32 unless `model_init_kwargs` names a dtype; the reference copies it and a
+    frozen scorer follows the policy. `bf16: true` must load all three in bfloat16 (Qwen3-4B
+    in float32 is 16 GB a copy), and a dtype the recipe names wins."""
+    trainer = make_trainer(
+        quick_testbed, tmp_path, bf16=True, beta=0.001, scoring_model=str(quick_testbed)
+    )
+    assert trainer.args.model_init_kwargs == {"dtype": "bfloat16"}
+    loaded = [trainer.model, trainer.ref_model, trainer._scoring_model]
+    assert [m.dtype for m in loaded] == [torch.bfloat16] * 3
+    named = small_config(tmp_path, bf16=True, model_init_kwargs={"dtype": "float32"})
+    assert named.load_dtype == torch.float32 and small_config(tmp_path).load_dtype is None

@@ -17,6 +17,7 @@ import json
 import time
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from traac.common.cache import cache_root, cached_entry
 from traac.common.progress import NullProgress, Progress, quiet_libraries
@@ -117,6 +118,32 @@ def check_gguf(path: Path) -> None:
         ) from None
 
 
+# The GGUF keys naming the tokenizer's special tokens, by the tokenizer attribute they set.
+_SPECIAL_TOKENS = {
+    "bos_token": "tokenizer.ggml.bos_token_id",
+    "eos_token": "tokenizer.ggml.eos_token_id",
+    "unk_token": "tokenizer.ggml.unknown_token_id",
+    "pad_token": "tokenizer.ggml.padding_token_id",
+}
+
+
+def _set_special_tokens(tokenizer: Any, source: Path) -> None:
+    """The special tokens the file names, set on the tokenizer: transformers 5.17's GGUF
+    conversion takes SmolLM2's `<|im_start|>` (id 1) for its end of sequence and sets no pad
+    token, where 5.24's follows the file (`<|im_end|>`, id 2, for both)."""
+    from gguf import GGUFReader
+
+    fields = GGUFReader(source).fields
+    tokens = fields.get("tokenizer.ggml.tokens")
+    if tokens is None:
+        return
+    for attribute, key in _SPECIAL_TOKENS.items():
+        found = fields.get(key)
+        if found is not None:
+            index = int(found.parts[found.data[0]][0])
+            setattr(tokenizer, attribute, bytes(tokens.parts[tokens.data[index]]).decode())
+
+
 def _load(source: Path) -> tuple[object, object]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -129,6 +156,7 @@ def _load(source: Path) -> tuple[object, object]:
         raise TraacError(
             f"model {str(source)!r}: transformers cannot load this GGUF file ({first_line(err)})"
         ) from None
+    _set_special_tokens(tokenizer, source)
     quantizer = getattr(model, "hf_quantizer", None)
     if quantizer is not None:
         if not all(p.dtype.is_floating_point for p in model.parameters()):

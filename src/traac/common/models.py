@@ -66,6 +66,36 @@ def adapter_base(model: str) -> str | None:
         raise TraacError(f"adapter {model!r}: its base: {err}") from None
 
 
+# The weight files `save_pretrained` writes (one file, or an index naming its shards), and peft's.
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+ADAPTER_WEIGHT_FILES = ("adapter_model.safetensors", "adapter_model.bin")
+
+
+def missing_model_files(directory: str | Path) -> str | None:
+    """What keeps `directory` from loading as a model, in words (None: a readable config and
+    every weight file it needs, or an adapter's config and weights). Reads no weights."""
+    path = Path(directory)
+    if (path / ADAPTER_CONFIG).is_file():
+        names, config = ADAPTER_WEIGHT_FILES, ADAPTER_CONFIG
+    else:
+        names, config = WEIGHT_FILES, "config.json"
+    try:
+        json.loads((path / config).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return f"no {config}"
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return f"{config} is not JSON"
+    for name in names:
+        if (path / name).is_file() and (path / name).stat().st_size > 0:
+            return None
+        index = path / f"{name}.index.json"
+        if index.is_file():
+            shards = set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values())
+            absent = sorted(s for s in shards if not (path / s).is_file())
+            return f"{index.name} names absent shards ({', '.join(absent)})" if absent else None
+    return f"no weights ({' or '.join(names)}, or a sharded index)"
+
+
 def load_config(model: str) -> Any:
     """The model's config (no weights); a broken config.json is one line naming it."""
     path = adapter_base(model) or resolve_model_path(model)

@@ -152,8 +152,10 @@ def probe_row(
     else:
         index = query_index.to(query.device)
     probe = query[batch, :, index].reshape(b, kv_heads, heads // kv_heads, dim)
-    logits = torch.matmul(probe, key.transpose(-1, -2)) * scaling  # (b, kv_heads, group, k)
-    logits = logits.reshape(b, heads, k_len).float()
+    # In float32, as SDPA and flash kernels keep their scores: a bf16 product rounds each logit
+    # to 8 bits of mantissa, which moves the row by percents (tests/method/test_scoring.py).
+    logits = torch.matmul(probe.float(), key.float().transpose(-1, -2)) * scaling
+    logits = logits.reshape(b, heads, k_len)  # (b, kv_heads, group, k) -> (b, heads, k)
     if attention_mask is None:
         if is_causal and q_len > 1:
             future = torch.arange(k_len, device=query.device)[None, :] > index[:, None]

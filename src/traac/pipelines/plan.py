@@ -22,7 +22,7 @@ from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers import AutoTokenizer
 
 from traac.common.gguf import check_gguf, is_gguf_path
-from traac.common.models import resolve_model_path
+from traac.common.models import load_config, resolve_model_path
 from traac.data.hub import HubUnavailable, hub_reachable
 from traac.data.training import load_training_items
 from traac.errors import TraacError
@@ -31,6 +31,7 @@ from traac.pipelines.train import TrainScriptArguments, check_evaluation, resume
 from traac.training.compress import is_foreign
 from traac.training.config import TRAACConfig
 from traac.training.extra_rewards import load_extra_rewards
+from traac.training.memory import Sharding, recipe_estimate
 from traac.training.packages import check_packages, requirements
 
 CHECKED_AT_RUN_TIME = "not reachable offline, checked at run time"
@@ -72,7 +73,9 @@ def make_plan(
     plan.add("packages", packages_line(script, config))
     plan.add("max completion length", f"{config.max_completion_length} tokens")
     plan.add("precision", precision(config))
-    plan.add("activation checkpointing", "on" if config.activation_checkpointing else "off")
+    plan.add("weights", weights_line(config))
+    plan.add("peak GPU memory", memory_line(script, config, processes))
+    plan.add("activation checkpointing", "on" if config.gradient_checkpointing else "off")
     plan.add("sharding", sharding_line(config))
     plan.add("TRAAC", traac_line(config))
     add_lora_line(plan, script)
@@ -197,7 +200,7 @@ def batch_lines(config: Any, processes: int) -> list[tuple[str, str]]:
          f"({config.per_device_train_batch_size} per device x {processes} x "
          f"{config.gradient_accumulation_steps} accumulation)"),
         ("generation round", f"{generation // n} prompts x {n} rollouts = {generation} "
-         f"completions, every {spg} optimizer step(s)"),
+         f"completions, every {spg / config.gradient_accumulation_steps:g} optimizer step(s)"),
     ]  # fmt: skip
 
 
@@ -237,6 +240,56 @@ def packages_line(*settings: Any) -> str:
 
 def precision(config: Any) -> str:
     return "bf16" if config.bf16 else "fp16" if config.fp16 else "fp32"
+
+
+def weights_line(config: Any) -> str:
+    """The dtype the policy, the reference and a frozen scorer load in."""
+    dtype = config.load_dtype
+    if dtype is None:
+        return "float32 (TRL's default; bf16: true loads bfloat16)"
+    return f"{str(dtype).removeprefix('torch.')} (policy, reference and scorer; model_init_kwargs)"
+
+
+SHARDINGS = {"none": Sharding(), "zero1": Sharding(zero=1), "zero2": Sharding(zero=2),
+             "zero3": Sharding(zero=3), "fsdp": Sharding(fsdp=True)}  # fmt: skip
+
+
+def launch_sharding(config: Any, requested: str | None) -> tuple[str, Sharding]:
+    """The sharding memory is estimated for: `--dry_run_sharding`, else the recipe's DeepSpeed
+    config or the accelerate launch's (its environment), else none."""
+    if requested is not None:
+        if requested not in SHARDINGS:
+            raise TraacError(f"dry_run_sharding: {requested!r}; use one of {', '.join(SHARDINGS)}")
+        return requested, SHARDINGS[requested]
+    stage = os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE")
+    if isinstance(config.deepspeed, dict):
+        stage = str(config.deepspeed.get("zero_optimization", {}).get("stage", stage))
+    if stage is not None and stage.isdigit():
+        return f"zero{stage}", Sharding(zero=int(stage))
+    if os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true" or config.fsdp:
+        return "fsdp", SHARDINGS["fsdp"]
+    return "none", SHARDINGS["none"]
+
+
+def memory_line(script: Any, config: Any, processes: int) -> str:
+    """`traac.training.memory`'s estimate, from the model's config (no weights); left to run
+    time when the config is neither on disk nor reachable."""
+    name = script.model_name_or_path
+    named = MODELS.get(name)
+    where = named.cached() if named is not None else name
+    try:
+        if where is None or is_gguf_path(name):
+            raise TraacError("not on disk")
+        if not Path(str(where)).is_dir() and not hub_reachable():
+            raise TraacError("a hub id, offline")
+        model_config = load_config(str(where))
+    except (TraacError, OSError, ValueError):
+        return f"needs the model's config.json ({CHECKED_AT_RUN_TIME})"
+    label, sharding = launch_sharding(config, script.dry_run_sharding)
+    sharding = Sharding(processes, sharding.zero, sharding.fsdp)
+    estimate = recipe_estimate(model_config, config, script, sharding)
+    return (f"{estimate.line()}; sharding {label} over {processes} process(es) "
+            "(--dry_run_sharding, --dry_run_processes)")  # fmt: skip
 
 
 def device_line(config: Any, note: str | None) -> str:

@@ -25,7 +25,7 @@ from transformers.trainer_callback import ProgressCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
 from trl import TrlParser
 
-from traac.common.models import adapter_base, load_tokenizer
+from traac.common.models import adapter_base, load_tokenizer, missing_model_files
 from traac.common.progress import NullProgress, Progress, TrainerProgress, quiet_libraries
 from traac.common.threads import set_threads
 from traac.data.training import items_to_dataset, load_training_items
@@ -80,6 +80,11 @@ class TrainScriptArguments(LoraArguments):
         default=None,
         metadata={"help": "With --dry-run: plan for this many training processes (GPUs) "
                   "instead of this launch's."},
+    )  # fmt: skip
+    dry_run_sharding: str | None = field(
+        default=None,
+        metadata={"help": "With --dry-run: estimate memory for this sharding (none, zero1, zero2, "
+                  "zero3, fsdp) instead of the accelerate launch's."},
     )  # fmt: skip
 
 
@@ -144,8 +149,46 @@ def _takes(hint: Any, kind: str) -> bool:
     return getattr(origin, "__name__", "") == kind
 
 
+# transformers 5.24 renamed gradient_checkpointing(_kwargs) activation_checkpointing(_kwargs),
+# keeping the old names with a FutureWarning; 5.17 (what the gpu extra installs) knows only the
+# old ones. A recipe may use either: each is read as the name the installed release takes.
+_CHECKPOINTING = {
+    "gradient_checkpointing": "activation_checkpointing",
+    "gradient_checkpointing_kwargs": "activation_checkpointing_kwargs",
+}
+
+
+def _checkpointing_names() -> dict[str, str]:
+    """{name a recipe may use: the name the installed transformers takes}."""
+    if hasattr(TRAACConfig, "activation_checkpointing"):
+        return dict(_CHECKPOINTING)
+    return {new: old for old, new in _CHECKPOINTING.items()}
+
+
+class _Parser(TrlParser):
+    """TRL's parser, reading either name of the checkpointing fields (`_CHECKPOINTING`)."""
+
+    def set_defaults_with_config(self, **kwargs: Any) -> list[str]:
+        names = _checkpointing_names()
+        return super().set_defaults_with_config(**{names.get(k, k): v for k, v in kwargs.items()})
+
+    def parse_args_and_config(self, args: Any = None, **kwargs: Any) -> Any:
+        if args is not None:
+            names = _checkpointing_names()
+            args = [_renamed_flag(a, names) for a in args]
+        return super().parse_args_and_config(args, **kwargs)
+
+
+def _renamed_flag(arg: str, names: dict[str, str]) -> str:
+    """`--old[=value]` as `--new[=value]` for a pair of `names`; anything else as it is."""
+    flag, sep, value = arg.partition("=")
+    if flag.startswith("--") and flag[2:] in names:
+        return f"--{names[flag[2:]]}{sep}{value}"
+    return arg
+
+
 def build_parser() -> TrlParser:
-    return TrlParser((TrainScriptArguments, TRAACConfig), prog="traac train")
+    return _Parser((TrainScriptArguments, TRAACConfig), prog="traac train")
 
 
 def parse_recipe(
@@ -214,6 +257,19 @@ def check_fresh_start(config: TRAACConfig) -> None:
         )
 
 
+def check_final_model(output_dir: str) -> None:
+    """The trained model must load from `output_dir` before the run reports success: under FSDP
+    with a sharded state dict, or ZeRO-3 without 16-bit gathering, transformers saves no weights
+    (nor, under FSDP, a config) there, and every later command would fail on it."""
+    problem = missing_model_files(output_dir)
+    if problem is not None:
+        raise TraacError(
+            f"output_dir {output_dir}: the trained model was not saved ({problem}); in the "
+            "accelerate config set fsdp_state_dict_type: FULL_STATE_DICT (FSDP) or "
+            "zero3_save_16bit_model: true (ZeRO-3); any checkpoint-N keeps the weights"
+        )
+
+
 def train(
     script: TrainScriptArguments, config: TRAACConfig, progress: Progress | None = None
 ) -> TrainResult:
@@ -263,6 +319,8 @@ def train(
         step = trainer.state.global_step
         if trainer.interrupted is None:
             trainer.save_model(config.output_dir)
+            if trainer.args.should_save:  # the process that wrote it
+                check_final_model(config.output_dir)
             return TrainResult(step, config.output_dir, None)
         checkpoint = str(Path(config.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{step}")
         return TrainResult(step, config.output_dir, trainer.interrupted, checkpoint)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import torch
 from transformers.utils import is_torch_bf16_gpu_available, is_torch_xla_available
 from trl import GRPOConfig
 
@@ -51,6 +52,7 @@ _POSITIVE_FIELDS = (
     "learning_rate", "temperature", "max_completion_length", "top_p",
     "alp_beta", "alp_normalizer", "shorterbetter_beta", "l1_alpha",
 )  # fmt: skip
+_DTYPE_NAMES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
 _COUNT_FIELDS = (
     "length_window_steps", "calibration_window", "max_resample_rounds", "l1_budget_min",
 )  # fmt: skip
@@ -326,6 +328,20 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         except TraacError as error:  # a ValueError too, as transformers' own checks raise
             raise TRAACConfigError(str(error)) from None
         super().__post_init__()
+        if self.load_dtype is not None:  # TRL loads float32 unless told (policy and reference)
+            self.model_init_kwargs = {"dtype": _DTYPE_NAMES[self.load_dtype],
+                                      **(self.model_init_kwargs or {})}  # fmt: skip
+
+    @property
+    def load_dtype(self) -> torch.dtype | None:
+        """The dtype every model of the run loads in: `model_init_kwargs["dtype"]` if set, else
+        bfloat16 under `bf16` and float16 under `fp16` (the policy, TRL's reference, a frozen
+        scorer), else None (TRL's float32)."""
+        named = (self.model_init_kwargs or {}).get("dtype") if isinstance(
+            self.model_init_kwargs, dict) else None  # fmt: skip
+        if named is not None and named != "auto":
+            return named if isinstance(named, torch.dtype) else getattr(torch, named)
+        return torch.bfloat16 if self.bf16 else torch.float16 if self.fp16 else None
 
     def _resolve_precision(self) -> None:
         """bf16 left unset follows the machine: TRL's bf16 where a GPU computes in it, full
