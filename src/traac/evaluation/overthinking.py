@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from traac.common.items import Item
 from traac.common.tables import Table, fmt
 from traac.method.first_correct import Accepts, first_correct_steps, step_answer
+from traac.method.formats import AUX_PROMPT
 from traac.method.segmentation import Step, split_steps
 from traac.verification import verify_many
 
@@ -65,11 +66,13 @@ def is_recheck(step: str) -> bool:
 
 def reasoning_of(response: str, think_open: str = "<think>", think_close: str = "</think>") -> str:
     """The think block's text: before the first closer, after an opener that precedes it (a
-    response whose prompt opened the block has none); the whole response if it never closed."""
+    response whose prompt opened the block has none), without the auxiliary prompt a think
+    budget appends (the model did not write it); the whole response if it never closed."""
     cut = response.find(think_close)
     head = response if cut < 0 else response[:cut]
     opened = head.find(think_open)
-    return head if opened < 0 else head[opened + len(think_open) :]
+    head = head if opened < 0 else head[opened + len(think_open) :]
+    return head.removesuffix(AUX_PROMPT)
 
 
 def whole_step(text: str) -> str | None:
