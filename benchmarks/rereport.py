@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -74,7 +75,8 @@ def synthesize(root: Path, problems: int, samples: int) -> tuple[Path, list[str]
         tokenizer=model,
     )
     run_eval(settings, root / "run", tokenizer=load_tokenizer(model))
-    return root / "run", ["--dataset", dataset, "--responses", str(responses), "--tokenizer", model]
+    args = ["--dataset", dataset, "--responses", str(responses), "--tokenizer", model]
+    return root / "run", [*args, "--prompt-style", settings.prompt_style]
 
 
 def timed_rereport(directory: Path) -> dict[str, Any]:
@@ -83,14 +85,14 @@ def timed_rereport(directory: Path) -> dict[str, Any]:
     source = settings.tokenizer or settings.model
     tokenizer = load_tokenizer(source) if source else None
     checks = 0
-    verify = overthinking.verify_many
+    verify = overthinking.verify_answers
 
     def counting(items: Any, texts: Any, **kwargs: Any) -> list[bool]:
         nonlocal checks
         checks += len(items)
         return verify(items, texts, **kwargs)
 
-    overthinking.verify_many = counting
+    overthinking.verify_answers = counting
     try:
         t0 = time.perf_counter()
         items = load_items(settings.dataset)
@@ -111,7 +113,7 @@ def timed_rereport(directory: Path) -> dict[str, Any]:
         with_overthinking(summary, records, items, counter)
         t4 = time.perf_counter()
     finally:
-        overthinking.verify_many = verify
+        overthinking.verify_answers = verify
     return {
         "samples": len(records),
         "checks": checks,
@@ -123,8 +125,10 @@ def timed_rereport(directory: Path) -> dict[str, Any]:
     }
 
 
-def cli_rereport(directory: Path, args: list[str]) -> float:
-    """Wall seconds of `traac eval ARGS --output DIR` in a fresh process (all samples there)."""
+def cli_rereport(directory: Path, args: list[str]) -> tuple[float, float]:
+    """Wall and CPU (user + system) seconds of `traac eval ARGS --output DIR` in a fresh process
+    (all samples there): on a loaded machine the wall time is mostly waiting for a core."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "traac.cli", "eval", *args, "--output", str(directory)],
@@ -132,7 +136,10 @@ def cli_rereport(directory: Path, args: list[str]) -> float:
         stdout=subprocess.DEVNULL,
         env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
 
 
 def main() -> None:

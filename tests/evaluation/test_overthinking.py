@@ -194,7 +194,8 @@ def test_by_tier_and_a_timed_out_check_counts_as_not_found(monkeypatch) -> None:
     assert tiers["medium"].first_step == 3
     # A verifier that never answers in time: every check is wrong, nothing is found.
     monkeypatch.setattr(
-        "traac.evaluation.overthinking.verify_many", lambda items, texts, **_: [False] * len(items)
+        "traac.evaluation.overthinking.verify_answers",
+        lambda items, texts, **_: [False] * len(items),
     )
     assert overthinking_by_tier(records, items, words)[0].found == 0
 

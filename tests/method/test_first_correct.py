@@ -6,8 +6,15 @@ from collections.abc import Sequence
 
 import pytest
 
+from traac.common.items import Item
 from traac.errors import TraacError
-from traac.method.first_correct import first_correct, first_correct_steps, step_answer
+from traac.method.first_correct import (
+    first_correct,
+    first_correct_steps,
+    parse_for,
+    step_answer,
+    whole_step,
+)
 from traac.method.segmentation import split_steps
 
 
@@ -82,3 +89,11 @@ def test_a_custom_parse_reads_letters() -> None:
     steps = split_steps("Maybe it is B. Wait, no. So the answer is C.")
     pick = lambda text: text.rstrip(". ")[-1] if text.rstrip(". ")[-1] in "ABCD" else None  # noqa: E731
     assert first_correct_steps([steps], Gold(["C"]), parse=pick) == [2]
+
+
+def test_parse_for_reads_numbers_for_numeric_golds_only() -> None:
+    assert parse_for(Item("a", "q", "-12")) is step_answer
+    assert parse_for(Item("b", "q", "3/4")) is step_answer
+    assert parse_for(Item("c", "q", "x^2 + 1")) is whole_step
+    assert parse_for(Item("d", "q", "C", "choice")) is whole_step
+    assert whole_step("  So the answer is C. ") == "So the answer is C." and whole_step(" ") is None

@@ -25,10 +25,10 @@ from typing import Any, Protocol
 
 from traac.common.items import Item
 from traac.common.tables import Table, fmt
-from traac.method.first_correct import Accepts, first_correct_steps, step_answer
+from traac.method.first_correct import Accepts, first_correct_steps, parse_for
 from traac.method.formats import AUX_PROMPT
 from traac.method.segmentation import Step, split_steps
-from traac.verification import verify_many
+from traac.verification import verify_answers
 
 # Steps that check what came before rather than move on (the segmentation's phrases that
 # open a verification, and the confirmations reasoning models write after one).
@@ -42,7 +42,6 @@ _RECHECK = re.compile(
     r"\s*(?:" + "|".join(re.escape(p) for p in sorted(RECHECK_OPENERS, key=len, reverse=True))
     + r")(?!\w)"
 )  # fmt: skip
-_NUMERIC_GOLD = re.compile(r"\s*-?[\d,]*\.?\d+\s*(?:/\s*\d+\s*)?")
 
 # Texts -> their lengths in the run's unit (tokens of its tokenizer, or words).
 CountMany = Callable[[Sequence[str]], list[int]]
@@ -75,29 +74,14 @@ def reasoning_of(response: str, think_open: str = "<think>", think_close: str = 
     return head.removesuffix(AUX_PROMPT)
 
 
-def whole_step(text: str) -> str | None:
-    """A step's text as its answer (stripped; None when empty)."""
-    return text.strip() or None
-
-
-def parse_for(item: Item) -> Callable[[str], str | None]:
-    """How a step's answer is read for this item: its last value (`step_answer`) for a numeric
-    gold, else the whole step (`whole_step`)."""
-    if item.verifier in ("math", "task") and _NUMERIC_GOLD.fullmatch(str(item.answer)):
-        return step_answer
-    return whole_step
-
-
 def verifier_accepts(items: Sequence[Item], think_close: str = "</think>") -> Accepts:
     """`accepts` for `first_correct_steps`: trace t's answer is offered to `items[t]`'s own
-    verifier as a final answer, through `verify_many` (the pool, time-bounded; a check that
+    verifier as a final answer, through `verify_answers` (the pool, time-bounded; a check that
     runs out of time counts as wrong)."""
 
     def accepts(asks: Sequence[tuple[int, str]]) -> list[bool]:
-        return verify_many(
-            [items[t] for t, _ in asks],
-            [think_close + answer for _, answer in asks],
-            think_close=think_close,
+        return verify_answers(
+            [items[t] for t, _ in asks], [answer for _, answer in asks], think_close=think_close
         )
 
     return accepts

@@ -12,7 +12,9 @@ This module is pure: it never verifies anything itself. The caller binds the dat
 
     def accepts(asks: Sequence[tuple[int, str]]) -> Sequence[bool]:
         # asks[j] = (trace index, parsed answer); is that answer right for that trace's item?
-        return verify_many([items[t] for t, _ in asks], [close + a for t, a in asks])
+        return verify_answers([items[t] for t, _ in asks], [a for _, a in asks])
+
+with `parse=parse_for(item)` (`step_answer` for a numeric gold, else the step's whole text).
 
 A trace then costs one check per distinct answer up to its first correct step, asked in waves
 (step k of every unresolved trace at once), so a pool keeps its workers busy.
@@ -24,6 +26,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from traac.common.items import Item
 from traac.errors import TraacError
 from traac.method.segmentation import Step, split_steps
 
@@ -73,6 +76,23 @@ def step_answer(text: str) -> str | None:
         return None
     last = matches[-1]
     return last if last.startswith("\\") else re.sub(r"\s+", "", last.replace(",", ""))
+
+
+def whole_step(text: str) -> str | None:
+    """A step's whole text as its answer (stripped; None when empty), for golds that are not
+    numbers: the verifier reads it as it reads a final answer ("so the answer is C")."""
+    return text.strip() or None
+
+
+_NUMERIC_GOLD = re.compile(r"\s*-?[\d,]*\.?\d+\s*(?:/\s*\d+\s*)?")
+
+
+def parse_for(item: Item) -> ParseAnswer:
+    """How a step's answer is read for `item`: `step_answer` when its gold is a number (math and
+    reasoning-gym items), else `whole_step`."""
+    if item.verifier in ("math", "task") and _NUMERIC_GOLD.fullmatch(str(item.answer)):
+        return step_answer
+    return whole_step
 
 
 def first_correct_steps(
