@@ -168,9 +168,9 @@ def main() -> None:
             if name not in ("samples", "checks"):
                 print(f"  {name}: {seconds:.2f} s")
         if cli_args is not None:
-            print(
-                f"`traac eval` re-report, fresh process: {cli_rereport(directory, cli_args):.2f} s"
-            )
+            wall, cpu = cli_rereport(directory, cli_args)
+            print(f"`traac eval` re-report, fresh process: {wall:.2f} s wall, {cpu:.2f} s CPU")
+        print(machine())  # the load again, after the runs
 
 
 if __name__ == "__main__":
