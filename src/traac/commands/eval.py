@@ -44,7 +44,8 @@ from traac.pipelines.models import MODELS, resolve_model
 DESCRIPTION = """\
 Evaluate a model on a dataset (samples.jsonl, summary.json, summary.md in --output), or score a
 responses file (JSONL: id, response[, sample]) with no model. Rerunning into the same --output
-resumes: finished samples are kept, missing ones are made.
+resumes: finished samples are kept, missing ones are made; rerunning a finished run rewrites its
+summary (avg@k, pass@k, maj@k, lengths, overthinking) from samples.jsonl without generating.
 
 datasets: a .json/.jsonl/.parquet file; testbed:easy|medium|hard|all[?n=&seed=];
 reasoning-gym:TASK[?size=&seed=]; otb-underthink[?n=&seed=]; otb-overthink; otb (both halves,

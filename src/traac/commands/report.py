@@ -18,9 +18,13 @@ and one self-contained page holding both with step examples (OUT/report.html) ac
 evaluation runs.
 Each DIR is one row (a model): a `traac eval --output` directory, or a directory of them, one
 subdirectory per dataset (e.g. results/base/aime, results/base/amc -> DIR results/base).
-Datasets are column groups; changes are against the first DIR. Runs of `traac eval
---think-budget B` among a model's subdirectories (e.g. results/base/budget-64) form the budget
-sweep: accuracy against B, truncating against compressing (--compress-tau)."""
+Datasets are column groups; changes are against the first DIR, and each later DIR is paired
+against it on the problems both answered (95% bootstrap intervals). Per model, dataset and tier:
+avg@k with its interval, pass@k, maj@k and lengths of right and wrong samples (from
+samples.jsonl), and overthinking after the first correct step (from summary.json).
+Runs of `traac eval --think-budget B` among a model's subdirectories (e.g.
+results/base/budget-64) form the budget sweep: accuracy against B, truncating against
+compressing (--compress-tau)."""
 
 
 def build_parser() -> ArgumentParser:

@@ -8,7 +8,8 @@
 - `verify_task(response, entry)`: reasoning-gym's own `score_answer` for the task named in
   `entry["metadata"]["source_dataset"]`; right means a score of 1.0 (`task_score` gives the raw
   score), after `task_answer` brought the answer into the shape its scorer reads.
-- `verify_many(items, responses)`: the batch form for evaluation and training.
+- `verify_many(items, responses)`: the batch form for evaluation and training;
+  `verify_answers(items, answers)` the same for bare answers (no think block).
 
 Choice and text are string work in this process; math and task checks run in the pool's
 sandboxed workers (`traac.verification.pool`), after the screening, under a deadline.
@@ -171,3 +172,12 @@ def verify_many(
                 lambda pair: verify_item(*pair, **kwargs), zip(items, responses, strict=True)
             )
         )
+
+
+def verify_answers(
+    items: Sequence[Item], answers: Sequence[str], *, think_close: str = "</think>", **kwargs: Any
+) -> list[bool]:
+    """Is `answers[i]`, read as the final answer (the text after the think block), right for
+    `items[i]`? For answers taken from inside a reasoning, e.g. each step's stated value
+    (`traac.method.first_correct`); as time-bounded as `verify_many`."""
+    return verify_many(items, [think_close + a for a in answers], think_close=think_close, **kwargs)

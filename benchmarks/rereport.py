@@ -1,0 +1,177 @@
+"""Seconds to re-report an evaluation directory: every number of its summary (accuracy, avg@k
+with its bootstrap interval, pass@k, maj@k, the length split, and overthinking, whose check runs
+the dataset's verifier on the steps of every right response) recomputed from samples.jsonl,
+with nothing generated. This is what rerunning `traac eval` into a finished directory does.
+
+By default the directory is made first (untimed): `testbed:all?n=100`, 4 responses a problem
+(1,200 samples), written by the testbed's teacher (the traces the testbed model learns to
+write: computations, a conclusion, re-checks, slips and estimates), lengths counted in the quick
+testbed's tokenizer (built into the cache if missing, about a minute). `--dir DIR` re-reports
+a copy of an existing `traac eval` directory instead (its run.json names the dataset and the
+model whose tokenizer counts).
+
+Two figures: the re-report in this process, phase by phase (the verification pool already
+started, as in a `traac eval` that has just scored), and the same `traac eval` command as a
+user runs it, a fresh process (interpreter, imports and pool start included).
+
+    PYTHONPATH=src .venv/bin/python benchmarks/rereport.py [--problems 100] [--samples 4]
+    PYTHONPATH=src .venv/bin/python benchmarks/rereport.py --dir outputs/demo/eval/base/held-out
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import traac.evaluation.overthinking as overthinking
+from _common import command, machine
+from traac.common.models import load_tokenizer
+from traac.data.datasets import load_items
+from traac.evaluation.records import summarize
+from traac.evaluation.runner import (
+    RUN_FILE,
+    SAMPLES_FILE,
+    EvalSettings,
+    SamplesFile,
+    file_sha256,
+    run_eval,
+    with_overthinking,
+)
+from traac.evaluation.samples import LengthCounter
+from traac.method.formats import resolve_chat_format
+from traac.testbed.build import ensure_testbed
+from traac.testbed.config import TeacherConfig
+from traac.testbed.traces import teach
+from traac.verification import get_pool
+
+
+def synthesize(root: Path, problems: int, samples: int) -> tuple[Path, list[str]]:
+    """A scored directory of teacher responses; returns it and the `traac eval` arguments that
+    re-report it."""
+    dataset = f"testbed:all?n={problems}"
+    rng = random.Random(0)
+    rows = []
+    for item in load_items(dataset):
+        for sample in range(samples):
+            response = teach(item.entry, rng, TeacherConfig()).response()
+            rows.append({"id": item.id, "sample": sample, "response": response})
+    responses = root / "responses.jsonl"
+    responses.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    model = str(ensure_testbed(quick=True))
+    settings = EvalSettings(
+        dataset=dataset,
+        responses=str(responses.resolve()),
+        responses_sha256=file_sha256(responses),
+        tokenizer=model,
+    )
+    run_eval(settings, root / "run", tokenizer=load_tokenizer(model))
+    args = ["--dataset", dataset, "--responses", str(responses), "--tokenizer", model]
+    return root / "run", [*args, "--prompt-style", settings.prompt_style]
+
+
+def timed_rereport(directory: Path) -> dict[str, Any]:
+    """The re-report in this process, phase by phase, as `run_eval` does it."""
+    settings = EvalSettings(**json.loads((directory / RUN_FILE).read_text())["settings"])
+    source = settings.tokenizer or settings.model
+    tokenizer = load_tokenizer(source) if source else None
+    checks = 0
+    verify = overthinking.verify_answers
+
+    def counting(items: Any, texts: Any, **kwargs: Any) -> list[bool]:
+        nonlocal checks
+        checks += len(items)
+        return verify(items, texts, **kwargs)
+
+    overthinking.verify_answers = counting
+    try:
+        t0 = time.perf_counter()
+        items = load_items(settings.dataset)
+        t1 = time.perf_counter()
+        records = list(SamplesFile(directory / SAMPLES_FILE).read().values())
+        t2 = time.perf_counter()
+        counter = LengthCounter(
+            tokenizer, resolve_chat_format(settings.chat_format, tokenizer=tokenizer)
+        )
+        summary = summarize(
+            records,
+            dataset=settings.dataset,
+            model="m",
+            t_max=settings.max_new_tokens,
+            length_unit=counter.unit,
+        )
+        t3 = time.perf_counter()
+        with_overthinking(summary, records, items, counter)
+        t4 = time.perf_counter()
+    finally:
+        overthinking.verify_answers = verify
+    return {
+        "samples": len(records),
+        "checks": checks,
+        "load items": t1 - t0,
+        "read samples": t2 - t1,
+        "summary (avg/pass/maj/lengths)": t3 - t2,
+        "overthinking": t4 - t3,
+        "total": t4 - t0,
+    }
+
+
+def cli_rereport(directory: Path, args: list[str]) -> tuple[float, float]:
+    """Wall and CPU (user + system) seconds of `traac eval ARGS --output DIR` in a fresh process
+    (all samples there): on a loaded machine the wall time is mostly waiting for a core."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "traac.cli", "eval", *args, "--output", str(directory)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--problems", type=int, default=100, help="per tier (default 100)")
+    p.add_argument("--samples", type=int, default=4, help="responses a problem (default 4)")
+    p.add_argument("--dir", type=Path, help="re-report a copy of this `traac eval` directory")
+    opts = p.parse_args()
+    print(machine())
+    print(command())
+    with tempfile.TemporaryDirectory(prefix="traac-rereport-") as tmp:
+        root = Path(tmp)
+        if opts.dir is not None:
+            directory = root / "run"
+            shutil.copytree(opts.dir, directory)
+            (directory / ".lock").unlink(missing_ok=True)
+            cli_args = None
+        else:
+            directory, cli_args = synthesize(root, opts.problems, opts.samples)
+        start = time.perf_counter()
+        get_pool()
+        print(f"verification pool start: {time.perf_counter() - start:.2f} s (once a process)")
+        phases = timed_rereport(directory)
+        print(f"{phases['samples']} samples, {phases['checks']} step checks by the verifier")
+        for name, seconds in phases.items():
+            if name not in ("samples", "checks"):
+                print(f"  {name}: {seconds:.2f} s")
+        if cli_args is not None:
+            wall, cpu = cli_rereport(directory, cli_args)
+            print(f"`traac eval` re-report, fresh process: {wall:.2f} s wall, {cpu:.2f} s CPU")
+        print(machine())  # the load again, after the runs
+
+
+if __name__ == "__main__":
+    main()
