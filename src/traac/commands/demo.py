@@ -46,6 +46,7 @@ def main(argv: list[str]) -> int:
         [
             *(f"{'met' if t.met else 'NOT met'}: {n} (measured {t.measured})"
               for n, t in result.targets.items()),
+            *result.closing,
             f"total {sum(result.stage_seconds.values()):.0f} s; wrote "
             f"{args.output / 'report.md'}, {args.output / 'summary.json'}",
         ],

@@ -10,6 +10,8 @@
   variant with standard-error bars, the Pareto front of each panel drawn as a line.
 - `lengths.png`: response lengths of right and wrong samples, one pair of boxes per model, one
   panel per dataset.
+- `overthinking.png` (runs whose summary holds it): think tokens after the first correct step
+  and their share of the think block, per tier, one bar per model.
 - `budget_sweep.png` (runs with `--think-budget`): accuracy against the think budget, per
   model, truncating against compressing, each model's accuracy without a budget dotted.
 
@@ -63,6 +65,12 @@ CAPTIONS: dict[str, tuple[str, str]] = {
         "Lengths of right and wrong samples",
         "Response lengths per verdict: wrong samples that run long point to loops or late "
         "guesses, short ones to giving up early.",
+    ),
+    "overthinking.png": (
+        "Overthinking by tier",
+        "Think tokens written after the first step that already states the right answer, and "
+        "their share of the think block, per tier: what TRAAC claims to remove on easy "
+        "problems while keeping the reasoning of hard ones.",
     ),
     "budget_sweep.png": (
         "Think budget sweep",
@@ -171,6 +179,51 @@ def tier_bars(models: Sequence[Model], path: Path) -> Path | None:
         ax.set_title(title)
         ax.grid(axis="y", alpha=0.3)
     right.set_ylim(0, 105)
+    left.legend(fontsize=8)
+    fig.savefig(path, dpi=130)
+    return path
+
+
+def pooled_overthinking(model: Model) -> dict[str, tuple[float, float]]:
+    """Per tier, (think tokens after the first correct step, their share in %) over the model's
+    runs, weighted by the right responses with a first correct step."""
+    sums: dict[str, list[tuple[int, float, float]]] = {}
+    for run in model.runs.values():
+        for tier, s in run.summary.overthinking_by_tier.items():
+            if s.found and s.tokens_after is not None:
+                sums.setdefault(tier, []).append((s.found, s.tokens_after, s.share_after or 0.0))
+    return {
+        tier: (
+            sum(n * t for n, t, _ in rows) / sum(n for n, _, _ in rows),
+            sum(n * f for n, _, f in rows) / sum(n for n, _, _ in rows),
+        )
+        for tier, rows in sums.items()
+    }
+
+
+def overthinking_bars(models: Sequence[Model], path: Path) -> Path | None:
+    """None when no run's summary holds overthinking per tier."""
+    pooled = [pooled_overthinking(m) for m in models]
+    tiers = [t for t in tiers_of(models) if any(t in p for p in pooled)]
+    if not tiers:
+        return None
+    fig = Figure(figsize=(10, 4.2), layout="constrained")
+    left, right = fig.subplots(1, 2)
+    width = 0.8 / len(models)
+    for k, (model, color) in enumerate(zip(models, _colors(len(models)), strict=True)):
+        xs = [i + (k - (len(models) - 1) / 2) * width for i in range(len(tiers))]
+        left.bar(xs, [pooled[k].get(t, (0.0, 0.0))[0] for t in tiers], width, color=color,
+                 label=model.name)  # fmt: skip
+        right.bar(xs, [pooled[k].get(t, (0.0, 0.0))[1] for t in tiers], width, color=color)
+    for ax, label, title in (
+        (left, f"think {unit_of(models)} after it", "After the first correct step"),
+        (right, "share of the think block (%)", "Share of the think block"),
+    ):
+        ax.set_xticks(range(len(tiers)), tiers)
+        ax.set_xlabel("difficulty tier")
+        ax.set_ylabel(label)
+        ax.set_title(title)
+        ax.grid(axis="y", alpha=0.3)
     left.legend(fontsize=8)
     fig.savefig(path, dpi=130)
     return path
@@ -305,6 +358,7 @@ def write_plots(models: Sequence[Model], output: Path) -> list[Path]:
         tier_bars(models, output / "difficulty.png"),
         oaa_curves(models, output / "oaa_curves.png"),
         length_distributions(models, output / "lengths.png"),
+        overthinking_bars(models, output / "overthinking.png"),
         budget_sweep(models, output / "budget_sweep.png"),
     ]
     return [p for p in written if p is not None]

@@ -17,6 +17,14 @@ import numpy as np
 from traac.common.tables import Table, fmt
 from traac.data.datasets import OTB_OVERTHINK, OTB_UNDERTHINK
 from traac.errors import TraacError
+from traac.evaluation.metrics import (
+    Sample,
+    SamplingStats,
+    length_table,
+    sampling_stats,
+    sampling_table,
+)
+from traac.evaluation.overthinking import OverthinkStats, overthinking_table
 from traac.method.compression import CompressionResult
 from traac.method.metrics import GroupStats, by_group, group_stats, otb_f1
 from traac.method.segmentation import Step
@@ -247,6 +255,13 @@ class EvalSummary:
     truncated_rate: float | None = None
     interrupted_rate: float | None = None  # think blocks the think budget closed (%)
     notes: list[str] = field(default_factory=list)
+    # avg@k, pass@k, maj@k and the length split (evaluation.metrics), overall and per tier.
+    sampling: SamplingStats | None = None
+    sampling_by_tier: dict[str, SamplingStats] = field(default_factory=dict)
+    # First correct step, what follows it, underthinking (evaluation.overthinking); needs the
+    # items' verifiers, so the runner adds it (None in summaries written before it existed).
+    overthinking: OverthinkStats | None = None
+    overthinking_by_tier: dict[str, OverthinkStats] = field(default_factory=dict)
     version: int = SUMMARY_VERSION
 
     @property
@@ -266,6 +281,7 @@ class EvalSummary:
                 return {k: GroupStats(**v) for k, v in data.get(key, {}).items()}
 
             otb = data.get("otb")
+            sampling, over = data.get("sampling"), data.get("overthinking")
             return cls(
                 dataset=data["dataset"],
                 model=data["model"],
@@ -281,6 +297,16 @@ class EvalSummary:
                 truncated_rate=data.get("truncated_rate"),
                 interrupted_rate=data.get("interrupted_rate"),
                 notes=list(data.get("notes", [])),
+                sampling=SamplingStats.from_json(sampling) if sampling else None,
+                sampling_by_tier={
+                    k: SamplingStats.from_json(v)
+                    for k, v in data.get("sampling_by_tier", {}).items()
+                },
+                overthinking=OverthinkStats.from_json(over) if over else None,
+                overthinking_by_tier={
+                    k: OverthinkStats.from_json(v)
+                    for k, v in data.get("overthinking_by_tier", {}).items()
+                },
             )
         except (KeyError, TypeError, AttributeError, ValueError):
             raise TraacError(
@@ -348,7 +374,35 @@ def summarize(
             100.0 * statistics.fmean(bool(r.interrupted) for r in budgeted) if budgeted else None
         ),
         notes=list(notes),
+        sampling=sampling_stats(field_samples(records)),
+        sampling_by_tier={
+            tier: sampling_stats(field_samples([r for r in records if r.tier == tier]))
+            for tier in tiers_in(records)
+        },
     )
+
+
+def field_samples(records: Sequence[SampleRecord]) -> list[Sample]:
+    """What `evaluation.metrics` reads of each record."""
+    return [
+        Sample(
+            r.id,
+            r.sample,
+            r.correct,
+            r.extracted,
+            r.response_tokens,
+            r.think_tokens,
+            r.closed,
+            None if r.finish_reason is None else r.finish_reason == "length",
+        )
+        for r in records
+    ]
+
+
+def tiers_in(records: Sequence[SampleRecord]) -> list[str]:
+    """The tiers the records hold, easy to hard, then any other in name order."""
+    found = {r.tier for r in records if r.tier is not None}
+    return sorted(found, key=lambda t: (TIER_ORDER.index(t) if t in TIER_ORDER else 9, t))
 
 
 def _columns(records: Sequence[SampleRecord]) -> tuple[list[str], list[bool], list[int], list]:
@@ -412,9 +466,44 @@ def summary_blocks(summary: EvalSummary, title: str) -> list[str | Table]:
     if summary.interrupted_rate is not None:
         rate = summary.interrupted_rate
         lines += [f"Think blocks interrupted by the think budget: {rate:.1f}%"]
+    lines += field_blocks(summary)
     for note in summary.notes:
         lines += [f"Note: {note}"]
     return lines
+
+
+def field_blocks(summary: EvalSummary) -> list[str | Table]:
+    """avg@k, pass@k and maj@k, the length split, and overthinking, overall and per tier."""
+    if summary.sampling is None:
+        return []
+    unit = "tokens" if summary.in_tokens else "words"
+    groups = {
+        "all": summary.sampling,
+        **{f"tier: {t}": s for t, s in summary.sampling_by_tier.items()},
+    }
+    blocks: list[str | Table] = [
+        "Per problem over its samples: avg@k with a 95% bootstrap interval over problems, "
+        "pass@k (unbiased estimator), maj@k (majority of the extracted answers, ties to the "
+        "answer given first):",
+        sampling_table(groups),
+        f"Lengths of right and wrong samples (mean / median / p90, {unit}); cut: responses that "
+        "hit the token limit; unclosed: think blocks never closed:",
+        length_table(groups, unit),
+    ]
+    if summary.overthinking is not None:
+        over = {
+            "all": summary.overthinking,
+            **{f"tier: {t}": s for t, s in summary.overthinking_by_tier.items()},
+        }
+        blocks += [
+            "Overthinking of right responses: the first step whose answer the verifier accepts "
+            "(found: share of right responses with one), the steps and think "
+            f"{unit} after it (re-checks: steps that open with a checking phrase); "
+            "underthinking: wrong responses, on problems some sample got right, that closed "
+            "with fewer steps than that problem's median right response:",
+            overthinking_table(over, unit),
+        ]
+    return blocks
 
 
 def summary_markdown(summary: EvalSummary, title: str) -> str:

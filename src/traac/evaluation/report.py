@@ -3,8 +3,10 @@
 Models are rows and datasets column groups (Acc % / mean length), with the average over the
 datasets; a second table gives each model's change against the first one (accuracy in points,
 length in percent, as the paper states its gains). Runs that hold both OptimalThinkingBench
-halves add the OTB table (AUC_OAA, UnderthinkingBench accuracy, F1); every run adds its lengths
-split by right and wrong samples.
+halves add the OTB table (AUC_OAA, UnderthinkingBench accuracy, F1). Every run adds, per tier,
+the numbers of `evaluation.metrics` (avg@k with its interval, pass@k, maj@k, lengths of right
+and wrong samples; from samples.jsonl) and of `evaluation.overthinking` (from summary.json);
+each model after the first adds its paired comparison against it (`evaluation.paired`).
 
 Runs made with `traac eval --think-budget B` are found by their run.json settings, wherever
 they sit among a model's run directories (e.g. runs/base/budget-64-truncate), and form the
@@ -22,7 +24,10 @@ from pathlib import Path
 
 from traac.common.tables import Table, fmt, signed
 from traac.errors import TraacError
-from traac.evaluation.records import TIER_ORDER, EvalSummary, SampleRecord
+from traac.evaluation.metrics import SamplingStats, length_table, sampling_stats, sampling_table
+from traac.evaluation.overthinking import OverthinkStats, overthinking_table
+from traac.evaluation.paired import MARK, Comparison, compare, paired_table
+from traac.evaluation.records import TIER_ORDER, EvalSummary, SampleRecord, field_samples, tiers_in
 from traac.evaluation.runner import RUN_FILE, SAMPLES_FILE, SUMMARY_JSON, SamplesFile, read_summary
 from traac.method.metrics import GroupStats
 
@@ -394,48 +399,53 @@ def budget_table(models: Sequence[Model]) -> Table | None:
     return table
 
 
-@dataclass(frozen=True)
-class VerdictLengths:
-    """Mean lengths of a run's right and wrong samples (None where there are none)."""
-
-    right_share: float
-    response_right: float | None
-    response_wrong: float | None
-    think_right: float | None
-    think_wrong: float | None
+def run_label(model: Model, dataset: str, tier: str | None = None) -> str:
+    """A row label of the per-run tables: model · dataset [· tier]."""
+    return " · ".join([model.name, dataset, *([tier] if tier else [])])
 
 
-def verdict_lengths(records: Sequence[SampleRecord]) -> VerdictLengths:
-    right = [r for r in records if r.correct]
-    wrong = [r for r in records if not r.correct]
-
-    def mean(rs: Sequence[SampleRecord], name: str) -> float | None:
-        return statistics.fmean(getattr(r, name) for r in rs) if rs else None
-
-    return VerdictLengths(
-        100.0 * len(right) / len(records) if records else 0.0,
-        mean(right, "response_tokens"),
-        mean(wrong, "response_tokens"),
-        mean(right, "think_tokens"),
-        mean(wrong, "think_tokens"),
-    )
-
-
-def verdict_table(models: Sequence[Model]) -> Table:
-    """Response and think lengths of right and wrong samples, per model and dataset: a model
-    that is long when wrong is guessing late or looping; short when wrong, giving up early."""
-    table = Table(
-        ["Model", "Dataset", "right (%)", "Len right", "Len wrong", "Think right", "Think wrong"],
-        left=frozenset({0, 1}),
-    )
+def sampling_groups(models: Sequence[Model]) -> dict[str, SamplingStats]:
+    """avg@k, pass@k, maj@k and the length split of every run, overall and per tier, computed
+    from its samples.jsonl (runs made before these numbers existed get them too)."""
+    out = {}
     for model in models:
         for dataset, run in model.runs.items():
-            v = verdict_lengths(run.records())
-            table.add(
-                model.name, dataset, fmt(v.right_share), fmt(v.response_right),
-                fmt(v.response_wrong), fmt(v.think_right), fmt(v.think_wrong),
-            )  # fmt: skip
-    return table
+            records = run.records()
+            if not records:
+                continue
+            out[run_label(model, dataset)] = sampling_stats(field_samples(records))
+            for tier in tiers_in(records):
+                mine = [r for r in records if r.tier == tier]
+                out[run_label(model, dataset, tier)] = sampling_stats(field_samples(mine))
+    return out
+
+
+def overthinking_groups(models: Sequence[Model]) -> tuple[dict[str, OverthinkStats], list[str]]:
+    """Overthinking of every run whose summary holds it, overall and per tier; and the runs
+    whose summary does not (written before it existed: rerun `traac eval` into them)."""
+    out, missing = {}, []
+    for model in models:
+        for dataset, run in model.runs.items():
+            over = run.summary.overthinking
+            if over is None:
+                missing.append(str(run.path))
+                continue
+            out[run_label(model, dataset)] = over
+            for tier, stats in run.summary.overthinking_by_tier.items():
+                out[run_label(model, dataset, tier)] = stats
+    return out, missing
+
+
+def paired_rows(models: Sequence[Model]) -> list[tuple[str, str, str, Comparison]]:
+    """Each model against the first on every dataset both have, over their shared problems."""
+    base, rows = models[0], []
+    for model in models[1:]:
+        for dataset, run in model.runs.items():
+            if dataset in base.runs:
+                found = compare(run.records(), base.runs[dataset].records())
+                if found is not None:
+                    rows.append((model.name, base.name, dataset, found))
+    return rows
 
 
 @dataclass(frozen=True)
@@ -474,8 +484,46 @@ def report_tables(models: Sequence[Model]) -> list[ReportTable]:
         ),
     )
     out += [ReportTable(k, caption, t) for k, caption, t in optional if t is not None]
-    caption = f"Lengths of right and wrong samples (mean {unit}; think: before the closer):"
-    out.append(ReportTable("lengths", caption, verdict_table(models)))
+    return out + field_tables(models, unit)
+
+
+def field_tables(models: Sequence[Model], unit: str) -> list[ReportTable]:
+    """avg@k / pass@k / maj@k, the length split, overthinking, and the paired comparisons."""
+    groups = sampling_groups(models)
+    label = "Model · dataset · tier"
+    out = [
+        ReportTable(
+            "sampling",
+            "Per problem over its samples: avg@k with a 95% bootstrap interval over problems, "
+            "pass@k (unbiased estimator), maj@k (majority of extracted answers, ties to the "
+            "answer given first):",
+            sampling_table(groups, label),
+        ),
+        ReportTable(
+            "lengths",
+            f"Lengths of right and wrong samples (mean / median / p90, {unit}; think: before "
+            "the closer); cut: responses that hit the token limit; unclosed: think blocks "
+            "never closed:",
+            length_table(groups, unit, label),
+        ),
+    ]
+    over, missing = overthinking_groups(models)
+    if over:
+        note = f" (not in {', '.join(missing)}: rerun `traac eval` into it)" if missing else ""
+        caption = (
+            "Overthinking of right responses: the first step whose answer the verifier accepts, "
+            f"the steps and think {unit} after it; underthinking: wrong responses that closed "
+            f"with fewer steps than their problem's median right response{note}:"
+        )
+        out.append(ReportTable("overthinking", caption, overthinking_table(over, unit, label)))
+    rows = paired_rows(models) if len(models) > 1 else []
+    if rows:
+        caption = (
+            "Paired on the shared problems (each problem's mean over its samples, A - B): "
+            f"mean change with a 95% bootstrap interval over problems; {MARK}: the interval "
+            "excludes 0."
+        )
+        out.append(ReportTable("paired", caption, paired_table(rows, unit)))
     return out
 
 

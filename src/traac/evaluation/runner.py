@@ -16,7 +16,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from traac.data.datasets import load_items
 from traac.data.files import json_value, read_text
 from traac.errors import TraacError
 from traac.evaluation.generation import Backend, Sampling, check_sampling
+from traac.evaluation.overthinking import overthinking_by_tier
 from traac.evaluation.prompts import PROMPT_STYLES, build_prompt
 from traac.evaluation.records import (
     EvalSummary,
@@ -360,6 +361,25 @@ def read_summary(output: Path) -> EvalSummary:
     return EvalSummary.from_json(data, str(path))
 
 
+def with_overthinking(
+    summary: EvalSummary,
+    records: Sequence[SampleRecord],
+    items: Sequence[Item],
+    counter: LengthCounter,
+) -> EvalSummary:
+    """The summary with overthinking added: each right response checked step by step by its
+    item's verifier (time-bounded in the verification pool)."""
+    fmt = counter.chat_format
+    overall, tiers = overthinking_by_tier(
+        records,
+        {it.id: it for it in items},
+        counter.count_many,
+        think_open=fmt.think_open,
+        think_close=fmt.think_close,
+    )
+    return replace(summary, overthinking=overall, overthinking_by_tier=tiers)
+
+
 # --------------------------------------------------------------------------------------------
 # The whole run.
 
@@ -438,5 +458,6 @@ def run_eval(
             length_unit=counter.unit,
             notes=notes,
         )
+        summary = with_overthinking(summary, records, items, counter)
         write_summary(output, summary, title=f"{summary.model} on {settings.dataset}")
         return RunResult(summary, records, done_before=len(records) - new, new=new, notes=notes)

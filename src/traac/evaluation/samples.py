@@ -40,6 +40,13 @@ class LengthCounter:
             return len(text.split())
         return len(self.tokenizer.encode(text, add_special_tokens=False))
 
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """`count` of each text, the tokenizer called once for the batch."""
+        if self.tokenizer is None or not texts:
+            return [len(t.split()) for t in texts]
+        ids = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+        return [len(x) for x in ids]
+
     def lengths(self, text: str, token_ids: Sequence[int] | None = None) -> tuple[int, int]:
         """(response length, think length): think = what precedes the first closer; a response
         that never closes it is all thinking (the OAA metrics then count it as never done)."""

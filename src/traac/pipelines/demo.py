@@ -32,7 +32,15 @@ from traac.common.tables import Table, fmt, signed
 from traac.errors import TraacError
 from traac.evaluation.plots import write_plots
 from traac.evaluation.records import TIER_ORDER
-from traac.evaluation.report import Model, SweepPoint, budget_table, load_models, sweep_points
+from traac.evaluation.report import (
+    Model,
+    SweepPoint,
+    budget_table,
+    field_tables,
+    load_models,
+    paired_rows,
+    sweep_points,
+)
 from traac.evaluation.runner import SAMPLES_FILE, SamplesFile
 from traac.evaluation.viewer import render_html
 from traac.method.compression import uniformity_rank
@@ -163,6 +171,7 @@ class DemoResult:
     plots: list[str]
     sweep: list[SweepPoint] = field(default_factory=list)
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    closing: list[str] = field(default_factory=list)  # the report's closing note, line by line
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -174,6 +183,7 @@ class DemoResult:
             "budget_sweep": [asdict(p) for p in self.sweep],
             "targets": {k: asdict(v) for k, v in self.targets.items()},
             "plots": self.plots,
+            "closing": self.closing,
             "stage_seconds": self.stage_seconds,
             "total_seconds": sum(self.stage_seconds.values()),
         }
@@ -301,6 +311,34 @@ def comparison_table(base: dict[str, TierRow], traac: dict[str, TierRow]) -> Tab
     return table
 
 
+def closing_note(models: Sequence[Model]) -> list[str]:
+    """TRAAC against base on the held-out problems: the paired accuracy and length changes with
+    their intervals, and the think tokens written after the first correct step, per tier."""
+    lines = []
+    for model, against, _, c in paired_rows(models):
+        lines.append(
+            f"{model} against {against}, paired over {c.accuracy.items} problems: accuracy "
+            f"{c.accuracy.cell(1)} points, response length {c.response_tokens.cell(1)} tokens "
+            f"(95% bootstrap intervals; * where the interval excludes 0)."
+        )
+    runs = {m.name: next(iter(m.runs.values())).summary for m in models if m.runs}
+    for tier in TIER_ORDER:
+        cells = []
+        for name, summary in runs.items():
+            s = summary.overthinking_by_tier.get(tier)
+            if s is not None and s.tokens_after is not None:
+                cells.append(
+                    f"{name} {s.tokens_after:.1f} tokens ({s.share_after or 0.0:.0f}% of the "
+                    f"think block, {s.rechecks_after or 0.0:.2f} re-checks)"
+                )
+        if cells:
+            lines.append(
+                f"Overthinking on the {tier} tier (think tokens after the first correct step, "
+                f"right responses): {'; '.join(cells)}."
+            )
+    return lines
+
+
 def compression_table(rows: dict[str, BinCompression]) -> Table:
     table = Table(
         ["difficulty bin (pass rate)", "prompts", "compressed share", "steps removed",
@@ -334,6 +372,9 @@ def write_report(settings: DemoSettings, base_model: Path, trained_model: Path) 
     )
     sweep = budget_table(models)
     tables = [comparison_table(base, traac), compression_table(compression)]
+    found = field_tables(models, "tokens")
+    field_text = "\n\n".join(f"{t.caption}\n\n{t.table.markdown()}" for t in found)
+    closing = closing_note(models)
     goal_lines = "\n".join(
         f"- {'met' if g.met else 'NOT met'}: {name} (measured {g.measured})"
         for name, g in goals.items()
@@ -358,11 +399,14 @@ def write_report(settings: DemoSettings, base_model: Path, trained_model: Path) 
         f"# traac demo\n\nHeld-out testbed problems: `{held.dataset}`, "
         f"{held.num_samples} samples each, temperature 1.0, at most "
         f"{held.max_new_tokens} new tokens. Acc in %, Len = mean response tokens.\n\n"
-        f"{tables[0].markdown()}\n\n## Compression during training (means over steps)\n\n"
+        f"{tables[0].markdown()}\n\n## avg@k, pass@k, maj@k, lengths, overthinking\n\n"
+        f"{field_text}\n\n## Compression during training (means over steps)\n\n"
         f"{tables[1].markdown()}{sweep_text}\n\n## Targets\n\n{goal_lines}\n\n"
         f"## Plots\n\n{images}\n\n"
         f"Example trajectories with their steps scored and pruned: [steps.html](steps.html) "
-        f"({examples} traces).\n"
+        f"({examples} traces).\n\n## Closing note\n\n"
+        + "\n".join(f"- {line}" for line in closing)
+        + "\n"
     )
     (out / "report.md").write_text(report)
     if sweep is not None:  # titled for the console (markdown leaves titles out)
@@ -370,7 +414,12 @@ def write_report(settings: DemoSettings, base_model: Path, trained_model: Path) 
             f"Think budget sweep (Acc %, Len tokens; compress at tau {settings.sweep.compress_tau})"
         )
         tables.append(replace(sweep, title=title))
-    return DemoResult(base, traac, compression, goals, tables, plots, sweep_points(models))
+    titles = {"sampling": "avg@k (95% CI), pass@k, maj@k", "overthinking": "Overthinking",
+              "paired": "Paired against base (* : the 95% interval excludes 0)"}  # fmt: skip
+    tables += [replace(t.table, title=titles[t.key]) for t in found if t.key in titles]
+    result = DemoResult(base, traac, compression, goals, tables, plots, sweep_points(models))
+    result.closing = closing
+    return result
 
 
 def compression_plot(rows: dict[str, BinCompression], path: Path) -> Path:

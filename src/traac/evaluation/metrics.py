@@ -1,0 +1,262 @@
+"""The accuracy numbers reasoning models are compared by now, from the samples of each problem:
+avg@k with a 95% interval, pass@k, maj@k, and lengths split by right and wrong answers.
+
+Definitions (those of lighteval's `AvgAtN`, `PassAtK` and `MajAtN`, checked against them):
+
+- avg@k: each problem's share of right samples, averaged over problems (with k samples of
+  every problem this is the accuracy over all samples);
+- its 95% interval: a percentile bootstrap over problems (problems drawn with replacement,
+  `BOOTSTRAP_DRAWS` draws from a generator seeded with `BOOTSTRAP_SEED`, so a re-report gives
+  the same interval);
+- pass@k: the unbiased estimator of Chen et al. (2021), 1 - C(n - c, k) / C(n, k) for a
+  problem with c right samples of n, averaged over problems, for k up to the smallest n;
+- maj@k: the most frequent extracted answer among a problem's first k samples (by sample
+  index), right when the samples that gave it are; answers are compared as strings with runs
+  of whitespace collapsed, a sample with no answer (its think block never closed) votes for
+  the empty answer, and a tie goes to the tied answer given first, as `max(answers,
+  key=answers.count)` picks it in lighteval.
+
+Everything here reads plain columns; `sampling_stats` takes the records of one group.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from traac.common.tables import Table, fmt
+from traac.errors import TraacError
+
+BOOTSTRAP_DRAWS = 2000
+BOOTSTRAP_SEED = 0
+CONFIDENCE = 0.95
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Chance that at least one of k samples drawn without replacement from n, c of them right,
+    is right: 1 - C(n - c, k) / C(n, k) (Chen et al. 2021), as a product for stability."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise TraacError(f"pass@k: need 0 <= c <= n and 1 <= k <= n, got n={n} c={c} k={k}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.prod(1.0 - k / m for m in range(n - c + 1, n + 1))
+
+
+def default_ks(n: int) -> list[int]:
+    """The k reported for n samples a problem: 1, 2, 4, ... below n, and n."""
+    if n < 1:
+        return []
+    ks, k = [], 1
+    while k < n:
+        ks.append(k)
+        k *= 2
+    return [*ks, n]
+
+
+def vote_key(answer: str | None) -> str:
+    """What maj@k compares: the answer with whitespace runs collapsed ("" for no answer)."""
+    return " ".join((answer or "").split())
+
+
+def majority_index(answers: Sequence[str | None]) -> int:
+    """Index of the first sample giving the most frequent answer; a tie goes to the tied
+    answer that was given first."""
+    if not answers:
+        raise TraacError("maj@k: no answers to vote on")
+    keys = [vote_key(a) for a in answers]
+    counts: dict[str, int] = {}
+    for key in keys:
+        counts[key] = counts.get(key, 0) + 1
+    best = max(counts.values())
+    return next(i for i, key in enumerate(keys) if counts[key] == best)
+
+
+def bootstrap_mean_ci(
+    values: Sequence[float],
+    *,
+    draws: int = BOOTSTRAP_DRAWS,
+    seed: int = BOOTSTRAP_SEED,
+    confidence: float = CONFIDENCE,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of `values` (units: problems, resampled with
+    replacement); one value gives a zero-width interval."""
+    data = np.asarray(values, dtype=np.float64)
+    if data.size == 0:
+        raise TraacError("bootstrap: no values")
+    if data.size == 1:
+        return float(data[0]), float(data[0])
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, data.size, size=(draws, data.size))].mean(axis=1)
+    tail = 100.0 * (1.0 - confidence) / 2.0
+    low, high = np.percentile(means, [tail, 100.0 - tail])
+    return float(low), float(high)
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Mean, median and 90th percentile of a set of lengths (None when the set is empty)."""
+
+    n: int
+    mean: float | None
+    median: float | None
+    p90: float | None
+
+
+def spread(values: Sequence[float]) -> Spread:
+    if not values:
+        return Spread(0, None, None, None)
+    data = np.asarray(values, dtype=np.float64)
+    return Spread(
+        len(values), float(data.mean()), float(np.median(data)), float(np.percentile(data, 90))
+    )
+
+
+@dataclass(frozen=True)
+class SamplingStats:
+    """One group of problems (all, a tier, a source): rates in percent, lengths in the unit the
+    run counted in. `pass_at`, `maj_at`: k -> value; `samples_per_item` is the smallest count
+    (pass@k and maj@k go up to it)."""
+
+    n_items: int
+    samples_per_item: int
+    avg: float
+    avg_ci: tuple[float, float]
+    pass_at: dict[int, float]
+    maj_at: dict[int, float]
+    response_right: Spread
+    response_wrong: Spread
+    think_right: Spread
+    think_wrong: Spread
+    truncated_rate: float | None  # responses cut at the token limit (None: not recorded)
+    unclosed_rate: float
+
+    @classmethod
+    def from_json(cls, row: Mapping[str, Any]) -> SamplingStats:
+        spreads = {k: Spread(**row[k]) for k in _SPREADS}
+        return cls(
+            n_items=row["n_items"],
+            samples_per_item=row["samples_per_item"],
+            avg=row["avg"],
+            avg_ci=(row["avg_ci"][0], row["avg_ci"][1]),
+            pass_at={int(k): v for k, v in row["pass_at"].items()},
+            maj_at={int(k): v for k, v in row["maj_at"].items()},
+            truncated_rate=row.get("truncated_rate"),
+            unclosed_rate=row["unclosed_rate"],
+            **spreads,
+        )
+
+
+_SPREADS = ("response_right", "response_wrong", "think_right", "think_wrong")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The fields of one sample these metrics read."""
+
+    id: str
+    sample: int
+    correct: bool
+    extracted: str | None
+    response_tokens: int
+    think_tokens: int
+    closed: bool
+    truncated: bool | None  # cut at the token limit (None: the backend did not say)
+
+
+def per_item(samples: Sequence[Sample]) -> dict[str, list[Sample]]:
+    """Each problem's samples in sample order, problems in first-seen order."""
+    groups: dict[str, list[Sample]] = {}
+    for s in samples:
+        groups.setdefault(s.id, []).append(s)
+    for group in groups.values():
+        group.sort(key=lambda s: s.sample)
+    return groups
+
+
+def sampling_stats(samples: Sequence[Sample], ks: Sequence[int] | None = None) -> SamplingStats:
+    """avg@k with its interval, pass@k and maj@k for each k (default `default_ks` of the smallest
+    sample count), lengths of right and wrong samples, truncated and unclosed rates."""
+    if not samples:
+        raise TraacError("sampling stats: no samples")
+    items = per_item(samples)
+    n_min = min(len(g) for g in items.values())
+    ks = default_ks(n_min) if ks is None else [k for k in ks if 1 <= k <= n_min]
+    rates = [statistics.fmean(s.correct for s in g) for g in items.values()]
+    low, high = bootstrap_mean_ci(rates)
+
+    def over_items(score: Callable[[list[Sample]], float]) -> float:
+        return 100.0 * statistics.fmean(score(g) for g in items.values())
+
+    def majority(group: list[Sample], k: int) -> float:
+        first = group[:k]
+        return float(first[majority_index([s.extracted for s in first])].correct)
+
+    right = [s for s in samples if s.correct]
+    wrong = [s for s in samples if not s.correct]
+    cut = [s.truncated for s in samples if s.truncated is not None]
+    return SamplingStats(
+        n_items=len(items),
+        samples_per_item=n_min,
+        avg=100.0 * statistics.fmean(rates),
+        avg_ci=(100.0 * low, 100.0 * high),
+        pass_at={
+            k: over_items(lambda g, k=k: pass_at_k(len(g), sum(s.correct for s in g), k))
+            for k in ks
+        },
+        maj_at={k: over_items(lambda g, k=k: majority(g, k)) for k in ks},
+        response_right=spread([s.response_tokens for s in right]),
+        response_wrong=spread([s.response_tokens for s in wrong]),
+        think_right=spread([s.think_tokens for s in right]),
+        think_wrong=spread([s.think_tokens for s in wrong]),
+        truncated_rate=100.0 * statistics.fmean(cut) if cut else None,
+        unclosed_rate=100.0 * statistics.fmean(not s.closed for s in samples),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Tables
+
+
+def _spread_cell(s: Spread) -> str:
+    if s.mean is None:
+        return "–"
+    return f"{s.mean:.0f} / {s.median:.0f} / {s.p90:.0f}"
+
+
+def sampling_table(groups: Mapping[str, SamplingStats], label: str = "group") -> Table:
+    """avg@k with its interval, pass@k and maj@k, one row per group."""
+    ks = sorted({k for s in groups.values() for k in s.pass_at})
+    table = Table(
+        [label, "items", "k", "avg@k (%)", "95% CI", *[f"pass@{k}" for k in ks],
+         *[f"maj@{k}" for k in ks if k > 1]],
+    )  # fmt: skip
+    for name, s in groups.items():
+        table.add(
+            name, str(s.n_items), str(s.samples_per_item), fmt(s.avg, 2),
+            f"{s.avg_ci[0]:.1f}–{s.avg_ci[1]:.1f}",
+            *[fmt(s.pass_at.get(k), 2) for k in ks],
+            *[fmt(s.maj_at.get(k), 2) for k in ks if k > 1],
+        )  # fmt: skip
+    return table
+
+
+def length_table(groups: Mapping[str, SamplingStats], unit: str, label: str = "group") -> Table:
+    """Response and think lengths (mean / median / p90) of right and wrong samples, and the
+    rates of responses cut at the token limit and of think blocks never closed."""
+    table = Table(
+        [label, "right", "wrong", f"Len right ({unit})", "Len wrong", "Think right",
+         "Think wrong", "cut (%)", "unclosed (%)"],
+    )  # fmt: skip
+    for name, s in groups.items():
+        table.add(
+            name, str(s.response_right.n), str(s.response_wrong.n),
+            _spread_cell(s.response_right), _spread_cell(s.response_wrong),
+            _spread_cell(s.think_right), _spread_cell(s.think_wrong),
+            fmt(s.truncated_rate), fmt(s.unclosed_rate),
+        )  # fmt: skip
+    return table
