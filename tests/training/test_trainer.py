@@ -19,11 +19,13 @@ from traac.cli import main as cli_main
 from traac.common.models import load_tokenizer
 from traac.data.testbed_problems import make_items
 from traac.data.training import item_from_row, items_to_dataset
+from traac.method.first_correct import step_answer
 from traac.method.length_rewards import (
     alp_length_reward,
     kimi_length_reward,
     shorterbetter_length_reward,
 )
+from traac.method.segmentation import split_steps
 from traac.testbed.config import TeacherConfig
 from traac.testbed.traces import teach
 from traac.training.config import TRAACConfig
@@ -535,3 +537,48 @@ def test_dynamic_sampling_resamples_the_prompts_of_degenerate_groups(
     assert [g.dropped for g in groups] == [
         len({r.correct for r in g.pooled}) == 1 for g in groups[:2]
     ] + [False]
+
+
+@pytest.mark.parametrize("compression", ["early_exit", "early_exit_attention_weights"])
+def test_early_exits_keep_each_candidate_through_its_first_verified_step(
+    quick_testbed: Path, tmp_path: Path, compression: str
+) -> None:
+    """The oracle ablations on the teacher's traces (each re-checks its sum after reaching it),
+    the first correct step found by the verifier through the pool: `early_exit` cuts right
+    after it; `early_exit_attention_weights` keeps that prefix whole and lets the attention
+    probe evict only steps after it."""
+    trainer = make_trainer(
+        quick_testbed, tmp_path, max_completion_length=200, compression=compression
+    )
+    rows, prompt_ids, completion_ids = teacher_batch(trainer)
+    trainer.model.train()
+    trainer.traac_step(rows, prompt_ids, completion_ids, None, N)
+    compressions = [c for g in trainer.last_step.groups for c in g.compressions]
+    assert len(compressions) == 2 * N - 2  # the right, well-formed ones
+    for c in compressions:
+        gold = str(item_from_row(rows[c.origin]).answer)
+        steps = split_steps(c.result.reasoning)
+        first = next(k for k, s in enumerate(steps) if step_answer(s.text) == gold)
+        assert first < len(steps) - 1  # re-checks follow it
+        head = c.result.reasoning[: steps[first].end]
+        kept = "".join(s.text for s, k in zip(c.result.steps, c.result.kept, strict=True) if k)
+        assert kept == c.result.text and kept.startswith(head)
+        assert c.result.steps[: first + 1] == steps[: first + 1]
+        if compression == "early_exit":
+            assert c.used and kept == head
+            assert c.result.kept == [k <= first for k in range(len(steps))]
+
+
+def test_two_steps_of_early_exit_attention_under_the_dler_profile(
+    quick_testbed: Path, tmp_path: Path
+) -> None:
+    trainer = make_trainer(
+        quick_testbed, tmp_path, compression="early_exit_attention_weights",
+        optimizer_profile="dler", max_resample_rounds=1, max_completion_length=64,
+    )  # fmt: skip
+    assert (trainer.scale_rewards, trainer.loss_type) == ("batch", "dapo")
+    trainer.train()
+    assert trainer.state.global_step == 2
+    records = [json.loads(x) for x in (tmp_path / "out" / METRICS_FILE).read_text().splitlines()]
+    assert [r["step"] for r in records] == [1, 2]
+    assert all("traac/sampling/resample_rounds" in r for r in records)

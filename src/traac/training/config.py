@@ -20,6 +20,7 @@ from trl import GRPOConfig
 
 from traac.errors import TraacError
 from traac.method.difficulty import DifficultyConfig
+from traac.method.early_exit import EARLY_EXIT_MODES
 from traac.method.length_rewards import dapo_cache_length
 from traac.method.rewards import PRESETS, RewardConfig
 from traac.method.settings import (
@@ -114,6 +115,9 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         > Parameters that control compression (with `traac.method.settings.CompressionSettings`:
         > `scorer`, `probe_heads`, `step_scope`, `uniformity_gate`, `eviction_cap`, ...)
 
+        compression (`str`, *optional*, defaults to `"scorer"`):
+            `scorer` (the scorer's), or the authors' oracle ablations (`traac.method.early_exit`):
+            `early_exit` or `early_exit_attention_weights`.
         scoring_model (`str`, *optional*, defaults to `"reference"`):
             The model the probe runs through: `reference` (TRL's frozen KL reference model, or
             a frozen copy of the initial policy when `beta=0`), `policy`, or any other model
@@ -189,19 +193,11 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
             The range of L1-Max's budgets n_gold in tokens.
         l1_budget_in_prompt (`bool`, *optional*, defaults to `True`):
             Write "Think for maximum n_gold tokens." into each prompt (L1's protocol).
-        dler_length (`int`, *optional*, defaults to `4000`):
-            DLER's truncation length L in tokens (the authors' script).
-        dler_easy_scale (`float`, *optional*, defaults to `0.5`):
-            `dler_difficulty`: an easy group's limit is floor(L x this).
-        laser_bonus (`float`, *optional*, defaults to `0.5`):
-            Laser-D's reward for a right answer within its band's target.
-        laser_lower, laser_upper, laser_interval (`int` or `None`, *optional*):
-            Laser-D's candidate targets (unset: a quarter of, all of, and a sixteenth of
-            `max_completion_length`, the authors' 4096, 16384 and 1024 of 16384).
-        laser_monitor_steps (`int`, *optional*, defaults to `20`):
-            Laser-D re-chooses its targets every this many steps.
-        laser_expected_correct (`int`, *optional*, defaults to `1`):
-            Laser-D's expected number of right rollouts within a band's target.
+        dler_length, dler_easy_scale (`int`, `float`, *optional*, defaults to `4000`, `0.5`):
+            DLER's truncation length L; `dler_difficulty`'s easy groups get floor(L x scale).
+        laser_bonus, laser_monitor_steps, laser_expected_correct (defaults `0.5`, `20`, `1`),
+        laser_lower, laser_upper, laser_interval (unset: 1/4, 1/1, 1/16 of the response cap):
+            Laser-D's reward, schedule and candidate targets (docs/peer_methods.md).
 
         Telemetry needs no field: every step goes to TRL's logs and to `metrics.jsonl` in
         `output_dir` (`traac.training.telemetry`).
@@ -248,6 +244,13 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         default="paper",
         metadata={"help": "paper | authors (the authors' code): defaults of the fields left "
                   "unset (format_preset, length_weight, probe_layers)."},
+    )  # fmt: skip
+    compression: str = field(
+        default="scorer",
+        metadata={"help": "scorer (the scorer field's compression) | early_exit (oracle: cut the "
+                  "think block after its first step whose answer the verifier accepts) | "
+                  "early_exit_attention_weights (keep that prefix, compress the rest with the "
+                  "attention probe at the bin's tau)."},
     )  # fmt: skip
     scoring_model: str = field(
         default="reference",
@@ -436,6 +439,7 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
             "uniformity_calibration": CALIBRATIONS,
             "dynamic_sampling": DYNAMIC_SAMPLING,
             "scale_rewards": ("group", "batch", "none"),
+            "compression": ("scorer", *EARLY_EXIT_MODES),
         }
         for name, allowed in choices.items():
             check_choice(name, getattr(self, name), allowed)
@@ -465,6 +469,12 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
             raise TraacError(f"l1_budget_max: {self.l1_budget_max} is below l1_budget_min "
                              f"{self.l1_budget_min}")  # fmt: skip
         self._validate_dler_laser()
+        if self.compression != "scorer" and not self.mode_spec.compresses:
+            raise TraacError(f"compression: {self.compression} needs a mode that compresses "
+                             f"(traac, compression_no_difficulty), not {self.mode}")  # fmt: skip
+        if self.compression == EARLY_EXIT_MODES[1] and self.scorer != "attention":
+            raise TraacError(f"compression: {self.compression} reads the attention probe; set "
+                             f"scorer attention, not {self.scorer}")  # fmt: skip
         if self.mode == "l1_max" and self.l1_budget_max > self.max_completion_length:
             raise TraacError(
                 f"l1_budget_max: {self.l1_budget_max} exceeds max_completion_length "
