@@ -22,6 +22,7 @@ from traac.data.training import item_from_row, items_to_dataset
 from traac.method.first_correct import step_answer
 from traac.method.length_rewards import (
     alp_length_reward,
+    dler_length_reward,
     kimi_length_reward,
     shorterbetter_length_reward,
 )
@@ -402,6 +403,8 @@ def test_metrics_are_cut_back_to_the_start_step(tmp_path: Path) -> None:
         ("kimi", "none"),
         ("dapo_overlong", "resample"),
         ("l1_max", "none"),
+        ("dler", "none"),
+        ("laser_d", "drop"),
         ("traac", "resample"),
     ],
 )
@@ -413,6 +416,7 @@ def test_two_steps_of_each_peer_mode_and_dynamic_sampling(
     trainer = make_trainer(
         quick_testbed, tmp_path, mode=mode, dynamic_sampling=sampling, max_resample_rounds=1,
         max_completion_length=64, l1_budget_min=8, l1_budget_max=64, scorer="random",
+        dler_length=32,
     )  # fmt: skip
     trainer.train()
     assert trainer.state.global_step == 2
@@ -422,7 +426,7 @@ def test_two_steps_of_each_peer_mode_and_dynamic_sampling(
     name = "length_reward" if mode == "traac" else f"{mode}_length_reward"
     assert trainer.reward_func_names == ["correctness_reward", "format_reward", name]
     assert f"traac/reward/{name}" in last
-    if mode in ("alp", "shorterbetter", "kimi", "dapo_overlong"):
+    if mode in ("alp", "shorterbetter", "kimi", "dapo_overlong", "dler"):
         peer = trainer.peer
         s = peer.settings
         formulas = {
@@ -434,6 +438,7 @@ def test_two_steps_of_each_peer_mode_and_dynamic_sampling(
             ),
             "kimi": lambda n, ok: kimi_length_reward(n, ok, weight=s.kimi_weight),
             "dapo_overlong": lambda n, ok: dapo_overlong_punishment(64)([[0] * k for k in n]),
+            "dler": lambda n, ok: dler_length_reward(n, ok, limit=32),
         }
         expected = [
             s.scale * r
@@ -443,6 +448,10 @@ def test_two_steps_of_each_peer_mode_and_dynamic_sampling(
             )
         ]
         assert last[f"traac/reward/{name}"] == pytest.approx(statistics.fmean(expected), abs=1e-5)
+    if mode == "laser_d":  # targets chosen at the first step from candidates 16..64 step 4
+        targets = trainer.peer.laser.targets
+        assert targets is not None and set(targets.values()) <= set(range(16, 65, 4))
+        assert 0.0 <= last[f"traac/reward/{name}"] <= 0.5 * 4 / 1.5
     if mode == "l1_max":
         rows = trainer.train_dataset
         assert all(8 <= b <= 64 for b in rows["length_budget"])
