@@ -22,7 +22,7 @@ from typing import Any
 
 from traac.errors import TraacError
 
-# The TRAAC paper's GRPO (SPEC section 4: clip-higher 0.28, per-rollout token mean) and DLER's
+# The TRAAC paper's GRPO (its training setup: clip-higher 0.28, per-rollout token mean) and DLER's
 # optimiser (NVlabs/DLER dler_slurm.sh: reinforce_plus_plus_baseline, i.e. group mean removed
 # then whitened over the batch; clip_ratio_high 0.28; filter_groups on; token-mean loss).
 OPTIMIZER_PROFILES: dict[str, dict[str, Any]] = {
