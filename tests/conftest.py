@@ -15,13 +15,14 @@ import string
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 import torch
+from hypothesis import settings
 from tokenizers import AddedToken, Tokenizer, decoders, models
 from transformers import (
-    DynamicCache,
     LlamaConfig,
     LlamaForCausalLM,
     PreTrainedModel,
@@ -32,6 +33,14 @@ from transformers import (
 
 from traac.pipelines.models import resolve_model
 from traac.testbed.build import ensure_testbed
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fakes"))  # test doubles, e.g. vLLM's
+import vllm_fake
+
+# Hypothesis fails an example slower than 200 ms by default: a verdict a slow or busy CPU could
+# change. No test here is about speed, so no example has a deadline.
+settings.register_profile("traac", deadline=None)
+settings.load_profile("traac")
 
 ARCHS = {"qwen3": (Qwen3Config, Qwen3ForCausalLM), "llama": (LlamaConfig, LlamaForCausalLM)}
 SPECIALS = ("<pad>", "<unk>", "<think>", "</think>")
@@ -167,90 +176,14 @@ def smollm2(private_cache: Path) -> Path:
     return Path(resolve_model("smollm2"))
 
 
-class FakeVLLM:
-    """A stand-in for the `vllm` module (not installed on a CPU machine): `LLM(model=path, ...)`
-    decodes with the transformers model at `path`, one request at a time, as vLLM's offline
-    `LLM.generate` answers: per-request `SamplingParams` (max_tokens, stop strings kept out of
-    the text, stop_token_ids, seed), `RequestOutput.outputs[0]` with text, token_ids,
-    finish_reason and stop_reason. Greedy at temperature 0; else a stream seeded per request.
-    Each `LLM` is kept in `instances` with its keyword arguments."""
-
-    def __init__(self) -> None:
-        self.instances: list[Any] = []
-        fake = self
-
-        class SamplingParams:
-            def __init__(self, **options: Any) -> None:
-                self.__dict__.update(options)
-
-        class LLM:
-            def __init__(self, model: str, **options: Any) -> None:
-                from traac.common.models import load_model, load_tokenizer
-
-                self.options = options
-                self.model = load_model(model, device=torch.device("cpu"), dtype=torch.float32)
-                self.tokenizer = load_tokenizer(model)
-                self.calls: list[int] = []  # requests per generate call
-                fake.instances.append(self)
-
-            def generate(self, prompts: list[Any], params: list[Any], use_tqdm: bool = True):
-                self.calls.append(len(prompts))
-                return [self._one(p, s) for p, s in zip(prompts, params, strict=True)]
-
-            def _one(self, prompt: Any, params: Any) -> Any:
-                from types import SimpleNamespace
-
-                ids = (
-                    prompt["prompt_token_ids"]
-                    if isinstance(prompt, dict)
-                    else self.tokenizer.encode(prompt, add_special_tokens=False)
-                )
-                stops = set(params.stop_token_ids or []) | {self.tokenizer.eos_token_id}
-                rng = torch.Generator().manual_seed(params.seed)
-                out: list[int] = []
-                text, finish, reason = "", "length", None
-                step, cache = list(ids), DynamicCache(config=self.model.config)
-                with torch.no_grad():
-                    while len(out) < params.max_tokens:
-                        result = self.model(
-                            torch.tensor([step]), past_key_values=cache, use_cache=True
-                        )
-                        logits = result.logits[0, -1].float()
-                        if params.temperature == 0:
-                            token = int(logits.argmax())
-                        else:
-                            probs = torch.softmax(logits / params.temperature, dim=-1)
-                            token = int(torch.multinomial(probs, 1, generator=rng))
-                        out.append(token)
-                        step = [token]
-                        if token in stops:
-                            finish, reason = "stop", token
-                            text = self.tokenizer.decode(out[:-1], skip_special_tokens=False)
-                            break
-                        text = self.tokenizer.decode(out, skip_special_tokens=False)
-                        hit = next((s for s in params.stop or [] if s in text), None)
-                        if hit is not None:
-                            finish, reason, text = "stop", hit, text[: text.index(hit)]
-                            break
-                completion = SimpleNamespace(
-                    text=text, token_ids=out, finish_reason=finish, stop_reason=reason
-                )
-                return SimpleNamespace(outputs=[completion])
-
-        self.module = SimpleModule("vllm", LLM=LLM, SamplingParams=SamplingParams)
-
-
-class SimpleModule:
-    """A module-like namespace for `sys.modules`."""
-
-    def __init__(self, name: str, **attributes: Any) -> None:
-        self.__name__ = name
-        self.__dict__.update(attributes)
-
-
 @pytest.fixture
-def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> FakeVLLM:
-    """`import vllm` gives a `FakeVLLM` (see there) for this test."""
-    fake = FakeVLLM()
-    monkeypatch.setitem(sys.modules, "vllm", fake.module)
-    return fake
+def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    """`import vllm`, and TRL's vLLM backend, get the CPU fake of tests/fakes/vllm_fake for
+    this test (its `EVENTS` and `INSTANCES` start empty); `RANK`, `WORLD_SIZE` and the other
+    variables TRL's colocate mode sets are restored after it."""
+    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    vllm_fake.reset()
+    replaced = vllm_fake.install(monkeypatch.setitem)
+    yield vllm_fake
+    vllm_fake.uninstall(replaced)

@@ -135,6 +135,24 @@ def test_vllm_server_mode_plans_the_paper_batch_on_four_training_gpus(tmp_path: 
     assert "8 prompts x 8 rollouts = 64 completions" in out
 
 
+def test_qlora_with_the_gpu_recipes_vllm_exits_2_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """TRL cannot sync a 4-bit base into vLLM (it crashes at the first weight sync), so the
+    recipe's vLLM rollouts with QLoRA are refused before anything loads, naming both fields."""
+    assert yaml.safe_load((RECIPES / "qwen3-4b.yaml").read_text())["use_vllm"] is True
+    real = packages.find_spec
+    monkeypatch.setattr(packages, "find_spec", lambda n: real("json" if n == "vllm" else n))
+    argv = ["train", "--config", str(RECIPES / "qwen3-4b.yaml"), "--use_peft", "true"]
+    assert cli_main([*argv, "--load_in_4bit", "true", "--dry-run"]) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if "traac" in line]
+    assert lines == [
+        "traac train: error: load_in_4bit with use_vllm: TRL cannot sync a quantized base into "
+        "vLLM; set use_vllm: false (QLoRA generates with transformers) or drop load_in_4bit"
+    ]
+    assert cli_main([*argv, "--load_in_4bit", "true", "--use_vllm", "false", "--dry-run"]) == 0
+
+
 def test_a_paper_recipe_without_vllm_installed_exits_2_naming_the_extra(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "traac.cli", "train", "--config", str(RECIPES / "qwen3-4b.yaml"),

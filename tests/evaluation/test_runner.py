@@ -349,28 +349,57 @@ def test_traac_eval_generates_with_a_model_dir(tmp_path, dataset, model_dir, cap
         main([*argv, "--temperature", "0.5"])
 
 
+# Runs `traac eval` with `SamplesFile.append` wrapped: once the file holds STOP_AT lines the
+# process stops itself (SIGSTOP) right after that fsync, so the test kills it at a point it
+# chose, however fast the machine writes samples.
+STOPPING_EVAL = """
+import os, signal, sys
+from traac.cli import main
+from traac.evaluation.samples import SamplesFile
+
+append = SamplesFile.append
+
+def append_then_stop(self, records):
+    append(self, records)
+    if self.path.read_text().count("\\n") >= int(os.environ["STOP_AT"]):
+        os.kill(os.getpid(), signal.SIGSTOP)
+
+SamplesFile.append = append_then_stop
+sys.exit(main(["eval", *sys.argv[1:]]))
+"""
+
+
+def wait_until_stopped(proc: subprocess.Popen, limit_s: float = 300) -> None:
+    """Block until `proc` stops itself; a run that ends or hangs instead fails the test (the
+    limit only bounds a hang: how fast the run gets there does not matter)."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        pid, status = os.waitpid(proc.pid, os.WNOHANG | os.WUNTRACED)
+        if pid:
+            assert os.WIFSTOPPED(status), f"the run ended (status {status}) instead of stopping"
+            return
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError(f"the run neither stopped nor ended in {limit_s} s")
+
+
 def test_killing_traac_eval_midway_then_rerunning_completes_it(tmp_path, dataset, model_dir):
     out = tmp_path / "run"
     argv = ["--model", str(model_dir), "--dataset", str(dataset), "--output", str(out)]
     argv += ["--num-samples", "4", "--max-new-tokens", "4", "--batch-size", "1"]
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "OMP_NUM_THREADS": "1", "STOP_AT": "3"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "traac.cli", "eval", *argv],
+        [sys.executable, "-c", STOPPING_EVAL, *argv],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    wait_until_stopped(proc)
+    os.kill(proc.pid, signal.SIGKILL)  # midway: stopped after a write, the run unfinished
+    assert proc.wait() == -signal.SIGKILL
     samples = out / "samples.jsonl"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        if samples.exists() and samples.read_text().count("\n") >= 3:
-            break
-        time.sleep(0.2)
-    assert proc.poll() is None, "the run finished before it could be killed"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    kept = samples.read_text().count("\n")
-    assert 3 <= kept < 32
+    before = lines(samples)
+    assert 3 <= len(before) < 32
     with open(samples, "a") as f:
         f.write('{"id": "m9", "sample": 0, "resp')  # what a kill during a write leaves
     from traac.commands.eval import main
@@ -378,6 +407,7 @@ def test_killing_traac_eval_midway_then_rerunning_completes_it(tmp_path, dataset
     assert main(argv) == 0
     keys = [(r["id"], r["sample"]) for r in lines(samples)]
     assert len(keys) == len(set(keys)) == 32
+    assert lines(samples)[: len(before)] == before  # what the killed run wrote is kept as is
 
 
 # --------------------------------------------------------------------------------------------
@@ -554,7 +584,7 @@ def test_a_bad_think_budget_fails_before_the_model_loads(
 
 
 # --------------------------------------------------------------------------------------------
-# Careless input: one line, nothing blocked, nothing lost (issue 15)
+# Careless input: one line, nothing blocked, nothing lost
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """Think budgets and test-time compression on vLLM: the orchestration that decodes with the
-transformers engine, run on a fake `vllm` (tests/conftest.py's `FakeVLLM`, which speaks
+transformers engine, run on a fake `vllm` (tests/fakes/vllm_fake, which speaks
 `LLM.generate` and decodes with the same weights), writes the same records."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 
 from traac.commands.eval import main
 from traac.errors import TraacError
+from traac.evaluation import runner
 from traac.evaluation.generation import VLLMSettings, load_vllm
 
 THINKING = {
@@ -59,7 +60,7 @@ def test_vllm_writes_the_records_of_the_transformers_engine(
     assert theirs == ours
     for mine, other in zip(our_scores, their_scores, strict=True):
         assert other == pytest.approx(mine, rel=1e-5, abs=1e-7)
-    (llm,) = fake_vllm.instances
+    (llm,) = fake_vllm.INSTANCES
     # Every request of a phase in one generate call: 2 think blocks, then 2 answers or fewer.
     assert llm.calls[0] == 2 and len(llm.calls) <= 2
     if "budget" in thinking:
@@ -77,7 +78,7 @@ def test_engine_settings_reach_vllm_and_plain_eval_sends_every_request_at_once(
             "--max-model-len", "256", "--gpu-memory-utilization", "0.5", "--seed", "7",
             "--output", str(tmp_path / "out")]  # fmt: skip
     assert main(argv) == 0
-    (llm,) = fake_vllm.instances
+    (llm,) = fake_vllm.INSTANCES
     assert llm.options == {"seed": 7, "dtype": "auto", "tensor_parallel_size": 1,
                            "gpu_memory_utilization": 0.5, "max_model_len": 256}  # fmt: skip
     assert llm.calls == [6]  # the whole list, not batches of --batch-size
@@ -110,3 +111,31 @@ def test_a_lora_adapter_is_refused_before_vllm_loads(tmp_path, quick_testbed):
     )
     with pytest.raises(TraacError, match="is a LoRA adapter; merge it into its base first"):
         load_vllm(str(tmp_path), 0, VLLMSettings(), None)
+
+
+@pytest.mark.slow
+def test_vllm_samples_reach_the_file_call_by_call_and_survive_a_crash(
+    tmp_path, quick_testbed, fake_vllm, monkeypatch
+):
+    """vLLM gets the requests in calls of `CALL_REQUESTS` (4 here), each call's samples
+    written before the next: an out-of-memory error in the second call keeps the first's 4
+    samples, and the rerun makes only the other 2."""
+    monkeypatch.setattr(runner, "CALL_REQUESTS", 4, raising=False)
+    generate = fake_vllm.LLM.generate
+
+    def out_of_memory_on_the_second_call(self, *args, **kwargs):
+        if self.calls:
+            raise RuntimeError("CUDA out of memory")
+        return generate(self, *args, **kwargs)
+
+    monkeypatch.setattr(fake_vllm.LLM, "generate", out_of_memory_on_the_second_call)
+    argv = ["--model", str(quick_testbed), "--dataset", "testbed:easy?n=3", "--num-samples",
+            "2", "--max-new-tokens", "8", "--backend", "vllm",
+            "--output", str(tmp_path / "o")]  # fmt: skip
+    with pytest.raises(RuntimeError, match="out of memory"):
+        main(argv)
+    assert len(records(tmp_path / "o")) == 4
+    monkeypatch.setattr(fake_vllm.LLM, "generate", generate)
+    assert main(argv) == 0
+    assert len(records(tmp_path / "o")) == 6
+    assert fake_vllm.INSTANCES[-1].calls == [2]

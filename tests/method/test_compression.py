@@ -333,8 +333,9 @@ def test_score_then_evict_with_a_calibrated_uniformity():
 
 
 def test_ungated_scorers_evict_tau_of_the_steps_however_uniform():
-    """SPEC section 2: random and confidence scores are near-uniform, so through the gate they
-    would evict nothing; like the authors' code they evict floor(n * tau) steps."""
+    """docs/method.md#ablation-scorers: random and confidence scores are near-uniform, so
+    through the gate they would evict nothing; like the authors' code they evict floor(n * tau)
+    steps."""
     values = [1.0] * 4 + [0.99] + [1.0] * 15
     gated = compress(REASONING, FixedStepScorer(values), tau=0.6)
     ungated = compress(REASONING, FixedStepScorer(values, gated=False), tau=0.6)

@@ -15,7 +15,8 @@ from traac.method.settings import CompressionSettings
 
 @pytest.mark.parametrize("name", ["random", "confidence"])
 def test_ablation_scorers_are_not_gated(name, tiny_model, char_tokenizer):
-    """Both ablation scorers evict floor(n * tau) steps whatever their uniformity (SPEC 2)."""
+    """Both ablation scorers evict floor(n * tau) steps whatever their uniformity
+    (docs/method.md#ablation-scorers)."""
     model, tok = tiny_model(), char_tokenizer()
     settings = CompressionSettings(scorer=name)
     compressor = build_compressor(settings, model, tok, seed=1)

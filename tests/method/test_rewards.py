@@ -77,7 +77,8 @@ def test_format_reward_response_opens(response, paper, authors):
      "<think>a</think><think>b</think>", "a</think>b", "<think>open"],
 )  # fmt: skip
 def test_compression_and_the_format_reward_read_one_parse(response):
-    """A rollout is compressed exactly when it earns the full format reward (SPEC 1 and 3)."""
+    """A rollout is compressed exactly when it earns the full format reward
+    (docs/method.md#step, #rewards)."""
     parsed = RESPONSE_OPENS.parse(response)
     assert parsed.well_formed == (format_reward(parsed, PAPER) == 1.0)
 

@@ -208,7 +208,7 @@ def test_probe_must_end_with_the_closer(tiny_model, char_tokenizer):
 
 def test_a_split_closer_reads_from_its_last_token(tiny_model, char_tokenizer):
     """A tokenizer without a closer token (SmolLM2 splits `</think>` into three) is probed from
-    the closer's last piece, which has seen the whole closer (SPEC section 2)."""
+    the closer's last piece, which has seen the whole closer (docs/method.md#probe)."""
     model, tok = tiny_model(), char_tokenizer()
     scorer = AttentionScorer(model, tok, think_close="[END]")
     text = "<think>So x=1. Wait, x=1.[END]"
@@ -270,9 +270,10 @@ def test_confidence_scorer_matches_full_logits(padding, tiny_model, char_tokeniz
 
 
 def test_confidence_reads_the_policy_with_the_question_in_context(tiny_model, char_tokenizer):
-    """SPEC section 2: each reasoning token's confidence comes from the distribution that
-    predicted it with the question (the prompt) in front, mapped onto the probe's offsets; the
-    prompt's own tokens count in no step. A scorer that dropped the question fails here."""
+    """docs/method.md#ablation-scorers: each reasoning token's confidence comes from the
+    distribution that predicted it with the question (the prompt) in front, mapped onto the
+    probe's offsets; the prompt's own tokens count in no step. A scorer that dropped the
+    question fails here."""
     model, tok = tiny_model("qwen3", k_scale=8.0), char_tokenizer()
     scorer = ConfidenceScorer(model, tok, k=8, think_open="<think>")
     reasoning = "So 2+2 is 4. Wait, 4."

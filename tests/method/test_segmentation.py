@@ -99,7 +99,7 @@ def test_steps_map_through_a_real_tokenizers_offsets_without_think_tokens(smollm
     and byte-level BPE joins spaces to the next word. Every probe token still belongs to
     exactly one step (" Hmm" with the step "Hmm" opens, once its space is trimmed), the steps'
     token spans tile the probe in order, and the delimiters' tokens fall in the first and last
-    steps (SPEC section 2, step scope `probe`)."""
+    steps (docs/method.md#probe, step scope `probe`)."""
     tok = AutoTokenizer.from_pretrained(smollm2)
     probe = ChatFormat().probe_text(
         "\nFirst, 12 - 5 = 7. Hmm, is that right? 7 + 5 = 12, yes. Now 7 * 3 = 21. "

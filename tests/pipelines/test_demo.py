@@ -50,7 +50,7 @@ def test_quick_demo_writes_report_summary_plots_and_viewer(quick_testbed, tmp_pa
         "report",
     }
     report = (out / "report.md").read_text()
-    assert "| overall |" in report and "## Targets" in report
+    assert "| overall |" in report and "## Goals" in report
     assert "## Think budget sweep" in report and "budget_sweep.png" in summary["plots"]
     swept = {(p["model"], p["mode"]) for p in summary["budget_sweep"] if p["budget"] is not None}
     assert swept == {(m, t) for m in ("base", "TRAAC") for t in ("truncate", "compress 0.4")}

@@ -91,9 +91,7 @@ def test_second_call_reuses_the_cache(quick_model, monkeypatch):
     path, cache = quick_model
     monkeypatch.setenv("TRAAC_CACHE_DIR", str(cache))
     monkeypatch.setattr(build_module, "_build_steps", _must_not_build)
-    started = time.perf_counter()
     assert ensure_testbed(quick=True) == path
-    assert time.perf_counter() - started < 5
     assert [p.name for p in (cache / "testbed").iterdir() if not p.name.endswith(".lock")] == [
         path.name
     ]

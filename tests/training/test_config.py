@@ -49,7 +49,7 @@ def test_defaults_are_the_papers() -> None:
 def test_authors_preset_fills_only_unset_fields() -> None:
     c = make(preset="authors")
     assert (c.format_preset, c.length_weight) == ("authors", 1.0)
-    # SPEC section 2: the authors read the first half of the layers for Qwen3, all for R1 distills
+    # docs/method.md#probe: the authors read the first half of the layers for Qwen3, all for R1
     assert c.resolved_probe_layers("qwen3") == "first_half"
     assert c.resolved_probe_layers("qwen2") == "all"  # DeepSeek-R1-Distill-Qwen
     assert make().resolved_probe_layers("qwen3") == "all"  # the paper's
@@ -249,3 +249,18 @@ def test_paper_recipes_are_valid_where_they_run(recipe: str) -> None:
     assert config.bf16 and config.use_vllm and config.activation_checkpointing
     assert (config.num_generations, config.max_completion_length) == (8, 10000)
     assert (config.mode, config.beta, config.epsilon_high) == ("traac", 0.001, 0.28)
+
+
+def test_bf16_left_unset_follows_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No GPU computes in bf16: an unset bf16 trains in full precision, an explicit one stops in
+    one line naming bf16=False (transformers' own error names neither); with one, TRL's bf16."""
+    import traac.training.config as config
+
+    monkeypatch.setattr(config, "is_torch_xla_available", lambda: False)
+    monkeypatch.setattr(config, "is_torch_bf16_gpu_available", lambda: False)
+    assert not TRAACConfig(output_dir="unused").bf16
+    assert TRAACConfig(output_dir="unused", use_cpu=True, bf16=True).bf16  # asked for, on a CPU
+    with pytest.raises(TRAACConfigError, match=r"^bf16: True, .*set bf16=False") as error:
+        TRAACConfig(output_dir="unused", bf16=True)
+    assert "\n" not in str(error.value)
+    assert not TRAACConfig(output_dir="unused", fp16=True, use_cpu=True).bf16  # TRL's rule

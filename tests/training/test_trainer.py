@@ -198,7 +198,8 @@ def test_pooled_group_holds_n_rollouts_with_regenerated_compressed_ones(
         tmp_path,
         max_completion_length=200,
         scorer="random",
-    )  # fmt: skip: random evicts e = tau of the steps whatever the weights (SPEC section 2)
+    )  # fmt: skip: random evicts e = tau of the steps whatever the weights
+    # (docs/method.md#ablation-scorers)
     calls = spy_on_answers(trainer)
     rows, prompt_ids, completion_ids = teacher_batch(trainer)
     trainer.model.train()
@@ -207,7 +208,7 @@ def test_pooled_group_holds_n_rollouts_with_regenerated_compressed_ones(
 
     groups = trainer.last_step.groups
     assert [g.pass_rate for g in groups] == [1.0, 0.75]
-    # Only right, well-formed rollouts are compressed (SPEC section 1, step 4): the random
+    # Only right, well-formed rollouts are compressed (docs/method.md#step, 4): the random
     # scorer evicts tau of the steps of every candidate, so every other rollout is one.
     originals = [r for g in groups for r in g.originals]
     assert [(r.correct, r.well_formed) for r in (originals[2], originals[2 * N - 1])] == [
@@ -275,7 +276,8 @@ def test_compressed_rollouts_get_nan_sampling_logprobs_on_their_think_block(
         tmp_path,
         max_completion_length=200,
         scorer="random",
-    )  # fmt: skip: random evicts e = tau of the steps whatever the weights (SPEC section 2)
+    )  # fmt: skip: random evicts e = tau of the steps whatever the weights
+    # (docs/method.md#ablation-scorers)
     sample = trainer._sample_answers
 
     def with_logprobs(prompts: list[list[int]], budget: int) -> tuple:

@@ -46,6 +46,14 @@ def test_the_pool_recovers_when_its_zygote_dies():
         pool.close()
 
 
+def wait_for(condition, limit_s: float = 120) -> None:
+    """Until `condition()` holds; the limit only turns a hang into a failure."""
+    deadline = time.monotonic() + limit_s
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.01)
+
+
 def test_closing_the_pool_under_a_call(monkeypatch):
     """A call in flight when its pool closes returns None at once; nothing fails in the
     background (its worker is closed once, by whichever side gets there first)."""
@@ -55,14 +63,15 @@ def test_closing_the_pool_under_a_call(monkeypatch):
     monkeypatch.setattr(threading, "excepthook", errors.append)
     pool = VerifierPool(1)
     message = {"op": "math", "gold": "\\boxed{1}", "pred": "\\boxed{9^{9^{9^{9}}}}"}
+    before = set(threading.enumerate())
     with ThreadPoolExecutor(max_workers=1) as threads:
         pending = threads.submit(pool.call, message, 30)
-        time.sleep(0.5)
-        start = time.monotonic()
+        wait_for(lambda: not pool._free)  # the call holds the only worker
         pool.close()
-        assert pending.result(timeout=10) is None
-        assert time.monotonic() - start < 5
-    time.sleep(0.5)  # the retiring thread has run
+        assert pending.result(timeout=10) is None  # 10 s: far below the call's own 30 s
+    for thread in set(threading.enumerate()) - before:  # the retiring thread included
+        thread.join(timeout=60)
+        assert not thread.is_alive()
     assert not errors, errors
 
 
@@ -80,17 +89,38 @@ def test_a_worker_is_closed_once():
         os.close(fd)
 
 
-BOUND_TIMEOUT_S = 2.0
+def test_waiting_for_a_worker_counts_against_the_deadline():
+    """One worker, held by a check that only its 60 s deadline ends: a second call with a 1 s
+    deadline gives up while the first still runs, instead of queueing behind it."""
+    pool = VerifierPool(1)
+    stuck = {"op": "math", "gold": "\\boxed{1}", "pred": "\\boxed{9^{9^{9^{9}}}}"}
+    quick = {"op": "math", "gold": "\\boxed{2}", "pred": "\\boxed{2}"}
+    try:
+        with ThreadPoolExecutor(max_workers=1) as threads:
+            first = threads.submit(pool.call, stuck, 60)
+            wait_for(lambda: not pool._free)
+            assert pool.call(quick, 1.0) is None
+            assert not first.done() and pool.timeouts == 1
+            pool.close()
+    finally:
+        pool.close()
 
 
-def test_one_call_takes_its_timeout_plus_one_second_from_4_threads(evaluating_entries, monkeypatch):
+HOSTILE_TIMEOUT_S = 2.0
+
+
+def test_hostile_answers_from_4_threads_end_at_their_deadline(evaluating_entries, monkeypatch):
     """Hostile answers from 4 threads on 2 workers: worker-killing checks, a 10 MB answer, a
-    regex-pathological run, parser-pathological nesting and sums. No call may take more than its
-    timeout + 1 s (waiting for a worker and replacing a killed one included); the pool's start
-    and each task's first load are setup, done before timing."""
+    regex-pathological run, parser-pathological nesting and sums. Each is judged wrong, the
+    pool's deadline ends the ones a worker cannot finish, and the replacements come up.
+
+    The promise is a call's timeout plus about a second (waiting for a worker and replacing a
+    killed one included; the worst call is printed). The assertion bounds a hang, not the
+    speed: a busy or slow CPU stretches the in-process extraction, and that must not fail it.
+    That waiting counts against the deadline is checked without a clock above."""
     pool = VerifierPool(2)
     monkeypatch.setattr(verifiers, "get_pool", lambda: pool)
-    t = BOUND_TIMEOUT_S
+    t = HOSTILE_TIMEOUT_S
     n = answers.MAX_ANSWER_CHARS - 100
     puzzle, queens = evaluating_entries["puzzle24"][0], evaluating_entries["n_queens"][0]
     poly = evaluating_entries["polynomial_multiplication"][0]
@@ -118,7 +148,8 @@ def test_one_call_takes_its_timeout_plus_one_second_from_4_threads(evaluating_en
         with ThreadPoolExecutor(max_workers=4) as threads:
             seconds = list(threads.map(timed, cases * 2))
         print(f"\nworst call from 4 threads on 2 workers: {max(seconds):.2f} s")
-        assert max(seconds) <= t + 1.0, seconds
+        assert pool.timeouts >= 2  # the tower of powers, twice, cannot finish
+        assert max(seconds) < t + 60, seconds  # a hang; no check runs past its deadline
         assert verifiers.verify_math(say("\\boxed{2}"), "2")  # replacements are up
     finally:
         pool.close()

@@ -1,5 +1,5 @@
 """`traac eval`: accuracy and thinking length of a model on a benchmark, or of responses made
-elsewhere, the way the paper reports them (SPEC section 5)."""
+elsewhere, the way the paper reports them (docs/method.md#evaluation)."""
 
 from __future__ import annotations
 
@@ -30,10 +30,11 @@ from traac.common.models import (
 from traac.console import make_console, make_progress, print_blocks
 from traac.errors import TraacError
 from traac.evaluation.generation import BACKENDS, Backend, VLLMSettings, make_backend
+from traac.evaluation.placement import probe_placement
 from traac.evaluation.prompts import PROMPT_STYLES, default_prompt_style
 from traac.evaluation.records import summary_blocks
 from traac.evaluation.refill import BATCHINGS, RefillBackend
-from traac.evaluation.runner import EvalSettings, file_sha256, run_eval
+from traac.evaluation.runner import CALL_REQUESTS, EvalSettings, file_sha256, run_eval
 from traac.evaluation.testtime import ThinkingGenerator
 from traac.evaluation.thinking_backend import ThinkingBackend
 from traac.evaluation.vllm_thinking import load_vllm_engine
@@ -101,7 +102,8 @@ def build_parser() -> ArgumentParser:
         "--backend",
         choices=BACKENDS,
         default="transformers",
-        help="generation engine (vllm takes every request at once, whatever --batch-size)",
+        help=f"generation engine (vllm takes up to {CALL_REQUESTS} requests a call, whatever "
+        "--batch-size)",
     )
     vllm = p.add_argument_group("vLLM engine (with --backend vllm)")
     vllm.add_argument(
@@ -226,15 +228,24 @@ def main(argv: list[str]) -> int:
                 vllm=engine,
             )
         fmt = think.resolve(tok)
-        decoder = None
+        decoder, probe_device, vllm = None, device, engine
         if engine is not None:
+            if args.compress_tau is not None:  # a transformers copy beside vLLM, placed first
+                copy = resolve_model(scoring) if scoring else path
+                placed = probe_placement(
+                    copy, dtype, engine, args.gpu_memory_utilization is not None,
+                    device, args.device is not None,
+                )  # fmt: skip
+                probe_device, vllm = placed.device, placed.engine
             decoder = load_vllm_engine(
-                path, tok, fmt, seed=args.seed, settings=engine, dtype=args.dtype
+                path, tok, fmt, seed=args.seed, settings=vllm, dtype=args.dtype
             )
         # The transformers model decodes, or (vLLM) runs compression's probe; a foreign
         # scoring model runs the probe instead.
         probing = decoder is None or (args.compress_tau is not None and scoring is None)
-        placement: dict[str, Any] = {"device": device, "dtype": dtype, "device_map": device_map}
+        placement: dict[str, Any] = {
+            "device": probe_device, "dtype": dtype, "device_map": device_map,
+        }  # fmt: skip
         generator = ThinkingGenerator(
             load_model(path, **placement) if probing else None,
             tok,

@@ -1,9 +1,10 @@
 """`traac generate`: answer prompts with test-time attentive compression and think budgets.
 
 The model thinks until it closes its think block, the least attended reasoning steps are pruned
-at a fixed tau, and the model writes its answer from the pruned reasoning (SPEC section 5, last
-point). With `--think-budget B` a think block still open at B tokens is interrupted the paper's
-way (auxiliary prompt and closer appended) and answered; pruned first with `--compress-tau`.
+at a fixed tau, and the model writes its answer from the pruned reasoning
+(docs/method.md#test-time). With `--think-budget B` a think block still open at B tokens is
+interrupted the paper's way (auxiliary prompt and closer appended) and answered; pruned first
+with `--compress-tau`.
 Prints each reasoning with the pruned steps struck through, the answer, and reasoning tokens
 before -> after; `--show-steps` adds the table of step scores.
 """

@@ -120,7 +120,7 @@ def _print_card(card: dict[str, Any], path: Path) -> None:
         if name != "all_met"
     )
     train = card["train"]
-    console.print(f"targets: {met}")
+    console.print(f"goals: {met}")
     console.print(
         f"{train['parameters']:,} parameters, {train['steps']} SFT steps in "
         f"{train['seconds']:.0f} s, build {card['build_seconds']:.0f} s "

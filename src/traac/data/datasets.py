@@ -8,7 +8,8 @@
 - ``testbed:easy|medium|hard|all[?n=&seed=]``: the offline testbed's problems;
 - ``reasoning-gym:TASK[?size=&seed=&<config>=...]``: procedurally generated, verified by the
   task's own `score_answer`;
-- ``otb-underthink[?n=&seed=]``: UnderthinkingBench regenerated with reasoning-gym (SPEC 5);
+- ``otb-underthink[?n=&seed=]``: UnderthinkingBench regenerated with reasoning-gym
+  (docs/method.md#evaluation);
 - ``otb-overthink`` and ``otb`` (both halves; the overthinking half needs the hub);
 - named hub benchmarks (`HUB_DATASETS`: ``aime``, ``amc``, ``gpqa-diamond``, ``bbeh``,
   ``bbh``, ``supergpqa``, ``dapo-math-17k``; beside them ``aime2025``, ``math-500``,

@@ -3,23 +3,31 @@
 One row per problem: the `prompt` TRL samples from, plus the columns the rewards and the TRAAC
 step need to verify a response (`answer`, `verifier`, `entry`, `data_source`, `id`). The
 reasoning-gym `entry` is stored as JSON text because entries of different tasks have different
-shapes, which an Arrow column cannot hold.
+shapes, which an Arrow column cannot hold. `training_rows` accepts the layout TRL's and
+open-r1's datasets already have (`prompt` with `answer` or `solution`) and fills in the rest.
 """
 
 from __future__ import annotations
 
 import json
+import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from datasets import Dataset
 
-from traac.common.items import Item
+from traac.common.items import Item, VerifierKind
 from traac.data.datasets import load_items
 from traac.data.testbed_problems import parse_spec
 from traac.errors import TraacError
 
 COLUMNS = ("prompt", "id", "answer", "verifier", "data_source", "difficulty", "entry")
+ANSWER_COLUMNS = ("answer", "solution")  # traac's and open-r1's name of the gold answer
+VERIFIER_NAMES: tuple[str, ...] = typing.get_args(VerifierKind)
+ACCEPTED = (
+    "prompt (text or chat messages) and answer or solution; optional: id (default: the row's "
+    f"index), verifier ({', '.join(VERIFIER_NAMES)}; default math), data_source"
+)
 
 
 def items_to_dataset(
@@ -46,6 +54,34 @@ def items_to_dataset(
         "entry": [json.dumps(i.entry) if i.entry else "" for i in items],
     }
     return Dataset.from_dict(rows)
+
+
+def training_rows(dataset: Any, name: str = "train_dataset") -> Any:
+    """`dataset` with the columns the trainer reads: `answer` copied from `solution` where only
+    that is given (open-r1's name; the column itself stays for reward functions that read it),
+    `id` the row's index and `verifier` `math` where absent. A `datasets.Dataset` (or a dict of
+    them, as `eval_dataset` may be); anything else is left to TRL. A layout without a prompt or
+    an answer fails here in one line naming the columns accepted."""
+    if isinstance(dataset, dict):
+        return {key: training_rows(part, f"{name}[{key!r}]") for key, part in dataset.items()}
+    if not isinstance(dataset, Dataset):
+        return dataset
+    columns = list(dataset.column_names)
+    answer = next((c for c in ANSWER_COLUMNS if c in columns), None)
+    if "prompt" not in columns or answer is None:
+        raise TraacError(f"{name}: columns {', '.join(columns) or '(none)'}; traac trains on "
+                         f"{ACCEPTED}")  # fmt: skip
+    if answer != "answer":
+        dataset = dataset.add_column("answer", [str(a) for a in dataset[answer]])
+    if "id" not in columns:
+        dataset = dataset.add_column("id", [str(i) for i in range(len(dataset))])
+    if "verifier" not in columns:
+        dataset = dataset.add_column("verifier", ["math"] * len(dataset))
+    unknown = sorted(set(dataset.unique("verifier")) - set(VERIFIER_NAMES))
+    if unknown:
+        raise TraacError(f"{name}: verifier {unknown[0]!r} is not one of "
+                         f"{', '.join(VERIFIER_NAMES)}")  # fmt: skip
+    return dataset
 
 
 def item_from_row(row: Mapping[str, Any]) -> Item:

@@ -323,7 +323,8 @@ def vllm_params(
 
 class VLLMBackend:
     """vLLM's offline engine (GPUs); per-request seeds make samples reproducible. It takes the
-    whole request list at once (`batch_all`): vLLM schedules it itself, keeping its batch full."""
+    request list in large calls (`batch_all`; see `runner.CALL_REQUESTS`): vLLM schedules it
+    itself, keeping its batch full."""
 
     batch_all = True
 

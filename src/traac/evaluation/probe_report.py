@@ -40,7 +40,7 @@ from traac.verification import verify_many
 
 KINDS = ("compute", "conclude", "recheck", "restate")
 REDUNDANT = frozenset({"recheck", "restate"})
-TIER_TAUS = {"easy": 0.6, "medium": 0.4, "hard": 0.2}  # SPEC section 1: the bins' rates
+TIER_TAUS = {"easy": 0.6, "medium": 0.4, "hard": 0.2}  # docs/method.md#step: the bins' rates
 DEFAULT_TAU = 0.4
 ANSWER_TOKENS = 64  # room for the regenerated answer
 

@@ -2,7 +2,7 @@
 
 `ThinkingGenerator` lets the model think, then answer, with two optional interventions:
 
-- `compress_tau` (the paper's test-time variant, SPEC section 5, last point): once the think
+- `compress_tau` (the paper's test-time variant, docs/method.md#test-time): once the think
   block closes, compress the reasoning at this fixed tau with compression.py's eviction rule
   (gate and cap included) and let the model write its answer from
   `prompt + chat_format.answer_prefix(compressed)`.
@@ -15,7 +15,8 @@
   written from the kept steps, the auxiliary prompt and the closer: truncating and compressing
   differ only in the reasoning kept. A think block closed within the budget is answered
   plainly (no `compress_tau`) or after test-time compression (with it). B counts every token
-  the model wrote before its closer (the opener included, as SPEC's think tokens do).
+  the model wrote before its closer (the opener included, as docs/method.md#evaluation counts
+  think tokens).
 
 A response that never closes its think block (end of sequence, or `max_new_tokens` reached
 before the budget) is not compressed: it stands as generated.

@@ -1,10 +1,11 @@
 """Attentive compression: score the steps of a reasoning trace, then evict the least important.
 
-SPEC section 2, as two public steps. `Compressor.score` asks a scorer for one score per token of
-the probe text (opener + reasoning + auxiliary prompt + closer), takes each step's mean and the
-uniformity u of the step scores. `Compressor.evict` turns u and the difficulty's target rate tau
-into an eviction fraction and drops the lowest-scored steps. A caller that calibrates u (the
-trainer's rank calibration) passes its own u to the second step; nothing else differs.
+docs/method.md#compression, as two public steps. `Compressor.score` asks a scorer for one score
+per token of the probe text (opener + reasoning + auxiliary prompt + closer), takes each step's
+mean and the uniformity u of the step scores. `Compressor.evict` turns u and the difficulty's
+target rate tau into an eviction fraction and drops the lowest-scored steps. A caller that
+calibrates u (the trainer's rank calibration) passes its own u to the second step; nothing else
+differs.
 
 The attention scorer goes through the uniformity gate. The ablation scorers (random,
 confidence) do not: their near-uniform scores would evict nothing, so, as in the authors' code,
@@ -48,8 +49,9 @@ class ScoreRequest:
 class Scorer(Protocol):
     """Scores every token of a batch of traces (attention, confidence, random).
 
-    `gated`: whether the uniformity gate decides how much to evict (SPEC section 2: only the
-    attention scorer's scores are selective enough for it).
+    `gated`: whether the uniformity gate decides how much to evict
+    (docs/method.md#ablation-scorers: only the attention scorer's scores are selective enough
+    for it).
     """
 
     tokenizer: Any
@@ -143,7 +145,8 @@ class CompressionResult:
 
 
 def uniformity(scores: Sequence[float] | np.ndarray) -> float:
-    """Normalised entropy of the step scores: 1 = no step stands out (SPEC section 2)."""
+    """Normalised entropy of the step scores: 1 = no step stands out
+    (docs/method.md#eviction)."""
     s = np.clip(np.asarray(scores, dtype=np.float64), 0.0, None)
     n, total = len(s), float(s.sum())
     if n <= 1 or total <= 0 or not math.isfinite(total):
@@ -281,8 +284,8 @@ class Compressor:
     def evict(
         self, trace: ScoredTrace, tau: float, rule_uniformity: float | None = None
     ) -> CompressionResult:
-        """The eviction rule (SPEC section 2) on a scored trace. `rule_uniformity` replaces the
-        trace's own u (calibration); ungated scorers use u = 0, so e = tau."""
+        """The eviction rule (docs/method.md#eviction) on a scored trace. `rule_uniformity`
+        replaces the trace's own u (calibration); ungated scorers use u = 0, so e = tau."""
         check_unit("tau", tau)
         if not trace.steps:
             return CompressionResult.unchanged(trace.reasoning, trace.tokens)

@@ -1,13 +1,13 @@
 """Difficulty calibration: a prompt's pass rate over its rollouts picks a bin, and the bin picks
-the compression rate tau and the length-reward scale (SPEC section 1, step 3; section 3).
+the compression rate tau and the length-reward scale (docs/method.md#step, step 3, and #rewards).
 
     cfg = DifficultyConfig()                 # easy >= 0.8 > medium >= 0.3 > hard
     b = cfg.bin_of(pass_rate([True, True, False, True]))   # "medium"
     cfg.tau_of(b), cfg.scale_of(b)           # 0.4, 0.75
 
 `DifficultyConfig(enabled=False)` is the "no difficulty" ablation: every prompt falls in the one
-bin `all`, compressed at tau 0.6 (SPEC section 3) with length scale 1.0 (the easy bin's scale:
-with no calibration every correct rollout is pushed to be short at full weight).
+bin `all`, compressed at tau 0.6 (docs/method.md#rewards) with length scale 1.0 (the easy bin's
+scale: with no calibration every correct rollout is pushed to be short at full weight).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ AUX_PROMPT = (
 @dataclass(frozen=True)
 class ParsedResponse:
     """A response split at its think block: the one parse that compression, the rewards and
-    evaluation all read (SPEC sections 1 and 3).
+    evaluation all read (docs/method.md#step, #rewards).
 
     `one_block`: exactly one opener and one closer (the prompt's opener counted for formats
     that open the block there). `ordered`: an opener comes before a closer. The format reward

@@ -1,5 +1,5 @@
-"""Evaluation metrics (SPEC section 5). Every function returns fractions in [0, 1] (F1 keeps the
-unit it is given); `percent()` converts for reports.
+"""Evaluation metrics (docs/method.md#evaluation). Every function returns fractions in [0, 1]
+(F1 keeps the unit it is given); `percent()` converts for reports.
 
 - `accuracy`, `mean_length`: per dataset, over all samples of all items.
 - `think_tokens`: tokens before the first think closer; None when the block never closed.
@@ -74,7 +74,8 @@ def oaa(correct: Sequence[bool | float], think: Sequence[int | None], t: float) 
 
 
 def auc_oaa(correct: Sequence[bool | float], think: Sequence[int | None], t_max: float) -> float:
-    """Area under OAA_t for t in [0, t_max], normalised by t_max (closed form, SPEC section 5)."""
+    """Area under OAA_t for t in [0, t_max], normalised by t_max (closed form,
+    docs/method.md#evaluation)."""
     _pairs("auc_oaa", correct, think)
     if not t_max > 0:
         raise TraacError(f"auc_oaa: t_max must be > 0, got {t_max}")

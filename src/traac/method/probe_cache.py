@@ -1,7 +1,7 @@
 """The attention probe from a KV cache built while decoding (test-time compression).
 
-The probe of compression.py holds no prompt (SPEC section 2), but the reasoning tokens in a
-decoding cache attended to the prompt, so their keys (from the second layer on) differ from those
+The probe of compression.py holds no prompt (docs/method.md#probe), but the reasoning tokens in
+a decoding cache attended to the prompt, so their keys (from the second layer on) differ from those
 of a prompt-free forward: no cache that holds the prompt can give the probe's scores. So beside
 the decoding batch runs a prompt-free *probe cache* (`ProbeCache`): per sequence, the opener at
 position 0, then the tokens the model samples after it, fed in one batched forward whenever

@@ -1,4 +1,4 @@
-"""Per-rollout rewards (SPEC section 3): total = correctness + format + length.
+"""Per-rollout rewards (docs/method.md#rewards): total = correctness + format + length.
 
 - correctness: `config.correct` (4) when the final answer is right, else 0;
 - format: `format_count` for exactly one think opener and one closer (the opener is in the
@@ -100,7 +100,7 @@ def correctness_reward(correct: bool, config: RewardConfig) -> float:
 
 def format_reward(parsed: ParsedResponse, config: RewardConfig) -> float:
     """`format_count` for exactly one think block, `format_order` for an opener before a
-    closer; the halves are independent (SPEC section 3)."""
+    closer; the halves are independent (docs/method.md#rewards)."""
     return config.format_count * parsed.one_block + config.format_order * parsed.ordered
 
 

@@ -1,7 +1,8 @@
 """Per-token scores for attentive compression: attention from the think closer, confidence, random.
 
-The attention scorer is the heart of TRAAC (SPEC section 2): the importance of reasoning token j
-is the attention weight from the probe's closing delimiter to j, averaged over layers and heads.
+The attention scorer is the heart of TRAAC (docs/method.md#probe): the importance of reasoning
+token j is the attention weight from the probe's closing delimiter to j, averaged over layers and
+heads.
 Asking the model for `output_attentions=True` would build a T x T map per layer (gigabytes at
 10k tokens); instead one forward pass runs with an attention function registered through
 transformers' `AttentionInterface` that lets SDPA compute the layer output as usual and
@@ -336,8 +337,8 @@ def _padding_kwargs(valid: torch.Tensor, right_padded: bool) -> dict[str, Any]:
 
 def closer_reads(start: int, end: int, text_len: int, closer_len: int) -> bool:
     """Whether the probe's last token, spanning characters [start, end), is the closer's last
-    token: the query whose attention the probe reads (SPEC section 2). A tokenizer with a
-    `</think>` token reads that one token; one that splits it (SmolLM2: `</`, `think`, `>`)
+    token: the query whose attention the probe reads (docs/method.md#probe). A tokenizer with
+    a `</think>` token reads that one token; one that splits it (SmolLM2: `</`, `think`, `>`)
     reads the last piece, which has then seen the whole closer."""
     return end == text_len and start >= text_len - closer_len
 
@@ -357,7 +358,7 @@ def closer_query(tokenizer: Any, think_close: str = "</think>") -> str:
 
 
 class AttentionScorer(_ModelScorer):
-    """Score each token by the attention the probe's closer pays it (SPEC section 2).
+    """Score each token by the attention the probe's closer pays it (docs/method.md#compression).
 
     `layers`: `all` (paper), `first_half` (authors' implementation) or explicit indices; the
     score is the mean over those layers and all query heads, or with `heads="gated"` one row
@@ -434,7 +435,7 @@ class AttentionScorer(_ModelScorer):
 
 class ConfidenceScorer(_ModelScorer):
     """Score each reasoning token by the policy's confidence when it sampled it (paper appendix,
-    SPEC section 2): 1 - H / log k, with H the entropy of the renormalised top-k of the
+    docs/method.md#compression): 1 - H / log k, with H the entropy of the renormalised top-k of the
     next-token distribution that predicted the token, read WITH the question in context (the
     request's `context`: prompt + opener, exactly as the policy saw them). Not gated: the least
     confident steps are evicted at e = tau. Logits are computed a few hundred positions at a

@@ -22,7 +22,7 @@ PROBE_HEADS = ("all", "gated")
 UNIFORMITY_GATE = 0.8
 EVICTION_CAP = 0.8
 DEFAULT_TOP_K = 20  # the paper does not give k; 20 is the usual cap on returned logprobs (vLLM)
-TEST_TIME_TAU = 0.4  # SPEC section 5: the fixed tau of test-time compression
+TEST_TIME_TAU = 0.4  # docs/method.md#evaluation: the fixed tau of test-time compression
 # Old names of presets: `reference` named the authors' preset and TRL's frozen reference model.
 DEPRECATED_PRESETS = {"reference": "authors"}
 
@@ -71,7 +71,7 @@ def check_layers(value: Any) -> None:
 
 @dataclass
 class CompressionSettings:
-    """How reasoning steps are scored and evicted (SPEC section 2)."""
+    """How reasoning steps are scored and evicted (docs/method.md#compression)."""
 
     scorer: str = field(
         default="attention",

@@ -68,7 +68,7 @@ def budget_at(fraction: float, mean_think_tokens: float) -> int:
 @dataclass(frozen=True)
 class BudgetSweep:
     """Think budgets at fractions of the base model's mean think length (one of them half, the
-    issue's point of comparison), each run truncating and compressing at `compress_tau`, on the
+    point the demo compares at), each run truncating and compressing at `compress_tau`, on the
     first `per_tier` held-out problems of each tier: 2 models x 3 budgets x 2 modes, kept
     small so that the demo stays within its time budget."""
 
@@ -244,7 +244,7 @@ def training_compression(metrics_path: Path) -> dict[str, BinCompression]:
 
 
 def targets(base: dict[str, TierRow], traac: dict[str, TierRow]) -> dict[str, Target]:
-    """The demo's targets (issue "Attentive compression that earns its name"), each with its
+    """The demo's goals (what TRAAC should do to the testbed), each with its
     measured value and whether it is met. Cuts are fractions of the base length (0.4 = 40%
     shorter)."""
 
@@ -401,7 +401,7 @@ def write_report(settings: DemoSettings, base_model: Path, trained_model: Path) 
         f"{held.max_new_tokens} new tokens. Acc in %, Len = mean response tokens.\n\n"
         f"{tables[0].markdown()}\n\n## avg@k, pass@k, maj@k, lengths, overthinking\n\n"
         f"{field_text}\n\n## Compression during training (means over steps)\n\n"
-        f"{tables[1].markdown()}{sweep_text}\n\n## Targets\n\n{goal_lines}\n\n"
+        f"{tables[1].markdown()}{sweep_text}\n\n## Goals\n\n{goal_lines}\n\n"
         f"## Plots\n\n{images}\n\n"
         f"Example trajectories with their steps scored and pruned: [steps.html](steps.html) "
         f"({examples} traces).\n\n## Closing note\n\n"

@@ -104,7 +104,7 @@ def parse(argv: list[str]) -> tuple[TrainScriptArguments, TRAACConfig]:
         script, config = build_parser().parse_args_and_config(list(argv))
     except (ValueError, TypeError) as err:
         raise TraacError(str(err).splitlines()[0]) from err
-    script.check_lora()
+    script.check_lora(config.use_vllm)
     if adapter_base(script.model_name_or_path) is not None:
         raise TraacError(
             f"model_name_or_path: {script.model_name_or_path} is a LoRA adapter directory; "
@@ -221,7 +221,7 @@ def train(
     PartialState()  # this launch's processes, before anything logs
     check_packages(script, config)  # a logger or engine the recipe names, before any model loads
     check_evaluation(script, config)
-    script.check_lora()
+    script.check_lora(config.use_vllm)
     script.check_quantization()  # a 4-bit base on a machine without CUDA: one line, at once
     items = load_training_items(script.dataset)  # bad rows fail here, before any model loads
     held_out = load_training_items(script.eval_dataset) if script.eval_dataset else None

@@ -124,8 +124,8 @@ BASES = ("smollm2",)  # what `--base` takes; traac.testbed.build loads each
 def default_config(
     quick: bool = False, seed: int = SFT_SEED, base: str | None = None
 ) -> TestbedConfig:
-    """The full testbed (meets the issue's properties), the quick one (for tests, <= 60 s), or
-    the thinking fine-tune of a pretrained `base` (`BASES`)."""
+    """The full testbed (with the properties asked of it), the quick one (for tests, <= 60 s),
+    or the thinking fine-tune of a pretrained `base` (`BASES`)."""
     if base is not None:
         if base not in BASES:
             raise TraacError(f"testbed: unknown --base {base!r}; choose one of {', '.join(BASES)}")

@@ -31,7 +31,7 @@ from traac.testbed.tokenizer import THINK_CLOSE, render_prompts
 from traac.testbed.traces import Trace, has_recheck, step_kinds
 from traac.verification import verify_many
 
-TAUS = {"easy": 0.6, "medium": 0.4, "hard": 0.2}  # SPEC section 1: target rate per bin
+TAUS = {"easy": 0.6, "medium": 0.4, "hard": 0.2}  # docs/method.md#step: target rate per bin
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 PROBE_REPORT_PER_TIER = 100  # correct responses a tier the card's probe report scores
 TARGETS = {
@@ -270,7 +270,7 @@ def _probe_report(
 def measure(
     model: Any, tokenizer: Any, config: TestbedConfig, progress: Progress | None = None
 ) -> dict:
-    """The properties the issue asks of a built testbed, with pass/fail against the targets."""
+    """The properties asked of a built testbed, each with pass/fail against its bound."""
     progress = progress or NullProgress()
     m = config.measure
     items = make_items("all", m.n_per_tier, EVAL_SEED, "eval", config.tiers)
@@ -318,7 +318,7 @@ def measure(
 
 
 def check_targets(tiers: dict[str, Any]) -> dict[str, Any]:
-    """Each target of the issue, with its measured value and whether it is met."""
+    """Each property's bound, with its measured value and whether it is met."""
     easy, hard = tiers["easy"], tiers["hard"]
     ratio = easy["think_tokens"] / hard["think_tokens"] if hard["think_tokens"] else 0.0
     lo, hi = TARGETS["hard_accuracy_range"]

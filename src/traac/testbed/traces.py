@@ -2,7 +2,7 @@
 
 A trace computes the chain one operation a step, every step opening with one of the paper's
 split phrases ("First, 3 + 5 = 8." "Then 8 - 2 = 6." "So the answer is 6."), so the segmenter
-finds the steps the model later writes. Then come the failure modes TRAAC targets:
+finds the steps the model later writes. Then come the failure modes TRAAC addresses:
 
 - overthinking: 0..K redundant re-checks after the answer, drawn independently of the chain's
   length, so easy problems think about as long as hard ones, then the answer restated; a

@@ -1,4 +1,4 @@
-"""Compression of one process's candidates within a step (SPEC section 1, step 4).
+"""Compression of one process's candidates within a step (docs/method.md#step, step 4).
 
 The algorithm is `traac.method.compression`; this is what a distributed step adds around it.
 The scoring forwards are matched across processes: under FSDP or ZeRO-3 every forward is a

@@ -1,4 +1,4 @@
-"""`TRAACConfig`: TRL's `GRPOConfig` plus what TRAAC adds (SPEC sections 1-4).
+"""`TRAACConfig`: TRL's `GRPOConfig` plus what TRAAC adds (docs/method.md).
 
 Defaults are the paper's. `preset: authors` switches the values the paper and the authors'
 implementation disagree on (format 0.25 + 0.25, length weight W = 1, probe layers = first half
@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from transformers.utils import is_torch_bf16_gpu_available, is_torch_xla_available
 from trl import GRPOConfig
 
 from traac.errors import TraacError
@@ -33,7 +34,7 @@ from traac.method.settings import (
 )
 from traac.training.extra_rewards import check_extra_weights
 from traac.training.modes import MODES, Mode
-from traac.training.peer_rewards import PeerSettings
+from traac.training.peer_rewards import PeerSettings, laser_bounds
 from traac.training.profiles import OPTIMIZER_PROFILES, PROFILE_FIELDS, resolve_profile
 
 DYNAMIC_SAMPLING = ("none", "drop", "resample")
@@ -61,7 +62,7 @@ _COUNT_FIELDS = (
 )  # fmt: skip
 _OPTIONAL_COUNT_FIELDS = ("laser_lower", "laser_upper", "laser_interval")
 
-# Values that differ between the paper and the authors' implementation (SPEC sections 2-3).
+# Values that differ between the paper and the authors' implementation (docs/method.md#presets).
 _PRESETS: dict[str, dict[str, Any]] = {
     "paper": {"format_preset": "paper", "length_weight": 2.0, "probe_layers": "all"},
     # probe layers: the authors' code read the first half for Qwen3, all for its R1-distill host
@@ -88,7 +89,7 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
     r"""Configuration of [`TRAACTrainer`]: every `GRPOConfig` field, the compression and think
     format settings the commands share (`traac.method.settings`), and the TRAAC fields below.
 
-    Deviations from TRL's defaults follow the paper (SPEC section 4): `beta=0.001` (TRL's KL
+    Deviations from TRL's defaults follow the paper (docs/method.md#grpo): `beta=0.001` (TRL's KL
     estimator is k3, the paper's "low-variance KL"), `weight_decay=0.1`, 10 warm-up steps at a
     constant rate, `max_completion_length=10000`, `logging_steps=1`; and, through the default
     optimiser profile `grpo`, `epsilon_high=0.28` and `loss_type="grpo"` (the appendix
@@ -133,7 +134,7 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         calibration_window (`int`, *optional*, defaults to `512`):
             Recent uniformities the rank calibration compares with.
 
-        > Parameters that control difficulty (SPEC section 1, step 3)
+        > Parameters that control difficulty (docs/method.md#step, step 3)
 
         easy_threshold (`float`, *optional*, defaults to `0.8`):
             A prompt whose pass rate is at least this is easy.
@@ -144,7 +145,7 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         tau_single (`float`, *optional*, defaults to `0.6`):
             The rate of the one bin of `compression_no_difficulty`.
 
-        > Parameters that control the rewards (SPEC section 3)
+        > Parameters that control the rewards (docs/method.md#rewards)
 
         correctness_reward (`float`, *optional*, defaults to `4.0`):
             The reward of a right answer, in every mode.
@@ -203,7 +204,7 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         `output_dir` (`traac.training.telemetry`).
     """
 
-    # --- GRPO defaults that differ from TRL's (SPEC section 4) ---
+    # --- GRPO defaults that differ from TRL's (docs/method.md#grpo) ---
     beta: float = field(default=0.001, metadata={"help": "KL coefficient (paper: 0.001, k3)."})
     epsilon_high: float | None = field(
         default=None, metadata={"help": "Upper clip ratio (unset: the optimizer_profile's, 0.28)."}
@@ -405,6 +406,7 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
                     setattr(self, name, value)
             CompressionSettings.__post_init__(self)
             FormatSettings.__post_init__(self)
+            self._resolve_precision()
         except TraacError as error:  # a ValueError too, as transformers' own checks raise
             raise TRAACConfigError(str(error)) from None
         super().__post_init__()
@@ -415,6 +417,24 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         aggregation = self.multi_objective_aggregation
         for name, value in resolve_profile(self.optimizer_profile, values, aggregation).items():
             setattr(self, name, value)
+
+    def _resolve_precision(self) -> None:
+        """bf16 left unset follows the machine: TRL's bf16 where a GPU computes in it, full
+        precision elsewhere (a laptop's `TRAACConfig(output_dir=...)` trains as it is, and
+        bf16 autocast on a CPU is slower than fp32 for small models). Set to True where no
+        GPU has it, it fails here in one line instead of deep in transformers."""
+        if self.fp16:
+            return  # TRL's own rule: bf16 off under fp16
+        device_bf16 = not self.use_cpu and (
+            is_torch_bf16_gpu_available() or is_torch_xla_available()
+        )
+        if self.bf16 is None:
+            self.bf16 = device_bf16
+        elif self.bf16 and not self.use_cpu and not device_bf16:
+            raise TraacError(
+                "bf16: True, but no GPU with bfloat16 support is visible; set bf16=False "
+                "(full precision) or use_cpu=True (bf16 on the CPU)"
+            )
 
     def _validate_scoring_model(self) -> None:
         if not isinstance(self.scoring_model, str) or not self.scoring_model.strip():
@@ -468,7 +488,8 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         if self.l1_budget_max < self.l1_budget_min:
             raise TraacError(f"l1_budget_max: {self.l1_budget_max} is below l1_budget_min "
                              f"{self.l1_budget_min}")  # fmt: skip
-        self._validate_dler_laser()
+        if self.peer_mode:
+            self.peer_settings().check()  # DLER's limit, Laser-D's candidates within the cap
         if self.compression != "scorer" and not self.mode_spec.compresses:
             raise TraacError(f"compression: {self.compression} needs a mode that compresses "
                              f"(traac, compression_no_difficulty), not {self.mode}")  # fmt: skip
@@ -482,37 +503,11 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
                 "l1_budget_max (and l1_budget_min) or raise max_completion_length"
             )
 
-    def _validate_dler_laser(self) -> None:
-        """DLER's limit and Laser-D's candidate targets must fit in the response budget."""
-        cap = self.max_completion_length
-        if self.mode in ("dler", "dler_difficulty") and self.dler_length > cap:
-            raise TraacError(
-                f"dler_length: {self.dler_length} exceeds max_completion_length {cap}: the limit "
-                "could never bind; lower dler_length or raise max_completion_length"
-            )
-        if self.mode == "laser_d":
-            lower, upper, _ = self.laser_bounds()
-            if upper > cap or lower > upper:
-                raise TraacError(
-                    f"laser_upper: candidate targets {lower}..{upper} must satisfy lower <= "
-                    f"upper <= max_completion_length {cap}; adjust laser_lower or laser_upper"
-                )
-
-    def laser_bounds(self) -> tuple[int, int, int]:
-        """Laser-D's candidate targets (lower, upper, interval), unset ones from the response
-        budget in the authors' ratios (4096, 16384 and 1024 of 16384)."""
-        cap = int(self.max_completion_length)
-        return (
-            self.laser_lower or max(1, cap // 4),
-            self.laser_upper or cap,
-            self.laser_interval or max(1, cap // 16),
-        )
-
     # --- derived settings the trainer reads ---
 
     def resolved_probe_layers(self, model_type: str | None) -> str:
-        """The probe layers for a model: as set, else the preset's (SPEC section 2: paper, all;
-        authors, the first half for Qwen3 models and all for the others, e.g. R1 distills)."""
+        """The probe layers for a model: as set, else the preset's (docs/method.md#probe: paper,
+        all; authors, the first half for Qwen3 models and all for the others, e.g. R1 distills)."""
         if self.probe_layers is not None:
             return self.probe_layers
         return "first_half" if (model_type or "").startswith("qwen3") else "all"
@@ -537,7 +532,7 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
 
     @property
     def compresses(self) -> bool:
-        """Whether correct rollouts are compressed and re-answered (SPEC section 1, steps 4-6)."""
+        """Whether right rollouts are compressed and re-answered (docs/method.md#step, 4-6)."""
         return self.mode_spec.compresses
 
     def difficulty_config(self) -> DifficultyConfig:
@@ -569,7 +564,9 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
     def peer_settings(self) -> PeerSettings:
         """The peer method's values, defaults resolved against `max_completion_length`."""
         max_len = int(self.max_completion_length)
-        lower, upper, interval = self.laser_bounds()
+        lower, upper, interval = laser_bounds(
+            max_len, self.laser_lower, self.laser_upper, self.laser_interval
+        )
         return PeerSettings(
             method=self.mode,
             correctness_reward=self.correctness_reward,

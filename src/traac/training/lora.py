@@ -60,8 +60,9 @@ class LoraArguments:
         if isinstance(self.lora_target_modules, str):  # a YAML scalar: one module name
             self.lora_target_modules = [self.lora_target_modules]
 
-    def check_lora(self) -> None:
-        """Each LoRA field's value, in one line naming the field (no GPU needed)."""
+    def check_lora(self, use_vllm: bool = False) -> None:
+        """Each LoRA field's value, in one line naming the field (no GPU needed); `use_vllm`:
+        the recipe's, which a quantized base cannot generate with."""
         if self.lora_r < 1:
             raise TraacError(f"lora_r: {self.lora_r}; the LoRA rank is a positive integer")
         if self.lora_alpha <= 0:
@@ -78,6 +79,15 @@ class LoraArguments:
             raise TraacError(
                 f"{self.quantization_field}: a quantized base trains only adapters; "
                 "set use_peft: true"
+            )
+        if self.quantized and use_vllm:
+            # TRL starts vLLM with bitsandbytes quantization and pushes the merged 4-bit tensors
+            # without their quantization state at the first weight sync (TRL issue 4973); 8-bit
+            # it refuses after loading the model.
+            raise TraacError(
+                f"{self.quantization_field} with use_vllm: TRL cannot sync a quantized base into "
+                "vLLM; set use_vllm: false (QLoRA generates with transformers) or drop "
+                f"{self.quantization_field}"
             )
 
     @property

@@ -27,7 +27,7 @@ class Mode:
 
     name: str
     help: str
-    compresses: bool  # correct rollouts are compressed and re-answered (SPEC section 1, 4-6)
+    compresses: bool  # right rollouts are compressed and re-answered (docs/method.md#step, 4-6)
     bins: bool  # prompts are binned by pass rate (peers: for telemetry only)
     rewards: tuple[str, ...]  # the reward functions TRL sums, in this order
     peer: bool = False  # a peer method's length term in place of TRAAC's length reward

@@ -90,6 +90,21 @@ class PeerSettings:
         """The factor on the paper's length term: traac's correctness over the paper's."""
         return self.correctness_reward / self.peer.correctness
 
+    def check(self) -> None:
+        """DLER's limit and Laser-D's candidate targets must fit in the response budget."""
+        cap = self.max_completion_length
+        if self.method in ("dler", "dler_difficulty") and self.dler_length > cap:
+            raise TraacError(
+                f"dler_length: {self.dler_length} exceeds max_completion_length {cap}: the limit "
+                "could never bind; lower dler_length or raise max_completion_length"
+            )
+        lower, upper = self.laser_lower, self.laser_upper
+        if self.method == "laser_d" and not lower <= upper <= cap:
+            raise TraacError(
+                f"laser_upper: candidate targets {lower}..{upper} must satisfy lower <= upper <= "
+                f"max_completion_length {cap}; adjust laser_lower or laser_upper"
+            )
+
     def describe(self) -> str:
         """One line for `--dry-run`: the method, its values and the scale."""
         return (
@@ -189,6 +204,14 @@ PEERS: dict[str, Peer] = {
         ),
     ),
 }
+
+
+def laser_bounds(
+    cap: int, lower: int | None, upper: int | None, interval: int | None
+) -> tuple[int, int, int]:
+    """Laser-D's candidate targets (lower, upper, interval) for a response cap, unset ones in
+    the authors' ratios (4096, 16384 and 1024 of their 16384-token cap)."""
+    return lower or max(1, cap // 4), upper or cap, interval or max(1, cap // 16)
 
 
 def dapo_overlong_punishment(

@@ -1,4 +1,4 @@
-"""The TRAAC step (SPEC section 1) without TRL: its records and its decisions, read top-down.
+"""The TRAAC step (docs/method.md#step) without TRL: its records and its decisions, read top-down.
 
 One step, on a batch of prompts with N sampled rollouts each (GRPO's group, laid out
 consecutively: rollout i belongs to group i // N):

@@ -82,7 +82,7 @@ class ScopeStats:
     compute_loss: float | None = None
     # The compute loss of the candidates of each testbed tier. A bin mixes tiers: a medium or
     # hard problem its group passed is compressed at the easy bin's tau 0.6, where the probe
-    # report compresses each tier at its own tau (README, "What compression costs during
+    # report compresses each tier at its own tau (docs/results.md, "What compression costs during
     # training").
     compute_loss_easy_tier: float | None = None
     compute_loss_medium_tier: float | None = None

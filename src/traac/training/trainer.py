@@ -1,13 +1,14 @@
-"""`TRAACTrainer`: TRL's `GRPOTrainer` running the TRAAC step (SPEC section 1).
+"""`TRAACTrainer`: TRL's `GRPOTrainer` running the TRAAC step (docs/method.md#step).
 
 TRL keeps the GRPO loss, the KL term, the generation backends (transformers, vLLM),
 accelerate/DeepSpeed, logging and checkpointing. The step's records and decisions (verify, bin,
 select, evict, pool, drop) are `traac.training.step`: read the step there. This module is what
 the step needs from a live run: TRL's hooks, which carry one `Batch` from generation to the
 rewards and the loss mask, and the work that crosses processes: sampling, resampling, the
-scoring forwards, the answers regenerated after compressed think blocks (same backend), and
-the gathers that let every process take the same decisions on every process's rollouts. Each
-process keeps its slice of the pooled batch, which TRL scores and trains on in full.
+scoring forwards, the answers regenerated after compressed think blocks (same backend; which
+layouts pad those rounds: `traac.training.rounds`), and the gathers that let every process take
+the same decisions on every process's rollouts. Each process keeps its slice of the pooled
+batch, which TRL scores and trains on in full.
 
 Every use of TRL's private API is in the section marked "TRL adapter" below; the contract test
 (`tests/training/test_trl_contract.py`) checks each hook's signature and each attribute.
@@ -47,11 +48,12 @@ from traac.training.compress import StepCompressor, frozen_scorer, is_foreign, s
 from traac.training.config import TRAACConfig
 from traac.training.evaluation import HeldOutEvaluation
 from traac.training.extra_rewards import with_extra_rewards
+from traac.training.inputs import trainer_inputs
 from traac.training.interrupt import StopOnSignal
 from traac.training.lora import as_reference, scoring_view
 from traac.training.modes import mode_rewards
-from traac.training.peer_rewards import with_length_budgets
 from traac.training.rewards import TraacRewards
+from traac.training.rounds import GenerationRounds
 from traac.training.step import (
     Batch,
     Compression,
@@ -96,15 +98,16 @@ TRL_ATTRIBUTES = (
     "reward_func_names", "ref_model", "generation_config", "generation_kwargs",
 )  # fmt: skip
 TRANSFORMERS_ATTRIBUTES = ("model_wrapped",)  # transformers' Trainer
+TRL_VLLM_ATTRIBUTES = ("vllm_generation", "_last_loaded_step")  # with use_vllm (tests: the fake)
 
 
-class TRAACTrainer(HeldOutEvaluation, GRPOTrainer):
+class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
     """GRPO with difficulty-aware attentive compression of correct rollouts (TRAAC).
 
-    Arguments are `GRPOTrainer`'s; `args` is a `TRAACConfig`. Without `reward_funcs` the mode's
-    rewards are used (`traac.training.modes`). Training rows need the columns of
-    `traac.data.training.items_to_dataset` (prompt, id, answer, verifier, data_source, entry);
-    in mode `l1_max` each row gets its budget (`with_length_budgets`) unless it has one.
+    Arguments are `GRPOTrainer`'s; `args` is a `TRAACConfig`, `model` may be a name traac knows
+    (`testbed`, `smollm2`, a `.gguf` file) and rows have TRL's or open-r1's layout: `prompt` with
+    `answer` or `solution` (`traac.training.inputs`). Without `reward_funcs` the mode's rewards
+    are used (`traac.training.modes`); in mode `l1_max` each row gets its length budget.
     `last_step` holds the groups of the latest step (originals, compressions, pooled rollouts)
     and its telemetry, which also goes to TRL's logs and to `metrics.jsonl` in `output_dir`.
 
@@ -138,12 +141,11 @@ class TRAACTrainer(HeldOutEvaluation, GRPOTrainer):
             num_generations=args.num_generations,
             gather=gather_object,
         )
+        model, train_dataset, kwargs = trainer_inputs(model, args, train_dataset, kwargs)
         settings = args.peer_settings() if args.peer_mode else None
         self.peer, funcs = mode_rewards(
             args.mode_spec, self.rewards, settings, args.num_generations, gather_object
         )
-        if settings is not None and settings.peer.budgets and train_dataset is not None:
-            train_dataset = with_length_budgets(train_dataset, settings, args.seed)
         funcs = reward_funcs or with_extra_rewards(funcs, args)  # + the recipe's, weighted
         super().__init__(model, funcs, args, train_dataset, **kwargs)
         if self.peer is not None:
@@ -255,17 +257,18 @@ class TRAACTrainer(HeldOutEvaluation, GRPOTrainer):
             return super()._generate_single_turn(
                 prompt_ids, images, multimodal_fields, num_generations, has_tool_images
             )
-        with self._phase("generate"):
-            completion_ids, logprobs = super()._generate_single_turn(
-                prompt_ids, images, multimodal_fields, num_generations, has_tool_images
-            )
-        batch.stepping = True
-        try:
-            batch.slice = self.traac_step(
-                batch.rows, prompt_ids, completion_ids, logprobs, num_generations
-            )
-        finally:
-            batch.stepping = False
+        with self._vllm_awake():  # every generation round of the step on one wake-up
+            with self._phase("generate"):
+                completion_ids, logprobs = super()._generate_single_turn(
+                    prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+                )
+            batch.stepping = True
+            try:
+                batch.slice = self.traac_step(
+                    batch.rows, prompt_ids, completion_ids, logprobs, num_generations
+                )
+            finally:
+                batch.stepping = False
         pooled = batch.slice.rollouts
         ids = [r.completion_ids for r in pooled]
         return ids, None if logprobs is None else [r.logprobs for r in pooled]
@@ -330,6 +333,29 @@ class TRAACTrainer(HeldOutEvaluation, GRPOTrainer):
             self.generation_config.max_new_tokens, self.generation_kwargs["max_new_tokens"] = saved
 
     @contextmanager
+    def _vllm_awake(self) -> Iterator[None]:
+        """A step's generation rounds on colocated vLLM in sleep mode. TRL's `generate` wakes the
+        engine, pushes every weight again (level-2 sleep discards them) and sleeps after each
+        call; here the weights are pushed and the engine woken once for the step's sampling,
+        resampling and re-answers, and put to sleep after the last."""
+        args = self.args
+        if not (self.use_vllm and args.vllm_mode == "colocate" and args.vllm_enable_sleep_mode):
+            yield
+            return
+        vllm = self.vllm_generation
+        with profiling_context(self, "sync_weights"):
+            vllm.sync_weights()  # wakes the weights up first, as TRL does
+        self._last_loaded_step = self.state.global_step  # TRL's generation then skips its sync
+        vllm.llm.wake_up(tags=["kv_cache"])
+        vllm.enable_sleep_mode = False  # nor do its generate calls wake or sleep
+        try:
+            yield
+        finally:
+            vllm.enable_sleep_mode = True
+            vllm.llm.sleep(level=2)
+            self._last_loaded_step = -1  # weights discarded: TRL's next generation pushes them
+
+    @contextmanager
     def _phase(self, name: str) -> Iterator[None]:
         """Time a part of the step: TRL's profiling (report_to) and the batch's telemetry."""
         with profiling_context(self, f"traac.{name}"):
@@ -392,7 +418,7 @@ class TRAACTrainer(HeldOutEvaluation, GRPOTrainer):
         logprobs: list[list[float]] | None,
         n: int,
     ) -> StepSlice:
-        """SPEC section 1, steps 2-6 (`traac.training.step`), on this process's sampled rollouts
+        """docs/method.md#step, 2-6 (`traac.training.step`), on this process's sampled rollouts
         (dataset rows, prompt and completion token ids, sampling log-probs if any, `n` per
         prompt): verify, resample, bin, compress, re-answer, pool, drop. Returns this process's
         slice of the pooled groups; `last_step` holds all of them. Compression and dynamic
@@ -430,7 +456,7 @@ class TRAACTrainer(HeldOutEvaluation, GRPOTrainer):
             answers = self._regenerate(
                 [prompt_ids[c.origin - offset] + c.prefix_ids for c in used],
                 [len(c.prefix_ids) for c in used],
-                filler=prompt_ids[0],
+                prompt_ids[0],
             )
             ids, lps = compressed_completions(used, answers)
             new = self._rollouts([items[c.origin - offset] for c in used], ids, lps, 0)
@@ -541,47 +567,6 @@ class TRAACTrainer(HeldOutEvaluation, GRPOTrainer):
                     yield
             finally:
                 policy.train(was_training)
-
-    def _regenerate(
-        self, prompts: list[list[int]], prefix_lengths: list[int], filler: list[int]
-    ) -> list[tuple[list[int], list[float] | None]]:
-        """Answers sampled by the generation backend after each compressed think block.
-
-        The token budget keeps every compressed rollout within `max_completion_length`.
-        """
-        shortest = gather_object([min(prefix_lengths)] if prefix_lengths else [])
-        if not shortest:
-            return []
-        with self._phase("regenerate"):
-            sampled = self._generate_padded(
-                prompts, self.max_completion_length - min(shortest), filler
-            )
-        out = []
-        for (ids, lps), prefix_length in zip(sampled, prefix_lengths, strict=True):
-            limit = self.max_completion_length - prefix_length
-            out.append((list(ids[:limit]), None if lps is None else list(lps[:limit])))
-        return out
-
-    def _generate_padded(
-        self, prompts: list[list[int]], budget: int, filler: list[int]
-    ) -> list[tuple[list[int], list[float] | None]]:
-        """One completion per prompt, up to `budget` tokens, as (ids, sampling log-probs or
-        None). Every process calls it; vLLM and sharded models (every forward a collective) need
-        the same number of prompts on every process, so those are padded with `filler` (and the
-        padding dropped)."""
-        counts = gather_object([len(prompts)])
-        if max(counts) == 0:
-            return []
-        batch = list(prompts)
-        if self.use_vllm or self._collective_forwards:
-            batch += [filler] * (max(counts) - len(prompts))
-        if not batch:
-            return []
-        ids, logprobs = self._sample_answers(batch, budget)
-        return [
-            (list(ids[k]), None if logprobs is None else list(logprobs[k]))
-            for k in range(len(prompts))
-        ]
 
     # ---------------------------------------------------------------- checkpoints
 
