@@ -11,9 +11,15 @@ from traac.errors import TraacError
 from traac.method.length_rewards import (
     alp_length_reward,
     dapo_cache_length,
+    dler_length_reward,
+    dler_limit,
     kimi_length_reward,
     l1_max_length_reward,
     l1_max_prompt,
+    laser_band,
+    laser_length_reward,
+    laser_target_lengths,
+    laser_thresholds,
     sample_l1_budget,
     sample_optimal_length,
     shorterbetter_length_reward,
@@ -176,6 +182,59 @@ def test_l1_max_rejects_bad_budgets():
 
 
 # Shared input checks
+
+
+# DLER (L 250) and its difficulty-aware variant (easy threshold 0.8, scale 0.5)
+
+
+def test_dler_worked_example():
+    # Only the right rollout over 250 tokens (the third, 300) loses its correctness.
+    assert dler_length_reward(LENGTHS, CORRECT, limit=250) == approx([0.0, 0.0, -1.0, 0.0])
+    assert dler_length_reward(LENGTHS, ALL_WRONG, limit=250) == approx([0.0] * 4)
+    assert dler_length_reward(LENGTHS, ALL_RIGHT, limit=250) == approx([0.0, 0.0, -1.0, -1.0])
+    assert dler_length_reward([250], [True], limit=250) == approx([0.0])  # at the limit: kept
+
+
+def test_difficulty_aware_dler_worked_example():
+    easy = [100, 120, 150, 200]
+    kw = {"limit": 250, "easy_threshold": 0.8, "easy_scale": 0.5}
+    # Group G (pass rate 0.5) keeps L = 250; an all-right group is easy: floor(250 x 0.5) = 125.
+    assert dler_limit(CORRECT, **kw) == 250
+    assert dler_limit(ALL_RIGHT, **kw) == 125
+    assert dler_length_reward(easy, ALL_RIGHT, limit=125) == approx([0.0, 0.0, -1.0, -1.0])
+    assert dler_length_reward(easy, ALL_RIGHT, limit=250) == approx([0.0] * 4)  # plain DLER
+    with pytest.raises(TraacError, match="limits"):
+        dler_length_reward(LENGTHS, CORRECT, limit=[250, 250])
+
+
+# Laser-D: the monitoring sample of the docs, K = 6 rollouts, thresholds 100..500 step 100
+LASER_MONITOR = [
+    ([80, 120, 150, 180, 260, 420], [True] * 6),  # high (6/6)
+    ([150, 210, 260, 330, 380, 470], [True, True, False, True, False, False]),  # medium (3/6)
+    ([240, 300, 310, 390, 450, 500], [True] + [False] * 5),  # low (1/6)
+]
+LASER_GROUP = [90, 190, 210, 320, 350, 480]
+
+
+def test_laser_d_worked_example():
+    thresholds = laser_thresholds(100, 500, 100)
+    assert thresholds == [100, 200, 300, 400, 500]
+    targets = laser_target_lengths(LASER_MONITOR, thresholds)
+    assert targets == {"low": 500, "medium": 300, "high": 200}
+    high = [True, True, True, True, False, False]  # 4/6 >= 2/3: high, target 200
+    medium = [True, True, False, True, False, False]  # 3/6: medium, target 300
+    assert (laser_band(4 / 6), laser_band(3 / 6), laser_band(1 / 6)) == ("high", "medium", "low")
+    assert laser_length_reward(LASER_GROUP, high, target=200) == approx([0.5, 0.5] + [0.0] * 4)
+    assert laser_length_reward(LASER_GROUP, medium, target=300) == approx([0.5, 0.5] + [0.0] * 4)
+    assert laser_length_reward(LASER_GROUP, [True] * 6, target=300) == approx(
+        [0.5, 0.5, 0.5, 0.0, 0.0, 0.0]
+    )
+    # Expecting 3 right rollouts within the target: floor(4/6 x 4) = 2 at 200 falls short,
+    # floor(5/6 x 4) = 3 at 300 does not.
+    assert laser_target_lengths(LASER_MONITOR, thresholds, expected_correct=3)["high"] == 300
+    # An unaligned range ends at its upper bound; an empty band gets the largest threshold.
+    assert laser_thresholds(40, 165, 25) == [40, 65, 90, 115, 140, 165]
+    assert laser_target_lengths(LASER_MONITOR[:1], thresholds)["low"] == 500
 
 
 @pytest.mark.parametrize(

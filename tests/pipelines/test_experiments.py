@@ -40,7 +40,11 @@ def test_compare_plans_every_method_and_seed_from_one_recipe(tmp_path: Path) -> 
     assert [(r.variant, r.seed) for r in runs] == [(v, s) for v in COMPARE for s in (0, 1, 2)]
     modes = {r.variant: r.recipe.overrides["mode"] for r in runs}
     assert set(modes.values()) == {"traac", "cr", "cr_lr", "alp", "shorterbetter", "kimi",
-                                   "dapo_overlong", "l1_max"}  # fmt: skip
+                                   "dapo_overlong", "l1_max", "dler", "dler_difficulty",
+                                   "laser_d"}  # fmt: skip
+    # DLER trains under its own optimiser, as does the TRAAC run that isolates it.
+    profiles = {r.variant for r in runs if r.recipe.overrides.get("optimizer_profile") == "dler"}
+    assert profiles == {"DLER", "DLER, difficulty-aware", "TRAAC, DLER optimiser"}
     assert {r.recipe.overrides["dynamic_sampling"] for r in runs if "dynamic" in r.variant} == {
         "resample"
     }
@@ -59,6 +63,8 @@ def test_the_run_store_is_shared_by_the_experiments(tmp_path: Path) -> None:
     assert compare[("CR+LR", 1)] == ablations[("CR+LR", 1)]
     assert compare[("TRAAC", 0)] == ablations[("TRAAC", 0)]
     assert set(ablations) == {(v, s) for v in ABLATIONS for s in (0, 1, 2)}
+    compressions = {ABLATIONS[v].get("compression") for v, _ in ablations}
+    assert compressions == {None, "early_exit", "early_exit_attention_weights"}
 
 
 def test_run_key_changes_with_anything_a_run_depends_on() -> None:

@@ -23,6 +23,14 @@ DESCRIPTIONS = {  # `--dry-run`'s line of each peer at max_completion_length 400
     "l1_max": "L1-Max, arXiv:2503.04697: 1[correct] clip(alpha (n_gold - n_y) + delta, 0, 1), "
     "alpha 0.0003, delta 0.5, n_gold ~ U{100..4000} per prompt, written into the prompt; length "
     "term x4 (right answer 4 here, 1 in the paper)",
+    "dler": "DLER, arXiv:2510.15110 (NVlabs/DLER): -1[correct and |y| > L], L 4000; length term "
+    "x4 (right answer 4 here, 1 in the paper)",
+    "dler_difficulty": "Difficulty-aware DLER, arXiv:2510.15110: -1[correct and |y| > L(q)], L "
+    "4000, floor(L x 0.5) when the group's pass rate >= 0.8; length term x4 (right answer 4 "
+    "here, 1 in the paper)",
+    "laser_d": "Laser-D, arXiv:2505.15612 (hkust-nlp/Laser): +0.5 for a right answer within its "
+    "band's target, targets from 1000..4000 step 250, re-chosen every 20 steps (expected right "
+    "1); length term x2.66667 (right answer 4 here, 1.5 in the paper)",
 }
 
 

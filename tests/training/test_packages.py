@@ -93,23 +93,24 @@ def brought_by(extra: str) -> dict[str, PipRequirement]:
     [("0.21.9", False), ("0.22.0", True), ("0.26.1", True), ("0.31.0", True),
      ("0.31.0+cu129", True), ("0.31.1", False), ("0.32.0", False)],
 )  # fmt: skip
-def test_the_vllm_extra_is_the_range_trl_accepts(
+def test_the_vllm_extra_admits_only_versions_trl_accepts(
     monkeypatch: pytest.MonkeyPatch, version: str, supported: bool
 ) -> None:
-    """TRL's is_vllm_available warns outside the versions it supports; the extra admits exactly
-    the versions it accepts silently."""
+    """TRL's is_vllm_available warns outside the versions it supports; the extra admits only
+    versions it accepts silently (one of them: the pin whose caps the gpu set meets)."""
     monkeypatch.setattr(import_utils, "_is_package_available", lambda *a, **k: (True, version))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         import_utils.is_vllm_available()
     assert (not caught) == supported
-    assert brought_by("vllm")["vllm"].specifier.contains(version) == supported
+    if brought_by("vllm")["vllm"].specifier.contains(version):
+        assert supported
 
 
 def gpu_section() -> str:
     readme = (ROOT / "README.md").read_text()
-    start = readme.index("**The paper's models on GPUs.**")
-    return readme[start : readme.index("**Data.**", start)]
+    start = readme.index("## Install")  # the install lines and the three starts
+    return readme[start : readme.index("## Python quickstart", start)]
 
 
 def test_the_readme_gpu_install_brings_what_its_commands_use() -> None:

@@ -29,7 +29,9 @@ SETTINGS = PeerSettings(
     method="alp", correctness_reward=4.0, max_completion_length=1000, alp_beta=1.0,
     alp_normalizer=1000.0, shorterbetter_beta=0.001, kimi_weight=1.0, dapo_cache_length=200,
     l1_alpha=0.0003, l1_delta=0.5, l1_budget_min=100, l1_budget_max=1000,
-    l1_budget_in_prompt=True,
+    l1_budget_in_prompt=True, dler_length=250, dler_easy_scale=0.5, easy_threshold=0.8,
+    laser_bonus=0.5, laser_lower=100, laser_upper=500, laser_interval=100,
+    laser_monitor_steps=20, laser_expected_correct=1,
 )  # fmt: skip
 
 
@@ -158,3 +160,58 @@ def test_budgets_are_written_into_the_rows_and_prompts() -> None:
     plain = with_length_budgets(items_to_dataset(items), hidden, seed=3)
     assert plain[0]["prompt"][0]["content"] == "What is 0 + 1?"
     assert with_length_budgets(data, settings, seed=9)[BUDGET_COLUMN] == budgets  # kept
+
+
+def test_dler_and_its_difficulty_aware_variant_are_the_worked_examples_times_four() -> None:
+    # L 250 (SETTINGS): the right 300-token rollout of G loses its correctness, x4 = 4 / 1.
+    dler = peer("dler")
+    assert dler.func.__name__ == "dler_length_reward" and dler.settings.scale == 4.0
+    assert call(dler, LENGTHS, CORRECT) == pytest.approx([0.0, 0.0, -4.0, 0.0])
+    # An all-right group is easy for the difficulty-aware variant: limit floor(250 x 0.5) = 125.
+    easy, right = [100, 120, 150, 200], [True] * 4
+    assert call(dler, easy, right) == pytest.approx([0.0] * 4)
+    aware = peer("dler_difficulty")
+    assert call(aware, easy, right) == pytest.approx([0.0, 0.0, -4.0, -4.0])
+    assert call(aware, LENGTHS + easy, CORRECT + right) == pytest.approx(
+        [0.0, 0.0, -4.0, 0.0, 0.0, 0.0, -4.0, -4.0]
+    )
+
+
+class State:
+    def __init__(self, step: int) -> None:
+        self.global_step = step
+
+
+def test_laser_d_chooses_targets_on_its_schedule_and_pays_the_worked_example() -> None:
+    """The docs' monitoring sample (K = 6, targets 100..500 step 100): high 200, medium 300,
+    low 500; the bonus 0.5 x 4 / 1.5 for right answers within their band's target."""
+    monitor = [
+        ([80, 120, 150, 180, 260, 420], [True] * 6),
+        ([150, 210, 260, 330, 380, 470], [True, True, False, True, False, False]),
+        ([240, 300, 310, 390, 450, 500], [True] + [False] * 5),
+    ]
+    rewards = PeerRewards(
+        replace(SETTINGS, method="laser_d", laser_monitor_steps=2),
+        verdicts=TraacRewards().verdicts,
+        num_generations=6,
+    )
+    assert rewards.func.__name__ == "laser_d_length_reward"
+    logged: dict[str, float] = {}
+    lengths = [n for g, _ in monitor for n in g]
+    correct = [ok for _, g in monitor for ok in g]
+    # Step 0: no targets yet, so this batch is the monitoring sample.
+    call(rewards, lengths, correct, trainer_state=State(0), log_metric=logged.__setitem__)
+    assert logged == {"laser/target_low": 500.0, "laser/target_medium": 300.0,
+                      "laser/target_high": 200.0}  # fmt: skip
+    group = [90, 190, 210, 320, 350, 480]
+    high, medium = [True] * 4 + [False] * 2, [True, True, False, True, False, False]
+    bonus = 0.5 * 4 / 1.5
+    got = call(rewards, group + group, high + medium, trainer_state=State(1))
+    assert got == pytest.approx([bonus, bonus, 0, 0, 0, 0, bonus, bonus, 0, 0, 0, 0])
+    # Step 2 re-chooses from steps 1 and 2 alone (the step-0 sample is gone): the only group
+    # above 2/3 is step 2's, all right at 100 tokens, so high moves to 100; no group is low,
+    # so low takes the largest threshold.
+    short = [100, 100, 100, 100, 100, 100]
+    call(rewards, short, [True] * 6, trainer_state=State(2), log_metric=logged.__setitem__)
+    assert rewards.laser is not None and rewards.laser.chosen_at == 2
+    assert logged["laser/target_high"] == 100.0 and logged["laser/target_low"] == 500.0

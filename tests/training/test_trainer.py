@@ -19,11 +19,14 @@ from traac.cli import main as cli_main
 from traac.common.models import load_tokenizer
 from traac.data.testbed_problems import make_items
 from traac.data.training import item_from_row, items_to_dataset
+from traac.method.first_correct import step_answer
 from traac.method.length_rewards import (
     alp_length_reward,
+    dler_length_reward,
     kimi_length_reward,
     shorterbetter_length_reward,
 )
+from traac.method.segmentation import split_steps
 from traac.testbed.config import TeacherConfig
 from traac.testbed.traces import teach
 from traac.training.config import TRAACConfig
@@ -402,6 +405,8 @@ def test_metrics_are_cut_back_to_the_start_step(tmp_path: Path) -> None:
         ("kimi", "none"),
         ("dapo_overlong", "resample"),
         ("l1_max", "none"),
+        ("dler", "none"),
+        ("laser_d", "drop"),
         ("traac", "resample"),
     ],
 )
@@ -413,6 +418,7 @@ def test_two_steps_of_each_peer_mode_and_dynamic_sampling(
     trainer = make_trainer(
         quick_testbed, tmp_path, mode=mode, dynamic_sampling=sampling, max_resample_rounds=1,
         max_completion_length=64, l1_budget_min=8, l1_budget_max=64, scorer="random",
+        dler_length=32,
     )  # fmt: skip
     trainer.train()
     assert trainer.state.global_step == 2
@@ -422,7 +428,7 @@ def test_two_steps_of_each_peer_mode_and_dynamic_sampling(
     name = "length_reward" if mode == "traac" else f"{mode}_length_reward"
     assert trainer.reward_func_names == ["correctness_reward", "format_reward", name]
     assert f"traac/reward/{name}" in last
-    if mode in ("alp", "shorterbetter", "kimi", "dapo_overlong"):
+    if mode in ("alp", "shorterbetter", "kimi", "dapo_overlong", "dler"):
         peer = trainer.peer
         s = peer.settings
         formulas = {
@@ -434,6 +440,7 @@ def test_two_steps_of_each_peer_mode_and_dynamic_sampling(
             ),
             "kimi": lambda n, ok: kimi_length_reward(n, ok, weight=s.kimi_weight),
             "dapo_overlong": lambda n, ok: dapo_overlong_punishment(64)([[0] * k for k in n]),
+            "dler": lambda n, ok: dler_length_reward(n, ok, limit=32),
         }
         expected = [
             s.scale * r
@@ -443,6 +450,10 @@ def test_two_steps_of_each_peer_mode_and_dynamic_sampling(
             )
         ]
         assert last[f"traac/reward/{name}"] == pytest.approx(statistics.fmean(expected), abs=1e-5)
+    if mode == "laser_d":  # targets chosen at the first step from candidates 16..64 step 4
+        targets = trainer.peer.laser.targets
+        assert targets is not None and set(targets.values()) <= set(range(16, 65, 4))
+        assert 0.0 <= last[f"traac/reward/{name}"] <= 0.5 * 4 / 1.5
     if mode == "l1_max":
         rows = trainer.train_dataset
         assert all(8 <= b <= 64 for b in rows["length_budget"])
@@ -553,3 +564,48 @@ def test_a_bf16_recipe_loads_policy_reference_and_scorer_in_bf16(
     assert [m.dtype for m in loaded] == [torch.bfloat16] * 3
     named = small_config(tmp_path, bf16=True, model_init_kwargs={"dtype": "float32"})
     assert named.load_dtype == torch.float32 and small_config(tmp_path).load_dtype is None
+
+
+@pytest.mark.parametrize("compression", ["early_exit", "early_exit_attention_weights"])
+def test_early_exits_keep_each_candidate_through_its_first_verified_step(
+    quick_testbed: Path, tmp_path: Path, compression: str
+) -> None:
+    """The oracle ablations on the teacher's traces (each re-checks its sum after reaching it),
+    the first correct step found by the verifier through the pool: `early_exit` cuts right
+    after it; `early_exit_attention_weights` keeps that prefix whole and lets the attention
+    probe evict only steps after it."""
+    trainer = make_trainer(
+        quick_testbed, tmp_path, max_completion_length=200, compression=compression
+    )
+    rows, prompt_ids, completion_ids = teacher_batch(trainer)
+    trainer.model.train()
+    trainer.traac_step(rows, prompt_ids, completion_ids, None, N)
+    compressions = [c for g in trainer.last_step.groups for c in g.compressions]
+    assert len(compressions) == 2 * N - 2  # the right, well-formed ones
+    for c in compressions:
+        gold = str(item_from_row(rows[c.origin]).answer)
+        steps = split_steps(c.result.reasoning)
+        first = next(k for k, s in enumerate(steps) if step_answer(s.text) == gold)
+        assert first < len(steps) - 1  # re-checks follow it
+        head = c.result.reasoning[: steps[first].end]
+        kept = "".join(s.text for s, k in zip(c.result.steps, c.result.kept, strict=True) if k)
+        assert kept == c.result.text and kept.startswith(head)
+        assert c.result.steps[: first + 1] == steps[: first + 1]
+        if compression == "early_exit":
+            assert c.used and kept == head
+            assert c.result.kept == [k <= first for k in range(len(steps))]
+
+
+def test_two_steps_of_early_exit_attention_under_the_dler_profile(
+    quick_testbed: Path, tmp_path: Path
+) -> None:
+    trainer = make_trainer(
+        quick_testbed, tmp_path, compression="early_exit_attention_weights",
+        optimizer_profile="dler", max_resample_rounds=1, max_completion_length=64,
+    )  # fmt: skip
+    assert (trainer.scale_rewards, trainer.loss_type) == ("batch", "dapo")
+    trainer.train()
+    assert trainer.state.global_step == 2
+    records = [json.loads(x) for x in (tmp_path / "out" / METRICS_FILE).read_text().splitlines()]
+    assert [r["step"] for r in records] == [1, 2]
+    assert all("traac/sampling/resample_rounds" in r for r in records)

@@ -12,13 +12,18 @@ trainer's correctness weight is that paper's `c`:
 - `dapo_cache_length` (DAPO Eq. 13's band; the formula is TRL's own, composed in
   `traac.training.peer_rewards`);
 - `l1_max_length_reward` (L1-Max, Aggarwal & Welleck 2025): `r - 1[correct]`, so c = 1 gives
-  the paper's multiplicative reward; `sample_l1_budget` and `l1_max_prompt` set up its prompts.
+  the paper's multiplicative reward; `sample_l1_budget` and `l1_max_prompt` set up its prompts;
+- `dler_length_reward` (DLER, Liu et al. 2025): the truncation penalty, c = 1; `dler_limit` is
+  its difficulty-aware variant's limit per prompt;
+- `laser_length_reward` (Laser-D, Liu et al. 2025): c = 1.5 (+1 right, -0.5 wrong);
+  `laser_target_lengths` adapts its targets to difficulty and to training.
 
 docs/peer_methods.md has the formulas, the paper values and a worked example of each.
 """
 
 from __future__ import annotations
 
+import math
 import operator
 import random
 import statistics
@@ -30,6 +35,8 @@ from traac.method.difficulty import pass_rate
 DAPO_MAX_COMPLETION_LENGTH = 20480  # L_max, DAPO section 4.1: 16,384 expected + 4,096 cache
 DAPO_CACHE_LENGTH = 4096  # L_cache, DAPO section 4.1
 L1_MAX_INSTRUCTION = "Think for maximum {budget} tokens."
+DLER_LENGTH = 4000  # DLER's truncation length (the authors' dler_slurm.sh max_response_length)
+LASER_BANDS = ("low", "medium", "high")  # Laser-D's accuracy bands, hardest first
 
 
 def alp_length_reward(
@@ -195,6 +202,118 @@ def l1_max_prompt(prompt: str, budget: int) -> str:
     """
     budget = _check_count("l1-max budget", budget, minimum=1)
     return f"{prompt} {L1_MAX_INSTRUCTION.format(budget=budget)}"
+
+
+def dler_length_reward(
+    lengths: Sequence[int], correct: Sequence[bool], *, limit: int | Sequence[int]
+) -> list[float]:
+    """DLER's truncation penalty as a length term: -1 for a right rollout longer than `limit`
+    tokens (it loses its correctness reward), 0 otherwise.
+
+    Liu et al., "DLER: Doing Length pEnalty Right", arXiv:2510.15110: a response over the
+    target length earns no reward, so `1[correct] + term` is `1[correct and |y| <= limit]`, the
+    paper's reward with correctness weight 1. The authors' code gets the same by capping
+    generation at the limit (`max_response_length`; a cut response has no answer). `limit` is one
+    length for the group, or one per rollout (`dler_limit`, the difficulty-aware variant).
+    """
+    lengths, correct = _group("dler", lengths, correct)
+    limits = [limit] * len(lengths) if isinstance(limit, int) else list(limit)
+    if len(limits) != len(lengths):
+        raise TraacError(f"dler: {len(lengths)} lengths but {len(limits)} limits")
+    limits = [_check_count("dler limit", b, minimum=1) for b in limits]
+    rows = zip(lengths, correct, limits, strict=True)
+    return [-1.0 if ok and n > b else 0.0 for n, ok, b in rows]
+
+
+def dler_limit(
+    correct: Sequence[bool], *, limit: int, easy_threshold: float, easy_scale: float
+) -> int:
+    """Difficulty-aware DLER's truncation length for one prompt's group: `floor(limit *
+    easy_scale)` when the group's pass rate is at least `easy_threshold` (an easy prompt),
+    `limit` otherwise. The paper tightens the truncation on easier questions; its exact
+    schedule is not in the authors' released code, so the rule and its values are traac's
+    (docs/peer_methods.md)."""
+    _check_count("dler limit", limit, minimum=1)
+    _check_number("dler easy_scale", easy_scale, positive=True)
+    if not correct:
+        raise TraacError("dler: empty group; pass the verdicts of a prompt's rollouts")
+    if pass_rate([bool(ok) for ok in correct]) >= easy_threshold:
+        return max(1, math.floor(limit * easy_scale))
+    return limit
+
+
+def laser_band(pass_rate_: float) -> str:
+    """The Laser-D band of a training prompt from its group's pass rate: `high` at 2/3 or more,
+    `medium` at 1/3 or more, `low` below (the authors' `compute_length_reward_larse_d`)."""
+    if pass_rate_ >= 2 / 3:
+        return "high"
+    return "medium" if pass_rate_ >= 1 / 3 else "low"
+
+
+def laser_thresholds(lower: int, upper: int, interval: int) -> list[int]:
+    """The candidate target lengths: `lower, lower + interval, ...` up to `upper` (the authors'
+    `get_length_threshold` for a lower bound of 1024 or more), and `upper` itself."""
+    lower = _check_count("laser lower", lower, minimum=1)
+    upper = _check_count("laser upper", upper, minimum=1)
+    interval = _check_count("laser interval", interval, minimum=1)
+    if lower > upper:
+        raise TraacError(f"laser: lower bound {lower} exceeds upper bound {upper}")
+    out = list(range(lower, upper + 1, interval))
+    return out if out[-1] == upper else [*out, upper]
+
+
+def laser_target_lengths(
+    groups: Sequence[tuple[Sequence[int], Sequence[bool]]],
+    thresholds: Sequence[int],
+    *,
+    expected_correct: int = 1,
+) -> dict[str, int]:
+    """Laser-D's adaptive target length of each band from a monitoring sample of groups (each
+    group: one prompt's rollout lengths and verdicts), as the authors' `_choose_target_length`.
+
+    A group's band is read off its accuracy (above 2/3 `high`, above 1/3 `medium`, else `low`,
+    the authors' monitor). A band's coverage at length L is the share of its responses, right
+    or wrong, of at most L tokens. Its target is the smallest threshold L with
+    `floor(coverage(L) * m) >= expected_correct`, where m is floor(2K/3) for `high`, floor(K/3)
+    for `medium` and 1 for `low` (K rollouts per group): about the length by which the
+    expected number of right rollouts of a prompt of that band has finished. A band no
+    threshold satisfies (or with no groups) gets the largest threshold.
+    """
+    if not thresholds:
+        raise TraacError("laser: no candidate target lengths")
+    checked = [_group("laser", n, ok) for n, ok in groups]
+    if not checked:
+        raise TraacError("laser: no groups to choose target lengths from")
+    k = len(checked[0][0])
+    lengths: dict[str, list[int]] = {band: [] for band in LASER_BANDS}
+    for n, ok in checked:
+        acc = pass_rate(ok)
+        band = "high" if acc > 2 / 3 else "medium" if acc > 1 / 3 else "low"
+        lengths[band] += n
+    lower_n = {"high": int(k * 2 / 3), "medium": int(k / 3), "low": 1}
+    out = {}
+    for band in LASER_BANDS:
+        out[band] = max(thresholds)
+        for threshold in sorted(thresholds):
+            covered = sum(n <= threshold for n in lengths[band])
+            ratio = covered / len(lengths[band]) if lengths[band] else 0.0
+            if int(ratio * lower_n[band]) >= expected_correct:
+                out[band] = threshold
+                break
+    return out
+
+
+def laser_length_reward(
+    lengths: Sequence[int], correct: Sequence[bool], *, target: int, bonus: float = 0.5
+) -> list[float]:
+    """Laser's step-function length reward: `bonus` for a right rollout of at most `target`
+    tokens, 0 otherwise (Liu et al., "Learn to Reason Efficiently with Adaptive Length-based
+    Reward Shaping", arXiv:2505.15612; the authors' `length_reward_type: reward`, scalar 0.5).
+    Laser-D picks `target` per prompt from its band (`laser_band`, `laser_target_lengths`)."""
+    lengths, correct = _group("laser", lengths, correct)
+    target = _check_count("laser target", target, minimum=1)
+    _check_number("laser bonus", bonus, positive=False)
+    return [bonus if ok and n <= target else 0.0 for n, ok in zip(lengths, correct, strict=True)]
 
 
 def _group(

@@ -61,6 +61,13 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "TRAAC": {"mode": "traac"},
     "TRAAC, random scorer": {"mode": "traac", "scorer": "random"},
     "TRAAC, confidence scorer": {"mode": "traac", "scorer": "confidence"},
+    # The authors' oracle compressions (they read the label): the ceiling of what cutting the
+    # overthinking after the first correct step gives, and attention on what follows it.
+    "TRAAC, early exit (oracle)": {"mode": "traac", "compression": "early_exit"},
+    "TRAAC, early exit + attention": {
+        "mode": "traac",
+        "compression": "early_exit_attention_weights",
+    },
 }
 COMPARE: dict[str, dict[str, Any]] = {
     "TRAAC": {"mode": "traac"},
@@ -79,6 +86,19 @@ COMPARE: dict[str, dict[str, Any]] = {
         "l1_budget_min": round(100 / TESTBED_TOKEN_SCALE),
         "l1_budget_max": round(4000 / TESTBED_TOKEN_SCALE),
     },
+    # DLER is its truncation penalty trained with its optimiser; 4000 tokens is 64 here.
+    "DLER": {
+        "mode": "dler",
+        "optimizer_profile": "dler",
+        "dler_length": round(4000 / TESTBED_TOKEN_SCALE),
+    },
+    "DLER, difficulty-aware": {
+        "mode": "dler_difficulty",
+        "optimizer_profile": "dler",
+        "dler_length": round(4000 / TESTBED_TOKEN_SCALE),
+    },
+    "Laser-D": {"mode": "laser_d"},  # targets scale with the response cap already
+    "TRAAC, DLER optimiser": {"mode": "traac", "optimizer_profile": "dler"},
 }
 EXPERIMENTS: dict[str, dict[str, dict[str, Any]]] = {"ablations": ABLATIONS, "compare": COMPARE}
 # The one change each pair isolates: (what changed, baseline, variant). The report gives the
@@ -92,6 +112,12 @@ CONTRASTS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("compression with difficulty", "CR+LR", "TRAAC"),
         ("attention, not random", "TRAAC, random scorer", "TRAAC"),
         ("attention, not confidence", "TRAAC, confidence scorer", "TRAAC"),
+        ("attention, not the oracle early exit", "TRAAC, early exit (oracle)", "TRAAC"),
+        (
+            "attention after the oracle prefix",
+            "TRAAC, early exit (oracle)",
+            "TRAAC, early exit + attention",
+        ),
     ),
     "compare": (
         ("format and length rewards", "CR", "CR+LR"),
@@ -99,6 +125,9 @@ CONTRASTS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("dynamic sampling with format and length rewards", "CR+LR", "CR+LR, dynamic sampling"),
         ("dynamic sampling with TRAAC", "TRAAC", "TRAAC, dynamic sampling"),
         ("compression with difficulty", "CR+LR", "TRAAC"),
+        ("DLER's optimiser, TRAAC's reward", "TRAAC", "TRAAC, DLER optimiser"),
+        ("TRAAC under DLER's optimiser against CR+LR", "CR+LR", "TRAAC, DLER optimiser"),
+        ("difficulty-aware truncation", "DLER", "DLER, difficulty-aware"),
     ),
 }
 TITLES = {

@@ -33,6 +33,7 @@ from traac.training.config import TRAACConfig
 from traac.training.extra_rewards import load_extra_rewards
 from traac.training.memory import Sharding, recipe_estimate
 from traac.training.packages import check_packages, requirements
+from traac.training.profiles import describe_profile
 
 CHECKED_AT_RUN_TIME = "not reachable offline, checked at run time"
 
@@ -84,6 +85,7 @@ def make_plan(
         _, where = check_model(config.scoring_model, "scoring_model")
         plan.add("scoring model", f"{config.scoring_model} ({where})")
     plan.add("optimizer", optimizer_line(config))
+    plan.add("optimizer profile", describe_profile(config.optimizer_profile, config))
     plan.add("checkpoints", checkpoint_line(config))
     plan.add("resume", resume_line(config))
     plan.add("output dir", config.output_dir)

@@ -6,6 +6,11 @@ collective, so a process with fewer candidates scores filler traces until it has
 as the busiest, or the run deadlocks. The rank calibration ranks each uniformity against every
 process's of this step and recent steps'. Each reasoning that lost steps becomes the think
 block (`Compression.prefix_ids`) that the trainer regenerates an answer after.
+
+The early-exit compressions (`compression: early_exit | early_exit_attention_weights`,
+`traac.method.early_exit`) first find each candidate's first correct step: its parsed answers
+are checked against the candidate's own item by `verify_many`, time-bounded in the
+verification pool like every verification.
 """
 
 from __future__ import annotations
@@ -21,11 +26,16 @@ from accelerate.utils import DistributedType
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl.models import prepare_deepspeed, prepare_fsdp
 
+from traac.common.items import Item
+from traac.errors import TraacError
 from traac.method.compression import Compressor
+from traac.method.early_exit import early_exit, with_head
+from traac.method.first_correct import Accepts, FirstCorrect, first_correct
 from traac.method.formats import ChatFormat
 from traac.method.rewards import Gather
 from traac.training.config import SCORING_MODELS
 from traac.training.step import Compression, Rollout, evict
+from traac.verification import verify_many
 
 # What a process with nothing to score feeds the scorer so that its forwards match the others'.
 FILLER_REASONING = "."
@@ -68,6 +78,7 @@ class StepCompressor:
     max_completion_length: int
     gather: Gather
     uniformities: deque[float] | None = None  # the rank calibration's window, when it is on
+    compression: str = "scorer"  # TRAACConfig.compression: the scorer's, or an early exit
 
     def __call__(
         self,
@@ -77,12 +88,26 @@ class StepCompressor:
         *,
         pad: bool,
         scoring: AbstractContextManager[Any],
+        items: Sequence[Item] = (),
     ) -> list[Compression]:
-        """Every scored candidate (rollout, tau), with its prompt's token ids `prompts[i]`;
-        those that lost steps carry their new think block. With `pad` the forwards are padded
-        to the busiest process's count (with `filler_prompt`'s context); `scoring` is entered
-        around them (the trainer times them and puts the policy in eval mode)."""
+        """Every scored candidate (rollout, tau), with its prompt's token ids `prompts[i]` (and
+        its item `items[i]`, which the early exits verify against); those that lost steps carry
+        their new think block. With `pad` the forwards are padded to the busiest process's
+        count (with `filler_prompt`'s context); `scoring` is entered around them (the trainer
+        times them and puts the policy in eval mode)."""
         reasonings = [self.chat_format.parse(r.text).reasoning for r, _ in candidates]
+        splits: dict[int, FirstCorrect] = {}
+        if self.compression != "scorer":
+            if len(items) != len(candidates):
+                raise TraacError(f"compression {self.compression}: one item per candidate")
+            found = first_correct(reasonings, self.accepts(items), phrases=self.phrases)
+            splits = {r.origin: f for (r, _), f in zip(candidates, found, strict=True)}
+        if self.compression == "early_exit":  # no forward: nothing to pad
+            out = [Compression(r.origin, early_exit(splits[r.origin], self.tokenizer), tau)
+                   for r, tau in candidates]  # fmt: skip
+            return self._prefixes(out)
+        if splits:  # early_exit_attention_weights: only what follows the prefix is scored
+            reasonings = [splits[r.origin].tail for r, _ in candidates]
         contexts = [self.context(p) for p in prompts]
         if pad:
             real = sum(bool(r.strip()) for r in reasonings)
@@ -96,6 +121,13 @@ class StepCompressor:
         if self.uniformities is not None:
             self.uniformities.extend(fresh)
         out = evict(self.compressor, scored, self.uniformities)
+        for c in out:
+            if c.origin in splits:
+                c.result = with_head(splits[c.origin], c.result, self.tokenizer)
+        return self._prefixes(out)
+
+    def _prefixes(self, out: list[Compression]) -> list[Compression]:
+        """Each compression's think block as token ids, where steps were evicted."""
         for compression in out:
             if compression.result.compressed:
                 prefix = self.chat_format.answer_prefix(compression.result.text)
@@ -103,6 +135,21 @@ class StepCompressor:
                 # A think block that leaves no room for an answer is not used.
                 compression.prefix_ids = ids if len(ids) < self.max_completion_length else []
         return out
+
+    @property
+    def phrases(self) -> tuple[str, ...] | None:
+        return self.compressor.settings.phrases
+
+    def accepts(self, items: Sequence[Item]) -> Accepts:
+        """Trace t's parsed answer offered to `items[t]`'s verifier as a final boxed answer,
+        through `verify_many` (the pool, time-bounded; a check out of time counts as wrong)."""
+        close = self.chat_format.think_close
+
+        def accepts(asks: Sequence[tuple[int, str]]) -> list[bool]:
+            texts = [f"{close}\\boxed{{{answer}}}" for _, answer in asks]
+            return verify_many([items[t] for t, _ in asks], texts, think_close=close)
+
+        return accepts
 
     def context(self, prompt_ids: list[int]) -> str:
         """What the policy read before the reasoning: the prompt and, where the response opens

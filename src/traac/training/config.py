@@ -5,8 +5,10 @@ implementation disagree on (format 0.25 + 0.25, length weight W = 1, probe layer
 of the model) unless a field is set explicitly: those fields default to `None`, "from preset".
 What each `mode` trains is `traac.training.modes`; the peer methods
 (`traac.training.peer_rewards`) carry their papers' values, and `dynamic_sampling` filters
-groups on correctness for every mode. Every field is checked once, in `__post_init__`, with the
-check helpers of `traac.method.settings`.
+groups on correctness for every mode. `optimizer_profile` (`traac.training.profiles`) sets
+`scale_rewards`, `epsilon_high`, `loss_type` and `dynamic_sampling` together, for every mode;
+those four default to `None`, "from the profile". Every field is checked once, in
+`__post_init__`, with the check helpers of `traac.method.settings`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from trl import GRPOConfig
 
 from traac.errors import TraacError
 from traac.method.difficulty import DifficultyConfig
+from traac.method.early_exit import EARLY_EXIT_MODES
 from traac.method.length_rewards import dapo_cache_length
 from traac.method.rewards import PRESETS, RewardConfig
 from traac.method.settings import (
@@ -32,7 +35,8 @@ from traac.method.settings import (
 )
 from traac.training.extra_rewards import check_extra_weights
 from traac.training.modes import MODES, Mode
-from traac.training.peer_rewards import PeerSettings
+from traac.training.peer_rewards import PeerSettings, laser_bounds
+from traac.training.profiles import OPTIMIZER_PROFILES, PROFILE_FIELDS, resolve_profile
 
 DYNAMIC_SAMPLING = ("none", "drop", "resample")
 SCORING_MODELS = ("reference", "policy")  # or any other model name or path: a foreign scorer
@@ -50,12 +54,15 @@ _NONNEGATIVE_FIELDS = (
 # coefficients (NaN fails too).
 _POSITIVE_FIELDS = (
     "learning_rate", "temperature", "max_completion_length", "top_p",
-    "alp_beta", "alp_normalizer", "shorterbetter_beta", "l1_alpha",
+    "alp_beta", "alp_normalizer", "shorterbetter_beta", "l1_alpha", "dler_easy_scale",
+    "laser_bonus",
 )  # fmt: skip
 _DTYPE_NAMES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
 _COUNT_FIELDS = (
     "length_window_steps", "calibration_window", "max_resample_rounds", "l1_budget_min",
+    "dler_length", "laser_monitor_steps", "laser_expected_correct",
 )  # fmt: skip
+_OPTIONAL_COUNT_FIELDS = ("laser_lower", "laser_upper", "laser_interval")
 
 # Values that differ between the paper and the authors' implementation (docs/method.md#presets).
 _PRESETS: dict[str, dict[str, Any]] = {
@@ -85,9 +92,10 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
     format settings the commands share (`traac.method.settings`), and the TRAAC fields below.
 
     Deviations from TRL's defaults follow the paper (docs/method.md#grpo): `beta=0.001` (TRL's KL
-    estimator is k3, the paper's "low-variance KL"), `epsilon_high=0.28`, `weight_decay=0.1`,
-    10 warm-up steps at a constant rate, `max_completion_length=10000`, `loss_type="grpo"`
-    (the appendix objective averages each rollout over its own tokens), `logging_steps=1`.
+    estimator is k3, the paper's "low-variance KL"), `weight_decay=0.1`, 10 warm-up steps at a
+    constant rate, `max_completion_length=10000`, `logging_steps=1`; and, through the default
+    optimiser profile `grpo`, `epsilon_high=0.28` and `loss_type="grpo"` (the appendix
+    objective averages each rollout over its own tokens).
 
     Parameters:
         > Parameters that choose the method
@@ -96,8 +104,13 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
             What is trained (`traac.training.modes`): `traac`; the ablations `cr` (correctness
             only), `cr_lr` (+ format + length, one bin, no compression) and
             `compression_no_difficulty` (one bin at `tau_single`); or a peer method (`alp`,
-            `shorterbetter`, `kimi`, `dapo_overlong`, `l1_max`) whose length term replaces
-            TRAAC's length reward and compression.
+            `shorterbetter`, `kimi`, `dapo_overlong`, `l1_max`, `dler`, `dler_difficulty`,
+            `laser_d`) whose length term replaces TRAAC's length reward and compression.
+        optimizer_profile (`str` or `None`, *optional*, defaults to `None`):
+            `grpo` (the paper's GRPO, the default when unset) or `dler` (DLER's optimiser:
+            batch-level reward normalisation, clip-higher, token-mean loss, dynamic sampling):
+            the values of `scale_rewards`, `epsilon_high`, `loss_type` and `dynamic_sampling`
+            left unset (`traac.training.profiles`). Works with every mode.
         preset (`str`, *optional*, defaults to `"paper"`):
             `paper` or `authors` (the authors' code; `reference`, its old name, still works):
             the defaults of `format_preset`, `length_weight` and `probe_layers` when unset.
@@ -105,6 +118,9 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         > Parameters that control compression (with `traac.method.settings.CompressionSettings`:
         > `scorer`, `probe_heads`, `step_scope`, `uniformity_gate`, `eviction_cap`, ...)
 
+        compression (`str`, *optional*, defaults to `"scorer"`):
+            `scorer` (the scorer's), or the authors' oracle ablations (`traac.method.early_exit`):
+            `early_exit` or `early_exit_attention_weights`.
         scoring_model (`str`, *optional*, defaults to `"reference"`):
             The model the probe runs through: `reference` (TRL's frozen KL reference model, or
             a frozen copy of the initial policy when `beta=0`), `policy`, or any other model
@@ -157,9 +173,10 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
 
         > Parameters that control dynamic sampling (every mode)
 
-        dynamic_sampling (`str`, *optional*, defaults to `"none"`):
+        dynamic_sampling (`str` or `None`, *optional*, defaults to `None`):
             For groups whose verdicts all agree: `none` (train on them), `drop` (mask them out
-            of the loss) or `resample` (DAPO: new prompts, then drop what is left).
+            of the loss) or `resample` (DAPO: new prompts, then drop what is left); unset, the
+            optimiser profile's (`grpo`: none, `dler`: resample).
         max_resample_rounds (`int`, *optional*, defaults to `2`):
             Extra generation rounds per step at most (DAPO's `max_num_gen_batches`).
 
@@ -179,6 +196,11 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
             The range of L1-Max's budgets n_gold in tokens.
         l1_budget_in_prompt (`bool`, *optional*, defaults to `True`):
             Write "Think for maximum n_gold tokens." into each prompt (L1's protocol).
+        dler_length, dler_easy_scale (`int`, `float`, *optional*, defaults to `4000`, `0.5`):
+            DLER's truncation length L; `dler_difficulty`'s easy groups get floor(L x scale).
+        laser_bonus, laser_monitor_steps, laser_expected_correct (defaults `0.5`, `20`, `1`),
+        laser_lower, laser_upper, laser_interval (unset: 1/4, 1/1, 1/16 of the response cap):
+            Laser-D's reward, schedule and candidate targets (docs/peer_methods.md).
 
         Telemetry needs no field: every step goes to TRL's logs and to `metrics.jsonl` in
         `output_dir` (`traac.training.telemetry`).
@@ -186,7 +208,14 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
 
     # --- GRPO defaults that differ from TRL's (docs/method.md#grpo) ---
     beta: float = field(default=0.001, metadata={"help": "KL coefficient (paper: 0.001, k3)."})
-    epsilon_high: float | None = field(default=0.28, metadata={"help": "Upper clip ratio."})
+    epsilon_high: float | None = field(
+        default=None, metadata={"help": "Upper clip ratio (unset: the optimizer_profile's, 0.28)."}
+    )
+    scale_rewards: str | None = field(
+        default=None,
+        metadata={"help": "TRL's reward scaling: group | batch | none (unset: the "
+                  "optimizer_profile's; grpo: group, dler: batch)."},
+    )  # fmt: skip
     weight_decay: float = field(default=0.1, metadata={"help": "AdamW weight decay."})
     warmup_steps: float = field(default=10, metadata={"help": "Learning-rate warm-up steps."})
     lr_scheduler_type: str = field(
@@ -196,17 +225,35 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
     max_completion_length: int | None = field(
         default=10000, metadata={"help": "Maximum response tokens (paper: 10k)."}
     )
-    loss_type: str = field(
-        default="grpo", metadata={"help": "GRPO loss aggregation (paper: per-rollout token mean)."}
-    )
+    loss_type: str | None = field(
+        default=None,
+        metadata={"help": "GRPO loss aggregation (unset: the optimizer_profile's; grpo: grpo, "
+                  "the paper's per-rollout token mean; dler: dapo, the batch's token mean)."},
+    )  # fmt: skip
     logging_steps: float = field(default=1, metadata={"help": "Log every N optimizer steps."})
 
     # --- TRAAC ---
     mode: str = field(default="traac", metadata={"help": _mode_help()})
+    optimizer_profile: str | None = field(
+        default=None,
+        metadata={"help": "The optimiser, separate from the reward: grpo (the paper's GRPO; the "
+                  "default) | dler (DLER's: batch-level reward normalisation, clip-higher, "
+                  "token-mean loss, dynamic sampling). Sets scale_rewards, epsilon_high, "
+                  "loss_type and dynamic_sampling where they are unset; an explicit value that "
+                  "differs from an explicit profile's is an error.",
+                  "choices": tuple(OPTIMIZER_PROFILES)},
+    )  # fmt: skip
     preset: str = field(
         default="paper",
         metadata={"help": "paper | authors (the authors' code): defaults of the fields left "
                   "unset (format_preset, length_weight, probe_layers)."},
+    )  # fmt: skip
+    compression: str = field(
+        default="scorer",
+        metadata={"help": "scorer (the scorer field's compression) | early_exit (oracle: cut the "
+                  "think block after its first step whose answer the verifier accepts) | "
+                  "early_exit_attention_weights (keep that prefix, compress the rest with the "
+                  "attention probe at the bin's tau)."},
     )  # fmt: skip
     scoring_model: str = field(
         default="reference",
@@ -267,13 +314,14 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
     )  # fmt: skip
 
     # --- dynamic sampling (every mode) ---
-    dynamic_sampling: str = field(
-        default="none",
+    dynamic_sampling: str | None = field(
+        default=None,
         metadata={"help": "Groups whose rollouts are all right or all wrong carry no "
                   "correctness signal: none (train on them) | drop (mask them out of the loss) "
                   "| resample (DAPO: replace their prompts with fresh ones from the training "
                   "set, up to max_resample_rounds times, then drop what is left). Decided on "
-                  "the verifiers' verdicts only, never on the shaped reward."},
+                  "the verifiers' verdicts only, never on the shaped reward. Unset: the "
+                  "optimizer_profile's (grpo: none, dler: resample)."},
     )  # fmt: skip
     max_resample_rounds: int = field(
         default=2,
@@ -315,9 +363,45 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         metadata={"help": "l1_max: append \"Think for maximum n_gold tokens.\" to each prompt "
                   "(L1's protocol); off only for a model that cannot read it."},
     )  # fmt: skip
+    dler_length: int = field(
+        default=4000,
+        metadata={"help": "dler, dler_difficulty: truncation length L in tokens; a right answer "
+                  "longer earns no correctness reward (the authors' 4000)."},
+    )  # fmt: skip
+    dler_easy_scale: float = field(
+        default=0.5,
+        metadata={"help": "dler_difficulty: a group whose pass rate reaches easy_threshold gets "
+                  "the limit floor(L x this) (traac's choice; see docs)."},
+    )  # fmt: skip
+    laser_bonus: float = field(
+        default=0.5, metadata={"help": "laser_d: reward of a right answer within its target."}
+    )
+    laser_lower: int | None = field(
+        default=None,
+        metadata={"help": "laser_d: smallest candidate target in tokens (unset: "
+                  "max_completion_length / 4, the authors' 4096 of 16384)."},
+    )  # fmt: skip
+    laser_upper: int | None = field(
+        default=None,
+        metadata={"help": "laser_d: largest candidate target (unset: max_completion_length)."},
+    )
+    laser_interval: int | None = field(
+        default=None,
+        metadata={"help": "laser_d: step between candidate targets (unset: "
+                  "max_completion_length / 16, the authors' 1024 of 16384)."},
+    )  # fmt: skip
+    laser_monitor_steps: int = field(
+        default=20, metadata={"help": "laser_d: steps between choices of the targets (authors 20)."}
+    )
+    laser_expected_correct: int = field(
+        default=1,
+        metadata={"help": "laser_d: right rollouts a band's target must leave room for "
+                  "(authors 1)."},
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         try:
+            self._resolve_profile()
             self._validate_traac()
             for name, value in _PRESETS[self.preset].items():
                 if getattr(self, name) is None:
@@ -342,6 +426,13 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         if named is not None and named != "auto":
             return named if isinstance(named, torch.dtype) else getattr(torch, named)
         return torch.bfloat16 if self.bf16 else torch.float16 if self.fp16 else None
+
+    def _resolve_profile(self) -> None:
+        """The optimiser profile's values for the fields left unset (`resolve_profile`)."""
+        values = {name: getattr(self, name) for name in PROFILE_FIELDS}
+        aggregation = self.multi_objective_aggregation
+        for name, value in resolve_profile(self.optimizer_profile, values, aggregation).items():
+            setattr(self, name, value)
 
     def _resolve_precision(self) -> None:
         """bf16 left unset follows the machine: TRL's bf16 where a GPU computes in it, full
@@ -383,6 +474,8 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
             "preset": PRESET_NAMES,
             "uniformity_calibration": CALIBRATIONS,
             "dynamic_sampling": DYNAMIC_SAMPLING,
+            "scale_rewards": ("group", "batch", "none"),
+            "compression": ("scorer", *EARLY_EXIT_MODES),
         }
         for name, allowed in choices.items():
             check_choice(name, getattr(self, name), allowed)
@@ -397,6 +490,9 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
                 check_positive(name, getattr(self, name))
         for name in _COUNT_FIELDS:
             check_positive(name, getattr(self, name), integer=True)
+        for name in _OPTIONAL_COUNT_FIELDS:
+            if getattr(self, name) is not None:
+                check_positive(name, getattr(self, name), integer=True)
         if self.medium_threshold > self.easy_threshold:
             raise TraacError(f"medium_threshold: {self.medium_threshold} exceeds easy_threshold "
                              f"{self.easy_threshold}")  # fmt: skip
@@ -408,6 +504,14 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         if self.l1_budget_max < self.l1_budget_min:
             raise TraacError(f"l1_budget_max: {self.l1_budget_max} is below l1_budget_min "
                              f"{self.l1_budget_min}")  # fmt: skip
+        if self.peer_mode:
+            self.peer_settings().check()  # DLER's limit, Laser-D's candidates within the cap
+        if self.compression != "scorer" and not self.mode_spec.compresses:
+            raise TraacError(f"compression: {self.compression} needs a mode that compresses "
+                             f"(traac, compression_no_difficulty), not {self.mode}")  # fmt: skip
+        if self.compression == EARLY_EXIT_MODES[1] and self.scorer != "attention":
+            raise TraacError(f"compression: {self.compression} reads the attention probe; set "
+                             f"scorer attention, not {self.scorer}")  # fmt: skip
         if self.mode == "l1_max" and self.l1_budget_max > self.max_completion_length:
             raise TraacError(
                 f"l1_budget_max: {self.l1_budget_max} exceeds max_completion_length "
@@ -476,6 +580,9 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
     def peer_settings(self) -> PeerSettings:
         """The peer method's values, defaults resolved against `max_completion_length`."""
         max_len = int(self.max_completion_length)
+        lower, upper, interval = laser_bounds(
+            max_len, self.laser_lower, self.laser_upper, self.laser_interval
+        )
         return PeerSettings(
             method=self.mode,
             correctness_reward=self.correctness_reward,
@@ -490,4 +597,13 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
             l1_budget_min=self.l1_budget_min,
             l1_budget_max=self.l1_budget_max,
             l1_budget_in_prompt=self.l1_budget_in_prompt,
+            dler_length=self.dler_length,
+            dler_easy_scale=self.dler_easy_scale,
+            easy_threshold=self.easy_threshold,
+            laser_bonus=self.laser_bonus,
+            laser_lower=lower,
+            laser_upper=upper,
+            laser_interval=interval,
+            laser_monitor_steps=self.laser_monitor_steps,
+            laser_expected_correct=self.laser_expected_correct,
         )

@@ -1,22 +1,24 @@
 """The peer methods' length terms as TRL reward functions, on TRAACTrainer's rollouts.
 
-Each peer mode (`alp`, `shorterbetter`, `kimi`, `dapo_overlong`, `l1_max`) replaces TRAAC's
-difficulty-aware length reward and compression with one paper's length term; correctness and
-format stay traac's, so every method is trained against the same verifiers. The formulas are
-`traac.method.length_rewards` (docs/peer_methods.md pins each with its paper's values).
+Each peer mode (`alp`, `shorterbetter`, `kimi`, `dapo_overlong`, `l1_max`, `dler`,
+`dler_difficulty`, `laser_d`) replaces TRAAC's difficulty-aware length reward and compression
+with one paper's length term; correctness and format stay traac's, so every method is trained
+against the same verifiers. The formulas are `traac.method.length_rewards`
+(docs/peer_methods.md pins each with its paper's values).
 
-A paper writes its reward with its own weight on correctness (ALP, Kimi and L1 give a right answer
-1, ShorterBetter 2, DAPO +1 against -1). traac's right answer is worth `correctness_reward` (4)
-in every mode, so the length term is multiplied by `correctness_reward / paper weight`: each
-paper's total reward times a constant, plus traac's format term. GRPO normalises rewards within a
-group, so that constant changes no advantage; what differs from the paper is the format term
-(0 to 1) alone.
+A paper writes its reward with its own weight on correctness (ALP, Kimi, L1 and DLER give a right
+answer 1, ShorterBetter 2, DAPO +1 against -1, Laser +1 against -0.5). traac's right answer is
+worth `correctness_reward` (4) in every mode, so the length term is multiplied by
+`correctness_reward / paper weight`: each paper's total reward times a constant, plus traac's
+format term. GRPO normalises rewards within a group, so that constant changes no advantage; what
+differs from the paper is the format term (0 to 1) alone.
 
 The length terms that need the whole group (ALP's solve rate, ShorterBetter's optimal length,
-Kimi's min and max) read GRPO's layout: consecutive runs of `num_generations` completions are one
-prompt's group. Rollouts of one group may sit on several processes, so the lengths and verdicts
-of every process are gathered and each process keeps its slice: all of them compute the same
-groups.
+Kimi's min and max, DLER's difficulty-aware limit, Laser-D's band) read GRPO's layout:
+consecutive runs of `num_generations` completions are one prompt's group. Rollouts of one group
+may sit on several processes, so the lengths and verdicts of every process are gathered and each
+process keeps its slice: all of them compute the same groups. Laser-D also keeps state across
+steps: the monitoring sample its targets are chosen from (`LaserTargets`).
 """
 
 from __future__ import annotations
@@ -30,12 +32,19 @@ from datasets import Dataset
 from trl.rewards import get_soft_overlong_punishment
 
 from traac.errors import TraacError
+from traac.method.difficulty import pass_rate
 from traac.method.length_rewards import (
     alp_length_reward,
     dapo_cache_length,
+    dler_length_reward,
+    dler_limit,
     kimi_length_reward,
     l1_max_length_reward,
     l1_max_prompt,
+    laser_band,
+    laser_length_reward,
+    laser_target_lengths,
+    laser_thresholds,
     sample_l1_budget,
     shorterbetter_length_reward,
 )
@@ -61,6 +70,15 @@ class PeerSettings:
     l1_budget_min: int
     l1_budget_max: int
     l1_budget_in_prompt: bool
+    dler_length: int
+    dler_easy_scale: float
+    easy_threshold: float  # dler_difficulty: a group at this pass rate or above is easy
+    laser_bonus: float
+    laser_lower: int
+    laser_upper: int
+    laser_interval: int
+    laser_monitor_steps: int
+    laser_expected_correct: int
 
     @property
     def peer(self) -> Peer:
@@ -71,6 +89,21 @@ class PeerSettings:
     def scale(self) -> float:
         """The factor on the paper's length term: traac's correctness over the paper's."""
         return self.correctness_reward / self.peer.correctness
+
+    def check(self) -> None:
+        """DLER's limit and Laser-D's candidate targets must fit in the response budget."""
+        cap = self.max_completion_length
+        if self.method in ("dler", "dler_difficulty") and self.dler_length > cap:
+            raise TraacError(
+                f"dler_length: {self.dler_length} exceeds max_completion_length {cap}: the limit "
+                "could never bind; lower dler_length or raise max_completion_length"
+            )
+        lower, upper = self.laser_lower, self.laser_upper
+        if self.method == "laser_d" and not lower <= upper <= cap:
+            raise TraacError(
+                f"laser_upper: candidate targets {lower}..{upper} must satisfy lower <= upper <= "
+                f"max_completion_length {cap}; adjust laser_lower or laser_upper"
+            )
 
     def describe(self) -> str:
         """One line for `--dry-run`: the method, its values and the scale."""
@@ -141,7 +174,44 @@ PEERS: dict[str, Peer] = {
         ),
         budgets=True,
     ),
+    "dler": Peer(
+        "DLER, arXiv:2510.15110 (NVlabs/DLER)",
+        "DLER truncation penalty: a right answer over the limit earns nothing",
+        1.0,  # deepscaler's 1[correct] score
+        "dler_length_reward",
+        lambda s: f"-1[correct and |y| > L], L {s.dler_length}",
+    ),
+    "dler_difficulty": Peer(
+        "Difficulty-aware DLER, arXiv:2510.15110",
+        "DLER with a shorter limit for easy prompts",
+        1.0,
+        "dler_length_reward",
+        lambda s: (
+            f"-1[correct and |y| > L(q)], L {s.dler_length}, "
+            f"floor(L x {s.dler_easy_scale:g}) when the group's pass rate >= "
+            f"{s.easy_threshold:g}"
+        ),
+    ),
+    "laser_d": Peer(
+        "Laser-D, arXiv:2505.15612 (hkust-nlp/Laser)",
+        "Laser-D step reward, targets adapted per difficulty band during training",
+        1.5,  # +1 right, -0.5 wrong
+        "laser_d_length_reward",
+        lambda s: (
+            f"+{s.laser_bonus:g} for a right answer within its band's target, targets from "
+            f"{s.laser_lower}..{s.laser_upper} step {s.laser_interval}, re-chosen every "
+            f"{s.laser_monitor_steps} steps (expected right {s.laser_expected_correct})"
+        ),
+    ),
 }
+
+
+def laser_bounds(
+    cap: int, lower: int | None, upper: int | None, interval: int | None
+) -> tuple[int, int, int]:
+    """Laser-D's candidate targets (lower, upper, interval) for a response cap, unset ones in
+    the authors' ratios (4096, 16384 and 1024 of their 16384-token cap)."""
+    return lower or max(1, cap // 4), upper or cap, interval or max(1, cap // 16)
 
 
 def dapo_overlong_punishment(
@@ -186,6 +256,7 @@ class PeerRewards:
         self._punish = dapo_overlong_punishment(
             settings.max_completion_length, settings.dapo_cache_length
         )
+        self.laser = LaserTargets(settings) if settings.method == "laser_d" else None
 
     @property
     def func(self) -> Callable[..., list[float]]:
@@ -251,6 +322,52 @@ class PeerRewards:
         )
         return [s.scale * r for r in out]
 
+    def dler_length_reward(
+        self, completions: list[Any], completion_ids: list[Sequence[int]], **kwargs: Any
+    ) -> list[float]:
+        """The truncation penalty at `dler_length`, or (`dler_difficulty`) at each group's
+        limit from its pass rate."""
+        s = self.settings
+        if s.method == "dler":
+            return self._per_group(
+                completions,
+                completion_ids,
+                kwargs,
+                lambda n, ok: dler_length_reward(n, ok, limit=s.dler_length),
+            )
+
+        def formula(n: list[int], ok: list[bool]) -> list[float]:
+            limit = dler_limit(
+                ok, limit=s.dler_length, easy_threshold=s.easy_threshold,
+                easy_scale=s.dler_easy_scale,
+            )  # fmt: skip
+            return dler_length_reward(n, ok, limit=limit)
+
+        return self._per_group(completions, completion_ids, kwargs, formula)
+
+    def laser_d_length_reward(
+        self, completions: list[Any], completion_ids: list[Sequence[int]], **kwargs: Any
+    ) -> list[float]:
+        """Laser-D: the band targets (re-chosen on schedule from the monitoring sample), then
+        the step reward of each group at its band's target."""
+        groups, offset, count = self._groups(completions, completion_ids, kwargs)
+        laser = self.laser
+        if laser is None:
+            raise TraacError(f"mode {self.settings.method}: not Laser-D")
+        state = kwargs.get("trainer_state")
+        targets = laser.observe(groups, None if state is None else state.global_step)
+        log = kwargs.get("log_metric")
+        if log is not None:
+            for band, target in targets.items():
+                log(f"laser/target_{band}", float(target))
+        out: list[float] = []
+        for lengths, correct in groups:
+            target = targets[laser_band(pass_rate(correct))]
+            out += laser_length_reward(
+                lengths, correct, target=target, bonus=self.settings.laser_bonus
+            )
+        return [self.settings.scale * r for r in out[offset : offset + count]]
+
     def _per_group(
         self,
         completions: list[Any],
@@ -259,6 +376,17 @@ class PeerRewards:
         formula: Callable[[list[int], list[bool]], list[float]],
     ) -> list[float]:
         """`formula` on every group of the gathered batch; this process's slice, scaled."""
+        groups, offset, count = self._groups(completions, completion_ids, kwargs)
+        out: list[float] = []
+        for lengths, correct in groups:
+            out += formula(lengths, correct)
+        return [self.settings.scale * r for r in out[offset : offset + count]]
+
+    def _groups(
+        self, completions: list[Any], completion_ids: list[Sequence[int]], kwargs: dict[str, Any]
+    ) -> tuple[list[tuple[list[int], list[bool]]], int, int]:
+        """Every group of the gathered batch as (lengths, verdicts), the offset of this
+        process's first rollout in it and its count."""
         n = self.num_generations
         if n is None:
             raise TraacError(f"mode {self.settings.method}: needs num_generations to find groups")
@@ -276,12 +404,43 @@ class PeerRewards:
                 f"mode {self.settings.method}: {len(every)} completions are not whole groups of "
                 f"num_generations={n}"
             )
-        out: list[float] = []
+        groups = []
         for start in range(0, len(every), n):
             lengths, correct = zip(*every[start : start + n], strict=True)
-            out += formula(list(lengths), list(correct))
+            groups.append((list(lengths), list(correct)))
         offset = sum(len(part) for part in parts[: self.rank])
-        return [self.settings.scale * r for r in out[offset : offset + len(local)]]
+        return groups, offset, len(local)
+
+
+class LaserTargets:
+    """Laser-D's adaptive targets across training. The authors sample a 500-prompt monitoring
+    set with the policy before training and every 20 steps; traac's monitoring sample is the
+    training rollouts themselves: the first step's, then every `laser_monitor_steps` steps
+    those of the steps since the last choice (the current one included)."""
+
+    def __init__(self, settings: PeerSettings) -> None:
+        self.settings = settings
+        self.thresholds = laser_thresholds(
+            settings.laser_lower, settings.laser_upper, settings.laser_interval
+        )
+        self.targets: dict[str, int] | None = None
+        self.sample: list[tuple[list[int], list[bool]]] = []
+        self.chosen_at: int | None = None  # the global step of the last choice
+        self.calls = 0
+
+    def observe(self, groups: list[tuple[list[int], list[bool]]], step: int | None) -> dict:
+        """Add a step's groups to the sample; re-choose the targets when none exist yet or
+        when `step` (TRL's global step; else this object's call count) reaches the schedule."""
+        step = self.calls if step is None else step
+        self.calls += 1
+        self.sample += groups
+        due = step % self.settings.laser_monitor_steps == 0 and step != self.chosen_at
+        if self.targets is None or due:
+            self.targets = laser_target_lengths(
+                self.sample, self.thresholds, expected_correct=self.settings.laser_expected_correct
+            )
+            self.sample, self.chosen_at = [], step
+        return dict(self.targets)
 
 
 def with_length_budgets(dataset: Any, settings: PeerSettings, seed: int) -> Any:

@@ -163,13 +163,10 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
         self.step_compressor = None
         if self.compressor is not None:
             self.step_compressor = StepCompressor(
-                self.compressor,
-                self.chat_format,
-                self.tokenizer,
-                self.max_completion_length,
-                gather_object,
-                self.uniformities if args.uniformity_calibration == "rank" else None,
-            )
+                self.compressor, self.chat_format, self.tokenizer, self.max_completion_length,
+                gather_object, self.uniformities if args.uniformity_calibration == "rank" else None,
+                args.compression,
+            )  # fmt: skip
         self.stop_on_signal = StopOnSignal()
         self.add_callback(self.stop_on_signal)
         self.add_callback(MetricsFromStart())
@@ -453,6 +450,7 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
                 prompt_ids[0],
                 pad=self._collective_forwards,  # as many scoring forwards as every other process
                 scoring=self._scoring(),
+                items=[items[r.origin - offset] for r, _ in candidates],  # the early exits'
             )
             used = [c for c in mine if c.used]
             answers = self._regenerate(

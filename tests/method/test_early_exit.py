@@ -1,0 +1,73 @@
+"""The oracle compressions: a trace cut after its first correct step, and that prefix joined to
+a compression of the rest."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from traac.method.compression import CompressionResult, count_tokens
+from traac.method.early_exit import early_exit, with_head
+from traac.method.first_correct import first_correct
+from traac.method.segmentation import Step
+
+REASONING = (
+    "First, 2 + 3 = 5. Then 5 + 4 = 9. Wait, let me verify: 2 + 3 = 5, 5 + 4 = 9. "
+    "So the answer is 9."
+)  # traac's steps: "First, ... 5. ", "Then ... 9. ", "Wait, ... 9. ", "So the answer is 9."
+
+
+class Words:
+    """A tokenizer stand-in: one token per whitespace-separated word."""
+
+    def __call__(self, text: str, add_special_tokens: bool = False) -> dict:
+        return {"input_ids": text.split()}
+
+
+def gold(answer: str):
+    def accepts(asks: Sequence[tuple[int, str]]) -> list[bool]:
+        return [a == answer for _, a in asks]
+
+    return accepts
+
+
+def test_early_exit_keeps_up_to_the_first_correct_step() -> None:
+    [split] = first_correct([REASONING], gold("9"))
+    assert split.index == 1  # "Then 5 + 4 = 9." is the first step that states 9
+    result = early_exit(split, Words())
+    assert result.kept == [True, True, False, False]
+    assert result.text == "First, 2 + 3 = 5. Then 5 + 4 = 9. " == split.head
+    assert (result.tokens_before, result.tokens_after) == (31, 12)
+    assert result.n_evicted == 2 and result.eviction_fraction == 0.5
+
+
+def test_early_exit_cuts_nothing_without_a_correct_step_or_a_tail() -> None:
+    for answer, text in (("7", REASONING), ("9", "Then 5 + 4 = 9.")):
+        [split] = first_correct([text], gold(answer))
+        result = early_exit(split, Words())
+        assert not result.compressed and result.text == text
+
+
+def test_the_prefix_is_kept_whole_and_the_rest_compressed() -> None:
+    [split] = first_correct([REASONING], gold("5"))  # the very first step states 5
+    tail_text = split.tail
+    tail_steps = [
+        Step("Then 5 + 4 = 9. ", 0, 16),
+        Step("Wait, let me verify: 2 + 3 = 5, 5 + 4 = 9. ", 16, 59),
+        Step("So the answer is 9.", 59, 78),
+    ]
+    assert "".join(s.text for s in tail_steps) == tail_text
+    kept_tail = "Then 5 + 4 = 9. So the answer is 9."
+    tail = CompressionResult(
+        tail_text, tail_steps, np.array([0.5, 0.1, 0.4]), [True, False, True], 0.7, 0.4,
+        kept_tail, count_tokens(Words(), tail_text), count_tokens(Words(), kept_tail), 0.7,
+    )  # fmt: skip
+    result = with_head(split, tail, Words())
+    assert result.text == "First, 2 + 3 = 5. " + kept_tail
+    assert result.kept == [True, True, False, True]
+    assert [s.start for s in result.steps] == [0, 18, 34, 77]
+    assert all(REASONING[s.start : s.end] == s.text for s in result.steps)
+    assert (result.uniformity, result.eviction_fraction, result.rule_uniformity) == (0.7, 0.4, 0.7)
+    assert result.scores.tolist() == [0.0, 0.5, 0.1, 0.4]
+    assert result.n_evicted == 1 and result.tokens_after == 31 - 14
