@@ -272,10 +272,10 @@ def test_paper_recipes_are_valid_where_they_run(recipe: str) -> None:
 def test_bf16_left_unset_follows_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     """No GPU computes in bf16: an unset bf16 trains in full precision, an explicit one stops in
     one line naming bf16=False (transformers' own error names neither); with one, TRL's bf16."""
-    import traac.training.config as config
+    import traac.training.precision as precision
 
-    monkeypatch.setattr(config, "is_torch_xla_available", lambda: False)
-    monkeypatch.setattr(config, "is_torch_bf16_gpu_available", lambda: False)
+    monkeypatch.setattr(precision, "is_torch_xla_available", lambda: False)
+    monkeypatch.setattr(precision, "is_torch_bf16_gpu_available", lambda: False)
     assert not TRAACConfig(output_dir="unused").bf16
     assert TRAACConfig(output_dir="unused", use_cpu=True, bf16=True).bf16  # asked for, on a CPU
     with pytest.raises(TRAACConfigError, match=r"^bf16: True, .*set bf16=False") as error:

@@ -171,7 +171,7 @@ class DemoResult:
     plots: list[str]
     sweep: list[SweepPoint] = field(default_factory=list)
     stage_seconds: dict[str, float] = field(default_factory=dict)
-    closing: list[str] = field(default_factory=list)  # the report's "In short" section, line by line
+    closing: list[str] = field(default_factory=list)  # the "In short" lines
 
     def to_json(self) -> dict[str, Any]:
         return {

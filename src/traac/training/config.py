@@ -17,7 +17,6 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 import torch
-from transformers.utils import is_torch_bf16_gpu_available, is_torch_xla_available
 from trl import GRPOConfig
 
 from traac.errors import TraacError
@@ -36,6 +35,7 @@ from traac.method.settings import (
 from traac.training.extra_rewards import check_extra_weights
 from traac.training.modes import MODES, Mode
 from traac.training.peer_rewards import PeerSettings, laser_bounds
+from traac.training.precision import DTYPE_NAMES, load_dtype, resolve_bf16
 from traac.training.profiles import OPTIMIZER_PROFILES, PROFILE_FIELDS, resolve_profile
 
 DYNAMIC_SAMPLING = ("none", "drop", "resample")
@@ -57,7 +57,6 @@ _POSITIVE_FIELDS = (
     "alp_beta", "alp_normalizer", "shorterbetter_beta", "l1_alpha", "dler_easy_scale",
     "laser_bonus",
 )  # fmt: skip
-_DTYPE_NAMES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
 _COUNT_FIELDS = (
     "length_window_steps", "calibration_window", "max_resample_rounds", "l1_budget_min",
     "dler_length", "laser_monitor_steps", "laser_expected_correct",
@@ -408,24 +407,18 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
                     setattr(self, name, value)
             CompressionSettings.__post_init__(self)
             FormatSettings.__post_init__(self)
-            self._resolve_precision()
+            self.bf16 = resolve_bf16(self.bf16, self.fp16, self.use_cpu)
         except TraacError as error:  # a ValueError too, as transformers' own checks raise
             raise TRAACConfigError(str(error)) from None
         super().__post_init__()
         if self.load_dtype is not None:  # TRL loads float32 unless told (policy and reference)
-            self.model_init_kwargs = {"dtype": _DTYPE_NAMES[self.load_dtype],
+            self.model_init_kwargs = {"dtype": DTYPE_NAMES[self.load_dtype],
                                       **(self.model_init_kwargs or {})}  # fmt: skip
 
     @property
     def load_dtype(self) -> torch.dtype | None:
-        """The dtype every model of the run loads in: `model_init_kwargs["dtype"]` if set, else
-        bfloat16 under `bf16` and float16 under `fp16` (the policy, TRL's reference, a frozen
-        scorer), else None (TRL's float32)."""
-        named = (self.model_init_kwargs or {}).get("dtype") if isinstance(
-            self.model_init_kwargs, dict) else None  # fmt: skip
-        if named is not None and named != "auto":
-            return named if isinstance(named, torch.dtype) else getattr(torch, named)
-        return torch.bfloat16 if self.bf16 else torch.float16 if self.fp16 else None
+        """The dtype every model of the run loads in (`precision.load_dtype`)."""
+        return load_dtype(self.model_init_kwargs, self.bf16, self.fp16)
 
     def _resolve_profile(self) -> None:
         """The optimiser profile's values for the fields left unset (`resolve_profile`)."""
@@ -433,24 +426,6 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         aggregation = self.multi_objective_aggregation
         for name, value in resolve_profile(self.optimizer_profile, values, aggregation).items():
             setattr(self, name, value)
-
-    def _resolve_precision(self) -> None:
-        """bf16 left unset follows the machine: TRL's bf16 where a GPU computes in it, full
-        precision elsewhere (a laptop's `TRAACConfig(output_dir=...)` trains as it is, and
-        bf16 autocast on a CPU is slower than fp32 for small models). Set to True where no
-        GPU has it, it fails here in one line instead of deep in transformers."""
-        if self.fp16:
-            return  # TRL's own rule: bf16 off under fp16
-        device_bf16 = not self.use_cpu and (
-            is_torch_bf16_gpu_available() or is_torch_xla_available()
-        )
-        if self.bf16 is None:
-            self.bf16 = device_bf16
-        elif self.bf16 and not self.use_cpu and not device_bf16:
-            raise TraacError(
-                "bf16: True, but no GPU with bfloat16 support is visible; set bf16=False "
-                "(full precision) or use_cpu=True (bf16 on the CPU)"
-            )
 
     def _validate_scoring_model(self) -> None:
         if not isinstance(self.scoring_model, str) or not self.scoring_model.strip():
