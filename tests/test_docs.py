@@ -21,7 +21,9 @@ DOCS = ROOT / "docs"
 PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
 BLOCK = re.compile(r"(<!-- no-run: [^>]*-->\n)?```python\n(.*?)```", re.S)
 CITATION = re.compile(r"docs/method\.md#([a-z0-9-]+)((?:, #[a-z0-9-]+)*)")
-TRACKER_WORDS = re.compile(r"\bthe issue\b|\bissue's\b|\bissue \d|\btargets\b", re.I)
+# "targets" alone is a method's word (Laser-D's target lengths); as a heading or "the issue's
+# targets" it is the tracker's.
+TRACKER_WORDS = re.compile(r"\bthe issue\b|\bissue's\b|\bissue \d|^#+ targets\b", re.I)
 
 
 def python_blocks(page: Path) -> list[tuple[str, bool]]:
