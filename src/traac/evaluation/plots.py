@@ -169,19 +169,21 @@ def tier_bars(models: Sequence[Model], path: Path) -> Path | None:
         accs = [pooled[t].accuracy if t in pooled else 0.0 for t in tiers]
         left.bar(xs, lengths, width, color=color, label=model.name)
         right.bar(xs, accs, width, color=color, label=model.name)
-    for ax, label, title in (
-        (left, f"mean response length ({unit_of(models)})", "Length by difficulty"),
-        (right, "accuracy (%)", "Accuracy by difficulty"),
-    ):
-        ax.set_xticks(range(len(tiers)), tiers)
-        ax.set_xlabel("difficulty tier")
-        ax.set_ylabel(label)
-        ax.set_title(title)
-        ax.grid(axis="y", alpha=0.3)
+    _tier_axes(left, tiers, f"mean response length ({unit_of(models)})", "Length by difficulty")
+    _tier_axes(right, tiers, "accuracy (%)", "Accuracy by difficulty")
     right.set_ylim(0, 105)
     left.legend(fontsize=8)
     fig.savefig(path, dpi=130)
     return path
+
+
+def _tier_axes(ax: Any, tiers: Sequence[str], label: str, title: str) -> None:
+    """One panel of bars per difficulty tier: ticks, labels, title and a light grid."""
+    ax.set_xticks(range(len(tiers)), tiers)
+    ax.set_xlabel("difficulty tier")
+    ax.set_ylabel(label)
+    ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
 
 
 def pooled_overthinking(model: Model) -> dict[str, tuple[float, float]]:
@@ -215,15 +217,8 @@ def overthinking_bars(models: Sequence[Model], path: Path) -> Path | None:
         left.bar(xs, [pooled[k].get(t, (0.0, 0.0))[0] for t in tiers], width, color=color,
                  label=model.name)  # fmt: skip
         right.bar(xs, [pooled[k].get(t, (0.0, 0.0))[1] for t in tiers], width, color=color)
-    for ax, label, title in (
-        (left, f"think {unit_of(models)} after it", "After the first correct step"),
-        (right, "share of the think block (%)", "Share of the think block"),
-    ):
-        ax.set_xticks(range(len(tiers)), tiers)
-        ax.set_xlabel("difficulty tier")
-        ax.set_ylabel(label)
-        ax.set_title(title)
-        ax.grid(axis="y", alpha=0.3)
+    _tier_axes(left, tiers, f"think {unit_of(models)} after it", "After the first correct step")
+    _tier_axes(right, tiers, "share of the think block (%)", "Share of the think block")
     left.legend(fontsize=8)
     fig.savefig(path, dpi=130)
     return path
