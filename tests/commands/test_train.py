@@ -60,7 +60,7 @@ def traac_with_vllm(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
     launcher.write_text(LAUNCHER)
     return subprocess.run(
         [sys.executable, str(launcher), *argv], capture_output=True, text=True,
-        env=offline_env(tmp_path), timeout=120, cwd=tmp_path,
+        env=offline_env(tmp_path), timeout=600, cwd=tmp_path,
     )  # fmt: skip
 
 
@@ -158,7 +158,7 @@ def test_a_paper_recipe_without_vllm_installed_exits_2_naming_the_extra(tmp_path
     done = subprocess.run(
         [sys.executable, "-m", "traac.cli", "train", "--config", str(RECIPES / "qwen3-4b.yaml"),
          "--dry-run"],
-        capture_output=True, text=True, env=offline_env(tmp_path), timeout=120, cwd=tmp_path,
+        capture_output=True, text=True, env=offline_env(tmp_path), timeout=600, cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 2
     assert done.stderr.strip() == (

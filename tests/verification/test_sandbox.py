@@ -74,7 +74,7 @@ def test_the_guard_refuses_writes_spawns_and_sockets(tmp_path):
         [sys.executable, "-c", f"ATTEMPTS = {attempts!r}\n{program}"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
         cwd=tmp_path,
         env=env,
     )

@@ -33,6 +33,11 @@ def main(argv: list[str]) -> int:
         return 0
     console = make_console()
     result = train(script, config, make_progress(console))
+    # ZeRO-3 gathers parameters with asynchronous all-gathers, and gloo frees each on its worker
+    # thread; a process exiting while that thread still holds one aborts at interpreter exit
+    # (SIGABRT, "terminate called without an active exception") after a run that succeeded.
+    # Every process has returned from `train` here, so they can leave together.
+    PartialState().wait_for_everyone()
     if PartialState().is_main_process:  # one closing line per run, not one per process
         if result.interrupted is None:
             outcome = (
