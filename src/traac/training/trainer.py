@@ -271,6 +271,9 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
         calls `rollout_func` in place of its backend) returns the step's pooled rollouts."""
 
         def pooled(prompts: list[Any], trainer: Any) -> dict[str, Any]:
+            if len(prompts) != len(step.prompt_ids):
+                raise TraacError(f"TRL asked for {len(prompts)} rollouts of a step that pooled "
+                                 f"{len(step.prompt_ids)}")  # fmt: skip
             return {
                 "prompt_ids": step.prompt_ids,
                 "completion_ids": step.completion_ids,
@@ -562,11 +565,11 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
         )
 
     @contextmanager
-    def _scoring(self, clock: StepClock) -> Iterator[None]:
+    def _scoring(self, clock: StepClock | None = None) -> Iterator[None]:
         """Around the scoring forwards: their time, and the policy in eval mode (no dropout)
         when it is the scoring model, its adapters disabled when it stands for the reference."""
         policy = self.accelerator.unwrap_model(self.model)
-        with clock.phase("score"):
+        with (clock or StepClock(self)).phase("score"):
             if self._scoring_model is not None or self.args.scorer == "random":
                 yield
                 return
