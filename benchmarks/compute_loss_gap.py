@@ -8,8 +8,8 @@ each at temperature 1 with up to `--max-new-tokens` tokens; each group's pass ra
 (attention, all layers and heads, gate 0.8, cap 0.8, no calibration) scores each once; the
 eviction rule then runs at each tau. Printed per tier x bin: candidates, their computation
 steps and the share evicted (the compute loss) at the tier's tau and at the bin's tau, with
-the steps labelled both ways (`step_kind` per step, as telemetry does; `step_kinds` by offset,
-as the probe report does) and the count of steps where the two labels differ.
+the steps labelled both ways (the compressor's steps, as telemetry labels them; the split
+steps matched by offset, as the probe report does) and the count of steps whose labels differ.
 
     python benchmarks/compute_loss_gap.py                       # RL pool, 256 tokens (training)
     python benchmarks/compute_loss_gap.py --split eval --max-new-tokens 200   # the probe's set
@@ -24,7 +24,8 @@ import numpy as np
 import torch
 
 from _common import add_model_options, command, load, machine
-from traac.data.testbed_problems import EVAL_SEED, RL_SEED, make_items, step_kind
+from traac.data.testbed_problems import EVAL_SEED, RL_SEED, make_items
+from traac.data.testbed_problems import step_kinds as label_steps
 from traac.method.compression import CompressionResult
 from traac.method.difficulty import DifficultyConfig
 from traac.method.factory import build_compressor
@@ -39,15 +40,15 @@ TIER_TAUS = DifficultyConfig().tau  # the probe report's taus by tier are the bi
 
 
 def losses(result: CompressionResult) -> tuple[int, int, int, int]:
-    """Compute steps and those evicted, by `step_kind` (telemetry's labels); those evicted by
-    `step_kinds` matched on offsets (the probe report's); steps whose two labels differ."""
+    """Compute steps and those evicted, by the compressor's steps' labels (telemetry's); those
+    evicted by `step_kinds` matched on offsets (the probe report's); steps whose labels differ."""
     by_offset = dict(zip((s.start for s in split_steps(result.reasoning)),
                          step_kinds(result.reasoning), strict=True))  # fmt: skip
     computes = lost = lost_by_offset = differ = 0
-    for step, keep in zip(result.steps, result.kept, strict=True):
+    kinds = label_steps([step.text for step in result.steps])
+    for step, keep, kind in zip(result.steps, result.kept, kinds, strict=True):
         if not step.text:
             continue
-        kind = step_kind(result.reasoning, step.start, step.text)
         other = by_offset.get(step.start, "unknown")
         computes += kind == "compute"
         lost += kind == "compute" and not keep
@@ -103,15 +104,15 @@ def main() -> None:
     rows: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0] * 7)
     groups: dict[int, list[int]] = defaultdict(lambda: [0] * 3)  # compute, lost by tier, by bin
     for (g, tier, bin_, _), trace in zip(candidates, traces, strict=True):
-        by_tier = losses(compressor.evict(trace, TIER_TAUS[tier]))
-        by_bin = losses(compressor.evict(trace, difficulty.tau_of(bin_)))
+        by_tier = losses(compressor.compress(trace, TIER_TAUS[tier]))
+        by_bin = losses(compressor.compress(trace, difficulty.tau_of(bin_)))
         for key in ((tier, bin_), (tier, "any"), ("any", bin_), ("any", "any")):
             row = rows[key]
             row[0] += 1
-            row[1] += by_tier[0]  # compute steps (step_kind)
-            row[2] += by_tier[1]  # evicted at the tier's tau (step_kind)
+            row[1] += by_tier[0]  # compute steps (telemetry's labels)
+            row[2] += by_tier[1]  # evicted at the tier's tau (telemetry's labels)
             row[3] += by_tier[2]  # evicted at the tier's tau (step_kinds by offset)
-            row[4] += by_bin[1]  # evicted at the bin's tau (step_kind)
+            row[4] += by_bin[1]  # evicted at the bin's tau (telemetry's labels)
             row[5] += by_tier[3]  # steps whose two labels differ
             row[6] += trace.uniformity <= compressor.settings.uniformity_gate
         for k, x in enumerate((by_tier[0], by_tier[1], by_bin[1])):

@@ -27,7 +27,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import torch
 from trl import GRPOTrainer
 
 from _common import (
@@ -60,11 +59,11 @@ class TimedTRAAC(TRAACTrainer):
         self.log_seconds: list[float] = []
         super().__init__(*args, **kwargs)
 
-    def _log_step(self, step: Any, rewards_per_func: torch.Tensor) -> None:
+    def _log_step(self, step: Any) -> None:
         if not self.bench_telemetry:
             return
         begin = time.perf_counter()
-        super()._log_step(step, rewards_per_func)
+        super()._log_step(step)
         self.telemetry_seconds.append(time.perf_counter() - begin)
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:

@@ -478,9 +478,9 @@ def test_sigterm_then_resume_matches_an_uninterrupted_run(
     handler = signal.getsignal(signal.SIGTERM)
     log_step = TRAACTrainer._log_step
 
-    def sigterm_during_step_2(self: TRAACTrainer, record: Any, rewards: Any) -> None:
-        log_step(self, record, rewards)  # the end of step 2's rollout phase
-        if record.step == 2:
+    def sigterm_during_step_2(self: TRAACTrainer, step: Any) -> None:
+        log_step(self, step)  # the end of step 2's rollout phase
+        if step.record.step == 2:
             signal.raise_signal(signal.SIGTERM)  # handled before it returns
 
     with monkeypatch.context() as patch:

@@ -14,9 +14,9 @@ from traac.method.compression import (
     Compressor,
     ScoreRequest,
     TokenScores,
-    evict,
     eviction_fraction,
     gate_heads,
+    keep_mask,
     step_scores,
     uniformity,
     uniformity_rank,
@@ -118,9 +118,9 @@ def test_eviction_fraction_rule():
 
 
 def test_evict_drops_floor_n_e_lowest_keeping_order():
-    kept = evict(np.array([0.5, 0.1, 0.9, 0.2, 0.3]), 0.45)  # floor(2.25) = 2
+    kept = keep_mask(np.array([0.5, 0.1, 0.9, 0.2, 0.3]), 0.45)  # floor(2.25) = 2
     assert kept == [True, False, True, False, True]
-    assert evict(np.array([1.0, 1.0, 1.0]), 0.3) == [True, True, True]  # floor(0.9) = 0
+    assert keep_mask(np.array([1.0, 1.0, 1.0]), 0.3) == [True, True, True]  # floor(0.9) = 0
 
 
 def test_step_scores_mean_and_uncovered_step():
@@ -325,8 +325,8 @@ def test_score_then_evict_with_a_calibrated_uniformity():
     compressor = Compressor(KeywordScorer(low_score=0.9))
     (trace,) = compressor.score([REASONING])
     assert trace.uniformity > 0.8  # near-uniform: the paper's gate evicts nothing
-    assert not compressor.evict(trace, 0.6).compressed
-    calibrated = compressor.evict(trace, 0.6, rule_uniformity=0.1)
+    assert not compressor.compress(trace, 0.6).compressed
+    calibrated = compressor.compress(trace, 0.6, rule_uniformity=0.1)
     assert calibrated.compressed and calibrated.rule_uniformity == 0.1
     assert calibrated.uniformity == trace.uniformity
     assert calibrated.eviction_fraction == pytest.approx(0.6 * 0.9)
@@ -379,7 +379,7 @@ def test_eviction_fraction_never_decreases_with_tau(u, tau_a, tau_b):
 
 
 def test_steps_without_text_are_never_evicted():
-    assert evict(np.array([0.0, 0.5, 0.9, 0.2]), 0.5, [False, True, True, True]) == [
+    assert keep_mask(np.array([0.0, 0.5, 0.9, 0.2]), 0.5, [False, True, True, True]) == [
         True,
         False,
         True,

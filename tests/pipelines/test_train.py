@@ -110,9 +110,9 @@ def lora_runs(quick_testbed: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     every_2 = ("--save_strategy", "steps", "--save_steps", "2")
     log_step = TRAACTrainer._log_step
 
-    def sigterm_during_step_2(self: TRAACTrainer, record: Any, rewards: Any) -> None:
-        log_step(self, record, rewards)
-        if record.step == 2:
+    def sigterm_during_step_2(self: TRAACTrainer, step: Any) -> None:
+        log_step(self, step)
+        if step.record.step == 2:
             signal.raise_signal(signal.SIGTERM)
 
     with pytest.MonkeyPatch.context() as patch:

@@ -72,9 +72,9 @@ def counted_regenerate(self, prompts, prefix_lengths, filler):
 log_step = Trainer._log_step
 
 
-def log_then_stop(self, step, rewards):
-    log_step(self, step, rewards)
-    if step.step == STOP_AT and RANK == 0:
+def log_then_stop(self, step):
+    log_step(self, step)
+    if step.record.step == STOP_AT and RANK == 0:
         signal.raise_signal(signal.SIGTERM)
 
 

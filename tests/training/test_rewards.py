@@ -4,7 +4,7 @@ from traac.errors import TraacError
 from traac.method.difficulty import DifficultyConfig
 from traac.method.rewards import RewardConfig
 from traac.training.modes import MODES, mode_rewards
-from traac.training.rewards import TraacRewards
+from traac.training.rewards import EVALUATION_COLUMN, TraacRewards
 
 PAPER = RewardConfig.preset("paper")
 AUTHORS = RewardConfig.preset("authors")
@@ -47,6 +47,19 @@ def test_trl_conversational_completions_and_precomputed_columns():
     assert rewards.format_reward(completions) == [0.5]
     out = rewards.length_reward(completions, completion_ids=[[1, 2]], correct=[True], bin=["all"])
     assert out == [0.5]
+
+
+def test_an_evaluation_batch_scores_against_the_windows_and_leaves_them_as_they_were():
+    """Rows marked `evaluation` get the rewards a training step would, and push nothing."""
+    rewards = TraacRewards(PAPER, num_generations=2)
+    batch = {"completion_ids": [[0] * 10, [0] * 20], "correct": [True, True], "bin": ["easy"] * 2}
+    rewards.length_reward(["a", "b"], **batch)  # one training step: the window is [10, 20]
+    before = rewards.windows.state_dict()
+    evaluation = {**batch, "completion_ids": [[0] * 30, [0] * 10], EVALUATION_COLUMN: [True] * 2}
+    held_out = rewards.length_reward(["a", "b"], **evaluation)
+    assert rewards.windows.state_dict() == before
+    assert held_out == rewards.length_reward(["a", "b"], **{**evaluation, EVALUATION_COLUMN: None})
+    assert rewards.windows.state_dict() != before  # that call was a training step
 
 
 def test_trl_reward_errors():

@@ -13,7 +13,7 @@ from traac.method.difficulty import SINGLE_BIN, DifficultyConfig
 from traac.method.formats import ChatFormat
 from traac.method.segmentation import Step
 from traac.training import step
-from traac.training.step import Batch, Compression, Rollout, TraacStep
+from traac.training.step import Compression, Rollout, TraacStep
 from traac.training.telemetry import ALL
 
 N = 4
@@ -127,13 +127,20 @@ def test_each_process_gets_its_slice_and_the_columns_its_rewards_read() -> None:
     assert step.slice_of(groups, 0, N, N, "none").dropped is None
 
 
-def test_a_batch_carries_the_step_slice_between_hooks() -> None:
-    batch = Batch([{"prompt": "q"}])
-    assert (batch.columns, batch.dropped, batch.stepping) == (None, None, False)
+def test_a_step_result_hands_trl_its_pooled_rollouts_and_new_reward_rows() -> None:
     originals = [rollout(i) for i in range(N)]
-    groups = step.pool(originals, [], [], ["a"] * N, [1.0], ["easy"], N, (0, 0))
-    batch.slice = step.slice_of(groups, 0, N, N, "none")
-    assert batch.columns is batch.slice.columns and batch.dropped is None
+    groups = step.pool(originals, [], [], ["a"] * N, [0.5], ["medium"], N, (0, 0))
+    rows = [{"prompt": "q", "answer": "1"} for _ in range(N)]
+    result = step.StepResult(
+        step.TraacStep(1, groups), rows, [[1, 2]] * N, step.slice_of(groups, 0, N, N, "drop"),
+        sampled_logprobs=False,
+    )  # fmt: skip
+    assert result.completion_ids == [r.completion_ids for r in originals]
+    assert result.logprobs is None and result.dropped == [False] * N
+    rewarded = result.reward_rows({"evaluation": True})
+    assert [r["correct"] for r in rewarded] == result.columns.correct
+    assert {r["bin"] for r in rewarded} == {"medium"} and all(r["evaluation"] for r in rewarded)
+    assert rows == [{"prompt": "q", "answer": "1"}] * N  # new rows; the given ones untouched
 
 
 class Tokenizer:

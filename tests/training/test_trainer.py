@@ -527,8 +527,11 @@ def test_dynamic_sampling_resamples_the_prompts_of_degenerate_groups(
     calls = spy_on_answers(trainer)
     rows, prompt_ids, completion_ids = three_groups(trainer)
     kept_rows, kept_prompts = rows[2 * N :], prompt_ids[2 * N :]
+    given = [dict(row) for row in rows], [list(ids) for ids in prompt_ids]
     trainer.model.train()
-    mine = trainer.traac_step(rows, prompt_ids, completion_ids, None, N).rollouts
+    step = trainer.traac_step(rows, prompt_ids, completion_ids, None, N)
+    assert (rows, prompt_ids) == given  # TRL's lists are left as they were
+    mine, rows, prompt_ids = step.rollouts, step.rows, step.prompt_ids
     groups = trainer.last_step.groups
     # Groups 0 (all right) and 1 (all wrong) got a fresh training prompt each, N rollouts of it
     # sampled in one call; the mixed group kept its prompt and its rollouts.

@@ -12,13 +12,14 @@ problems, about 50 of which are the evaluation pool's. Seeds choose samples insi
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import parse_qsl
 
 from reasoning_gym.arithmetic.chain_sum import ChainSumConfig, ChainSumDataset
 
+from traac.common import step_labels
 from traac.common.items import Item
 from traac.errors import TraacError
 
@@ -42,13 +43,26 @@ DATA_SOURCE = "testbed"
 CONCLUSION = "So the answer is"  # the teacher's conclusion line, which labels its steps
 
 
-def step_kind(reasoning: str, start: int, text: str) -> str:
-    """The kind of the step `text` at offset `start` of a testbed reasoning: `conclude` for a
-    conclusion line, `recheck` after the first one, else `compute`. Telemetry only: the method
-    never reads it."""
-    if text.lstrip().startswith(CONCLUSION):
-        return "conclude"
-    return "recheck" if CONCLUSION in reasoning[:start] else "compute"
+StepKind = Literal["compute", "conclude", "recheck"]  # key steps: compute and conclude
+
+
+def step_kinds(steps: Sequence[str]) -> list[StepKind]:
+    """The kind of each step of a testbed reasoning, given the steps' texts in order: `conclude`
+    for a conclusion line, `recheck` for anything after the first one, else `compute`. The one
+    labelling rule: telemetry (through `traac.common.step_labels`) and the testbed's
+    measurement use it. Works on any text a model writes, not only the teacher's."""
+    kinds: list[StepKind] = []
+    concluded = False
+    for text in steps:
+        if text.lstrip().startswith(CONCLUSION):
+            kinds.append("conclude")
+            concluded = True
+        else:
+            kinds.append("recheck" if concluded else "compute")
+    return kinds
+
+
+step_labels.register(DATA_SOURCE, step_kinds)  # telemetry labels testbed groups' steps
 
 
 TASK = "chain_sum"

@@ -2,7 +2,7 @@
 
 docs/method.md#compression, as two public steps. `Compressor.score` asks a scorer for one score
 per token of the probe text (opener + reasoning + auxiliary prompt + closer), takes each step's
-mean and the uniformity u of the step scores. `Compressor.evict` turns u and the difficulty's
+mean and the uniformity u of the step scores. `Compressor.compress` turns u and the difficulty's
 target rate tau into an eviction fraction and drops the lowest-scored steps. A caller that
 calibrates u (the trainer's rank calibration) passes its own u to the second step; nothing else
 differs.
@@ -174,7 +174,7 @@ def eviction_fraction(
     return min(tau * (1.0 - u), cap)
 
 
-def evict(
+def keep_mask(
     scores: np.ndarray, fraction: float, evictable: Sequence[bool] | None = None
 ) -> list[bool]:
     """Keep-mask that drops floor(n * fraction) lowest-scoring steps (ties: earliest first).
@@ -281,7 +281,7 @@ class Compressor:
             steps.append(Step(reasoning[a:b], a, b))
         return ScoredTrace(reasoning, steps, scores, uniformity(scores), tokens)
 
-    def evict(
+    def compress(
         self, trace: ScoredTrace, tau: float, rule_uniformity: float | None = None
     ) -> CompressionResult:
         """The eviction rule (docs/method.md#eviction) on a scored trace. `rule_uniformity`
@@ -295,7 +295,7 @@ class Compressor:
             u = trace.uniformity if rule_uniformity is None else rule_uniformity
         s = self.settings
         e = eviction_fraction(u, tau, s.uniformity_gate, s.eviction_cap)
-        kept = evict(trace.scores, e, trace.evictable)
+        kept = keep_mask(trace.scores, e, trace.evictable)
         text = "".join(step.text for step, k in zip(trace.steps, kept, strict=True) if k)
         after = (
             trace.tokens if text == trace.reasoning else count_tokens(self.scorer.tokenizer, text)
@@ -315,4 +315,4 @@ class Compressor:
         if len(reasonings) != len(taus):
             raise TraacError("compress: one tau per reasoning trace is required")
         scored = self.score(reasonings, contexts)
-        return [self.evict(t, tau) for t, tau in zip(scored, taus, strict=True)]
+        return [self.compress(t, tau) for t, tau in zip(scored, taus, strict=True)]

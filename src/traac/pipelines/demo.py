@@ -468,7 +468,7 @@ def example_viewer(
     for record, trace in zip(chosen, traces[: len(chosen)], strict=True):
         tau = difficulty.tau_of(str(record.tier))
         rank = uniformity_rank(trace.uniformity, uniformities) if uniformities else None
-        results.append(compressor.evict(trace, tau, rank))
+        results.append(compressor.compress(trace, tau, rank))
         titles.append(f"{record.tier} · {record.id} · tau {tau}")
     path.write_text(render_html(results, titles, note=note))
     return len(results)

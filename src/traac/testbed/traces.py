@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from traac.data.testbed_problems import CONCLUSION, Chain
+from traac.data.testbed_problems import CONCLUSION, Chain, StepKind
+from traac.data.testbed_problems import step_kinds as testbed_step_kinds
 from traac.method.formats import AUX_PROMPT, ChatFormat
 from traac.method.segmentation import split_steps
 from traac.testbed.config import TeacherConfig
 
 GUESS = "Hmm, the rest is long, so I will estimate."
-StepKind = Literal["compute", "conclude", "recheck"]  # key steps: compute and conclude
 QWEN3_FORMAT = ChatFormat()  # the response opens and closes the think block
 PROMPT_STYLE = "question"  # the model is taught bare questions (evaluation.prompts)
 
@@ -165,21 +165,9 @@ def _join(steps: list[str]) -> str:
 
 
 def step_kinds(reasoning: str) -> list[StepKind]:
-    """Label the split steps of a reasoning: `compute` before the first conclusion, `conclude`
-    for every "So the answer is" line, `recheck` for anything else after the first conclusion.
-
-    Works on any text the model writes (not only teacher traces), as the card's measurement
-    applies it to the model's own responses.
-    """
-    kinds: list[StepKind] = []
-    concluded = False
-    for step in split_steps(reasoning):
-        if step.text.lstrip().startswith(CONCLUSION):
-            kinds.append("conclude")
-            concluded = True
-        else:
-            kinds.append("recheck" if concluded else "compute")
-    return kinds
+    """Label the split steps of a reasoning (`testbed_problems.step_kinds`, the one rule): on
+    any text the model writes, as the card's measurement applies it to the model's responses."""
+    return testbed_step_kinds([step.text for step in split_steps(reasoning)])
 
 
 def has_recheck(reasoning: str) -> bool:

@@ -34,7 +34,7 @@ from traac.method.first_correct import Accepts, FirstCorrect, first_correct
 from traac.method.formats import ChatFormat
 from traac.method.rewards import Gather
 from traac.training.config import SCORING_MODELS
-from traac.training.step import Compression, Rollout, evict
+from traac.training.step import Compression, Rollout, candidate_compressions
 from traac.verification import verify_many
 
 # What a process with nothing to score feeds the scorer so that its forwards match the others'.
@@ -120,7 +120,7 @@ class StepCompressor:
         fresh: list[float] = self.gather([t.uniformity for _, _, t in scored])
         if self.uniformities is not None:
             self.uniformities.extend(fresh)
-        out = evict(self.compressor, scored, self.uniformities)
+        out = candidate_compressions(self.compressor, scored, self.uniformities)
         for c in out:
             if c.origin in splits:
                 c.result = with_head(splits[c.origin], c.result, self.tokenizer)

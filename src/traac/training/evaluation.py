@@ -3,8 +3,9 @@ difficulty tier, every `eval_steps`.
 
 TRL's evaluation loop samples `num_generations_eval` rollouts of each `eval_dataset` prompt with
 the training backend (transformers or vLLM, sharded or not) and computes its own eval metrics;
-the TRAAC step verifies those rollouts without compressing them and hands them to
-`HeldOutEvaluation.record_held_out`. At the end of the loop the counts become, for every tier
+the TRAAC step verifies those rollouts without compressing them, and `record_held_out` adds each
+batch's counts to TRL's eval metrics (`_metrics["eval"]`, which TRL keeps across the batches of
+an evaluation). At the end of the loop the counts become, for every tier
 the rows carry (`difficulty`: the testbed's easy/medium/hard) and for `all`,
 `traac/<tier>/accuracy` (share of rollouts right), `response_tokens` and `think_tokens` (means)
 and `rollouts`. They go to TRL's eval logs (`eval_traac/<tier>/...`, so every `report_to`
@@ -19,10 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from accelerate.utils import gather_object
-
-from traac.common.items import Item
-from traac.training.step import Rollout, rollout_view
+from traac.training.step import TraacStep, rollout_view
 from traac.training.telemetry import ALL, RolloutView, append_eval_metrics
 
 
@@ -42,11 +40,31 @@ class TierCounts:
         self.think_tokens += view.think_tokens
 
 
+COUNTS = "traac_held_out"  # prefix of the per-batch counts in TRL's eval metrics
+FIELDS = ("rollouts", "correct", "response_tokens", "think_tokens")
+
+
 class HeldOut:
     """The counts of one evaluation, per tier and over `all`."""
 
     def __init__(self) -> None:
         self.tiers: defaultdict[str, TierCounts] = defaultdict(TierCounts)
+
+    def to_metrics(self, metrics: dict[str, list[float]]) -> None:
+        """Append these counts to TRL's per-batch eval metrics (a key per tier and field)."""
+        for tier, counts in self.tiers.items():
+            for name in FIELDS:
+                metrics[f"{COUNTS}/{tier}/{name}"].append(getattr(counts, name))
+
+    @classmethod
+    def pop_metrics(cls, metrics: dict[str, list[float]]) -> HeldOut:
+        """The counts of every batch `to_metrics` appended, summed, and removed from `metrics`
+        (TRL would log their per-batch means)."""
+        held_out = cls()
+        for key in [k for k in metrics if k.startswith(f"{COUNTS}/")]:
+            _, tier, name = key.split("/")
+            setattr(held_out.tiers[tier], name, sum(metrics.pop(key)))
+        return held_out
 
     def add(self, tiers: Sequence[str | None], views: Sequence[RolloutView]) -> None:
         for tier, view in zip(tiers, views, strict=True):
@@ -69,8 +87,6 @@ class HeldOutEvaluation:
     """Mixin of `TRAACTrainer` (before `GRPOTrainer` in its bases): transformers' evaluation
     loop, plus the per-tier metrics of the rollouts it sampled."""
 
-    held_out: HeldOut | None = None  # set while an evaluation loop runs
-
     def evaluation_loop(
         self,
         dataloader: Any,
@@ -79,27 +95,28 @@ class HeldOutEvaluation:
         ignore_keys: list[str] | None = None,
         metric_key_prefix: str = "eval",
     ) -> Any:
-        self.held_out = HeldOut()
+        trainer: Any = self
+        HeldOut.pop_metrics(trainer._metrics["eval"])  # none left by an interrupted evaluation
         try:
             output = super().evaluation_loop(  # type: ignore[misc]
                 dataloader, description, prediction_loss_only, ignore_keys, metric_key_prefix
             )
-            metrics = self.held_out.metrics()
         finally:
-            self.held_out = None
+            metrics = HeldOut.pop_metrics(trainer._metrics["eval"]).metrics()
         output.metrics.update({f"{metric_key_prefix}_{k}": v for k, v in metrics.items()})
-        trainer: Any = self
         if trainer.accelerator.is_main_process:
             append_eval_metrics(trainer.args.output_dir, trainer.state.global_step, metrics)
         return output
 
-    def record_held_out(self, items: Sequence[Item], rollouts: Sequence[Rollout]) -> None:
-        """Count the verified rollouts of an evaluation batch (`rollouts`: every process's;
-        `items`: this process's rows). Every process calls it, in or out of an evaluation."""
-        if self.held_out is None:
-            return
+    def record_held_out(self, step: TraacStep) -> None:
+        """Count the verified rollouts of an evaluation batch (every process's groups, each
+        counted under its problem's tier) into TRL's eval metrics."""
         trainer: Any = self
-        tiers = gather_object([item.difficulty for item in items])
         close = trainer.tokenizer.encode(trainer.chat_format.think_close, add_special_tokens=False)
         stop = set(trainer.eos_token_ids)
-        self.held_out.add(tiers, [rollout_view(r, close, stop) for r in rollouts])
+        held_out = HeldOut()
+        held_out.add(
+            [g.tier for g in step.groups for _ in g.originals],
+            [rollout_view(r, close, stop) for g in step.groups for r in g.originals],
+        )
+        held_out.to_metrics(trainer._metrics["eval"])

@@ -9,6 +9,7 @@ their group when the trainer does not pass the bins itself.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -29,6 +30,9 @@ from traac.method.rewards import (
 from traac.training.step import bin_groups
 from traac.verification import DEFAULT_TIMEOUT, verify_many
 
+# A column the trainer sets on evaluation batches: their lengths join no window.
+EVALUATION_COLUMN = "evaluation"
+
 
 class TraacRewards:
     """The rewards as TRL reward functions (`traac.training.modes.reward_funcs` picks a mode's).
@@ -40,8 +44,9 @@ class TraacRewards:
     the pass rate of consecutive groups of `num_generations` completions (GRPO's layout, binned
     as the TRAAC step bins them; the local batch must hold whole groups). Verdicts are
     memoised, so the functions verify each completion once.
-    Every `length_reward` call is one training step of the windows: do not call it on
-    evaluation batches.
+    Every `length_reward` call is one training step of the windows, except on rows marked
+    `evaluation` (`EVALUATION_COLUMN`): those score against a copy, and the windows stay as
+    they were.
     """
 
     def __init__(
@@ -81,8 +86,9 @@ class TraacRewards:
         correct = self.verdicts(completions, **kwargs)
         sources = kwargs.get("data_source") or ["default"] * len(completions)
         keys = [(str(s), b) for s, b in zip(sources, self._bins(correct, kwargs), strict=True)]
+        held_out = kwargs.get(EVALUATION_COLUMN)
         return length_rewards(
-            self.windows,
+            copy.deepcopy(self.windows) if held_out and all(held_out) else self.windows,
             correct,
             [len(ids) for ids in completion_ids],
             keys,

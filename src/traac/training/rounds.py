@@ -20,7 +20,7 @@ from accelerate.utils import gather_object
 
 class GenerationRounds:
     """Mixed into `TRAACTrainer`, whose TRL adapter supplies `_sample_answers` (one answer per
-    prompt from TRL's backend), `_phase` and `_collective_forwards`."""
+    prompt from TRL's backend) and `_collective_forwards`."""
 
     args: Any
     accelerator: Any
@@ -52,10 +52,7 @@ class GenerationRounds:
         shortest = gather_object([min(prefix_lengths)] if prefix_lengths else [])
         if not shortest:
             return []
-        with self._phase("regenerate"):
-            sampled = self._generate_padded(
-                prompts, self.max_completion_length - min(shortest), filler
-            )
+        sampled = self._generate_padded(prompts, self.max_completion_length - min(shortest), filler)
         out = []
         for (ids, lps), prefix_length in zip(sampled, prefix_lengths, strict=True):
             limit = self.max_completion_length - prefix_length

@@ -12,16 +12,17 @@ consecutively: rollout i belongs to group i // N):
    compression rate tau and the length-reward scale.
 4. **Select and compress.** Only the right, well-formed rollouts are candidates
    (`select_candidates`). The trainer scores their steps (a forward per trace), the eviction
-   rule drops steps at the bin's tau (`evict`), and the trainer samples a new answer after each
-   compressed think block (`compressed_completions`).
+   rule drops steps at the bin's tau (`candidate_compressions`), and the trainer samples a new
+   answer after each compressed think block (`compressed_completions`).
 5. **Pool.** Per group, originals and compressed copies are shuffled with a seed of (seed,
    step, group) and cut back to N (`pool`): GRPO trains on that group, in full.
 6. **Drop** (optional, `dynamic_sampling: drop | resample`). A pooled group whose verdicts all
    agree is masked out of the loss (`mark_dropped`).
 
 Each process then keeps its slice of the pooled batch (`slice_of`): the rollouts it trains on
-and the columns its reward functions read (`StepColumns`). `step_stats` turns a step into its
-telemetry. Everything here is a pure function of gathered data, so every process takes the same
+and the columns its reward functions read (`StepColumns`). The whole step on one process is one
+value, `StepResult`, which the trainer hands to TRL's scoring, the loss mask and the telemetry
+(`step_stats`). Everything here is a pure function of gathered data, so every process takes the same
 decision; the trainer (`traac.training.trainer`) keeps the TRL hooks and the generation.
 """
 
@@ -35,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from traac.data.testbed_problems import DATA_SOURCE, step_kind
+from traac.common.step_labels import labeller_for
 from traac.method.compression import CompressionResult, Compressor, ScoredTrace, uniformity_rank
 from traac.method.difficulty import DifficultyConfig, group_pass_rates
 from traac.method.formats import ChatFormat
@@ -119,29 +120,52 @@ class StepSlice:
     dropped: list[bool] | None  # per rollout, masked out of the loss; None without sampling
 
 
-@dataclass
-class Batch:
-    """One generation batch between TRL's hooks, in place of state hidden on the trainer.
+@dataclass(frozen=True)
+class StepResult:
+    """One TRAAC step on one process, as a value: what TRL scores and trains on (the rows after
+    resampling, their prompt ids, the pooled completions and their sampling log-probs, the
+    reward columns, the dropped rows), `record` (every process's groups) and the time of its
+    phases. The trainer hands it to TRL's scoring, the loss mask and the telemetry."""
 
-    `_generate_and_score_completions` opens it with TRL's dataset rows; the step, run from
-    `_generate_single_turn`, leaves its `slice` here and the time of its phases in `seconds`;
-    `_calculate_rewards` reads its columns and seconds, and the loss mask its dropped rows.
-    `stepping` is set while the step runs: the generation calls the step itself makes (answer
-    regeneration, resampling) then go straight to TRL.
-    """
-
-    rows: list[dict[str, Any]]  # one per rollout; resampling replaces entries in place
-    slice: StepSlice | None = None
-    stepping: bool = False
-    seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    record: TraacStep
+    rows: list[dict[str, Any]]  # this process's dataset rows; resampled groups' replaced
+    prompt_ids: list[list[int]]  # their token ids, as TRL tokenizes them
+    slice: StepSlice
+    sampled_logprobs: bool  # the backend reported sampling log-probs
+    seconds: dict[str, float] = field(default_factory=dict)
 
     @property
-    def columns(self) -> StepColumns | None:
-        return None if self.slice is None else self.slice.columns
+    def rollouts(self) -> list[Rollout]:
+        return self.slice.rollouts
+
+    @property
+    def columns(self) -> StepColumns:
+        return self.slice.columns
 
     @property
     def dropped(self) -> list[bool] | None:
-        return None if self.slice is None else self.slice.dropped
+        return self.slice.dropped
+
+    @property
+    def completion_ids(self) -> list[list[int]]:
+        return [r.completion_ids for r in self.slice.rollouts]
+
+    @property
+    def logprobs(self) -> list[list[float]] | None:
+        if not self.sampled_logprobs:
+            return None
+        return [r.logprobs for r in self.slice.rollouts]  # type: ignore[misc]
+
+    def reward_rows(self, extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """New rows for TRL's reward call: each row with the step's verdict, bin and
+        compression flag (and `extra`), so the rewards neither verify nor bin again."""
+        columns = self.slice.columns
+        return [
+            {**row, "correct": ok, "bin": b, "compressed": c, **(extra or {})}
+            for row, ok, b, c in zip(
+                self.rows, columns.correct, columns.bin, columns.compressed, strict=True
+            )
+        ]
 
 
 # ---------------------------------------------------------------------------- the decisions
@@ -207,7 +231,7 @@ def select_candidates(
     ]
 
 
-def evict(
+def candidate_compressions(
     compressor: Compressor,
     scored: Sequence[tuple[Rollout, float, ScoredTrace]],
     recent: Sequence[float] | None,
@@ -218,7 +242,7 @@ def evict(
     out = []
     for rollout, tau, trace in scored:
         rank = None if recent is None else uniformity_rank(trace.uniformity, recent)
-        out.append(Compression(rollout.origin, compressor.evict(trace, tau, rank), tau, rank))
+        out.append(Compression(rollout.origin, compressor.compress(trace, tau, rank), tau, rank))
     return out
 
 
@@ -334,9 +358,6 @@ def step_stats(
     close_ids = tokenizer.encode(chat_format.think_close, add_special_tokens=False)
     stop = set(eos_ids)
 
-    def labels(r: CompressionResult) -> list[str]:
-        return [step_kind(r.reasoning, s.start, s.text) for s in r.steps]
-
     def scope(groups: Sequence[Group]) -> Any:
         candidates = [c for g in groups for c in g.compressions]
         return scope_stats(
@@ -346,9 +367,9 @@ def step_stats(
             [c.result for c in candidates if c.used],
             sum(g.dropped for g in groups) if sampling != "none" else None,
             [
-                KindedCandidate(c.result, labels(c.result), g.tier)
+                KindedCandidate(c.result, label([s.text for s in c.result.steps]), g.tier)
                 for g in groups
-                if g.data_source == DATA_SOURCE  # the teacher's format labels its steps
+                if (label := labeller_for(g.data_source)) is not None  # a source that labels
                 for c in g.compressions
             ],
         )

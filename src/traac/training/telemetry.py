@@ -19,13 +19,16 @@ import json
 import math
 import os
 import statistics
-from collections import Counter
-from collections.abc import Mapping, Sequence
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
+from trl.extras.profiling import profiling_context
 
 from traac.method.compression import CompressionResult
 from traac.method.metrics import compression_stats
@@ -73,7 +76,7 @@ class ScopeStats:
     steps_removed: float | None  # mean per compressed rollout
     tokens_removed: float | None  # mean per compressed rollout
     dropped: int | None = None  # groups masked out of the loss by dynamic sampling
-    # Testbed prompts only (their steps' kinds are knowable, `testbed_problems.step_kind`):
+    # Testbed prompts only (their steps' kinds are knowable, `traac.common.step_labels`):
     # steps of each kind evicted per compressed candidate, and the share of the candidates'
     # computation steps evicted (what compression costs the answer).
     evicted_compute: float | None = None
@@ -282,3 +285,18 @@ class MetricsFromStart(TrainerCallback):
         if state.is_world_process_zero:
             truncate_metrics(Path(args.output_dir) / METRICS_FILE, state.global_step)
         return control
+
+
+class StepClock:
+    """The time of a step's phases, for TRL's profiling (report_to) and the step's telemetry."""
+
+    def __init__(self, trainer: Any) -> None:
+        self.trainer = trainer
+        self.seconds: defaultdict[str, float] = defaultdict(float)
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        with profiling_context(self.trainer, f"traac.{name}"):
+            begin = time.perf_counter()
+            yield
+            self.seconds[name] += time.perf_counter() - begin

@@ -3,12 +3,28 @@
 TRL keeps the GRPO loss, the KL term, the generation backends (transformers, vLLM),
 accelerate/DeepSpeed, logging and checkpointing. The step's records and decisions (verify, bin,
 select, evict, pool, drop) are `traac.training.step`: read the step there. This module is what
-the step needs from a live run: TRL's hooks, which carry one `Batch` from generation to the
-rewards and the loss mask, and the work that crosses processes: sampling, resampling, the
-scoring forwards, the answers regenerated after compressed think blocks (same backend; which
-layouts pad those rounds: `traac.training.rounds`), and the gathers that let every process take
-the same decisions on every process's rollouts. Each process keeps its slice of the pooled
-batch, which TRL scores and trains on in full.
+the step needs from a live run: the work that crosses processes (sampling, resampling, the
+scoring forwards, the answers regenerated after compressed think blocks, on the same backend;
+which layouts pad those rounds: `traac.training.rounds`) and the gathers that let every process
+take the same decisions on every process's rollouts. The step is one value (`StepResult`),
+made and consumed inside one TRL hook; each process keeps its slice of the pooled batch, which
+TRL scores and trains on in full.
+
+The TRL and transformers hooks overridden, what changes, and why:
+
+- `_generate_and_score_completions` -> runs the step on TRL's rows before TRL's own body, which
+  then scores and prepares the step's pooled rollouts (new rows, resampled prompts included,
+  carrying the step's verdicts, bins and compression flags); TRL's `rollout_func`, bound for
+  that one call, hands it the pooled ids; afterwards the telemetry, and the dropped rows' mask
+  -> the pooled group must be what GRPO normalises and trains on, and TRL has no hook between
+  its generation and its scoring that sees the rows.
+- `evaluation_loop` (transformers', `HeldOutEvaluation`) -> adds per-tier accuracy and lengths
+  of the evaluation's rollouts, summed from TRL's eval metrics -> TRL's eval metrics are
+  per-batch means, not per-tier counts.
+- `_save_checkpoint` / `_load_optimizer_and_scheduler` -> save and restore the length windows
+  and the calibration window with TRL's state -> a resumed run must reward as the run would
+  have.
+- `train` (public) -> SIGINT/SIGTERM become checkpoint-and-stop.
 
 Every use of TRL's private API is in the section marked "TRL adapter" below; the contract test
 (`tests/training/test_trl_contract.py`) checks each hook's signature and each attribute.
@@ -17,7 +33,6 @@ Every use of TRL's private API is in the section marked "TRL adapter" below; the
 from __future__ import annotations
 
 import copy
-import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -52,13 +67,12 @@ from traac.training.inputs import trainer_inputs
 from traac.training.interrupt import StopOnSignal
 from traac.training.lora import as_reference, keep_4bit_trainable
 from traac.training.modes import mode_rewards
-from traac.training.rewards import TraacRewards
+from traac.training.rewards import EVALUATION_COLUMN, TraacRewards
 from traac.training.rounds import GenerationRounds
 from traac.training.step import (
-    Batch,
     Compression,
     Rollout,
-    StepSlice,
+    StepResult,
     TraacStep,
     bin_groups,
     compressed_completions,
@@ -70,7 +84,7 @@ from traac.training.step import (
     slice_of,
     step_stats,
 )
-from traac.training.telemetry import MetricsFromStart, append_metrics
+from traac.training.telemetry import MetricsFromStart, StepClock, append_metrics
 from traac.verification import verify_many
 
 logger = get_logger(__name__)
@@ -78,24 +92,26 @@ logger = get_logger(__name__)
 # The TRL internals this trainer relies on, as (name, parameters): checked against the
 # installed TRL by the contract test, so an upgrade that moves them fails there, not at step 1.
 TRL_HOOKS: dict[str, tuple[str, ...]] = {
-    "_generate_single_turn": (
-        "self", "prompt_ids", "images", "multimodal_fields", "num_generations", "has_tool_images",
-    ),
     "_generate_and_score_completions": ("self", "inputs"),
-    "_calculate_rewards": ("self", "inputs", "prompts", "completions", "completion_ids_list"),
     "_save_checkpoint": ("self", "model", "trial"),
     "_load_optimizer_and_scheduler": ("self", "checkpoint"),
-    "_get_output_dir": ("self", "trial"),
     "evaluation_loop": ("self", "dataloader", "description", "prediction_loss_only",
                         "ignore_keys", "metric_key_prefix"),  # transformers' (HeldOutEvaluation)
 }  # fmt: skip
 # TRL internals called but not overridden, likewise checked.
-TRL_CALLS: dict[str, tuple[str, ...]] = {"_tokenize_prompts": ("self", "prompts")}
+TRL_CALLS: dict[str, tuple[str, ...]] = {
+    "_tokenize_prompts": ("self", "prompts"),
+    "_generate_single_turn": (
+        "self", "prompt_ids", "images", "multimodal_fields", "num_generations", "has_tool_images",
+    ),
+    "_get_output_dir": ("self", "trial"),
+}  # fmt: skip
 # Keys of the batch TRL generates and `_compute_loss` reads that dynamic sampling rewrites.
 TRL_BATCH_KEYS = ("completion_mask", "advantages", "num_items_in_batch")
 TRL_ATTRIBUTES = (
-    "_tokenizer", "_metrics", "eos_token_ids", "use_vllm", "max_completion_length",
-    "reward_func_names", "ref_model", "generation_config", "generation_kwargs",
+    "_tokenizer", "_metrics", "_logs", "eos_token_ids", "use_vllm", "max_completion_length",
+    "reward_func_names", "ref_model", "generation_config", "generation_kwargs", "rollout_func",
+    "num_generations", "num_generations_eval",
 )  # fmt: skip
 TRANSFORMERS_ATTRIBUTES = ("model_wrapped",)  # transformers' Trainer
 TRL_VLLM_ATTRIBUTES = ("vllm_generation", "_last_loaded_step")  # with use_vllm (tests: the fake)
@@ -109,7 +125,8 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
     `answer` or `solution` (`traac.training.inputs`). Without `reward_funcs` the mode's rewards
     are used (`traac.training.modes`); in mode `l1_max` each row gets its length budget.
     `last_step` holds the groups of the latest step (originals, compressions, pooled rollouts)
-    and its telemetry, which also goes to TRL's logs and to `metrics.jsonl` in `output_dir`.
+    and its telemetry, which also goes to TRL's logs and to `metrics.jsonl` in `output_dir`;
+    it is there for inspection, and no hook reads it (each step is a `StepResult` passed on).
 
     `train()` checkpoints and stops at the end of the step during which SIGINT or SIGTERM
     arrives (`traac.training.interrupt`); `interrupted` then names the signal. A run resumed at
@@ -156,7 +173,6 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
         self.rewards.chat_format = self.chat_format  # known once TRL has the tokenizer
         self.uniformities: deque[float] = deque(maxlen=args.calibration_window)
         self.last_step: TraacStep | None = None
-        self._batch: Batch | None = None  # the generation batch between TRL's hooks
         self._scores_base = False  # the reference is the policy with its adapters disabled
         self._scoring_model = self._load_scoring_model() if args.compresses else None
         self.compressor = self._build_compressor() if args.compresses else None
@@ -221,15 +237,54 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
     # Every override of a TRL hook and every private TRL attribute this trainer touches.
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
-        """TRL's, then dynamic sampling's mask. Resampling replaces rows of `inputs` in place,
-        and their prompt ids in the list TRL tokenized, so TRL scores and trains on the
-        resampled prompts."""
-        batch = self._batch = Batch(inputs)
+        """The TRAAC step on TRL's rows (`_sampled_step`), then TRL's scoring of its pooled
+        rollouts, which TRL's `rollout_func` hands over (`_rollout_of`); then the telemetry,
+        and dynamic sampling's mask on the dropped rows. TRL's rows are left as they were: it
+        scores and trains on new rows, resampled prompts included, with the step's columns."""
+        step = self._sampled_step(inputs)
+        extra = None if self.model.training else {EVALUATION_COLUMN: True}
+        with self._rollout_of(step):
+            output = super()._generate_and_score_completions(step.reward_rows(extra))
+        if self.model.training:
+            self._log_step(step)
+        else:
+            self.record_held_out(step.record)
+        return output if step.dropped is None else self._mask_dropped(output, step.dropped)
+
+    def _sampled_step(self, inputs: list[dict[str, Any]]) -> StepResult:
+        """N rollouts of each row's prompt from TRL's generation backend, then the step."""
+        n = self.num_generations if self.model.training else self.num_generations_eval
+        clock = StepClock(self)
+        prompt_ids, images, multimodal_fields = self._tokenize_prompts(
+            [r["prompt"] for r in inputs]
+        )
+        with self._vllm_awake():  # every generation round of the step on one wake-up
+            with clock.phase("generate"):
+                completion_ids, logprobs = self._generate_single_turn(
+                    prompt_ids, images, multimodal_fields, n
+                )
+            return self.traac_step(inputs, prompt_ids, completion_ids, logprobs, n, clock)
+
+    @contextmanager
+    def _rollout_of(self, step: StepResult) -> Iterator[None]:
+        """For one `_generate_and_score_completions` call, TRL's generation (`_generate`, which
+        calls `rollout_func` in place of its backend) returns the step's pooled rollouts."""
+
+        def pooled(prompts: list[Any], trainer: Any) -> dict[str, Any]:
+            if len(prompts) != len(step.prompt_ids):
+                raise TraacError(f"TRL asked for {len(prompts)} rollouts of a step that pooled "
+                                 f"{len(step.prompt_ids)}")  # fmt: skip
+            return {
+                "prompt_ids": step.prompt_ids,
+                "completion_ids": step.completion_ids,
+                "logprobs": step.logprobs,
+            }
+
+        self.rollout_func = pooled
         try:
-            output = super()._generate_and_score_completions(inputs)
+            yield
         finally:
-            self._batch = None
-        return output if batch.dropped is None else self._mask_dropped(output, batch.dropped)
+            self.rollout_func = None
 
     def _mask_dropped(self, output: dict[str, Any], dropped: list[bool]) -> dict[str, Any]:
         """Dropped rows contribute nothing to the loss (policy term and KL): their completion
@@ -243,61 +298,6 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
             output["completion_mask"].sum()
         ).sum()
         return output
-
-    def _generate_single_turn(
-        self,
-        prompt_ids: list[list[int]],
-        images: Any,
-        multimodal_fields: dict,
-        num_generations: int,
-        has_tool_images: bool = False,
-    ) -> tuple[list[list[int]], list[list[float]] | None]:
-        batch = self._batch
-        if batch is None or batch.stepping:  # no batch context, or the step's own generation
-            return super()._generate_single_turn(
-                prompt_ids, images, multimodal_fields, num_generations, has_tool_images
-            )
-        with self._vllm_awake():  # every generation round of the step on one wake-up
-            with self._phase("generate"):
-                completion_ids, logprobs = super()._generate_single_turn(
-                    prompt_ids, images, multimodal_fields, num_generations, has_tool_images
-                )
-            batch.stepping = True
-            try:
-                batch.slice = self.traac_step(
-                    batch.rows, prompt_ids, completion_ids, logprobs, num_generations
-                )
-            finally:
-                batch.stepping = False
-        pooled = batch.slice.rollouts
-        ids = [r.completion_ids for r in pooled]
-        return ids, None if logprobs is None else [r.logprobs for r in pooled]
-
-    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        """TRL's reward call on copies of the rows that carry this step's verdicts, bins and
-        compression flags. Evaluation batches score against a copy of the length windows, so
-        only training steps advance them. `prompts` is TRL's list: resampled rows' prompts are
-        written into it, so its logs show what was trained on."""
-        prompts[:] = [row["prompt"] for row in inputs]
-        columns = None if self._batch is None else self._batch.columns
-        if columns is not None:
-            inputs = [
-                {**row, "correct": ok, "bin": b, "compressed": c}
-                for row, ok, b, c in zip(
-                    inputs, columns.correct, columns.bin, columns.compressed, strict=True
-                )
-            ]
-        if self.model.training:
-            rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-            if self.last_step is not None:
-                self._log_step(self.last_step, rewards)
-            return rewards
-        windows = self.rewards.windows
-        self.rewards.windows = copy.deepcopy(windows)
-        try:
-            return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        finally:
-            self.rewards.windows = windows
 
     def _sample_answers(
         self, prompts: list[list[int]], budget: int
@@ -324,13 +324,15 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
             finally:
                 self.vllm_generation.max_completion_length = saved
             return
-        saved = self.generation_config.max_new_tokens, self.generation_kwargs["max_new_tokens"]
-        self.generation_config.max_new_tokens = budget
-        self.generation_kwargs["max_new_tokens"] = budget
+        saved = self.generation_config, self.generation_kwargs
+        config = copy.deepcopy(self.generation_config)  # TRL's own config is left as it is
+        config.max_new_tokens = budget
+        self.generation_config = config
+        self.generation_kwargs = {**self.generation_kwargs, "max_new_tokens": budget}
         try:
             yield
         finally:
-            self.generation_config.max_new_tokens, self.generation_kwargs["max_new_tokens"] = saved
+            self.generation_config, self.generation_kwargs = saved
 
     @contextmanager
     def _vllm_awake(self) -> Iterator[None]:
@@ -353,35 +355,29 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
         finally:
             vllm.enable_sleep_mode = True
             vllm.llm.sleep(level=2)
-            self._last_loaded_step = -1  # weights discarded: TRL's next generation pushes them
+            # Weights discarded: the next step pushes them again on entry. TRL's `_generate`,
+            # which only hands the pooled rollouts over (`_rollout_of`), must not push them now.
+            self._last_loaded_step = self.state.global_step
 
-    @contextmanager
-    def _phase(self, name: str) -> Iterator[None]:
-        """Time a part of the step: TRL's profiling (report_to) and the batch's telemetry."""
-        with profiling_context(self, f"traac.{name}"):
-            begin = time.perf_counter()
-            yield
-            if self._batch is not None:
-                self._batch.seconds[name] += time.perf_counter() - begin
-
-    def _log_step(self, step: TraacStep, rewards_per_func: torch.Tensor) -> None:
-        """The step's telemetry into TRL's metrics (so report_to sees it) and a JSONL."""
-        rewards = rewards_per_func.detach().float().cpu().numpy()
-        seconds = {} if self._batch is None else dict(self._batch.seconds)
+    def _log_step(self, step: StepResult) -> None:
+        """The step's telemetry into TRL's metrics (so report_to sees it) and a JSONL, with the
+        mean of each reward over every process's rollouts (TRL's logs of this step)."""
+        total = sum(len(g.pooled) for g in step.record.groups)
+        rewards = np.asarray(
+            [list(self._logs["rewards"][name])[-total:] for name in self.reward_func_names],
+            dtype=np.float32,
+        )
         stats = step_stats(
-            step,
+            step.record,
             self.difficulty.bins,
             self.tokenizer,
             self.chat_format,
             self.eos_token_ids,
-            seconds,
-            {
-                name: float(np.nanmean(rewards[:, k]))
-                for k, name in enumerate(self.reward_func_names)
-            },
+            dict(step.seconds),
+            {name: float(np.nanmean(rewards[k])) for k, name in enumerate(self.reward_func_names)},
             self.args.dynamic_sampling,
         )
-        step.stats = stats
+        step.record.stats = stats
         for key, value in stats.flat().items():
             self._metrics["train"][key].append(value)
         if self.accelerator.is_main_process:
@@ -417,23 +413,26 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
         completion_ids: list[list[int]],
         logprobs: list[list[float]] | None,
         n: int,
-    ) -> StepSlice:
+        clock: StepClock | None = None,
+    ) -> StepResult:
         """docs/method.md#step, 2-6 (`traac.training.step`), on this process's sampled rollouts
         (dataset rows, prompt and completion token ids, sampling log-probs if any, `n` per
-        prompt): verify, resample, bin, compress, re-answer, pool, drop. Returns this process's
-        slice of the pooled groups; `last_step` holds all of them. Compression and dynamic
-        sampling run only while the model is in training mode. Resampling replaces entries of
-        `rows` and `prompt_ids` in place (they are TRL's lists)."""
+        prompt): verify, resample, bin, compress, re-answer, pool, drop. Returns the step as a
+        value: this process's slice of the pooled groups, its rows and prompt ids (resampled
+        ones replaced in new lists; the arguments are left as they were) and every process's
+        groups, which `last_step` also holds for inspection. Compression and dynamic sampling
+        run only while the model is in training mode; `clock` times the phases."""
+        clock = StepClock(self) if clock is None else clock
+        rows, prompt_ids = list(rows), [list(ids) for ids in prompt_ids]
         offset = self.accelerator.process_index * len(rows)
         items = [item_from_row(row) for row in rows]
-        local = self._rollouts(items, completion_ids, logprobs, offset)
+        local = self._rollouts(items, completion_ids, logprobs, offset, clock)
         originals: list[Rollout] = gather_object(local)
-        self.record_held_out(items, originals)  # an evaluation's rollouts (training: no-op)
         sampling = self.args.dynamic_sampling if self.model.training else "none"
         resampled, rounds = [0] * (len(originals) // n), 0
         if sampling == "resample":
             originals, resampled, rounds = self._resample(
-                rows, items, prompt_ids, local, originals, n, offset
+                rows, items, prompt_ids, local, originals, n, offset, clock
             )
         sources: list[str] = gather_object([item.data_source for item in items])
         tiers: list[str | None] = gather_object([item.difficulty for item in items])
@@ -449,17 +448,18 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
                 [prompt_ids[r.origin - offset] for r, _ in candidates],
                 prompt_ids[0],
                 pad=self._collective_forwards,  # as many scoring forwards as every other process
-                scoring=self._scoring(),
+                scoring=self._scoring(clock),
                 items=[items[r.origin - offset] for r, _ in candidates],  # the early exits'
             )
             used = [c for c in mine if c.used]
-            answers = self._regenerate(
-                [prompt_ids[c.origin - offset] + c.prefix_ids for c in used],
-                [len(c.prefix_ids) for c in used],
-                prompt_ids[0],
-            )
+            with clock.phase("regenerate"):
+                answers = self._regenerate(
+                    [prompt_ids[c.origin - offset] + c.prefix_ids for c in used],
+                    [len(c.prefix_ids) for c in used],
+                    prompt_ids[0],
+                )
             ids, lps = compressed_completions(used, answers)
-            new = self._rollouts([items[c.origin - offset] for c in used], ids, lps, 0)
+            new = self._rollouts([items[c.origin - offset] for c in used], ids, lps, 0, clock)
             for rollout, c in zip(new, used, strict=True):
                 rollout.origin, rollout.compressed = c.origin, True
             compressions = gather_object(mine)
@@ -469,8 +469,16 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
         seed = (self.args.seed, step)
         groups = pool(originals, compressed, compressions, sources, rates, bins, n, seed, tiers)
         mark_dropped(groups, resampled, sampling)
-        self.last_step = TraacStep(step + 1, groups, resample_rounds=rounds)
-        return slice_of(groups, offset, len(rows), n, sampling)
+        record = TraacStep(step + 1, groups, resample_rounds=rounds)
+        self.last_step = record  # for inspection only: no hook reads it
+        return StepResult(
+            record,
+            rows,
+            prompt_ids,
+            slice_of(groups, offset, len(rows), n, sampling),
+            logprobs is not None,
+            clock.seconds,
+        )
 
     def _resample(
         self,
@@ -481,12 +489,15 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
         originals: list[Rollout],
         n: int,
         offset: int,
+        clock: StepClock,
     ) -> tuple[list[Rollout], list[int], int]:
         """DAPO's dynamic sampling: while some groups' verdicts all agree (at most
         `max_resample_rounds` times), give each such group a training prompt drawn at random
         (`replacements`) and sample its N rollouts afresh; each process samples the rows it
-        holds. `rows`, `items`, `prompt_ids` and `local` are updated in place. Returns the
-        gathered originals, how often each group was replaced, and the rounds run."""
+        holds. `rows`, `items`, `prompt_ids` and `local` (the step's own lists) are updated in
+        place. Returns the gathered originals, how often each group was replaced, and the
+        rounds run."""
+        originals: list[Rollout] = gather_object(local)
         n_groups = len(originals) // n
         replaced = [0] * n_groups
         rounds = 0
@@ -503,7 +514,7 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
             new_ids = self._prompt_ids([rows[i]["prompt"] for i in mine])
             for i, ids in zip(mine, new_ids, strict=True):
                 prompt_ids[i] = ids
-            with self._phase("resample"):
+            with clock.phase("resample"):
                 outputs = self._generate_padded(
                     [prompt_ids[i] for i in mine], self.max_completion_length, prompt_ids[0]
                 )
@@ -512,6 +523,7 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
                 [ids for ids, _ in outputs],
                 None if not outputs or outputs[0][1] is None else [lp for _, lp in outputs],
                 0,
+                clock,
             )
             for i, rollout in zip(mine, new, strict=True):
                 rollout.origin = offset + i
@@ -528,12 +540,13 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
         completion_ids: Sequence[list[int]],
         logprobs: Sequence[list[float] | None] | None,
         origin: int,
+        clock: StepClock,
     ) -> list[Rollout]:
         """Decode, parse and verify rollouts (`origin`: global index of the first)."""
         if not completion_ids:
             return []
         texts = self.tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
-        with self._phase("verify"):
+        with clock.phase("verify"):
             correct = verify_many(items, texts, think_close=self.chat_format.think_close)
         return make_rollouts(completion_ids, logprobs, texts, correct, self.chat_format, origin)
 
@@ -552,11 +565,11 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
         )
 
     @contextmanager
-    def _scoring(self) -> Iterator[None]:
+    def _scoring(self, clock: StepClock | None = None) -> Iterator[None]:
         """Around the scoring forwards: their time, and the policy in eval mode (no dropout)
         when it is the scoring model, its adapters disabled when it stands for the reference."""
         policy = self.accelerator.unwrap_model(self.model)
-        with self._phase("score"):
+        with (clock or StepClock(self)).phase("score"):
             if self._scoring_model is not None or self.args.scorer == "random":
                 yield
                 return

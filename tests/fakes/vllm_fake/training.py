@@ -46,6 +46,7 @@ def record_steps(patch: Callable[[Any, str, Any], None] = setattr) -> None:
 
     def traac_step(self: Any, rows: Any, prompt_ids: list[list[int]], *args: Any) -> Any:
         out = real(self, rows, prompt_ids, *args)
+        prompt_ids = out.prompt_ids  # after resampling
         offset = self.accelerator.process_index * len(rows)
         used = [c for g in self.last_step.groups for c in g.compressions if c.used]
         vllm_fake.EVENTS.append({
