@@ -76,7 +76,7 @@ def load(args: argparse.Namespace) -> tuple[str, Any, Any]:
 def prompt_style(path: str, tokenizer: Any) -> str:
     """The prompt style `traac eval` gives the model by default."""
     from traac.common.models import prompt_style_of
-    from traac.evaluation.prompts import default_prompt_style
+    from traac.evaluation.harness.prompts import default_prompt_style
 
     return prompt_style_of(path) or default_prompt_style(tokenizer)
 
@@ -84,7 +84,7 @@ def prompt_style(path: str, tokenizer: Any) -> str:
 def load_prompts(path: str, tokenizer: Any, dataset: str, n: int) -> tuple[list[Any], list[str]]:
     """The first `n` items of `dataset` and their prompts, as `traac eval` writes them."""
     from traac.data.datasets import load_items
-    from traac.evaluation.prompts import build_prompt
+    from traac.evaluation.harness.prompts import build_prompt
 
     style = prompt_style(path, tokenizer)
     items = load_items(dataset)[:n]

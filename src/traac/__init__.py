@@ -54,7 +54,7 @@ _EXPORTS: dict[str, str] = {
     "resolve_model": "traac.pipelines.models",
     "load_model": "traac.common.models",
     "load_tokenizer": "traac.common.models",
-    "ThinkingGenerator": "traac.evaluation.testtime",
+    "ThinkingGenerator": "traac.evaluation.inference.testtime",
     "TraacError": "traac.errors",
 }
 
@@ -119,7 +119,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what type checkers and IDEs see; nothing is imported at run time
     from traac.common.models import load_model, load_tokenizer
     from traac.errors import TraacError
-    from traac.evaluation.testtime import ThinkingGenerator
+    from traac.evaluation.inference.testtime import ThinkingGenerator
     from traac.method.compression import (
         CompressionResult,
         Compressor,

@@ -29,8 +29,8 @@ from traac.common.models import load_config, load_model, load_tokenizer, resolve
 from traac.common.outputs import output_file, write_text
 from traac.console import make_console, make_progress, print_lines, print_steps
 from traac.errors import TraacError
-from traac.evaluation.prompts import render_prompt
-from traac.evaluation.viewer import render_html
+from traac.evaluation.harness.prompts import render_prompt
+from traac.evaluation.reports.viewer import render_html
 from traac.method.compression import CompressionResult, count_tokens
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat

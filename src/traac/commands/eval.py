@@ -29,15 +29,15 @@ from traac.common.models import (
 )
 from traac.console import make_console, make_progress, print_blocks
 from traac.errors import TraacError
-from traac.evaluation.generation import BACKENDS, Backend, VLLMSettings, make_backend
-from traac.evaluation.placement import probe_placement
-from traac.evaluation.prompts import PROMPT_STYLES, default_prompt_style
-from traac.evaluation.records import summary_blocks
-from traac.evaluation.refill import BATCHINGS, RefillBackend
-from traac.evaluation.runner import CALL_REQUESTS, EvalSettings, file_sha256, run_eval
-from traac.evaluation.testtime import ThinkingGenerator
-from traac.evaluation.thinking_backend import ThinkingBackend
-from traac.evaluation.vllm_thinking import load_vllm_engine
+from traac.evaluation.harness.prompts import PROMPT_STYLES, default_prompt_style
+from traac.evaluation.harness.records import summary_blocks
+from traac.evaluation.harness.runner import CALL_REQUESTS, EvalSettings, file_sha256, run_eval
+from traac.evaluation.inference.generation import BACKENDS, Backend, VLLMSettings, make_backend
+from traac.evaluation.inference.placement import probe_placement
+from traac.evaluation.inference.refill import BATCHINGS, RefillBackend
+from traac.evaluation.inference.testtime import ThinkingGenerator
+from traac.evaluation.inference.thinking_backend import ThinkingBackend
+from traac.evaluation.inference.vllm_thinking import load_vllm_engine
 from traac.method.settings import CompressionSettings, FormatSettings
 from traac.pipelines.models import MODELS, resolve_model
 

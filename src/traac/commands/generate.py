@@ -36,9 +36,9 @@ from traac.common.models import load_model, load_tokenizer, resolve_dtype, resol
 from traac.common.outputs import output_file, write_text
 from traac.console import make_console, make_progress, print_lines, print_steps
 from traac.errors import TraacError
-from traac.evaluation.generation import check_sampling
-from traac.evaluation.prompts import render_prompt
-from traac.evaluation.testtime import PROBE_MODES, ThinkingGenerator
+from traac.evaluation.harness.prompts import render_prompt
+from traac.evaluation.inference.generation import check_sampling
+from traac.evaluation.inference.testtime import PROBE_MODES, ThinkingGenerator
 from traac.method.settings import TEST_TIME_TAU, CompressionSettings, FormatSettings
 from traac.pipelines.models import resolve_model
 

@@ -20,15 +20,15 @@ from traac.common.models import load_model, load_tokenizer, resolve_placement
 from traac.common.outputs import output_file, write_text
 from traac.console import make_console, make_progress, print_lines, print_table
 from traac.errors import TraacError
-from traac.evaluation.generation import TransformersBackend
-from traac.evaluation.probe_report import (
+from traac.evaluation.harness.prompts import render_prompt
+from traac.evaluation.inference.generation import TransformersBackend
+from traac.evaluation.reports.probe_report import (
     ProbeReport,
     default_specs,
     foreign_specs,
     probe_report,
     read_labelled,
 )
-from traac.evaluation.prompts import render_prompt
 from traac.method.scoring import closer_query
 from traac.pipelines.models import resolve_model
 from traac.testbed.measure import labelled_responses

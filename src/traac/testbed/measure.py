@@ -20,8 +20,8 @@ import torch
 from traac.common.items import Item
 from traac.common.progress import NullProgress, Progress
 from traac.data.testbed_problems import EVAL_SEED, make_items
-from traac.evaluation.generation import TransformersBackend
-from traac.evaluation.probe_report import LabelledResponse, default_specs, probe_report
+from traac.evaluation.inference.generation import TransformersBackend
+from traac.evaluation.reports.probe_report import LabelledResponse, default_specs, probe_report
 from traac.method.compression import Compressor, ScoreRequest, TokenScores
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from traac.errors import TraacError
-from traac.evaluation.metrics import (
+from traac.evaluation.harness.metrics import (
     Sample,
     bootstrap_mean_ci,
     default_ks,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from traac.common.items import Item
-from traac.evaluation.overthinking import (
+from traac.evaluation.harness.overthinking import (
     find_overthinking,
     is_recheck,
     overthink_stats,
@@ -20,8 +20,8 @@ from traac.evaluation.overthinking import (
     reasoning_of,
     underthinking,
 )
-from traac.evaluation.records import EvalSummary
-from traac.evaluation.runner import SUMMARY_JSON, EvalSettings, run_eval
+from traac.evaluation.harness.records import EvalSummary
+from traac.evaluation.harness.runner import SUMMARY_JSON, EvalSettings, run_eval
 
 
 def chain(item_id: str, expression: str, answer: int) -> Item:
@@ -194,7 +194,7 @@ def test_by_tier_and_a_timed_out_check_counts_as_not_found(monkeypatch) -> None:
     assert tiers["medium"].first_step == 3
     # A verifier that never answers in time: every check is wrong, nothing is found.
     monkeypatch.setattr(
-        "traac.evaluation.overthinking.verify_answers",
+        "traac.evaluation.harness.overthinking.verify_answers",
         lambda items, texts, **_: [False] * len(items),
     )
     assert overthinking_by_tier(records, items, words)[0].found == 0

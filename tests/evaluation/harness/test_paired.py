@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from traac.evaluation.paired import compare, paired_table
-from traac.evaluation.records import SampleRecord
+from traac.evaluation.harness.paired import compare, paired_table
+from traac.evaluation.harness.records import SampleRecord
 
 
 def record(pid: str, sample: int, correct: bool, length: int) -> SampleRecord:

@@ -6,7 +6,7 @@ import pytest
 
 from traac.common.items import Item
 from traac.errors import TraacError
-from traac.evaluation.prompts import (
+from traac.evaluation.harness.prompts import (
     build_prompt,
     default_prompt_style,
     render_prompt,

@@ -19,12 +19,13 @@ from pathlib import Path
 import pytest
 
 from traac.errors import TraacError
-from traac.evaluation.prompts import THINK_INSTRUCTION
-from traac.evaluation.records import Generation, SampleRecord, summarize
-from traac.evaluation.runner import EvalSettings, SamplesFile, read_summary, run_eval
+from traac.evaluation.harness.prompts import THINK_INSTRUCTION
+from traac.evaluation.harness.records import SampleRecord, summarize
+from traac.evaluation.harness.runner import EvalSettings, SamplesFile, read_summary, run_eval
+from traac.evaluation.inference.responses import Generation
 from traac.method.formats import AUX_PROMPT
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
@@ -301,7 +302,7 @@ def test_an_interrupted_generation_loses_nothing_and_resumes(tmp_path, dataset, 
 
 def test_budgets_beyond_the_context_are_capped_and_noted(tmp_path, dataset, tokenizer):
     from traac.common.items import Item
-    from traac.evaluation.prompts import build_prompt
+    from traac.evaluation.harness.prompts import build_prompt
 
     questions = [f"What is {k} + {k}?" for k in range(1, 7)]  # the first six items: one batch
     longest = max(
@@ -355,7 +356,7 @@ def test_traac_eval_generates_with_a_model_dir(tmp_path, dataset, model_dir, cap
 STOPPING_EVAL = """
 import os, signal, sys
 from traac.cli import main
-from traac.evaluation.samples import SamplesFile
+from traac.evaluation.harness.samples import SamplesFile
 
 append = SamplesFile.append
 
@@ -683,7 +684,7 @@ def test_a_full_disk_is_one_line_and_loses_nothing(tmp_path, dataset, tokenizer,
     """ENOSPC in the third batch: the two batches before stay, and the rerun completes them."""
     import errno
 
-    import traac.evaluation.samples as samples
+    import traac.evaluation.harness.samples as samples
 
     settings = EvalSettings(dataset=str(dataset), model="fake")
     out = tmp_path / "out"

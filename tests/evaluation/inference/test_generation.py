@@ -7,7 +7,7 @@ import pytest
 import torch
 from transformers import TopPLogitsWarper
 
-from traac.evaluation.generation import RowSampler
+from traac.evaluation.inference.generation import RowSampler
 
 
 @pytest.mark.parametrize(("vocab", "top_p"), [(525, 1.0), (49152, 1.0), (525, 0.9)])

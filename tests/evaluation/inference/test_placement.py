@@ -14,8 +14,8 @@ from transformers import AutoModelForCausalLM
 
 from traac.cli import main as cli_main
 from traac.errors import TraacError
-from traac.evaluation.generation import VLLMSettings
-from traac.evaluation.placement import OVERHEAD, GiB, place_probe, weight_bytes
+from traac.evaluation.inference.generation import VLLMSettings
+from traac.evaluation.inference.placement import OVERHEAD, GiB, place_probe, weight_bytes
 
 GPU = torch.device("cuda")
 COPY = 8 * GiB  # a 4B model in bf16

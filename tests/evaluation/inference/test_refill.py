@@ -11,9 +11,9 @@ import pytest
 from traac.common.models import load_model, load_tokenizer
 from traac.data.datasets import load_items
 from traac.errors import TraacError
-from traac.evaluation.generation import Sampling, TransformersBackend
-from traac.evaluation.prompts import build_prompt
-from traac.evaluation.refill import RefillBackend
+from traac.evaluation.harness.prompts import build_prompt
+from traac.evaluation.inference.generation import Sampling, TransformersBackend
+from traac.evaluation.inference.refill import RefillBackend
 
 pytestmark = pytest.mark.slow
 

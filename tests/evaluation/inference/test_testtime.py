@@ -9,10 +9,10 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from traac.errors import TraacError
-from traac.evaluation.generation import Sampling
-from traac.evaluation.records import Generation
-from traac.evaluation.testtime import ThinkingGenerator
-from traac.evaluation.thinking_backend import ThinkingBackend
+from traac.evaluation.inference.generation import Sampling
+from traac.evaluation.inference.responses import Generation
+from traac.evaluation.inference.testtime import ThinkingGenerator
+from traac.evaluation.inference.thinking_backend import ThinkingBackend
 from traac.method.compression import Compressor, ScoreRequest, step_scores, uniformity
 from traac.method.formats import AUX_PROMPT, ChatFormat
 from traac.method.scoring import AttentionScorer

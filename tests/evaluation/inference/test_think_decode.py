@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from traac.evaluation.think_decode import Decoded, DecodeSession, Draw, Phase, ThinkEngine
-from traac.evaluation.vllm_thinking import VLLMThinkEngine
+from traac.evaluation.inference.think_decode import Decoded, DecodeSession, Draw, Phase, ThinkEngine
+from traac.evaluation.inference.vllm_thinking import VLLMThinkEngine
 from traac.method.formats import ChatFormat
 
 

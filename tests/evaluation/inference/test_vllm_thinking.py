@@ -12,8 +12,8 @@ import pytest
 
 from traac.commands.eval import main
 from traac.errors import TraacError
-from traac.evaluation import runner
-from traac.evaluation.generation import VLLMSettings, load_vllm
+from traac.evaluation.harness import runner
+from traac.evaluation.inference.generation import VLLMSettings, load_vllm
 
 THINKING = {
     "budget": ["--think-budget", "12"],

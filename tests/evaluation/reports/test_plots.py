@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from traac.evaluation.plots import _styles, pareto_plot
+from traac.evaluation.reports.plots import _styles, pareto_plot
 
 
 def test_styles_stay_distinct_past_the_palette() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from traac.evaluation.probe_report import foreign_specs
+from traac.evaluation.reports.probe_report import foreign_specs
 
 
 def test_a_foreign_scorer_gets_its_attention_rows_under_its_name() -> None:

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from traac.errors import TraacError
-from traac.evaluation.records import SampleRecord
-from traac.evaluation.report import (
+from traac.evaluation.harness.records import SampleRecord
+from traac.evaluation.harness.runner import EvalSettings, run_eval
+from traac.evaluation.reports.report import (
     TierStats,
     budget_table,
     build_report,
@@ -22,7 +23,6 @@ from traac.evaluation.report import (
     report_tables,
     tier_table,
 )
-from traac.evaluation.runner import EvalSettings, run_eval
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traac.evaluation.viewer import render_html
+from traac.evaluation.reports.viewer import render_html
 from traac.method.compression import CompressionResult
 from traac.method.segmentation import Step, split_steps
 

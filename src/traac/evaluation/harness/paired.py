@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from traac.common.tables import Table, signed
-from traac.evaluation.metrics import bootstrap_mean_ci
-from traac.evaluation.records import SampleRecord
+from traac.evaluation.harness.metrics import bootstrap_mean_ci
+from traac.evaluation.harness.records import SampleRecord
 
 MARK = "*"  # after a change whose interval excludes 0
 

@@ -28,16 +28,16 @@ from traac.common.progress import NullProgress, Progress
 from traac.data.datasets import load_items
 from traac.data.files import json_value, read_text
 from traac.errors import TraacError
-from traac.evaluation.generation import Backend, Sampling, check_sampling
-from traac.evaluation.overthinking import overthinking_by_tier
-from traac.evaluation.prompts import PROMPT_STYLES, build_prompt
-from traac.evaluation.records import (
+from traac.evaluation.harness.overthinking import overthinking_by_tier
+from traac.evaluation.harness.prompts import PROMPT_STYLES, build_prompt
+from traac.evaluation.harness.records import (
     EvalSummary,
     SampleRecord,
     summarize,
     summary_markdown,
 )
-from traac.evaluation.samples import LengthCounter, SamplesFile, score_records
+from traac.evaluation.harness.samples import LengthCounter, SamplesFile, score_records
+from traac.evaluation.inference.generation import Backend, Sampling, check_sampling
 from traac.method.formats import resolve_chat_format
 
 SAMPLES_FILE = "samples.jsonl"

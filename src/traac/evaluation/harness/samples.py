@@ -11,7 +11,8 @@ from typing import Any
 
 from traac.common.items import Item
 from traac.errors import TraacError
-from traac.evaluation.records import Generation, SampleRecord
+from traac.evaluation.harness.records import SampleRecord
+from traac.evaluation.inference.responses import Generation
 from traac.method.formats import ChatFormat
 from traac.method.metrics import think_tokens_from_ids
 from traac.verification import extract_answer, verify_many

@@ -4,7 +4,7 @@ A `Backend` turns prompts (exact text, chat template already applied) into one `
 each. `TransformersBackend` runs anywhere (CPU or GPU, left-padded batches); `VLLMBackend` is
 imported only when chosen. Anything with the same `generate` method slots in, e.g. a backend
 that decodes until the think closer or a think budget, compresses the reasoning and lets the
-model answer (`traac.evaluation.thinking_backend.ThinkingBackend`).
+model answer (`traac.evaluation.inference.thinking_backend.ThinkingBackend`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from traac.common.models import (
     resolve_placement,
 )
 from traac.errors import TraacError
-from traac.evaluation.records import Generation
+from traac.evaluation.inference.responses import Generation
 
 BACKENDS = ("transformers", "vllm")
 

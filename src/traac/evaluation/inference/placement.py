@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from traac.errors import TraacError
-from traac.evaluation.generation import VLLMSettings
+from traac.evaluation.inference.generation import VLLMSettings
 
 GiB = 1024**3
 OVERHEAD = 1.5 * GiB  # the CUDA context and the probe forward's activations beside the weights

@@ -23,7 +23,7 @@ from transformers import DynamicCache
 
 from traac.common.models import cache_kwargs, input_device
 from traac.errors import TraacError
-from traac.evaluation.generation import RowSampler, TokenCallback, TransformersBackend
+from traac.evaluation.inference.generation import RowSampler, TokenCallback, TransformersBackend
 from traac.method.probe_cache import has_sliding_layers
 
 BATCHINGS = ("padded", "refill")

@@ -34,7 +34,7 @@ is built from the decoding model's own forwards, so a foreign scorer re-runs the
 after decoding. The token counts of a sample stay the decoding model's.
 
 Prompts are exact model input text (chat template applied, as `traac eval` builds them);
-`render_prompt` (traac.evaluation.prompts) makes one from a question or a message list. The
+`render_prompt` (traac.evaluation.harness.prompts) makes one from a question or a message list. The
 model decodes exactly as without compression up to the closer (nothing is forced), so the
 comparison with plain generation isolates compression. The reasoning is what `ChatFormat.parse`
 calls it: the text after the first opener the model wrote (after the prompt's, for formats that
@@ -53,9 +53,9 @@ from typing import Any, Literal
 import torch
 
 from traac.errors import TraacError
-from traac.evaluation.generation import TokenCallback, request_seed
-from traac.evaluation.records import ThinkingSample
-from traac.evaluation.think_decode import (
+from traac.evaluation.inference.generation import TokenCallback, request_seed
+from traac.evaluation.inference.responses import ThinkingSample
+from traac.evaluation.inference.think_decode import (
     Decoded,
     LogitsProcessor,
     ThinkEngine,

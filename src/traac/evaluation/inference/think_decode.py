@@ -1,5 +1,5 @@
 """Decoding a think block and an answer on the transformers backend: the engine side of test-time
-thinking (traac.evaluation.testtime orchestrates; traac.evaluation.vllm_thinking is the same
+thinking (`testtime` orchestrates; `vllm_thinking` is the same
 engine side on vLLM).
 
 A `ThinkEngine` opens one `DecodeSession` per batch of prompts; the session decodes token-id
@@ -23,7 +23,7 @@ from transformers import DynamicCache
 
 from traac.common.models import cache_kwargs, input_device
 from traac.errors import TraacError
-from traac.evaluation.generation import RowSampler, TokenCallback, stop_ids
+from traac.evaluation.inference.generation import RowSampler, TokenCallback, stop_ids
 from traac.method.compression import TokenScores
 from traac.method.formats import ChatFormat
 from traac.method.probe_cache import DEFAULT_PROBE_CHUNK, ProbeCache

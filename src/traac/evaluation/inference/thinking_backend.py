@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from traac.evaluation.generation import Sampling, TokenCallback
-from traac.evaluation.records import Generation
-from traac.evaluation.testtime import ThinkingGenerator
+from traac.evaluation.inference.generation import Sampling, TokenCallback
+from traac.evaluation.inference.responses import Generation
+from traac.evaluation.inference.testtime import ThinkingGenerator
 
 
 class ThinkingBackend:
-    """The evaluation `Backend` (traac.evaluation.generation) of `traac eval --think-budget B`
+    """The evaluation `Backend` (`generation`) of `traac eval --think-budget B`
     and/or `--compress-tau TAU`. Seeds follow `TransformersBackend` (one random stream per
     request, from its key). Its generations are the generator's `ThinkingSample`s: under a
     budget each says whether the budget interrupted it and how many think tokens the model

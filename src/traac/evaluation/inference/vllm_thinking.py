@@ -1,4 +1,4 @@
-"""Test-time thinking on vLLM: the engine side of traac.evaluation.testtime's orchestration.
+"""Test-time thinking on vLLM: the engine side of `testtime`'s orchestration.
 
 vLLM decodes each think block until its closer (a stop string) or the think budget
 (`max_tokens`) and, once traac has appended the interruption or pruned the reasoning, the
@@ -16,7 +16,7 @@ from typing import Any
 
 from transformers import GenerationConfig
 
-from traac.evaluation.generation import (
+from traac.evaluation.inference.generation import (
     Sampling,
     VLLMSettings,
     eos_ids,
@@ -24,7 +24,7 @@ from traac.evaluation.generation import (
     request_seed,
     vllm_params,
 )
-from traac.evaluation.think_decode import (
+from traac.evaluation.inference.think_decode import (
     Decoded,
     DecodeSession,
     Draw,

@@ -31,8 +31,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from traac.data.datasets import OTB_OVERTHINK
-from traac.evaluation.records import SampleRecord
-from traac.evaluation.report import (
+from traac.evaluation.harness.records import SampleRecord
+from traac.evaluation.reports.report import (
     Model,
     averages,
     datasets_of,

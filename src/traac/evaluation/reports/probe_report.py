@@ -29,7 +29,7 @@ import numpy as np
 from traac.common.items import Item
 from traac.common.tables import Table, fmt
 from traac.errors import TraacError
-from traac.evaluation.generation import Backend, Sampling
+from traac.evaluation.inference.generation import Backend, Sampling
 from traac.method.compression import CompressionResult, Compressor, ScoreRequest, TokenScores
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat

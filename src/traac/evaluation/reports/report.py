@@ -24,11 +24,28 @@ from pathlib import Path
 
 from traac.common.tables import Table, fmt, signed
 from traac.errors import TraacError
-from traac.evaluation.metrics import SamplingStats, length_table, sampling_stats, sampling_table
-from traac.evaluation.overthinking import OverthinkStats, overthinking_table
-from traac.evaluation.paired import MARK, Comparison, compare, paired_table
-from traac.evaluation.records import TIER_ORDER, EvalSummary, SampleRecord, field_samples, tiers_in
-from traac.evaluation.runner import RUN_FILE, SAMPLES_FILE, SUMMARY_JSON, SamplesFile, read_summary
+from traac.evaluation.harness.metrics import (
+    SamplingStats,
+    length_table,
+    sampling_stats,
+    sampling_table,
+)
+from traac.evaluation.harness.overthinking import OverthinkStats, overthinking_table
+from traac.evaluation.harness.paired import MARK, Comparison, compare, paired_table
+from traac.evaluation.harness.records import (
+    TIER_ORDER,
+    EvalSummary,
+    SampleRecord,
+    field_samples,
+    tiers_in,
+)
+from traac.evaluation.harness.runner import (
+    RUN_FILE,
+    SAMPLES_FILE,
+    SUMMARY_JSON,
+    SamplesFile,
+    read_summary,
+)
 from traac.method.metrics import GroupStats
 
 
