@@ -64,7 +64,7 @@ def set_threads(threads: int) -> None:
 def load(args: argparse.Namespace) -> tuple[str, Any, Any]:
     """(path, model on the CPU, tokenizer padding on the left) of `--model`, under `--threads`."""
     from traac.common.models import load_model, load_tokenizer
-    from traac.pipelines.models import resolve_model
+    from traac.pipelines.model_registry import resolve_model
 
     set_threads(args.threads)
     path = resolve_model(args.model)

@@ -13,7 +13,7 @@ import pytest
 
 from traac.common.gguf import smollm2_file
 from traac.errors import TraacError
-from traac.pipelines.models import MODELS, resolve_model
+from traac.pipelines.model_registry import MODELS, resolve_model
 from traac.testbed.build import CARD
 
 CPU_2PROC = Path(__file__).resolve().parents[2] / "recipes" / "accelerate" / "cpu_2proc.yaml"
@@ -53,7 +53,7 @@ import torch.distributed as dist
 from accelerate import PartialState
 from accelerate.utils import gather_object
 
-from traac.pipelines.models import resolve_model
+from traac.pipelines.model_registry import resolve_model
 
 state = PartialState(cpu=True)  # the launch's process group, as `traac train` starts it
 paths = gather_object([resolve_model(sys.argv[1])])

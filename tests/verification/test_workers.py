@@ -9,7 +9,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from traac.verification import answers, verifiers
-from traac.verification.pool import VerifierPool, _Worker, get_pool
+from traac.verification.workers import VerifierPool, _Worker, get_pool
 
 
 def say(answer: str) -> str:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 import types
 import typing
 from typing import Any, NoReturn, TypeVar
 
 from traac.errors import TraacError
+from traac.method.settings import check_tau
 
 T = TypeVar("T")
 
@@ -67,14 +67,25 @@ def add_scoring_model(
     )
 
 
-def add_compress_tau(parser: argparse.ArgumentParser, help_text: str) -> None:
-    """`--compress-tau`, spelled alike on every command that compresses (checked by
-    `check_tau`); each says in `help_text` what its tau does there."""
+class _TauAction(argparse.Action):
+    """Stores a tau checked as it is parsed (`check_tau`), so a command gets it valid."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        setattr(namespace, self.dest, check_tau("--compress-tau", values))
+
+
+def add_compress_tau(
+    parser: argparse.ArgumentParser, help_text: str, default: float | None = None
+) -> None:
+    """`--compress-tau`, spelled and checked alike on every command that compresses; each says
+    in `help_text` what its tau does there."""
     parser.add_argument(
         "--compress-tau",
         "--compress_tau",
         dest="compress_tau",
         type=float,
+        action=_TauAction,
+        default=default,
         metavar="TAU",
         help=help_text,
     )
@@ -129,11 +140,6 @@ def _without_none(hint: Any) -> Any:
 def settings_from(args: argparse.Namespace, cls: type[T]) -> T:
     """The settings dataclass from parsed options (validated by its own `__post_init__`)."""
     return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})  # type: ignore[call-arg]
-
-
-def check_tau(value: float | None, flag: str = "--compress-tau") -> None:
-    if value is not None and not (math.isfinite(value) and 0.0 <= value <= 1.0):
-        raise TraacError(f"{flag} {value}: must lie in [0, 1]")
 
 
 def check_count(flag: str, value: int | None) -> None:

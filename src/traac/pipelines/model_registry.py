@@ -99,7 +99,7 @@ def _resolve_alone(name: str) -> str:
         key: value for key, value in os.environ.items()
         if key not in _LAUNCH_VARIABLES and not key.startswith(_LAUNCH_PREFIXES)
     }  # fmt: skip
-    code = "import sys, traac.pipelines.models as m; print(m.resolve_model(sys.argv[1]))"
+    code = "import sys, traac.pipelines.model_registry as m; print(m.resolve_model(sys.argv[1]))"
     done = subprocess.run(
         [sys.executable, "-c", code, name], env=env, stdout=subprocess.PIPE, text=True
     )

@@ -99,7 +99,7 @@ class HeldOutEvaluation:
         if self.held_out is None:
             return
         trainer: Any = self
-        tiers = gather_object([item.difficulty for item in items])
+        tiers = gather_object([item.tier for item in items])
         close = trainer.tokenizer.encode(trainer.chat_format.think_close, add_special_tokens=False)
         stop = set(trainer.eos_token_ids)
         self.held_out.add(tiers, [rollout_view(r, close, stop) for r in rollouts])

@@ -480,8 +480,6 @@ def test_reading_samples_repairs_nothing_loading_them_cuts_a_torn_tail(tmp_path)
         ({"top_p": 0.0}, "--top-p 0.0"),
         ({"top_p": math.nan}, "--top-p nan"),
         ({"max_new_tokens": 0}, "--max-new-tokens 0"),
-        ({"compress_tau": 1.5}, "--compress-tau 1.5"),
-        ({"compress_tau": math.nan}, "--compress-tau nan"),
         ({"prompt_style": "fancy"}, "prompt style 'fancy'"),
         ({"responses": "r.jsonl"}, "exactly one"),
     ],

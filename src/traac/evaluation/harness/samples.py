@@ -168,7 +168,7 @@ def score_records(
                 think_tokens=n_think,
                 closed=counter.chat_format.parse(response).closed,
                 data_source=item.data_source,
-                tier=item.difficulty,
+                tier=item.tier,
                 prompt=prompts[k] if prompts is not None else None,
                 extracted=extract_answer(response, close),
                 task=item.entry["metadata"]["source_dataset"]

@@ -66,7 +66,7 @@ from traac.method.compression import CompressionResult, ScoreRequest, TokenScore
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat, resolve_chat_format
 from traac.method.probe_cache import DEFAULT_PROBE_CHUNK, has_sliding_layers
-from traac.method.settings import CompressionSettings
+from traac.method.settings import CompressionSettings, check_tau
 
 DEFAULT_MAX_NEW_TOKENS = 1024
 ProbeMode = Literal["cached", "reforward"]
@@ -116,8 +116,8 @@ class ThinkingGenerator:
         scoring_tokenizer: Any | None = None,
     ) -> None:
         settings = settings or CompressionSettings()
-        if compress_tau is not None and not 0.0 <= compress_tau <= 1.0:
-            raise TraacError(f"compress_tau: {compress_tau} must lie in [0, 1]")
+        if compress_tau is not None:
+            compress_tau = check_tau("compress_tau", compress_tau)
         if think_budget is not None and (isinstance(think_budget, bool) or think_budget < 1):
             raise TraacError(f"think_budget: {think_budget} must be at least 1 token")
         if settings.scorer != "attention":
