@@ -21,7 +21,6 @@ from traac.commands import (
     add_compress_tau,
     add_device_map,
     add_scoring_model,
-    add_settings,
     check_count,
     settings_from,
 )
@@ -52,6 +51,8 @@ class Trace:
 
 def build_parser() -> ArgumentParser:
     parser = ArgumentParser(
+        CompressionSettings,
+        FormatSettings,
         prog="traac compress",
         description="Score each reasoning step (attention from the think closer by default) "
         "and evict the lowest-scored ones, as TRAAC's compression module does.",
@@ -67,8 +68,7 @@ def build_parser() -> ArgumentParser:
     add_compress_tau(
         parser, f"target compression rate (default {TEST_TIME_TAU})", default=TEST_TIME_TAU
     )
-    add_settings(parser, CompressionSettings, "compression")
-    add_settings(parser, FormatSettings, "think format", chat_format="response-opens")
+    parser.set_defaults(chat_format="response-opens")
     add_scoring_model(parser)
     parser.add_argument("--seed", type=int, default=0, help="seed of the random scorer")
     parser.add_argument("--batch-size", type=int, default=8, help="traces per forward pass")

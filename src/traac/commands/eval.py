@@ -14,7 +14,6 @@ from traac.commands import (
     add_compress_tau,
     add_device_map,
     add_scoring_model,
-    add_settings,
     check_test_time_scorer,
     settings_from,
 )
@@ -49,11 +48,16 @@ summary (avg@k, pass@k, maj@k, lengths, overthinking) from samples.jsonl without
 
 datasets: a .json/.jsonl/.parquet file; testbed:easy|medium|hard|all[?n=&seed=];
 reasoning-gym:TASK[?size=&seed=]; otb-underthink[?n=&seed=]; otb-overthink; otb (both halves,
-F1); aime, amc, gpqa-diamond, bbeh, bbeh-full, bbh, supergpqa, dapo-math-17k or a hub id."""
+F1); aime, amc, gpqa-diamond, bbeh, bbeh-full, bbh, supergpqa, dapo-math-17k or a hub id.
+
+The compression options (--scorer ... --confidence-top-k) act with --compress-tau; --aux-prompt
+also with --think-budget."""
 
 
 def build_parser() -> ArgumentParser:
     p = ArgumentParser(
+        CompressionSettings,
+        FormatSettings,
         prog="traac eval",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -135,18 +139,12 @@ def build_parser() -> ArgumentParser:
         "closer are appended) and let the model answer; with --compress-tau the interrupted "
         "reasoning is pruned first, so the answer reads its key steps",
     )
-    add_settings(
-        p,
-        CompressionSettings,
-        "test-time compression (with --compress-tau; --aux-prompt also with --think-budget)",
-    )
     add_scoring_model(
         p,
         "with --compress-tau: the model whose attention scores the steps (default: --model "
         "itself; beyond the paper, any model: steps map to its tokenizer through character "
         "offsets, and the probe re-runs after decoding)",
     )
-    add_settings(p, FormatSettings, "think format")
     p.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda if available)")
     add_device_map(p)
     p.add_argument(

@@ -26,7 +26,6 @@ from traac.commands import (
     add_compress_tau,
     add_device_map,
     add_scoring_model,
-    add_settings,
     check_count,
     check_test_time_scorer,
     settings_from,
@@ -54,6 +53,8 @@ class Question:
 
 def build_parser() -> ArgumentParser:
     parser = ArgumentParser(
+        CompressionSettings,
+        FormatSettings,
         prog="traac generate",
         description="Generate with test-time attentive compression: think, prune the least "
         "attended reasoning steps, answer from the rest; --think-budget interrupts long think "
@@ -93,8 +94,6 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--temperature", type=float, default=1.0, help="0: greedy (default 1.0)")
     parser.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling (default 1.0)")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    add_settings(parser, CompressionSettings, "compression")
-    add_settings(parser, FormatSettings, "think format")
     add_scoring_model(
         parser,
         "the model whose attention scores the steps (default: --model itself; beyond the "
