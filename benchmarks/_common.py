@@ -64,7 +64,7 @@ def set_threads(threads: int) -> None:
 def load(args: argparse.Namespace) -> tuple[str, Any, Any]:
     """(path, model on the CPU, tokenizer padding on the left) of `--model`, under `--threads`."""
     from traac.common.models import load_model, load_tokenizer
-    from traac.pipelines.models import resolve_model
+    from traac.pipelines.model_registry import resolve_model
 
     set_threads(args.threads)
     path = resolve_model(args.model)
@@ -76,7 +76,7 @@ def load(args: argparse.Namespace) -> tuple[str, Any, Any]:
 def prompt_style(path: str, tokenizer: Any) -> str:
     """The prompt style `traac eval` gives the model by default."""
     from traac.common.models import prompt_style_of
-    from traac.evaluation.prompts import default_prompt_style
+    from traac.evaluation.harness.prompts import default_prompt_style
 
     return prompt_style_of(path) or default_prompt_style(tokenizer)
 
@@ -84,7 +84,7 @@ def prompt_style(path: str, tokenizer: Any) -> str:
 def load_prompts(path: str, tokenizer: Any, dataset: str, n: int) -> tuple[list[Any], list[str]]:
     """The first `n` items of `dataset` and their prompts, as `traac eval` writes them."""
     from traac.data.datasets import load_items
-    from traac.evaluation.prompts import build_prompt
+    from traac.evaluation.harness.prompts import build_prompt
 
     style = prompt_style(path, tokenizer)
     items = load_items(dataset)[:n]

@@ -98,7 +98,7 @@ def main() -> None:
         for sample, ok in group:
             parsed = chat_format.parse(sample.text)
             if ok and parsed.well_formed and parsed.reasoning.strip():
-                candidates.append((g, items[g].difficulty, bin_, parsed.reasoning))
+                candidates.append((g, items[g].tier, bin_, parsed.reasoning))
     compressor = build_compressor(CompressionSettings(), model, tokenizer, chat_format)
     traces = compressor.score([r for *_, r in candidates])
     rows: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0] * 7)

@@ -7,7 +7,7 @@ left-padded batches, at temperature 1.0 with the same
   traac  `run_eval` with the transformers backend: per-request seeded sampling, verification,
          records written to disk (what `traac eval` does after loading the model);
   refill the same with `--batching refill`: `--batch-size` rows, each refilled with the next
-         prompt as soon as its response ends (traac.evaluation.refill);
+         prompt as soon as its response ends (traac.evaluation.inference.refill);
   bare   `model.generate(do_sample=True)` over the same batches, nothing else;
   generate_batch  transformers' continuous batching (`model.generate_batch`, at most
          `--batch-size` requests at a time), sampling from the global generator: its tokens
@@ -70,9 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import GenerationConfig
     from transformers.generation.configuration_utils import ContinuousBatchingConfig
 
-    from traac.evaluation.generation import TransformersBackend
-    from traac.evaluation.refill import RefillBackend
-    from traac.evaluation.runner import EvalSettings, run_eval
+    from traac.evaluation.harness.runner import EvalSettings, run_eval
+    from traac.evaluation.inference.generation import TransformersBackend
+    from traac.evaluation.inference.refill import RefillBackend
 
     path, model, tokenizer = load(args)
     dataset = args.dataset or f"testbed:easy?n={args.prompts}"

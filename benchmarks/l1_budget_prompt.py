@@ -42,7 +42,7 @@ def main() -> None:
     skipped = {tokenizer.pad_token_id, tokenizer.eos_token_id}
     by_tier = defaultdict(list)
     for item in load_items(args.dataset):
-        by_tier[item.difficulty].append(item)
+        by_tier[item.tier].append(item)
     items = [item for tier in TIERS for item in by_tier[tier][: args.per_tier]]
     fmt = ChatFormat()
     print("| prompt | tier | Acc (%) | think block well formed (%) | Len (tokens) |")
@@ -63,7 +63,7 @@ def main() -> None:
             text = tokenizer.decode(ids, skip_special_tokens=True)
             ok = verify_item(item, text)
             n = sum(t not in skipped for t in ids)
-            rows[item.difficulty].append((ok, fmt.parse(text).well_formed, n))
+            rows[item.tier].append((ok, fmt.parse(text).well_formed, n))
         rows["all"] = [r for tier in TIERS for r in rows[tier]]
         label = "plain" if budget is None else f"max {budget}"
         for tier in (*TIERS, "all"):

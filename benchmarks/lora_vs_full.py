@@ -34,7 +34,7 @@ from _common import (
     timed_train,
     training_data,
 )
-from traac.pipelines.models import resolve_model
+from traac.pipelines.model_registry import resolve_model
 from traac.training.lora import LoraArguments
 from traac.training.trainer import TRAACTrainer
 

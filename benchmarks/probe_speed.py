@@ -57,7 +57,7 @@ def build(length: int, device: str, name: str = "random"):
     import torch
     from transformers import AutoModelForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
-    from traac.pipelines.models import resolve_model
+    from traac.pipelines.model_registry import resolve_model
 
     torch.manual_seed(0)
     if name == "random":
@@ -197,7 +197,7 @@ def eager_gb(length: int, name: str = "random") -> float:
     if name != "random":
         from transformers import AutoConfig
 
-        from traac.pipelines.models import resolve_model
+        from traac.pipelines.model_registry import resolve_model
 
         config = AutoConfig.from_pretrained(resolve_model(name)).to_dict()
     return config["num_hidden_layers"] * config["num_attention_heads"] * length**2 * 4 / 1e9

@@ -33,12 +33,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import traac.evaluation.overthinking as overthinking
+import traac.evaluation.harness.overthinking as overthinking
 from _common import command, machine
 from traac.common.models import load_tokenizer
 from traac.data.datasets import load_items
-from traac.evaluation.records import summarize
-from traac.evaluation.runner import (
+from traac.evaluation.harness.records import summarize
+from traac.evaluation.harness.runner import (
     RUN_FILE,
     SAMPLES_FILE,
     EvalSettings,
@@ -47,7 +47,7 @@ from traac.evaluation.runner import (
     run_eval,
     with_overthinking,
 )
-from traac.evaluation.samples import LengthCounter
+from traac.evaluation.harness.samples import LengthCounter
 from traac.method.formats import resolve_chat_format
 from traac.testbed.build import ensure_testbed
 from traac.testbed.config import TeacherConfig

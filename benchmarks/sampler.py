@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     set_threads(args.threads)
 
-    from traac.evaluation.generation import RowSampler
+    from traac.evaluation.inference.generation import RowSampler
 
     torch.manual_seed(0)
     logits = torch.randn(args.rows, args.vocab) * 4

@@ -41,7 +41,7 @@ from _common import (
 )
 from traac.method.formats import resolve_chat_format
 from traac.method.rewards import RewardConfig
-from traac.pipelines.models import resolve_model
+from traac.pipelines.model_registry import resolve_model
 from traac.training.rewards import TraacRewards
 from traac.training.telemetry import METRICS_FILE
 from traac.training.trainer import TRAACTrainer

@@ -55,7 +55,7 @@ def load(name: str, device: str):
     from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
 
     from traac.method.formats import AUX_PROMPT, ChatFormat
-    from traac.pipelines.models import resolve_model
+    from traac.pipelines.model_registry import resolve_model
 
     torch.manual_seed(0)
     if name == "random":

@@ -35,9 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
 
-    from traac.evaluation.generation import Sampling, TransformersBackend
-    from traac.evaluation.testtime import ThinkingGenerator
-    from traac.evaluation.thinking_backend import ThinkingBackend
+    from traac.evaluation.inference.generation import Sampling, TransformersBackend
+    from traac.evaluation.inference.testtime import ThinkingGenerator
+    from traac.evaluation.inference.thinking_backend import ThinkingBackend
 
     path, model, tokenizer = load(args)
     items, prompts = load_prompts(path, tokenizer, f"testbed:easy?n={args.prompts}", args.prompts)

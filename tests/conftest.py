@@ -32,7 +32,7 @@ from transformers import (
     Qwen3ForCausalLM,
 )
 
-from traac.pipelines.models import resolve_model
+from traac.pipelines.model_registry import resolve_model
 from traac.testbed.build import ensure_testbed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fakes"))  # test doubles, e.g. vLLM's

@@ -15,9 +15,9 @@ from rich.text import Text
 
 from traac.common.tables import Table
 from traac.console import RichProgress, fit_table, print_blocks, print_steps, print_table
-from traac.evaluation.records import summary_table
-from traac.evaluation.report import budget_table, load_models, report_blocks
-from traac.evaluation.runner import EvalSettings, run_eval
+from traac.evaluation.harness.records import summary_table
+from traac.evaluation.harness.runner import EvalSettings, run_eval
+from traac.evaluation.reports.report import budget_table, load_models, report_blocks
 from traac.method.compression import CompressionResult, StepRecord
 from traac.method.segmentation import Step
 from traac.pipelines.demo import BinCompression, comparison_table, compression_table

@@ -51,10 +51,10 @@ _EXPORTS: dict[str, str] = {
     "verify_choice": "traac.verification",
     "verify_task": "traac.verification",
     # models and inference
-    "resolve_model": "traac.pipelines.models",
+    "resolve_model": "traac.pipelines.model_registry",
     "load_model": "traac.common.models",
     "load_tokenizer": "traac.common.models",
-    "ThinkingGenerator": "traac.evaluation.testtime",
+    "ThinkingGenerator": "traac.evaluation.inference.testtime",
     "TraacError": "traac.errors",
 }
 
@@ -95,8 +95,8 @@ __all__ = [
 
 
 def _resolve_model(model: str) -> str:
-    """`traac.pipelines.models.resolve_model`, imported when a name is first resolved."""
-    return importlib.import_module("traac.pipelines.models").resolve_model(model)
+    """`traac.pipelines.model_registry.resolve_model`, imported when a name is first resolved."""
+    return importlib.import_module("traac.pipelines.model_registry").resolve_model(model)
 
 
 model_names.install(_resolve_model)  # TRAACTrainer(model="testbed") as on the command line
@@ -119,7 +119,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what type checkers and IDEs see; nothing is imported at run time
     from traac.common.models import load_model, load_tokenizer
     from traac.errors import TraacError
-    from traac.evaluation.testtime import ThinkingGenerator
+    from traac.evaluation.inference.testtime import ThinkingGenerator
     from traac.method.compression import (
         CompressionResult,
         Compressor,
@@ -133,7 +133,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; nothing is imported at run
     from traac.method.scoring import AttentionScorer, ConfidenceScorer, RandomScorer
     from traac.method.segmentation import split_steps
     from traac.method.settings import CompressionSettings
-    from traac.pipelines.models import resolve_model
+    from traac.pipelines.model_registry import resolve_model
     from traac.training.config import TRAACConfig
     from traac.training.trainer import TRAACTrainer
     from traac.verification import extract_answer, verify_choice, verify_math, verify_task

@@ -175,7 +175,7 @@ def test_bad_input_is_one_line_exit_2(model_dir, tmp_path, capsys, case):
         (["--input", "{trace}", "--scorer", "entropy"], "invalid choice: 'entropy'"),
         (
             ["--input", "{trace}", "--scorer", "confidence", "--scoring-model", "x"],
-            "--scoring-model: the confidence scorer",
+            "--scoring-model: 'x' with scorer confidence; the confidence scorer reads",
         ),
         (["--input", "{trace}", "--think-close", "<think>"], "must differ"),
     ],

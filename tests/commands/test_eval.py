@@ -15,7 +15,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from traac.cli import main as cli_main
 from traac.commands.eval import main as eval_main
 from traac.errors import TraacError
-from traac.evaluation.prompts import THINK_INSTRUCTION
+from traac.evaluation.harness.prompts import THINK_INSTRUCTION
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
 from traac.method.settings import CompressionSettings

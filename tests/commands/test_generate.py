@@ -9,7 +9,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from traac.cli import main
-from traac.evaluation.testtime import ThinkingGenerator
+from traac.evaluation.inference.testtime import ThinkingGenerator
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
 from traac.method.settings import CompressionSettings
@@ -29,7 +29,7 @@ REASONINGS = {  # question -> what the model is made to think
 
 class Script:
     """A logits processor forcing, per prompt, the think tokens up to the closer and then the
-    answer, each followed by eos. (The same as tests/evaluation/test_testtime.py's: pytest
+    answer, each followed by eos. (The same as tests/evaluation/inference/test_testtime.py's: pytest
     shares fixtures between sibling test directories only through tests/conftest.py.)"""
 
     def __init__(self, tokenizer, plans: dict[str, tuple[list[int], list[int]]]) -> None:

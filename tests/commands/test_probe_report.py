@@ -10,9 +10,9 @@ import pytest
 
 from traac.cli import main as cli_main
 from traac.common.models import load_model, load_tokenizer
-from traac.evaluation.generation import TransformersBackend
-from traac.evaluation.probe_report import foreign_specs, probe_report, read_labelled
-from traac.evaluation.prompts import render_prompt
+from traac.evaluation.harness.prompts import render_prompt
+from traac.evaluation.inference.generation import TransformersBackend
+from traac.evaluation.reports.probe_report import foreign_specs, probe_report, read_labelled
 
 pytestmark = pytest.mark.slow
 

@@ -64,10 +64,10 @@ def test_supergpqa_adapter_samples_per_tier():
         for k, tier in enumerate(["easy", "middle", "hard"] * 4)
     ]
     items = adapters.adapt_supergpqa(rows)
-    assert {i.difficulty for i in items} == {"easy", "medium", "hard"}
+    assert {i.tier for i in items} == {"easy", "medium", "hard"}
     assert all(i.answer == "C" for i in items)
     picked = adapters.adapt_supergpqa(rows, per_difficulty=2, seed=0)
-    assert sorted(i.difficulty for i in picked) == ["easy"] * 2 + ["hard"] * 2 + ["medium"] * 2
+    assert sorted(i.tier for i in picked) == ["easy"] * 2 + ["hard"] * 2 + ["medium"] * 2
 
 
 def test_dapo_adapter_reads_both_layouts_and_drops_duplicates(tmp_path):

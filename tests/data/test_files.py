@@ -32,7 +32,7 @@ def test_generic_jsonl_with_choices_and_difficulty(tmp_path):
         ],
     )
     a, b, c = load_items(str(path))
-    assert (a.id, a.answer, a.verifier, a.difficulty, a.data_source) == (
+    assert (a.id, a.answer, a.verifier, a.tier, a.data_source) == (
         "a",
         "2",
         "math",

@@ -26,15 +26,15 @@ def _terms(item) -> int:
 
 def test_tiers_have_their_chain_lengths_and_task_entries():
     items = make_items("all", 5, seed=3)
-    assert [i.difficulty for i in items] == ["easy"] * 5 + ["medium"] * 5 + ["hard"] * 5
+    assert [i.tier for i in items] == ["easy"] * 5 + ["medium"] * 5 + ["hard"] * 5
     for item in items:
-        assert _terms(item) == TierConfig().terms[item.difficulty]
+        assert _terms(item) == TierConfig().terms[item.tier]
         assert item.verifier == "task"
         assert item.data_source == "testbed"
         assert item.entry["metadata"]["source_dataset"] == "chain_sum"
         assert item.question == item.entry["question"]
         assert item.question.endswith(f"{item.entry['metadata']['expression']} =")
-        assert item.id.startswith(f"testbed/{item.difficulty}/")
+        assert item.id.startswith(f"testbed/{item.tier}/")
         chain = Chain.parse(item.entry["metadata"]["expression"])
         assert str(chain.partials()[-1]) == item.answer
         assert all(0 <= x <= 9 for x in chain.operands)

@@ -315,8 +315,6 @@ def test_invalid_options_name_the_field():
         CompressionSettings(uniformity_gate=float("nan"))
     with pytest.raises(TraacError, match="tau"):
         Compressor(KeywordScorer())([REASONING], [0.6, 0.2])
-    with pytest.raises(TraacError, match="tau"):
-        Compressor(KeywordScorer())([REASONING], [1.5])
 
 
 def test_score_then_evict_with_a_calibrated_uniformity():

@@ -66,10 +66,17 @@ def test_validation_names_the_field(kwargs, field):
         DifficultyConfig(**kwargs)
 
 
-def test_from_dict_rejects_unknown_keys():
-    assert DifficultyConfig.from_dict({"enabled": False}).bins == (SINGLE_BIN,)
+def test_from_recipe_fills_what_is_left_out_and_rejects_unknown_keys():
+    assert DifficultyConfig.from_recipe({}, enabled=False).bins == (SINGLE_BIN,)
+    d = DifficultyConfig.from_recipe({"length_scale": {"medium": 0.6}, "single_tau": 0.5})
+    assert (d.scale_of("medium"), d.scale_of("hard"), d.single_tau) == (0.6, 0.5, 0.5)
+    assert DifficultyConfig.from_recipe(d.to_recipe()) == d
     with pytest.raises(TraacError, match="taus"):
-        DifficultyConfig.from_dict({"taus": {}})
+        DifficultyConfig.from_recipe({"taus": {}})
+    with pytest.raises(TraacError, match="enabled"):
+        DifficultyConfig.from_recipe({"enabled": False})  # the training mode's to say
+    with pytest.raises(TraacError, match=r"difficulty\.tau: 0\.5 is not a mapping"):
+        DifficultyConfig.from_recipe({"tau": 0.5})
 
 
 def test_bad_inputs():

@@ -10,10 +10,10 @@ import pytest
 
 from traac import cli
 from traac.errors import TraacError
-from traac.evaluation.html_report import write_report
-from traac.evaluation.records import EvalSummary
-from traac.evaluation.report import budget_table, load_models
-from traac.evaluation.runner import SAMPLES_FILE, EvalSettings, SamplesFile, run_eval
+from traac.evaluation.harness.records import EvalSummary
+from traac.evaluation.harness.runner import SAMPLES_FILE, EvalSettings, SamplesFile, run_eval
+from traac.evaluation.reports.html_report import write_report
+from traac.evaluation.reports.report import budget_table, load_models
 from traac.method.formats import AUX_PROMPT, ChatFormat
 from traac.method.metrics import GroupStats
 from traac.method.settings import CompressionSettings

@@ -12,7 +12,7 @@ import pytest
 
 from traac import cli
 from traac.errors import TraacError
-from traac.evaluation.records import EvalSummary
+from traac.evaluation.harness.records import EvalSummary
 from traac.method.metrics import GroupStats
 from traac.pipelines.experiments import (
     ABLATIONS,

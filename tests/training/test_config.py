@@ -107,16 +107,11 @@ def test_modes(mode: str, compresses: bool, bins: tuple, rewards: tuple) -> None
         ("uniformity_calibration", "auto"),
         ("chat_format", "qwen"),
         ("format_preset", "both"),
-        ("easy_threshold", 1.5),
-        ("medium_threshold", 0.9),  # above easy_threshold
-        ("tau_easy", -0.1),
-        ("tau_single", 2.0),
         ("uniformity_gate", 1.2),
         ("eviction_cap", -1.0),
         ("length_window_steps", 0),
         ("calibration_window", 0),
         ("length_weight", -1.0),
-        ("length_scale_hard", -0.5),
         ("correctness_reward", -4.0),
         ("probe_layers", "first,second"),
         ("probe_layers", "-1"),
@@ -151,6 +146,37 @@ def test_invalid_values_name_their_field(field: str, value: object) -> None:
     assert str(info.value).startswith(f"{field}:")
 
 
+@pytest.mark.parametrize(
+    ("difficulty", "message"),
+    [
+        ({"easy_threshold": 1.5}, "difficulty.easy_threshold:"),
+        ({"medium_threshold": 0.9}, "difficulty.medium_threshold (0.9) must not exceed"),
+        ({"tau": {"easy": -0.1}}, "difficulty.tau.easy -0.1: must lie in [0, 1]"),
+        ({"single_tau": 2.0}, "difficulty.single_tau 2.0: must lie in [0, 1]"),
+        ({"length_scale": {"hard": -0.5}}, "difficulty.length_scale.hard:"),
+        ({"tau": {"extreme": 0.5}}, "difficulty.tau must give exactly easy, medium, hard"),
+        ({"taus": {}}, "difficulty: unknown key(s) ['taus']"),
+        ('{"tau": ', "difficulty: '{\"tau\": ' is not JSON"),
+    ],
+)
+def test_invalid_bins_name_their_key(difficulty: object, message: str) -> None:
+    with pytest.raises(TraacError) as info:
+        make(difficulty=difficulty)
+    assert str(info.value).startswith(message)
+
+
+def test_the_bins_are_one_mapping_whose_missing_keys_keep_the_papers_values() -> None:
+    config = make(difficulty={"tau": {"hard": 0.3}, "medium_threshold": 0.5})
+    d = config.difficulty_config()
+    assert (d.tau, d.medium_threshold, d.easy_threshold) == (
+        {"easy": 0.6, "medium": 0.4, "hard": 0.3},
+        0.5,
+        0.8,
+    )
+    assert config.difficulty["tau"] == {"easy": 0.6, "medium": 0.4, "hard": 0.3}  # every key
+    assert make(difficulty='{"tau": {"easy": 0.7}}').difficulty_config().tau_of("easy") == 0.7
+
+
 def test_scoring_model_takes_any_model_but_not_with_the_confidence_scorer() -> None:
     assert make(scoring_model="smollm2").scoring_model == "smollm2"
     with pytest.raises(TraacError, match=r"^scoring_model: 'smollm2' with scorer confidence"):
@@ -181,7 +207,7 @@ def test_traac_field_errors_are_value_errors_for_api_users() -> None:
 )
 def test_bins_follow_the_thresholds(a: float, b: float, rate: float) -> None:
     medium, easy = sorted((a, b))
-    d = make(easy_threshold=easy, medium_threshold=medium).difficulty_config()
+    d = make(difficulty={"easy_threshold": easy, "medium_threshold": medium}).difficulty_config()
     expected = "easy" if rate >= easy else "medium" if rate >= medium else "hard"
     assert d.bin_of(rate) == expected
 
@@ -190,12 +216,16 @@ def test_parser_reads_a_recipe_and_command_line_overrides(tmp_path: Path) -> Non
     recipe = tmp_path / "r.yaml"
     recipe.write_text(
         "model_name_or_path: some/model\ndataset: testbed:easy?n=4\noutput_dir: out\n"
-        "use_cpu: true\nbf16: false\nmode: cr_lr\ntau_easy: 0.5\nnum_generations: 4\n"
+        "use_cpu: true\nbf16: false\nmode: cr_lr\ndifficulty: {tau: {easy: 0.5}}\n"
+        "num_generations: 4\n"
         "per_device_train_batch_size: 8\nsplit_phrases: [Wait, So]\n"
     )
-    script, config = parse(["--config", str(recipe), "--tau_easy", "0.7", "--scorer", "random"])
+    tau = ["--difficulty", '{"tau": {"easy": 0.7}}']
+    assert parse(["--config", str(recipe)])[1].difficulty_config().tau_of("easy") == 0.5
+    script, config = parse(["--config", str(recipe), *tau, "--scorer", "random"])
     assert (script.model_name_or_path, script.dataset) == ("some/model", "testbed:easy?n=4")
-    assert (config.mode, config.tau_easy, config.scorer) == ("cr_lr", 0.7, "random")
+    easy = config.difficulty_config().tau_of("easy")
+    assert (config.mode, easy, config.scorer) == ("cr_lr", 0.7, "random")
     assert (config.num_generations, config.split_phrases) == (4, ["Wait", "So"])
 
 
@@ -204,7 +234,9 @@ def test_parser_reads_a_recipe_and_command_line_overrides(tmp_path: Path) -> Non
     [
         ("mode: fast\n", [], "mode:"),
         ("no_such_field: 1\n", [], "no_such_field"),
-        ("", ["--tau_hard", "3"], "tau_hard:"),
+        ("", ["--tau_hard", "3"], "tau_hard: the bins are one mapping now, difficulty.tau.hard"),
+        ("tau_easy: 0.5\n", [], r"tau_easy: .*`difficulty: \{tau: \{easy: VALUE\}\}`"),
+        ("", ["--length-scale-single=2"], "length_scale_single: .* difficulty.single_scale"),
     ],
 )
 def test_parser_errors_are_traac_errors(

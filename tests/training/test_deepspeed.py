@@ -187,7 +187,14 @@ def launches(
                 "--eval_steps", "1", "--per_device_eval_batch_size", str(N))  # fmt: skip
     lora = ("--use_peft", "true", "--lora_r", "4", "--lora_alpha", "8", "--lora_dropout", "0.0")
     # Each u ranked among the step's candidates: the least uniform always evict steps.
-    ranked = ("--uniformity_calibration", "rank", "--uniformity_gate", "1.0", "--tau_easy", "1.0")
+    ranked = (
+        "--uniformity_calibration",
+        "rank",
+        "--uniformity_gate",
+        "1.0",
+        "--difficulty",
+        '{"tau": {"easy": 1.0}}',
+    )
     random = ("--scorer", "random", "--save_strategy", "steps", "--save_steps", "1")
     runs = {
         "zero3_lora_confidence": launch(

@@ -13,13 +13,14 @@ ROWS = [{"prompt": "4 + 1 =", "solution": "5"}, {"prompt": "6 + 7 =", "solution"
 
 
 def test_names_resolve_as_on_the_command_line(quick_testbed: Path) -> None:
-    """`testbed-quick` as the policy and as a foreign scorer becomes the cached model's
-    directory (not a hub id to download); datasets get the columns the step reads."""
+    """`testbed-quick` as the policy becomes the cached model's directory (not a hub id to
+    download), and as a foreign scorer stays as named, for the trainer to resolve the one way
+    (`traac.common.scoring_model`); datasets get the columns the step reads."""
     args = TRAACConfig(output_dir="unused", use_cpu=True, scoring_model="testbed-quick")
     model, train, kwargs = trainer_inputs(
         "testbed-quick", args, Dataset.from_list(ROWS), {"eval_dataset": Dataset.from_list(ROWS)}
     )
-    assert Path(model) == quick_testbed and Path(args.scoring_model) == quick_testbed
+    assert Path(model) == quick_testbed and args.scoring_model == "testbed-quick"
     assert train["answer"] == ["5", "13"] and kwargs["eval_dataset"]["id"] == ["0", "1"]
 
 

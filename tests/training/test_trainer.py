@@ -225,7 +225,7 @@ def test_pooled_group_holds_n_rollouts_with_regenerated_compressed_ones(
     assert first.pooled != first.originals
     assert any(r.compressed for r in first.pooled)
     assert [g.bin for g in groups] == ["easy", "medium"]
-    tiers = [item_from_row(rows[g * N]).difficulty for g in range(2)]  # telemetry's, by tier
+    tiers = [item_from_row(rows[g * N]).tier for g in range(2)]  # telemetry's, by tier
     assert [g.tier for g in groups] == tiers and set(tiers) <= {"easy", "medium", "hard"}
     assert [r.completion_ids for r in mine] == [r.completion_ids for g in groups for r in g.pooled]
     columns = step.columns  # what the reward functions will read, passed explicitly

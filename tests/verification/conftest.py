@@ -6,7 +6,7 @@ import os
 import pytest
 
 from traac.verification import screening
-from traac.verification.pool import configure_pool, default_workers, shutdown_pool
+from traac.verification.workers import configure_pool, default_workers, shutdown_pool
 
 TASKS = (
     "ab",

@@ -1,27 +1,39 @@
 """The `traac` commands: each parses its options, calls the library and prints.
 
-What every command shares lives here: a parser whose errors are one line (exit 2, no usage
-dump), and options made from the library's settings dataclasses, so a setting has one name and
-one validator everywhere: `--probe-layers` (or `--probe_layers`) on a command is `probe_layers`
-in a recipe.
+What every command shares lives here: a parser (transformers' `HfArgumentParser`) whose errors
+are one line (exit 2, no usage dump) and whose options are made from the library's settings
+dataclasses, so a setting has one name and one validator everywhere: `--probe-layers` (or
+`--probe_layers`) on a command is `probe_layers` in a recipe.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
-import types
-import typing
 from typing import Any, NoReturn, TypeVar
 
+from transformers import HfArgumentParser
+
 from traac.errors import TraacError
+from traac.method.settings import check_tau
 
 T = TypeVar("T")
 
 
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse whose errors are one line naming the problem (the CLI exits 2)."""
+class ArgumentParser(HfArgumentParser):
+    """transformers' `HfArgumentParser` (what `traac train` parses with, through TRL's): one
+    option per field of each settings dataclass given (`--field_name` and `--field-name`, the
+    field's help and choices, lists and optionals), each showing its default, before the
+    command's own; a command sets its own defaults with `set_defaults`. Errors are one line
+    naming the problem (the CLI exits 2)."""
+
+    def __init__(self, *settings: type, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.HelpFormatter)
+        super().__init__(list(settings), **kwargs)
+        names = {f.name for cls in settings for f in dataclasses.fields(cls)}
+        for action in self._actions:
+            if action.dest in names and action.help:
+                action.help += " (default: %(default)s)"
 
     def error(self, message: str) -> NoReturn:
         raise TraacError(f"{message} (see `{self.prog} --help`)")
@@ -67,14 +79,25 @@ def add_scoring_model(
     )
 
 
-def add_compress_tau(parser: argparse.ArgumentParser, help_text: str) -> None:
-    """`--compress-tau`, spelled alike on every command that compresses (checked by
-    `check_tau`); each says in `help_text` what its tau does there."""
+class _TauAction(argparse.Action):
+    """Stores a tau checked as it is parsed (`check_tau`), so a command gets it valid."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        setattr(namespace, self.dest, check_tau("--compress-tau", values))
+
+
+def add_compress_tau(
+    parser: argparse.ArgumentParser, help_text: str, default: float | None = None
+) -> None:
+    """`--compress-tau`, spelled and checked alike on every command that compresses; each says
+    in `help_text` what its tau does there."""
     parser.add_argument(
         "--compress-tau",
         "--compress_tau",
         dest="compress_tau",
         type=float,
+        action=_TauAction,
+        default=default,
         metavar="TAU",
         help=help_text,
     )
@@ -97,43 +120,9 @@ def check_test_time_scorer(scoring_model: str | None, tau: float | None, scorer:
         )
 
 
-def add_settings(parser: argparse.ArgumentParser, cls: type, title: str, **defaults: Any) -> None:
-    """One option per field of a settings dataclass, `--field-name` and `--field_name`, with
-    the field's help and choices; `defaults` override the dataclass's for this command."""
-    group = parser.add_argument_group(title)
-    hints = typing.get_type_hints(cls)
-    for f in dataclasses.fields(cls):
-        kind = _without_none(hints[f.name])
-        default = defaults.get(f.name, f.default)
-        names = [f"--{f.name.replace('_', '-')}", f"--{f.name}"]
-        help_text = f.metadata.get("help", "")
-        shown = "unset" if default is None else default
-        options: dict[str, Any] = {"dest": f.name, "default": default}
-        if typing.get_origin(kind) is list:
-            options.update(nargs="+", type=typing.get_args(kind)[0])
-        else:
-            options["type"] = kind
-        if "choices" in f.metadata:
-            options["choices"] = f.metadata["choices"]
-        group.add_argument(*dict.fromkeys(names), help=f"{help_text} (default: {shown})", **options)
-
-
-def _without_none(hint: Any) -> Any:
-    """`X | None` -> X (an option that is unset by default takes an X)."""
-    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
-        (kind,) = [a for a in typing.get_args(hint) if a is not type(None)]
-        return kind
-    return hint
-
-
 def settings_from(args: argparse.Namespace, cls: type[T]) -> T:
     """The settings dataclass from parsed options (validated by its own `__post_init__`)."""
     return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})  # type: ignore[call-arg]
-
-
-def check_tau(value: float | None, flag: str = "--compress-tau") -> None:
-    if value is not None and not (math.isfinite(value) and 0.0 <= value <= 1.0):
-        raise TraacError(f"{flag} {value}: must lie in [0, 1]")
 
 
 def check_count(flag: str, value: int | None) -> None:

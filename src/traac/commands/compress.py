@@ -18,25 +18,25 @@ from typing import Any
 from traac.commands import (
     MODEL_HELP,
     ArgumentParser,
+    add_compress_tau,
     add_device_map,
     add_scoring_model,
-    add_settings,
     check_count,
-    check_tau,
     settings_from,
 )
 from traac.common.models import load_config, load_model, load_tokenizer, resolve_placement
 from traac.common.outputs import output_file, write_text
+from traac.common.scoring_model import check_scoring_model, resolve_scoring_model
 from traac.console import make_console, make_progress, print_lines, print_steps
 from traac.errors import TraacError
-from traac.evaluation.prompts import render_prompt
-from traac.evaluation.viewer import render_html
+from traac.evaluation.harness.prompts import render_prompt
+from traac.evaluation.reports.viewer import render_html
 from traac.method.compression import CompressionResult, count_tokens
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
 from traac.method.scoring import closer_query, resolve_layers
 from traac.method.settings import TEST_TIME_TAU, CompressionSettings, FormatSettings
-from traac.pipelines.models import resolve_model
+from traac.pipelines.model_registry import resolve_model
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,8 @@ class Trace:
 
 def build_parser() -> ArgumentParser:
     parser = ArgumentParser(
+        CompressionSettings,
+        FormatSettings,
         prog="traac compress",
         description="Score each reasoning step (attention from the think closer by default) "
         "and evict the lowest-scored ones, as TRAAC's compression module does.",
@@ -63,16 +65,10 @@ def build_parser() -> ArgumentParser:
         help="a text file holding one reasoning trace, or a .jsonl file with a 'reasoning' "
         "field per line (and 'question' for the confidence scorer)",
     )
-    parser.add_argument(
-        "--compress-tau",
-        "--compress_tau",
-        dest="compress_tau",
-        type=float,
-        default=TEST_TIME_TAU,
-        help=f"target compression rate (default {TEST_TIME_TAU})",
+    add_compress_tau(
+        parser, f"target compression rate (default {TEST_TIME_TAU})", default=TEST_TIME_TAU
     )
-    add_settings(parser, CompressionSettings, "compression")
-    add_settings(parser, FormatSettings, "think format", chat_format="response-opens")
+    parser.set_defaults(chat_format="response-opens")
     add_scoring_model(parser)
     parser.add_argument("--seed", type=int, default=0, help="seed of the random scorer")
     parser.add_argument("--batch-size", type=int, default=8, help="traces per forward pass")
@@ -149,7 +145,6 @@ def check_lengths(
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    check_tau(args.compress_tau)
     check_count("--batch-size", args.batch_size)
     settings = settings_from(args, CompressionSettings)
     think = settings_from(args, FormatSettings)
@@ -157,11 +152,7 @@ def main(argv: list[str]) -> int:
     output_file(args.json, "--json")
     device, device_map = resolve_placement(args.device, args.device_map)
     traces = read_traces(args.input, think.resolve())
-    if args.scoring_model is not None and settings.scorer == "confidence":
-        raise TraacError(
-            "--scoring-model: the confidence scorer reads --model's own distribution; drop "
-            "--scoring-model or choose another scorer"
-        )
+    check_scoring_model(args.scoring_model, settings.scorer, "--scoring-model")
     if settings.scorer == "confidence":
         missing = [t.where for t in traces if not t.question]
         if missing:
@@ -174,8 +165,9 @@ def main(argv: list[str]) -> int:
     tokenizer = load_tokenizer(path)
     chat_format = think.resolve(tokenizer)
     # The scorer reads the text through its own tokenizer (the same as --model's by default).
-    scoring_path = path if args.scoring_model is None else resolve_model(args.scoring_model)
-    scorer_tokenizer = tokenizer if scoring_path == path else load_tokenizer(scoring_path)
+    scoring = resolve_scoring_model(args.scoring_model, policy_path=path)
+    scoring_path = scoring.path or path
+    scorer_tokenizer = scoring.tokenizer if scoring.foreign else tokenizer
     model = None
     if settings.scorer != "random":
         config = load_config(scoring_path).get_text_config()

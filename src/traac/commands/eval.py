@@ -14,8 +14,6 @@ from traac.commands import (
     add_compress_tau,
     add_device_map,
     add_scoring_model,
-    add_settings,
-    check_tau,
     check_test_time_scorer,
     settings_from,
 )
@@ -27,19 +25,20 @@ from traac.common.models import (
     resolve_dtype,
     resolve_placement,
 )
+from traac.common.scoring_model import resolve_scoring_model
 from traac.console import make_console, make_progress, print_blocks
 from traac.errors import TraacError
-from traac.evaluation.generation import BACKENDS, Backend, VLLMSettings, make_backend
-from traac.evaluation.placement import probe_placement
-from traac.evaluation.prompts import PROMPT_STYLES, default_prompt_style
-from traac.evaluation.records import summary_blocks
-from traac.evaluation.refill import BATCHINGS, RefillBackend
-from traac.evaluation.runner import CALL_REQUESTS, EvalSettings, file_sha256, run_eval
-from traac.evaluation.testtime import ThinkingGenerator
-from traac.evaluation.thinking_backend import ThinkingBackend
-from traac.evaluation.vllm_thinking import load_vllm_engine
+from traac.evaluation.harness.prompts import PROMPT_STYLES, default_prompt_style
+from traac.evaluation.harness.records import summary_blocks
+from traac.evaluation.harness.runner import CALL_REQUESTS, EvalSettings, file_sha256, run_eval
+from traac.evaluation.inference.generation import BACKENDS, Backend, VLLMSettings, make_backend
+from traac.evaluation.inference.placement import probe_placement
+from traac.evaluation.inference.refill import BATCHINGS, RefillBackend
+from traac.evaluation.inference.testtime import ThinkingGenerator
+from traac.evaluation.inference.thinking_backend import ThinkingBackend
+from traac.evaluation.inference.vllm_thinking import load_vllm_engine
 from traac.method.settings import CompressionSettings, FormatSettings
-from traac.pipelines.models import MODELS, resolve_model
+from traac.pipelines.model_registry import MODELS, resolve_model
 
 DESCRIPTION = """\
 Evaluate a model on a dataset (samples.jsonl, summary.json, summary.md in --output), or score a
@@ -49,11 +48,16 @@ summary (avg@k, pass@k, maj@k, lengths, overthinking) from samples.jsonl without
 
 datasets: a .json/.jsonl/.parquet file; testbed:easy|medium|hard|all[?n=&seed=];
 reasoning-gym:TASK[?size=&seed=]; otb-underthink[?n=&seed=]; otb-overthink; otb (both halves,
-F1); aime, amc, gpqa-diamond, bbeh, bbeh-full, bbh, supergpqa, dapo-math-17k or a hub id."""
+F1); aime, amc, gpqa-diamond, bbeh, bbeh-full, bbh, supergpqa, dapo-math-17k or a hub id.
+
+The compression options (--scorer ... --confidence-top-k) act with --compress-tau; --aux-prompt
+also with --think-budget."""
 
 
 def build_parser() -> ArgumentParser:
     p = ArgumentParser(
+        CompressionSettings,
+        FormatSettings,
         prog="traac eval",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -135,18 +139,12 @@ def build_parser() -> ArgumentParser:
         "closer are appended) and let the model answer; with --compress-tau the interrupted "
         "reasoning is pruned first, so the answer reads its key steps",
     )
-    add_settings(
-        p,
-        CompressionSettings,
-        "test-time compression (with --compress-tau; --aux-prompt also with --think-budget)",
-    )
     add_scoring_model(
         p,
         "with --compress-tau: the model whose attention scores the steps (default: --model "
         "itself; beyond the paper, any model: steps map to its tokenizer through character "
         "offsets, and the probe re-runs after decoding)",
     )
-    add_settings(p, FormatSettings, "think format")
     p.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda if available)")
     add_device_map(p)
     p.add_argument(
@@ -157,7 +155,6 @@ def build_parser() -> ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    check_tau(args.compress_tau)
     compression = settings_from(args, CompressionSettings)
     think = settings_from(args, FormatSettings)
     check_test_time_scorer(args.scoring_model, args.compress_tau, compression.scorer)
@@ -181,15 +178,14 @@ def main(argv: list[str]) -> int:
             "--dataset: empty; pass a file, testbed:TIER, reasoning-gym:TASK or a name"
         )
     model = _model_key(args.model) if args.model else None
-    scoring = _model_key(args.scoring_model) if args.scoring_model else None
-    scoring = None if scoring == model else scoring  # the model itself scores on policy
+    scorer = resolve_scoring_model(args.scoring_model, policy_path=model, resolve=_model_key)
+    scoring = scorer.path
     device, device_map = resolve_placement(args.device, args.device_map) if model else (None, None)
     dtype = resolve_dtype(args.dtype, device) if device is not None else None
     responses = args.responses.expanduser().resolve() if args.responses else None
     if responses is not None and not responses.is_file():
         raise TraacError(f"--responses {str(args.responses)!r}: no such file")
     tokenizer = load_tokenizer(model or args.tokenizer) if (model or args.tokenizer) else None
-    scoring_tokenizer = load_tokenizer(scoring) if scoring else None  # a bad name fails here
     style = (
         args.prompt_style
         or (model and prompt_style_of(model))
@@ -256,7 +252,7 @@ def main(argv: list[str]) -> int:
             settings=compression,
             engine=decoder,
             scoring_model=load_model(resolve_model(scoring), **placement) if scoring else None,
-            scoring_tokenizer=scoring_tokenizer,
+            scoring_tokenizer=scorer.tokenizer,
         )
         return ThinkingBackend(generator)
 

@@ -26,21 +26,20 @@ from traac.commands import (
     add_compress_tau,
     add_device_map,
     add_scoring_model,
-    add_settings,
     check_count,
-    check_tau,
     check_test_time_scorer,
     settings_from,
 )
 from traac.common.models import load_model, load_tokenizer, resolve_dtype, resolve_placement
 from traac.common.outputs import output_file, write_text
+from traac.common.scoring_model import resolve_scoring_model
 from traac.console import make_console, make_progress, print_lines, print_steps
 from traac.errors import TraacError
-from traac.evaluation.generation import check_sampling
-from traac.evaluation.prompts import render_prompt
-from traac.evaluation.testtime import PROBE_MODES, ThinkingGenerator
+from traac.evaluation.harness.prompts import render_prompt
+from traac.evaluation.inference.generation import check_sampling
+from traac.evaluation.inference.testtime import PROBE_MODES, ThinkingGenerator
 from traac.method.settings import TEST_TIME_TAU, CompressionSettings, FormatSettings
-from traac.pipelines.models import resolve_model
+from traac.pipelines.model_registry import resolve_model
 
 
 @dataclass(frozen=True)
@@ -54,6 +53,8 @@ class Question:
 
 def build_parser() -> ArgumentParser:
     parser = ArgumentParser(
+        CompressionSettings,
+        FormatSettings,
         prog="traac generate",
         description="Generate with test-time attentive compression: think, prune the least "
         "attended reasoning steps, answer from the rest; --think-budget interrupts long think "
@@ -93,8 +94,6 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--temperature", type=float, default=1.0, help="0: greedy (default 1.0)")
     parser.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling (default 1.0)")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    add_settings(parser, CompressionSettings, "compression")
-    add_settings(parser, FormatSettings, "think format")
     add_scoring_model(
         parser,
         "the model whose attention scores the steps (default: --model itself; beyond the "
@@ -120,7 +119,6 @@ def build_parser() -> ArgumentParser:
 
 
 def check_args(args: argparse.Namespace) -> None:
-    check_tau(args.compress_tau)
     check_test_time_scorer(args.scoring_model, compress_tau(args), args.scorer)
     check_count("--think-budget", args.think_budget)
     check_count("--max-new-tokens", args.max_new_tokens)
@@ -190,13 +188,10 @@ def load_generator(args: argparse.Namespace) -> ThinkingGenerator:
     dtype = resolve_dtype(args.dtype, device)
     path = resolve_model(args.model, make_progress())
     tokenizer = load_tokenizer(path)
-    scoring_path = None if args.scoring_model is None else resolve_model(args.scoring_model)
-    if scoring_path == path:
-        scoring_path = None  # the model itself scores on policy
-    scorer_tokenizer = None if scoring_path is None else load_tokenizer(scoring_path)
+    scoring = resolve_scoring_model(args.scoring_model, policy_path=path)
     placement: dict[str, Any] = {"device": device, "dtype": dtype, "device_map": device_map}
     model = load_model(path, **placement)
-    scorer = None if scoring_path is None else load_model(scoring_path, **placement)
+    scorer = load_model(scoring.path, **placement) if scoring.foreign else None
     return ThinkingGenerator(
         model,
         tokenizer,
@@ -206,7 +201,7 @@ def load_generator(args: argparse.Namespace) -> ThinkingGenerator:
         settings=settings,
         probe=args.probe,
         scoring_model=scorer,
-        scoring_tokenizer=scorer_tokenizer,
+        scoring_tokenizer=scoring.tokenizer,
     )
 
 

@@ -4,6 +4,7 @@ correct responses (compressed share, eviction precision, compute loss, answers k
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from pathlib import Path
 
@@ -14,26 +15,24 @@ from traac.commands import (
     add_device_map,
     add_scoring_model,
     check_count,
-    check_tau,
 )
 from traac.common.models import load_model, load_tokenizer, resolve_placement
 from traac.common.outputs import output_file, write_text
+from traac.common.scoring_model import POLICY, resolve_scoring_model
 from traac.console import make_console, make_progress, print_lines, print_table
 from traac.errors import TraacError
-from traac.evaluation.generation import TransformersBackend
-from traac.evaluation.probe_report import (
+from traac.evaluation.harness.prompts import render_prompt
+from traac.evaluation.inference.generation import TransformersBackend
+from traac.evaluation.reports.probe_report import (
     ProbeReport,
     default_specs,
     foreign_specs,
     probe_report,
     read_labelled,
 )
-from traac.evaluation.prompts import render_prompt
 from traac.method.scoring import closer_query
-from traac.pipelines.models import resolve_model
+from traac.pipelines.model_registry import resolve_model
 from traac.testbed.measure import labelled_responses
-
-POLICY = "policy"  # the --scoring-model that names --model itself, as in a training recipe
 
 
 def build_parser() -> ArgumentParser:
@@ -93,7 +92,6 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     check_count("--eval-n", args.eval_n)
     check_count("--num-samples", args.num_samples)
-    check_tau(args.compress_tau)
     output_file(args.json, "--json")
     repeated = sorted({s for s in args.scoring_model if args.scoring_model.count(s) > 1})
     if repeated:
@@ -102,7 +100,8 @@ def main(argv: list[str]) -> int:
     console = make_console()
     progress = make_progress(console)
     path = resolve_model(args.model, progress)
-    foreign = {s: resolve_model(s, progress) for s in args.scoring_model if s != POLICY}
+    resolve = functools.partial(resolve_model, progress=progress)
+    scorers = {s: resolve_scoring_model(s, resolve=resolve) for s in args.scoring_model}
     tokenizer = load_tokenizer(path)
     if args.input is not None:
         responses = read_labelled(args.input, lambda q: render_prompt(tokenizer, q))
@@ -116,13 +115,14 @@ def main(argv: list[str]) -> int:
     report, queries = ProbeReport(), []
     with progress.task("scorers", None) as task:
         for name in args.scoring_model:  # the responses are the same for every scorer
-            if name == POLICY:
+            foreign = scorers[name]
+            if not foreign.foreign:  # --model itself (policy, or reference: not trained)
                 scorer, scorer_tokenizer = model, tokenizer
                 layers = model.config.get_text_config().num_hidden_layers
                 specs = default_specs(layers, args.each_layer)
             else:
-                scorer_tokenizer = load_tokenizer(foreign[name])
-                scorer = load_model(foreign[name], device=device, device_map=device_map)
+                scorer_tokenizer = foreign.tokenizer
+                scorer = load_model(foreign.path, device=device, device_map=device_map)
                 specs = foreign_specs(name)
             part = probe_report(
                 scorer, scorer_tokenizer, responses, backend, specs,
@@ -132,7 +132,7 @@ def main(argv: list[str]) -> int:
             )  # fmt: skip
             report.rows.update(part.rows)
             query = closer_query(scorer_tokenizer)
-            queries.append(query if name == POLICY else f"{name}: {query}")
+            queries.append(f"{name}: {query}" if foreign.foreign else query)
             del scorer  # one foreign model in memory at a time
     tiers = list(next(iter(report.rows.values())))
     out = make_console(stderr=False)

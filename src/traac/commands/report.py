@@ -9,8 +9,8 @@ from pathlib import Path
 from traac.commands import ArgumentParser
 from traac.common.outputs import output_dir
 from traac.console import make_console, print_blocks
-from traac.evaluation.html_report import write_report
-from traac.evaluation.report import load_models, report_blocks
+from traac.evaluation.reports.html_report import write_report
+from traac.evaluation.reports.report import load_models, report_blocks
 
 DESCRIPTION = """\
 Tables (drawn to the terminal's width on stdout, markdown in OUT/report.md), PNG plots (OUT)

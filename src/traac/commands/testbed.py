@@ -20,7 +20,7 @@ from traac.commands import ArgumentParser
 from traac.common.tables import Table
 from traac.console import make_console, make_progress, print_table
 from traac.errors import TraacError
-from traac.evaluation.probe_report import ProbeReport
+from traac.evaluation.reports.probe_report import ProbeReport
 from traac.testbed.build import CARD, build_cached, build_testbed, cache_path
 from traac.testbed.config import BASES, default_config
 

@@ -18,7 +18,7 @@ class Item:
 
     `verifier`: `math` (math-verify against `answer`), `choice` (a letter), `text` (normalised
     string match, e.g. BBEH), or `task` (reasoning-gym's own `score_answer` on `entry`, a
-    reasoning-gym entry with `metadata.source_dataset`). `difficulty` is a known tier
+    reasoning-gym entry with `metadata.source_dataset`). `tier` is a labelled difficulty tier
     (testbed, SuperGPQA), if any.
     """
 
@@ -27,7 +27,7 @@ class Item:
     answer: str
     verifier: VerifierKind = "math"
     data_source: str = "default"
-    difficulty: str | None = None
+    tier: str | None = None  # the dataset's labelled difficulty tier
     entry: dict[str, Any] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:

@@ -2,7 +2,7 @@
 the one that makes them.
 
 `TRAACTrainer(model="testbed-quick")` should mean what `--model testbed-quick` means, but the
-trainer sits below the testbed and `traac.pipelines.models`, which build and convert those
+trainer sits below the testbed and `traac.pipelines.model_registry`, which build and convert those
 models. The package root (`traac/__init__.py`) installs that resolver here when `traac` is
 imported, so the trainer resolves a name the one way the commands do without importing upward.
 """

@@ -1,12 +1,13 @@
 """Load a causal LM and its tokenizer by local path or hub id.
 
 Every command accepts the same model, device and dtype arguments, checked before any weight is
-read; errors are one line naming the model and the fix. (Names such as `testbed` and `smollm2`, and
-`.gguf` files, are resolved to a directory first, by `traac.pipelines.models.resolve_model`.) A
-model may carry the prompt style it was trained with (`traac_prompt_style` in its `config.json`),
-which evaluation and generation use unless told otherwise. A LoRA adapter directory (what
-`traac train` with `use_peft` saves: `adapter_config.json` naming its base) is a model too: its
-config and prompt style are its base's, and it loads as the base with the adapter merged in.
+read; errors are one line naming the model and the fix. (Names such as `testbed` and
+`smollm2`, and `.gguf` files, are resolved to a directory first, by
+`traac.pipelines.model_registry.resolve_model`.) A model may carry the prompt style it was
+trained with (`traac_prompt_style` in its `config.json`), which evaluation and generation use
+unless told otherwise. A LoRA adapter directory (what `traac train` with `use_peft` saves:
+`adapter_config.json` naming its base) is a model too: its config and prompt style
+are its base's, and it loads as the base with the adapter merged in.
 """
 
 from __future__ import annotations

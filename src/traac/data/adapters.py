@@ -79,7 +79,7 @@ def row_metadata(row: Row) -> Any:
     return meta
 
 
-def _difficulty(row: Row) -> str | None:
+def _tier(row: Row) -> str | None:
     value = row.get("difficulty")
     if value is None:
         return None
@@ -129,7 +129,7 @@ def adapt_generic(rows: Sequence[Row], source: str = "dataset") -> list[Item]:
                 answer=answer,
                 verifier=verifier,
                 data_source=str(row.get("data_source", source)),
-                difficulty=_difficulty(row),
+                tier=_tier(row),
             )
         )
     _check_unique(items, source)
@@ -317,7 +317,7 @@ def adapt_supergpqa(
                 answer=_choice_letter(letter, options, i, source),
                 verifier="choice",
                 data_source=source,
-                difficulty=_difficulty(row),
+                tier=_tier(row),
             )
         )
     _check_unique(items, source)
@@ -326,7 +326,7 @@ def adapt_supergpqa(
     rng = random.Random(seed)
     picked: list[Item] = []
     for tier in ("easy", "medium", "hard"):
-        pool = [it for it in items if it.difficulty == tier]
+        pool = [it for it in items if it.tier == tier]
         picked += rng.sample(pool, min(per_difficulty, len(pool)))
     return picked
 

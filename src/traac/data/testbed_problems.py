@@ -147,7 +147,7 @@ def _item(tier: str, entry: dict[str, Any], repeat: int) -> Item:
         answer=entry["answer"],
         verifier="task",
         data_source=DATA_SOURCE,
-        difficulty=tier,
+        tier=tier,
         entry=entry,
     )
 

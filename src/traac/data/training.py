@@ -50,7 +50,7 @@ def items_to_dataset(
         "answer": [i.answer for i in items],
         "verifier": [i.verifier for i in items],
         "data_source": [i.data_source for i in items],
-        "difficulty": [i.difficulty or "" for i in items],
+        "difficulty": [i.tier or "" for i in items],
         "entry": [json.dumps(i.entry) if i.entry else "" for i in items],
     }
     return Dataset.from_dict(rows)
@@ -98,7 +98,7 @@ def item_from_row(row: Mapping[str, Any]) -> Item:
         answer=str(row["answer"]),
         verifier=row["verifier"],
         data_source=row.get("data_source") or "default",
-        difficulty=row.get("difficulty") or None,
+        tier=row.get("difficulty") or None,
         entry=entry,
     )
 

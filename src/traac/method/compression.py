@@ -24,7 +24,7 @@ import numpy as np
 from traac.errors import TraacError
 from traac.method.formats import ChatFormat
 from traac.method.segmentation import Step, split_steps, token_step_index
-from traac.method.settings import EVICTION_CAP, UNIFORMITY_GATE, CompressionSettings, check_unit
+from traac.method.settings import EVICTION_CAP, UNIFORMITY_GATE, CompressionSettings
 
 
 @dataclass(frozen=True)
@@ -285,8 +285,8 @@ class Compressor:
         self, trace: ScoredTrace, tau: float, rule_uniformity: float | None = None
     ) -> CompressionResult:
         """The eviction rule (docs/method.md#eviction) on a scored trace. `rule_uniformity`
-        replaces the trace's own u (calibration); ungated scorers use u = 0, so e = tau."""
-        check_unit("tau", tau)
+        replaces the trace's own u (calibration); ungated scorers use u = 0, so e = tau. `tau`
+        arrives checked (`check_tau`, where it entered)."""
         if not trace.steps:
             return CompressionResult.unchanged(trace.reasoning, trace.tokens)
         if not self.scorer.gated:

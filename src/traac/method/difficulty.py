@@ -5,6 +5,14 @@ the compression rate tau and the length-reward scale (docs/method.md#step, step 
     b = cfg.bin_of(pass_rate([True, True, False, True]))   # "medium"
     cfg.tau_of(b), cfg.scale_of(b)           # 0.4, 0.75
 
+A recipe writes the bins as one mapping, `difficulty:` (`DifficultyConfig.from_recipe`; keys left
+out keep the paper's values):
+
+    difficulty:
+      easy_threshold: 0.8
+      tau: {easy: 0.6, medium: 0.4, hard: 0.2}
+      length_scale: {hard: 0.5}
+
 `DifficultyConfig(enabled=False)` is the "no difficulty" ablation: every prompt falls in the one
 bin `all`, compressed at tau 0.6 (docs/method.md#rewards) with length scale 1.0 (the easy bin's
 scale: with no calibration every correct rollout is pushed to be short at full weight).
@@ -17,10 +25,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from traac.errors import TraacError
-from traac.method.settings import check_positive, check_unit
+from traac.method.settings import check_positive, check_tau, check_unit
 
 BINS = ("easy", "medium", "hard")
 SINGLE_BIN = "all"
+# What a recipe's `difficulty` mapping may hold; `enabled` is the training mode's to say.
+RECIPE_KEYS = ("easy_threshold", "medium_threshold", "tau", "length_scale", "single_tau",
+               "single_scale")  # fmt: skip
+# The flat recipe fields the mapping replaced, with their new spelling.
+FLAT_KEYS = {
+    "easy_threshold": "difficulty.easy_threshold",
+    "medium_threshold": "difficulty.medium_threshold",
+    **{f"tau_{b}": f"difficulty.tau.{b}" for b in BINS},
+    "tau_single": "difficulty.single_tau",
+    **{f"length_scale_{b}": f"difficulty.length_scale.{b}" for b in BINS},
+    "length_scale_single": "difficulty.single_scale",
+}
 
 
 def _default_tau() -> dict[str, float]:
@@ -44,8 +64,9 @@ class DifficultyConfig:
     single_scale: float = 1.0  # the one bin's length scale when disabled
 
     def __post_init__(self) -> None:
-        for name in ("easy_threshold", "medium_threshold", "single_tau"):
+        for name in ("easy_threshold", "medium_threshold"):
             check_unit(f"difficulty.{name}", getattr(self, name))
+        check_tau("difficulty.single_tau", self.single_tau)
         if self.medium_threshold > self.easy_threshold:
             raise TraacError(
                 f"difficulty.medium_threshold ({self.medium_threshold}) must not exceed "
@@ -60,19 +81,42 @@ class DifficultyConfig:
                 )
             for key in BINS:
                 if name == "tau":
-                    check_unit(f"difficulty.tau.{key}", table[key])
+                    check_tau(f"difficulty.tau.{key}", table[key])
                 else:
                     check_positive(f"difficulty.length_scale.{key}", table[key], zero=True)
         check_positive("difficulty.single_scale", self.single_scale, zero=True)
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> DifficultyConfig:
-        """Build from a recipe section, naming any unknown key."""
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(values) - known)
+    def from_recipe(
+        cls, values: Mapping[str, Any] | None, *, enabled: bool = True
+    ) -> DifficultyConfig:
+        """A recipe's `difficulty` mapping (`RECIPE_KEYS`), naming any unknown key; keys left
+        out keep the paper's values, and `tau` and `length_scale` may give some bins only."""
+        if values is None:
+            values = {}
+        if not isinstance(values, Mapping):
+            raise TraacError(f"difficulty: {values!r} is not a mapping of {', '.join(RECIPE_KEYS)}")
+        unknown = sorted(set(values) - set(RECIPE_KEYS))
         if unknown:
-            raise TraacError(f"difficulty: unknown key(s) {unknown}; known: {sorted(known)}")
-        return cls(**values)
+            raise TraacError(f"difficulty: unknown key(s) {unknown}; known: {list(RECIPE_KEYS)}")
+        merged = dict(values)
+        for name, default in (("tau", _default_tau()), ("length_scale", _default_scale())):
+            table = merged.get(name, {})
+            if not isinstance(table, Mapping):
+                raise TraacError(f"difficulty.{name}: {table!r} is not a mapping of {BINS}")
+            merged[name] = {**default, **table}
+        return cls(**merged, enabled=enabled)
+
+    def to_recipe(self) -> dict[str, Any]:
+        """The recipe mapping of these bins, every key given (plain values, JSON-ready)."""
+        return {
+            "easy_threshold": self.easy_threshold,
+            "medium_threshold": self.medium_threshold,
+            "tau": dict(self.tau),
+            "length_scale": dict(self.length_scale),
+            "single_tau": self.single_tau,
+            "single_scale": self.single_scale,
+        }
 
     @property
     def bins(self) -> tuple[str, ...]:

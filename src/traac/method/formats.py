@@ -111,7 +111,7 @@ class ChatFormat:
         return f"{opener}{reasoning}{self.think_close}"
 
 
-PRESETS: dict[str, ChatFormat] = {
+CHAT_FORMATS: dict[str, ChatFormat] = {
     # Qwen3 thinking models: the response opens and closes the block.
     "response-opens": ChatFormat(),
     # DeepSeek-R1 distills: the chat template ends the prompt with the opener.
@@ -136,11 +136,11 @@ def resolve_chat_format(
     if name in (None, "auto"):
         opens = tokenizer is not None and _prompt_ends_with(tokenizer, opener)
         return ChatFormat(opener, closer, opener_in_prompt=opens)
-    if name not in PRESETS:
+    if name not in CHAT_FORMATS:
         raise TraacError(
-            f"chat_format: unknown value {name!r}; use one of auto, {', '.join(PRESETS)}"
+            f"chat_format: unknown value {name!r}; use one of auto, {', '.join(CHAT_FORMATS)}"
         )
-    return ChatFormat(opener, closer, opener_in_prompt=PRESETS[name].opener_in_prompt)
+    return ChatFormat(opener, closer, opener_in_prompt=CHAT_FORMATS[name].opener_in_prompt)
 
 
 def _prompt_ends_with(tokenizer: Any, opener: str) -> bool:

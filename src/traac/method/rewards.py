@@ -77,17 +77,17 @@ class RewardConfig:
     def preset(cls, name: str = "paper", **overrides: Any) -> RewardConfig:
         """`paper` or `authors`, with any field overridden."""
         name = preset_name("rewards.preset", name)
-        if name not in PRESETS:
+        if name not in REWARD_PRESETS:
             raise TraacError(
-                f"rewards.preset: unknown value {name!r}; use one of {', '.join(PRESETS)}"
+                f"rewards.preset: unknown value {name!r}; use one of {', '.join(REWARD_PRESETS)}"
             )
         unknown = sorted(set(overrides) - {f.name for f in fields(cls)})
         if unknown:
             raise TraacError(f"rewards: unknown key(s) {unknown}")
-        return replace(PRESETS[name], **overrides)
+        return replace(REWARD_PRESETS[name], **overrides)
 
 
-PRESETS: dict[str, RewardConfig] = {
+REWARD_PRESETS: dict[str, RewardConfig] = {
     "paper": RewardConfig(),
     "authors": RewardConfig(format_count=0.25, format_order=0.25, length_weight=1.0),
 }

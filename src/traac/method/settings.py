@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from traac.errors import TraacError
-from traac.method.formats import AUX_PROMPT, PRESETS, ChatFormat, resolve_chat_format
+from traac.method.formats import AUX_PROMPT, CHAT_FORMATS, ChatFormat, resolve_chat_format
 
 SCORERS = ("attention", "confidence", "random")
 STEP_SCOPES = ("probe", "reasoning")
@@ -38,6 +38,16 @@ def check_unit(name: str, value: Any) -> None:
     """A number in [0, 1] (NaN and booleans refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
         raise TraacError(f"{name}: {value!r} must be a number in [0, 1]")
+
+
+def check_tau(name: str, value: Any) -> float:
+    """A compression rate tau: a number in [0, 1] (NaN and booleans refused). The one check of
+    tau's range, where a tau enters: a recipe's bins (`DifficultyConfig`), a command's
+    `--compress-tau` (its parser) and `ThinkingGenerator`; what they pass on is not checked
+    again."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise TraacError(f"{name} {value}: must lie in [0, 1]")
+    return float(value)
 
 
 def check_positive(name: str, value: Any, *, integer: bool = False, zero: bool = False) -> None:
@@ -81,9 +91,10 @@ class CompressionSettings:
                   "authors' code does.", "choices": SCORERS},
     )  # fmt: skip
     probe_layers: str | None = field(
-        default="all",
+        default=None,
         metadata={"help": "Attention layers averaged: all (paper) | first_half (authors' code "
-                  "for Qwen3) | comma-separated indices."},
+                  "for Qwen3) | comma-separated indices (unset: all; in a training recipe, the "
+                  "preset's: authors reads the first half of a Qwen3 model)."},
     )  # fmt: skip
     probe_heads: str = field(
         default="all",
@@ -117,7 +128,13 @@ class CompressionSettings:
         default=DEFAULT_TOP_K, metadata={"help": "Top-k of the confidence scorer."}
     )
 
+    # Unset probe layers are `all`, except in a training recipe, where the preset resolves them
+    # per model (`TRAACConfig.resolved_probe_layers`).
+    _layers_from_preset: ClassVar[bool] = False
+
     def __post_init__(self) -> None:
+        if self.probe_layers is None and not self._layers_from_preset:
+            self.probe_layers = "all"
         check_choice("scorer", self.scorer, SCORERS)
         check_choice("step_scope", self.step_scope, STEP_SCOPES)
         check_choice("probe_heads", self.probe_heads, PROBE_HEADS)
@@ -149,13 +166,13 @@ class FormatSettings:
         default="auto",
         metadata={"help": "auto (read off the chat template) | response-opens (Qwen3: the "
                   "response writes the opener) | prompt-opens (R1 distills: the prompt ends "
-                  "with it).", "choices": ("auto", *PRESETS)},
+                  "with it).", "choices": ("auto", *CHAT_FORMATS)},
     )  # fmt: skip
     think_open: str = field(default="<think>", metadata={"help": "Think block opener."})
     think_close: str = field(default="</think>", metadata={"help": "Think block closer."})
 
     def __post_init__(self) -> None:
-        check_choice("chat_format", self.chat_format, ("auto", *PRESETS))
+        check_choice("chat_format", self.chat_format, ("auto", *CHAT_FORMATS))
         for name in ("think_open", "think_close"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name):
                 raise TraacError(f"{name}: must be a non-empty string")

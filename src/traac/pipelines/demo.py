@@ -30,9 +30,10 @@ from traac.common.outputs import output_dir
 from traac.common.progress import NullProgress, Progress
 from traac.common.tables import Table, fmt, signed
 from traac.errors import TraacError
-from traac.evaluation.plots import write_plots
-from traac.evaluation.records import TIER_ORDER
-from traac.evaluation.report import (
+from traac.evaluation.harness.records import TIER_ORDER
+from traac.evaluation.harness.runner import SAMPLES_FILE, SamplesFile
+from traac.evaluation.reports.plots import write_plots
+from traac.evaluation.reports.report import (
     Model,
     SweepPoint,
     budget_table,
@@ -41,8 +42,7 @@ from traac.evaluation.report import (
     paired_rows,
     sweep_points,
 )
-from traac.evaluation.runner import SAMPLES_FILE, SamplesFile
-from traac.evaluation.viewer import render_html
+from traac.evaluation.reports.viewer import render_html
 from traac.method.compression import uniformity_rank
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat

@@ -30,8 +30,8 @@ from traac.common.outputs import output_dir, write_text
 from traac.common.progress import NullProgress, Progress
 from traac.common.tables import Table, fmt, signed
 from traac.errors import TraacError
-from traac.evaluation.plots import pareto_plot
-from traac.evaluation.records import TIER_ORDER, EvalSummary
+from traac.evaluation.harness.records import TIER_ORDER, EvalSummary
+from traac.evaluation.reports.plots import pareto_plot
 from traac.pipelines.stages import (
     QUICK_TRAINING,
     HeldOut,

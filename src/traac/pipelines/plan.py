@@ -23,12 +23,12 @@ from transformers import AutoTokenizer
 
 from traac.common.gguf import check_gguf, is_gguf_path
 from traac.common.models import load_config, resolve_model_path
+from traac.common.scoring_model import is_foreign
 from traac.data.hub import HubUnavailable, hub_reachable
 from traac.data.training import load_training_items
 from traac.errors import TraacError
-from traac.pipelines.models import MODELS
+from traac.pipelines.model_registry import MODELS
 from traac.pipelines.train import TrainScriptArguments, check_evaluation, resume_checkpoint
-from traac.training.compress import is_foreign
 from traac.training.config import TRAACConfig
 from traac.training.extra_rewards import load_extra_rewards
 from traac.training.memory import Sharding, recipe_estimate
@@ -321,10 +321,11 @@ def traac_line(config: Any) -> str:
         parts.append(config.peer_settings().describe())
     if config.compresses:
         layers = config.probe_layers or "first half for Qwen3 models, all for others"
+        tau = config.difficulty_config().tau
         parts += [
             f"scorer {config.scorer} on the {config.scoring_model} model (probe layers {layers}, "
             f"heads {config.probe_heads})",
-            f"tau easy/medium/hard {config.tau_easy:g}/{config.tau_medium:g}/{config.tau_hard:g}",
+            f"tau easy/medium/hard {tau['easy']:g}/{tau['medium']:g}/{tau['hard']:g}",
             f"gate {config.uniformity_gate:g}, cap {config.eviction_cap:g}, "
             f"calibration {config.uniformity_calibration}",
         ]

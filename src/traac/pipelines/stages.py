@@ -17,11 +17,11 @@ from typing import Any
 
 from traac.common.models import load_model, load_tokenizer, resolve_model_path
 from traac.common.progress import NullProgress, Progress
-from traac.evaluation.generation import Backend, make_backend
-from traac.evaluation.records import TIER_ORDER, EvalSummary
-from traac.evaluation.runner import EvalSettings, run_eval
-from traac.evaluation.testtime import ThinkingGenerator
-from traac.evaluation.thinking_backend import ThinkingBackend
+from traac.evaluation.harness.records import TIER_ORDER, EvalSummary
+from traac.evaluation.harness.runner import EvalSettings, run_eval
+from traac.evaluation.inference.generation import Backend, make_backend
+from traac.evaluation.inference.testtime import ThinkingGenerator
+from traac.evaluation.inference.thinking_backend import ThinkingBackend
 from traac.method.formats import resolve_chat_format
 from traac.method.settings import CompressionSettings
 from traac.pipelines.train import TrainScriptArguments, parse, train

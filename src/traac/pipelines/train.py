@@ -30,9 +30,9 @@ from traac.common.progress import NullProgress, Progress, TrainerProgress, quiet
 from traac.common.threads import set_threads
 from traac.data.training import items_to_dataset, load_training_items
 from traac.errors import TraacError
-from traac.pipelines.models import resolve_model
+from traac.method.difficulty import FLAT_KEYS
+from traac.pipelines.model_registry import resolve_model
 from traac.training.checkpoint import STATE_FILE
-from traac.training.compress import is_foreign
 from traac.training.config import TRAACConfig
 from traac.training.lora import LoraArguments
 from traac.training.packages import check_packages
@@ -166,17 +166,37 @@ def _checkpointing_names() -> dict[str, str]:
 
 
 class _Parser(TrlParser):
-    """TRL's parser, reading either name of the checkpointing fields (`_CHECKPOINTING`)."""
+    """TRL's parser, reading either name of the checkpointing fields (`_CHECKPOINTING`) and
+    naming the new spelling of the flat difficulty fields (`FLAT_KEYS`)."""
 
     def set_defaults_with_config(self, **kwargs: Any) -> list[str]:
+        for key in kwargs:
+            _refuse_flat_key(key)
         names = _checkpointing_names()
         return super().set_defaults_with_config(**{names.get(k, k): v for k, v in kwargs.items()})
 
     def parse_args_and_config(self, args: Any = None, **kwargs: Any) -> Any:
         if args is not None:
+            for arg in args:
+                if arg.startswith("--"):
+                    _refuse_flat_key(arg[2:].partition("=")[0].replace("-", "_"))
             names = _checkpointing_names()
             args = [_renamed_flag(a, names) for a in args]
         return super().parse_args_and_config(args, **kwargs)
+
+
+def _refuse_flat_key(name: str) -> None:
+    """A flat difficulty field of earlier releases (`tau_easy`, ...): its place in the one
+    `difficulty` mapping, in one line."""
+    if name in FLAT_KEYS:
+        path = FLAT_KEYS[name].split(".")
+        value = "VALUE"
+        for key in reversed(path[1:]):
+            value = f"{{{key}: {value}}}"
+        raise TraacError(
+            f"{name}: the bins are one mapping now, {FLAT_KEYS[name]}: write `difficulty: "
+            f"{value}` in the recipe (JSON with --difficulty on the command line)"
+        )
 
 
 def _renamed_flag(arg: str, names: dict[str, str]) -> str:
@@ -288,8 +308,6 @@ def train(
     model_path = resolve_model(script.model_name_or_path, progress)
     if script.use_peft and Path(model_path).is_dir():  # the adapter names its base absolutely
         model_path = str(Path(model_path).resolve())
-    if config.compresses and is_foreign(config.scoring_model):  # a name (smollm2) -> its path
-        config.scoring_model = resolve_model(config.scoring_model, progress)
     tokenizer = load_tokenizer(model_path)
     tokenizer.padding_side = "left"
     set_threads(script.num_threads)

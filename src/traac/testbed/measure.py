@@ -20,8 +20,8 @@ import torch
 from traac.common.items import Item
 from traac.common.progress import NullProgress, Progress
 from traac.data.testbed_problems import EVAL_SEED, make_items
-from traac.evaluation.generation import TransformersBackend
-from traac.evaluation.probe_report import LabelledResponse, default_specs, probe_report
+from traac.evaluation.inference.generation import TransformersBackend
+from traac.evaluation.reports.probe_report import LabelledResponse, default_specs, probe_report
 from traac.method.compression import Compressor, ScoreRequest, TokenScores
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
@@ -236,7 +236,7 @@ def _labelled(
         parsed = chat_format.parse(sample.text)
         if ok and parsed.well_formed and parsed.reasoning.strip():
             labels = tuple(step_kinds(parsed.reasoning))
-            tier = sample.item.difficulty or "all"
+            tier = sample.item.tier or "all"
             out.append(
                 LabelledResponse(
                     f"{sample.item.id}#{k}", prompt, parsed.reasoning, labels, sample.item, tier
@@ -283,8 +283,8 @@ def measure(
     tiers: dict[str, Any] = {}
     correct: dict[str, list[str]] = {}
     for tier in config.tiers.terms:
-        rows = [s for s in samples if s.item.difficulty == tier]
-        right = [ok for s, ok in zip(samples, verdicts, strict=True) if s.item.difficulty == tier]
+        rows = [s for s in samples if s.item.tier == tier]
+        right = [ok for s, ok in zip(samples, verdicts, strict=True) if s.item.tier == tier]
         parsed = [chat_format.parse(s.text) for s in rows]
         tiers[tier] = {
             "responses": len(rows),

@@ -23,7 +23,7 @@ from typing import Any
 
 from accelerate import Accelerator
 from accelerate.utils import DistributedType
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoModelForCausalLM
 from trl.models import prepare_deepspeed, prepare_fsdp
 
 from traac.common.items import Item
@@ -33,17 +33,11 @@ from traac.method.early_exit import early_exit, with_head
 from traac.method.first_correct import Accepts, FirstCorrect, first_correct
 from traac.method.formats import ChatFormat
 from traac.method.rewards import Gather
-from traac.training.config import SCORING_MODELS
 from traac.training.step import Compression, Rollout, candidate_compressions
 from traac.verification import verify_many
 
 # What a process with nothing to score feeds the scorer so that its forwards match the others'.
 FILLER_REASONING = "."
-
-
-def is_foreign(scoring_model: str) -> bool:
-    """Whether `scoring_model` names a model of its own (neither reference nor policy)."""
-    return scoring_model not in SCORING_MODELS
 
 
 def frozen_scorer(path: str, accelerator: Accelerator, dtype: Any) -> Any:
@@ -58,14 +52,6 @@ def frozen_scorer(path: str, accelerator: Accelerator, dtype: Any) -> Any:
     if accelerator.distributed_type == DistributedType.FSDP:
         return prepare_fsdp(model, accelerator)
     return model.to(accelerator.device)
-
-
-def scorer_tokenizer(scoring_model: str, policy_tokenizer: Any) -> Any:
-    """The tokenizer the scorer reads steps with: a foreign scorer's own (steps map to it by
-    character offsets), else the policy's."""
-    if not is_foreign(scoring_model):
-        return policy_tokenizer
-    return AutoTokenizer.from_pretrained(scoring_model)
 
 
 @dataclass

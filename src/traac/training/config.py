@@ -13,23 +13,24 @@ those four default to `None`, "from the profile". Every field is checked once, i
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 import torch
 from trl import GRPOConfig
 
+from traac.common.scoring_model import check_scoring_model
 from traac.errors import TraacError
 from traac.method.difficulty import DifficultyConfig
 from traac.method.early_exit import EARLY_EXIT_MODES
 from traac.method.length_rewards import dapo_cache_length
-from traac.method.rewards import PRESETS, RewardConfig
+from traac.method.rewards import REWARD_PRESETS, RewardConfig
 from traac.method.settings import (
     CompressionSettings,
     FormatSettings,
     check_choice,
     check_positive,
-    check_unit,
     preset_name,
 )
 from traac.training.extra_rewards import check_extra_weights
@@ -39,17 +40,9 @@ from traac.training.precision import DTYPE_NAMES, load_dtype, resolve_bf16
 from traac.training.profiles import OPTIMIZER_PROFILES, PROFILE_FIELDS, resolve_profile
 
 DYNAMIC_SAMPLING = ("none", "drop", "resample")
-SCORING_MODELS = ("reference", "policy")  # or any other model name or path: a foreign scorer
-PRESET_NAMES = tuple(PRESETS)
+PRESET_NAMES = tuple(REWARD_PRESETS)
 CALIBRATIONS = ("none", "rank")
-_UNIT_FIELDS = (
-    "easy_threshold", "medium_threshold", "tau_easy", "tau_medium", "tau_hard", "tau_single",
-)  # fmt: skip
-_NONNEGATIVE_FIELDS = (
-    "correctness_reward", "length_weight",
-    "length_scale_easy", "length_scale_medium", "length_scale_hard", "length_scale_single",
-    "kimi_weight", "l1_delta", "beta",
-)  # fmt: skip
+_NONNEGATIVE_FIELDS = ("correctness_reward", "length_weight", "kimi_weight", "l1_delta", "beta")
 # GRPO settings that transformers and TRL accept but no run can use, and the peers' positive
 # coefficients (NaN fails too).
 _POSITIVE_FIELDS = (
@@ -64,7 +57,7 @@ _COUNT_FIELDS = (
 _OPTIONAL_COUNT_FIELDS = ("laser_lower", "laser_upper", "laser_interval")
 
 # Values that differ between the paper and the authors' implementation (docs/method.md#presets).
-_PRESETS: dict[str, dict[str, Any]] = {
+_PRESET_DEFAULTS: dict[str, dict[str, Any]] = {
     "paper": {"format_preset": "paper", "length_weight": 2.0, "probe_layers": "all"},
     # probe layers: the authors' code read the first half for Qwen3, all for its R1-distill host
     "authors": {"format_preset": "authors", "length_weight": 1.0, "probe_layers": None},
@@ -102,9 +95,10 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         mode (`str`, *optional*, defaults to `"traac"`):
             What is trained (`traac.training.modes`): `traac`; the ablations `cr` (correctness
             only), `cr_lr` (+ format + length, one bin, no compression) and
-            `compression_no_difficulty` (one bin at `tau_single`); or a peer method (`alp`,
-            `shorterbetter`, `kimi`, `dapo_overlong`, `l1_max`, `dler`, `dler_difficulty`,
-            `laser_d`) whose length term replaces TRAAC's length reward and compression.
+            `compression_no_difficulty` (one bin at `difficulty.single_tau`); or a peer method
+            (`alp`, `shorterbetter`, `kimi`, `dapo_overlong`, `l1_max`, `dler`,
+            `dler_difficulty`, `laser_d`) whose length term replaces TRAAC's length reward and
+            compression.
         optimizer_profile (`str` or `None`, *optional*, defaults to `None`):
             `grpo` (the paper's GRPO, the default when unset) or `dler` (DLER's optimiser:
             batch-level reward normalisation, clip-higher, token-mean loss, dynamic sampling):
@@ -137,14 +131,16 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
 
         > Parameters that control difficulty (docs/method.md#step, step 3)
 
-        easy_threshold (`float`, *optional*, defaults to `0.8`):
-            A prompt whose pass rate is at least this is easy.
-        medium_threshold (`float`, *optional*, defaults to `0.3`):
-            ... at least this (and below `easy_threshold`) medium; below it, hard.
-        tau_easy, tau_medium, tau_hard (`float`, *optional*, defaults to `0.6`, `0.4`, `0.2`):
-            The target compression rate of each bin.
-        tau_single (`float`, *optional*, defaults to `0.6`):
-            The rate of the one bin of `compression_no_difficulty`.
+        difficulty (`dict` or `None`, *optional*, defaults to `None`):
+            The pass-rate bins (`traac.method.difficulty.DifficultyConfig.from_recipe`), one
+            mapping: `easy_threshold` (0.8: a prompt whose pass rate is at least this is easy),
+            `medium_threshold` (0.3: at least this, medium; below it, hard), `tau` (the target
+            compression rate per bin, `{easy: 0.6, medium: 0.4, hard: 0.2}`), `length_scale`
+            (the length reward's scale per bin, `{easy: 1.0, medium: 0.75, hard: 0.5}`),
+            `single_tau` and `single_scale` (0.6 and 1.0: the one bin of the modes without
+            bins). Keys left out keep these values; on the command line, as JSON
+            (`--difficulty '{"tau": {"hard": 0.3}}'`). The flat fields of earlier releases
+            (`tau_easy`, `length_scale_hard`, ...) are refused with their new spelling.
 
         > Parameters that control the rewards (docs/method.md#rewards)
 
@@ -156,11 +152,6 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
             Length reward weight W (paper 2, authors 1); unset, the preset's.
         length_window_steps (`int`, *optional*, defaults to `10`):
             Training steps kept in each (data source, bin) length window.
-        length_scale_easy, length_scale_medium, length_scale_hard (`float`, *optional*,
-        defaults to `1.0`, `0.75`, `0.5`):
-            The length reward's scale per bin.
-        length_scale_single (`float`, *optional*, defaults to `1.0`):
-            The scale of the one bin of the modes without bins.
 
         > Parameters that add rewards (`traac.training.extra_rewards`)
 
@@ -231,6 +222,8 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
     )  # fmt: skip
     logging_steps: float = field(default=1, metadata={"help": "Log every N optimizer steps."})
 
+    _layers_from_preset = True  # unset probe_layers: the preset's, per model
+
     # --- TRAAC ---
     mode: str = field(default="traac", metadata={"help": _mode_help()})
     optimizer_profile: str | None = field(
@@ -261,19 +254,12 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
                   "name or path (a frozen foreign scorer; steps map to its tokenizer by "
                   "characters)."},
     )  # fmt: skip
-    probe_layers: str | None = field(
+    difficulty: dict[str, Any] | str | None = field(
         default=None,
-        metadata={"help": "Attention layers averaged: all | first_half | comma-separated indices "
-                  "(unset: from preset)."},
+        metadata={"help": "The pass-rate bins, one mapping (JSON on the command line): "
+                  "easy_threshold, medium_threshold, tau and length_scale ({easy, medium, "
+                  "hard}), single_tau, single_scale; keys left out keep the paper's values."},
     )  # fmt: skip
-    easy_threshold: float = field(default=0.8, metadata={"help": "Pass rate >= this: easy."})
-    medium_threshold: float = field(default=0.3, metadata={"help": "Pass rate >= this: medium."})
-    tau_easy: float = field(default=0.6, metadata={"help": "Target compression rate, easy."})
-    tau_medium: float = field(default=0.4, metadata={"help": "Target compression rate, medium."})
-    tau_hard: float = field(default=0.2, metadata={"help": "Target compression rate, hard."})
-    tau_single: float = field(
-        default=0.6, metadata={"help": "Target rate of the one bin of compression_no_difficulty."}
-    )
     correctness_reward: float = field(default=4.0, metadata={"help": "Reward of a right answer."})
     format_preset: str | None = field(
         default=None, metadata={"help": "Format reward: paper (0.5+0.5) | authors (0.25+0.25)."}
@@ -283,12 +269,6 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
     )
     length_window_steps: int = field(
         default=10, metadata={"help": "Training steps kept in each length window."}
-    )
-    length_scale_easy: float = field(default=1.0, metadata={"help": "Length reward scale, easy."})
-    length_scale_medium: float = field(default=0.75, metadata={"help": "Length scale, medium."})
-    length_scale_hard: float = field(default=0.5, metadata={"help": "Length reward scale, hard."})
-    length_scale_single: float = field(
-        default=1.0, metadata={"help": "Length scale of the one bin of the modes without bins."}
     )
     uniformity_calibration: str = field(
         default="none",
@@ -369,7 +349,8 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
     )  # fmt: skip
     dler_easy_scale: float = field(
         default=0.5,
-        metadata={"help": "dler_difficulty: a group whose pass rate reaches easy_threshold gets "
+        metadata={"help": "dler_difficulty: a group whose pass rate reaches "
+                  "difficulty.easy_threshold gets "
                   "the limit floor(L x this) (traac's choice; see docs)."},
     )  # fmt: skip
     laser_bonus: float = field(
@@ -402,7 +383,7 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         try:
             self._resolve_profile()
             self._validate_traac()
-            for name, value in _PRESETS[self.preset].items():
+            for name, value in _PRESET_DEFAULTS[self.preset].items():
                 if getattr(self, name) is None:
                     setattr(self, name, value)
             CompressionSettings.__post_init__(self)
@@ -427,18 +408,6 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         for name, value in resolve_profile(self.optimizer_profile, values, aggregation).items():
             setattr(self, name, value)
 
-    def _validate_scoring_model(self) -> None:
-        if not isinstance(self.scoring_model, str) or not self.scoring_model.strip():
-            raise TraacError(
-                f"scoring_model: {self.scoring_model!r} is empty; choose reference, policy or "
-                "a model name or path"
-            )
-        if self.scoring_model not in SCORING_MODELS and self.scorer == "confidence":
-            raise TraacError(
-                f"scoring_model: {self.scoring_model!r} with scorer confidence; the confidence "
-                "scorer reads the policy's own distribution, so set reference or policy"
-            )
-
     def _validate_traac(self) -> None:
         self.preset = preset_name("preset", self.preset)
         if self.format_preset is not None:
@@ -454,9 +423,8 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         }
         for name, allowed in choices.items():
             check_choice(name, getattr(self, name), allowed)
-        self._validate_scoring_model()
-        for name in _UNIT_FIELDS:
-            check_unit(name, getattr(self, name))
+        check_scoring_model(self.scoring_model or "", self.scorer)  # None: as empty
+        self.difficulty = self.difficulty_config().to_recipe()  # checked, every key given
         for name in _NONNEGATIVE_FIELDS:
             if getattr(self, name) is not None:
                 check_positive(name, getattr(self, name), zero=True)
@@ -468,9 +436,6 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         for name in _OPTIONAL_COUNT_FIELDS:
             if getattr(self, name) is not None:
                 check_positive(name, getattr(self, name), integer=True)
-        if self.medium_threshold > self.easy_threshold:
-            raise TraacError(f"medium_threshold: {self.medium_threshold} exceeds easy_threshold "
-                             f"{self.easy_threshold}")  # fmt: skip
         cache = self.dapo_cache_length
         if cache is not None and not 0 <= cache <= self.max_completion_length:
             raise TraacError(f"dapo_cache_length: {cache} must lie in [0, max_completion_length "
@@ -529,19 +494,13 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
     def difficulty_config(self) -> DifficultyConfig:
         """Bins, tau and length scale per bin; one bin (`all`) in the modes without difficulty.
         The peer modes keep the bins for telemetry only (nothing of theirs reads a bin)."""
-        return DifficultyConfig(
-            easy_threshold=self.easy_threshold,
-            medium_threshold=self.medium_threshold,
-            tau={"easy": self.tau_easy, "medium": self.tau_medium, "hard": self.tau_hard},
-            length_scale={
-                "easy": self.length_scale_easy,
-                "medium": self.length_scale_medium,
-                "hard": self.length_scale_hard,
-            },
-            enabled=self.mode_spec.bins,
-            single_tau=self.tau_single,
-            single_scale=self.length_scale_single,
-        )
+        values = self.difficulty
+        if isinstance(values, str):  # JSON, from the command line
+            try:
+                values = json.loads(values)
+            except json.JSONDecodeError as err:
+                raise TraacError(f"difficulty: {values!r} is not JSON ({err.msg})") from None
+        return DifficultyConfig.from_recipe(values, enabled=self.mode_spec.bins)
 
     def reward_config(self) -> RewardConfig:
         """TRAAC's reward weights (which rewards a mode sums is `mode_spec.rewards`)."""
@@ -574,7 +533,7 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
             l1_budget_in_prompt=self.l1_budget_in_prompt,
             dler_length=self.dler_length,
             dler_easy_scale=self.dler_easy_scale,
-            easy_threshold=self.easy_threshold,
+            easy_threshold=self.difficulty_config().easy_threshold,
             laser_bonus=self.laser_bonus,
             laser_lower=lower,
             laser_upper=upper,

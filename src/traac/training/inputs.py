@@ -1,8 +1,8 @@
 """What `TRAACTrainer` takes beyond `GRPOTrainer`: the names and rows its users already have.
 
-- `model` (and `scoring_model`) may be a name traac knows (`testbed`, `testbed-quick`, `smollm2`,
-  `smollm2-think`, a `.gguf` file), resolved as `--model` is on the command line
-  (`traac.common.model_names`);
+- `model` may be a name traac knows (`testbed`, `testbed-quick`, `smollm2`, `smollm2-think`, a
+  `.gguf` file), resolved as `--model` is on the command line (`traac.common.model_names`; the
+  trainer resolves `scoring_model` the same way, `traac.common.scoring_model`);
 - datasets may have TRL's and open-r1's layout, `prompt` (text or chat messages) with `answer`
   or `solution` (`traac.data.training.training_rows`);
 - in mode `l1_max` each training row gets its length budget (`with_length_budgets`).
@@ -14,7 +14,6 @@ from typing import Any
 
 from traac.common.model_names import resolve_name
 from traac.data.training import training_rows
-from traac.training.compress import is_foreign
 from traac.training.config import TRAACConfig
 from traac.training.peer_rewards import with_length_budgets
 
@@ -23,11 +22,9 @@ def trainer_inputs(
     model: Any, args: TRAACConfig, train_dataset: Any, kwargs: dict[str, Any]
 ) -> tuple[Any, Any, dict[str, Any]]:
     """`model`, `train_dataset` and the keyword arguments (`eval_dataset`) as `GRPOTrainer`
-    takes them; `args.scoring_model` is resolved in place, as `traac train` does."""
+    takes them."""
     if isinstance(model, str):
         model = resolve_name(model)
-    if args.compresses and is_foreign(args.scoring_model):
-        args.scoring_model = resolve_name(args.scoring_model)
     train_dataset = training_rows(train_dataset)
     if kwargs.get("eval_dataset") is not None:
         kwargs = {**kwargs, "eval_dataset": training_rows(kwargs["eval_dataset"], "eval_dataset")}

@@ -39,7 +39,13 @@ MODES: dict[str, Mode] = {
         Mode("traac", "difficulty-aware attentive compression", True, True, TRAAC_REWARDS),
         Mode("cr", "correctness only", False, False, TRAAC_REWARDS[:1]),
         Mode("cr_lr", "+format+length, one bin, no compression", False, False, TRAAC_REWARDS),
-        Mode("compression_no_difficulty", "one bin, tau_single", True, False, TRAAC_REWARDS),
+        Mode(
+            "compression_no_difficulty",
+            "one bin, difficulty.single_tau",
+            True,
+            False,
+            TRAAC_REWARDS,
+        ),
         *(
             Mode(name, peer.help, False, True, (*TRAAC_REWARDS[:2], peer.reward), peer=True)
             for name, peer in PEERS.items()

@@ -52,6 +52,7 @@ from trl.extras.profiling import profiling_context
 from trl.trainer.utils import get_config_model_id
 
 from traac.common.items import Item
+from traac.common.scoring_model import resolve_scoring_model
 from traac.data.training import item_from_row
 from traac.errors import TraacError
 from traac.method.compression import Compressor
@@ -59,7 +60,7 @@ from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
 from traac.method.rewards import LengthWindows
 from traac.training.checkpoint import load_state, save_state
-from traac.training.compress import StepCompressor, frozen_scorer, is_foreign, scorer_tokenizer
+from traac.training.compress import StepCompressor, frozen_scorer
 from traac.training.config import TRAACConfig
 from traac.training.evaluation import HeldOutEvaluation
 from traac.training.extra_rewards import with_extra_rewards
@@ -174,6 +175,7 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
         self.uniformities: deque[float] = deque(maxlen=args.calibration_window)
         self.last_step: TraacStep | None = None
         self._scores_base = False  # the reference is the policy with its adapters disabled
+        self._scorer = resolve_scoring_model(args.scoring_model if args.compresses else None)
         self._scoring_model = self._load_scoring_model() if args.compresses else None
         self.compressor = self._build_compressor() if args.compresses else None
         self.step_compressor = None
@@ -210,8 +212,8 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
         """
         if self.args.scorer in ("random", "confidence") or self.args.scoring_model == "policy":
             return None  # random reads no model; the policy is looked up at each step
-        if is_foreign(self.args.scoring_model):
-            return frozen_scorer(self.args.scoring_model, self.accelerator, self.model.dtype)
+        if self._scorer.foreign:
+            return frozen_scorer(self._scorer.path, self.accelerator, self.model.dtype)
         if is_peft_model(self.model):
             self._scores_base = True
             return None
@@ -230,7 +232,7 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
         layers = args.resolved_probe_layers(model.config.get_text_config().model_type)
         settings = copy.copy(args)
         settings.probe_layers = layers
-        tokenizer = scorer_tokenizer(args.scoring_model, self.tokenizer)
+        tokenizer = self._scorer.tokenizer if self._scorer.foreign else self.tokenizer
         return build_compressor(settings, model, tokenizer, self.chat_format, seed=args.seed)
 
     # ================================================================ TRL adapter
@@ -435,7 +437,7 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
                 rows, items, prompt_ids, local, originals, n, offset, clock
             )
         sources: list[str] = gather_object([item.data_source for item in items])
-        tiers: list[str | None] = gather_object([item.difficulty for item in items])
+        tiers: list[str | None] = gather_object([item.tier for item in items])
         rates, bins = bin_groups([r.correct for r in originals], n, self.difficulty)
         compressions: list[Compression] = []
         compressed: list[Rollout] = []

@@ -26,13 +26,6 @@ from traac.verification.answers import (
     extract_text,
     last_boxed,
 )
-from traac.verification.pool import (
-    VerifierPool,
-    configure_pool,
-    default_workers,
-    get_pool,
-    shutdown_pool,
-)
 from traac.verification.verifiers import (
     DEFAULT_TIMEOUT,
     VERIFIERS,
@@ -44,6 +37,13 @@ from traac.verification.verifiers import (
     verify_math,
     verify_task,
     verify_text,
+)
+from traac.verification.workers import (
+    VerifierPool,
+    configure_pool,
+    default_workers,
+    get_pool,
+    shutdown_pool,
 )
 
 __all__ = [

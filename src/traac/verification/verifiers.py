@@ -12,7 +12,7 @@
   `verify_answers(items, answers)` the same for bare answers (no think block).
 
 Choice and text are string work in this process; math and task checks run in the pool's
-sandboxed workers (`traac.verification.pool`), after the screening, under a deadline.
+sandboxed workers (`traac.verification.workers`), after the screening, under a deadline.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from traac.verification.answers import (
     letter_of,
     text_match,
 )
-from traac.verification.pool import get_pool
 from traac.verification.screening import looks_like_code, task_answer_allowed
 from traac.verification.task_answers import task_answer
+from traac.verification.workers import get_pool
 
 DEFAULT_TIMEOUT = 5.0  # seconds one math or task check may take before it counts as wrong
 

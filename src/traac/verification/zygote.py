@@ -3,7 +3,7 @@
 The zygote is a fresh interpreter (never a copy of the caller) that imports and warms up
 math-verify, sympy and reasoning-gym once, under the sandbox's resource limits. Each worker is a
 fork of it (milliseconds, every task loaded so far included) that installs the audit guard and
-then answers one JSON request per line. `traac.verification.pool` is the caller's side.
+then answers one JSON request per line. `traac.verification.workers` is the caller's side.
 """
 
 from __future__ import annotations

@@ -1,0 +1,372 @@
+"""The evaluation records: one `SampleRecord` per line of an evaluation's `samples.jsonl` (a
+backend's `Generation` with its verdict, `traac.evaluation.inference.responses`), and one
+`EvalSummary` in `summary.json`. The runner
+writes them; reports, plots and the demo read them back through `from_json`, so no file spells
+their keys by hand.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from traac.common.tables import Table, fmt
+from traac.data.datasets import OTB_OVERTHINK, OTB_UNDERTHINK
+from traac.errors import TraacError
+from traac.evaluation.harness.metrics import (
+    Sample,
+    SamplingStats,
+    length_table,
+    sampling_stats,
+    sampling_table,
+)
+from traac.evaluation.harness.overthinking import OverthinkStats, overthinking_table
+from traac.method.metrics import GroupStats, by_group, group_stats, otb_f1
+
+TIER_ORDER = ("easy", "medium", "hard")
+SUMMARY_VERSION = 2
+# Fields written under an older name: a dataset's labelled tier was once called its difficulty,
+# and records and summaries on disk still say so.
+_JSON_NAMES = {"tier": "difficulty", "by_tier": "by_difficulty"}
+
+
+@dataclass(frozen=True)
+class SampleRecord:
+    """One (item, sample) of an evaluation. Under a think budget, `interrupted` says whether the
+    budget closed the think block and `budget_think_tokens` how many tokens the model wrote
+    before its closer or the interruption (the auxiliary prompt not counted); None without a
+    budget. `tier` is the item's labelled difficulty tier (written as `difficulty`). `extra`
+    holds fields a backend adds (test-time compression's token counts and steps); they are
+    written flat beside the others."""
+
+    id: str
+    sample: int
+    response: str
+    correct: bool
+    response_tokens: int
+    think_tokens: int  # tokens before the first closer; the whole response if it never closed
+    closed: bool
+    data_source: str = "default"
+    tier: str | None = None
+    prompt: str | None = None
+    extracted: str | None = None
+    task: str | None = None
+    finish_reason: str | None = None
+    interrupted: bool | None = None
+    budget_think_tokens: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.id, self.sample)
+
+    @property
+    def think_or_none(self) -> int | None:
+        """Think length as the OAA metrics read it: None where the block never closed."""
+        return self.think_tokens if self.closed else None
+
+    def to_json(self) -> dict[str, Any]:
+        row = {_json_name(f.name): getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        return {**row, **self.extra}
+
+    @classmethod
+    def from_json(cls, row: Mapping[str, Any]) -> SampleRecord:
+        """A record from its JSON object; KeyError/TypeError when a required field is missing."""
+        names = {_json_name(f.name): f.name for f in fields(cls) if f.name != "extra"}
+        known = {names[k]: v for k, v in row.items() if k in names}
+        extra = {k: v for k, v in row.items() if k not in names}
+        record = cls(**known, extra=extra)
+        if not isinstance(record.id, str) or not isinstance(record.sample, int):
+            raise TypeError("id must be text and sample an integer")
+        return record
+
+
+@dataclass(frozen=True)
+class OTBScore:
+    """OptimalThinkingBench: AUC_OAA on its overthinking half, accuracy on its underthinking
+    half, and their F1 (all in percent)."""
+
+    auc_oaa: float
+    underthink_accuracy: float
+    f1: float
+
+
+@dataclass(frozen=True)
+class EvalSummary:
+    """The numbers of one evaluation run (accuracy and rates in percent)."""
+
+    dataset: str
+    model: str
+    overall: GroupStats
+    t_max: int
+    length_unit: str
+    accuracy_by_sample: dict[int, float]  # sample index -> accuracy over the items
+    accuracy_std_over_samples: float
+    by_tier: dict[str, GroupStats] = field(default_factory=dict)  # written as by_difficulty
+    by_source: dict[str, GroupStats] = field(default_factory=dict)
+    by_task: dict[str, GroupStats] = field(default_factory=dict)
+    otb: OTBScore | None = None
+    truncated_rate: float | None = None
+    interrupted_rate: float | None = None  # think blocks the think budget closed (%)
+    notes: list[str] = field(default_factory=list)
+    # avg@k, pass@k, maj@k and the length split (evaluation.metrics), overall and per tier.
+    sampling: SamplingStats | None = None
+    sampling_by_tier: dict[str, SamplingStats] = field(default_factory=dict)
+    # First correct step, what follows it, underthinking (evaluation.overthinking); needs the
+    # items' verifiers, so the runner adds it (None in summaries written before it existed).
+    overthinking: OverthinkStats | None = None
+    overthinking_by_tier: dict[str, OverthinkStats] = field(default_factory=dict)
+    version: int = SUMMARY_VERSION
+
+    @property
+    def in_tokens(self) -> bool:
+        return self.length_unit.startswith("tokens")
+
+    def to_json(self) -> dict[str, Any]:
+        return {_json_name(k): v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str = "summary") -> EvalSummary:
+        try:
+            if data.get("version") != SUMMARY_VERSION:
+                raise KeyError("version")
+
+            def groups(key: str) -> dict[str, GroupStats]:
+                return {k: GroupStats(**v) for k, v in data.get(key, {}).items()}
+
+            otb = data.get("otb")
+            sampling, over = data.get("sampling"), data.get("overthinking")
+            return cls(
+                dataset=data["dataset"],
+                model=data["model"],
+                overall=GroupStats(**data["overall"]),
+                t_max=int(data["t_max"]),
+                length_unit=data["length_unit"],
+                accuracy_by_sample={int(k): v for k, v in data["accuracy_by_sample"].items()},
+                accuracy_std_over_samples=data["accuracy_std_over_samples"],
+                by_tier=groups("by_difficulty"),
+                by_source=groups("by_source"),
+                by_task=groups("by_task"),
+                otb=OTBScore(**otb) if otb else None,
+                truncated_rate=data.get("truncated_rate"),
+                interrupted_rate=data.get("interrupted_rate"),
+                notes=list(data.get("notes", [])),
+                sampling=SamplingStats.from_json(sampling) if sampling else None,
+                sampling_by_tier={
+                    k: SamplingStats.from_json(v)
+                    for k, v in data.get("sampling_by_tier", {}).items()
+                },
+                overthinking=OverthinkStats.from_json(over) if over else None,
+                overthinking_by_tier={
+                    k: OverthinkStats.from_json(v)
+                    for k, v in data.get("overthinking_by_tier", {}).items()
+                },
+            )
+        except (KeyError, TypeError, AttributeError, ValueError):
+            raise TraacError(
+                f"{where} is not a summary of this traac version; rerun `traac eval` into its "
+                "directory to rewrite it (finished samples are kept)"
+            ) from None
+
+
+def summarize(
+    records: Sequence[SampleRecord],
+    *,
+    dataset: str,
+    model: str,
+    t_max: int,
+    length_unit: str,
+    notes: Sequence[str] = (),
+) -> EvalSummary:
+    """Accuracy, lengths, closure and AUC_OAA overall and per tier, source and task where they
+    vary; the OptimalThinkingBench F1 when both of its halves are present."""
+    if not records:
+        raise TraacError("nothing to summarise: no samples")
+
+    def stats(rs: Sequence[SampleRecord]) -> GroupStats:
+        return group_stats(*_columns(rs), t_max)
+
+    def split(label: str) -> dict[str, GroupStats]:
+        kept = [r for r in records if getattr(r, label) is not None]
+        if not kept:
+            return {}
+        found = by_group([str(getattr(r, label)) for r in kept], *_columns(kept), t_max)
+        if label != "tier" and len(found) < 2:
+            return {}
+        order = sorted(found, key=lambda g: (TIER_ORDER.index(g) if g in TIER_ORDER else 9, g))
+        return {str(g): found[g] for g in order}
+
+    by_sample: dict[int, list[bool]] = {}
+    for r in records:
+        by_sample.setdefault(r.sample, []).append(r.correct)
+    per_run = {k: 100.0 * statistics.fmean(v) for k, v in sorted(by_sample.items())}
+    sources = split("data_source")
+    otb = None
+    if OTB_OVERTHINK in sources and OTB_UNDERTHINK in sources:
+        auc, acc_ut = sources[OTB_OVERTHINK].auc_oaa, sources[OTB_UNDERTHINK].accuracy
+        otb = OTBScore(auc, acc_ut, otb_f1(auc, acc_ut))
+    finished = [r for r in records if r.finish_reason is not None]
+    budgeted = [r for r in records if r.interrupted is not None]
+    return EvalSummary(
+        dataset=dataset,
+        model=model,
+        overall=stats(records),
+        t_max=t_max,
+        length_unit=length_unit,
+        accuracy_by_sample=per_run,
+        accuracy_std_over_samples=statistics.stdev(per_run.values()) if len(per_run) > 1 else 0.0,
+        by_tier=split("tier"),
+        by_source=sources,
+        by_task=split("task"),
+        otb=otb,
+        truncated_rate=(
+            100.0 * statistics.fmean(r.finish_reason == "length" for r in finished)
+            if finished
+            else None
+        ),
+        interrupted_rate=(
+            100.0 * statistics.fmean(bool(r.interrupted) for r in budgeted) if budgeted else None
+        ),
+        notes=list(notes),
+        sampling=sampling_stats(field_samples(records)),
+        sampling_by_tier={
+            tier: sampling_stats(field_samples([r for r in records if r.tier == tier]))
+            for tier in tiers_in(records)
+        },
+    )
+
+
+def field_samples(records: Sequence[SampleRecord]) -> list[Sample]:
+    """What `evaluation.metrics` reads of each record."""
+    return [
+        Sample(
+            r.id,
+            r.sample,
+            r.correct,
+            r.extracted,
+            r.response_tokens,
+            r.think_tokens,
+            r.closed,
+            None if r.finish_reason is None else r.finish_reason == "length",
+        )
+        for r in records
+    ]
+
+
+def tiers_in(records: Sequence[SampleRecord]) -> list[str]:
+    """The tiers the records hold, easy to hard, then any other in name order."""
+    found = {r.tier for r in records if r.tier is not None}
+    return sorted(found, key=lambda t: (TIER_ORDER.index(t) if t in TIER_ORDER else 9, t))
+
+
+def _columns(records: Sequence[SampleRecord]) -> tuple[list[str], list[bool], list[int], list]:
+    return (
+        [r.id for r in records],
+        [r.correct for r in records],
+        [r.response_tokens for r in records],
+        [r.think_or_none for r in records],
+    )
+
+
+def summary_table(summary: EvalSummary) -> Table:
+    """The headline numbers, then one row per tier, source and task."""
+    unit = "tokens" if summary.in_tokens else "words"
+    table = Table(
+        ["group", "items", "samples", "Acc (%)", f"Len ({unit})", f"Think ({unit})",
+         "closed (%)", "AUC_OAA (%)"],
+    )  # fmt: skip
+
+    def add(name: str, s: GroupStats) -> None:
+        table.add(
+            name, str(s.n_items), str(s.n_samples), fmt(s.accuracy, 2),
+            fmt(s.mean_response_tokens), fmt(s.mean_think_tokens), fmt(s.closed_rate),
+            fmt(s.auc_oaa, 2),
+        )  # fmt: skip
+
+    add("all", summary.overall)
+    for label, groups in (
+        ("difficulty", summary.by_tier),
+        ("source", summary.by_source),
+        ("task", summary.by_task),
+    ):
+        for group, s in groups.items():
+            add(f"{label}: {group}", s)
+    return table
+
+
+def summary_blocks(summary: EvalSummary, title: str) -> list[str | Table]:
+    """The summary in order: the headline numbers, the table, then OTB, spread and notes
+    (written as markdown into summary.md, drawn to fit by `traac eval`)."""
+    s = summary.overall
+    lines: list[str | Table] = [
+        f"# {title}",
+        f"{s.n_items} items, {s.n_samples} samples; lengths in {summary.length_unit}; "
+        f"AUC_OAA with t_max = {summary.t_max}.",
+        summary_table(summary),
+    ]
+    if summary.otb:
+        o = summary.otb
+        lines += [
+            f"OptimalThinkingBench: AUC_OAA {o.auc_oaa:.2f}, UnderthinkingBench accuracy "
+            f"{o.underthink_accuracy:.2f}, F1 {o.f1:.2f}",
+        ]
+    if len(summary.accuracy_by_sample) > 1:
+        runs = ", ".join(f"{a:.2f}" for a in summary.accuracy_by_sample.values())
+        lines += [
+            f"Accuracy per sample index: {runs} (std {summary.accuracy_std_over_samples:.2f})",
+        ]
+    if summary.truncated_rate is not None:
+        lines += [f"Responses cut at max_new_tokens: {summary.truncated_rate:.1f}%"]
+    if summary.interrupted_rate is not None:
+        rate = summary.interrupted_rate
+        lines += [f"Think blocks interrupted by the think budget: {rate:.1f}%"]
+    lines += field_blocks(summary)
+    for note in summary.notes:
+        lines += [f"Note: {note}"]
+    return lines
+
+
+def field_blocks(summary: EvalSummary) -> list[str | Table]:
+    """avg@k, pass@k and maj@k, the length split, and overthinking, overall and per tier."""
+    if summary.sampling is None:
+        return []
+    unit = "tokens" if summary.in_tokens else "words"
+    groups = {
+        "all": summary.sampling,
+        **{f"tier: {t}": s for t, s in summary.sampling_by_tier.items()},
+    }
+    blocks: list[str | Table] = [
+        "Per problem over its samples: avg@k with a 95% bootstrap interval over problems, "
+        "pass@k (unbiased estimator), maj@k (majority of the extracted answers, ties to the "
+        "answer given first):",
+        sampling_table(groups),
+        f"Lengths of right and wrong samples (mean / median / p90, {unit}); cut: responses that "
+        "hit the token limit; unclosed: think blocks never closed:",
+        length_table(groups, unit),
+    ]
+    if summary.overthinking is not None:
+        over = {
+            "all": summary.overthinking,
+            **{f"tier: {t}": s for t, s in summary.overthinking_by_tier.items()},
+        }
+        blocks += [
+            "Overthinking of right responses: the first step whose answer the verifier accepts "
+            "(found: share of right responses with one), the steps and think "
+            f"{unit} after it (re-checks: steps that open with a checking phrase); "
+            "underthinking: wrong responses, on problems some sample got right, that closed "
+            "with fewer steps than that problem's median right response:",
+            overthinking_table(over, unit),
+        ]
+    return blocks
+
+
+def summary_markdown(summary: EvalSummary, title: str) -> str:
+    """summary.md: `summary_blocks` as markdown."""
+    blocks = summary_blocks(summary, title)
+    return "\n\n".join(b.markdown() if isinstance(b, Table) else b for b in blocks) + "\n"
+
+
+def _json_name(name: str) -> str:
+    return _JSON_NAMES.get(name, name)

@@ -1,0 +1,230 @@
+"""The first correct step on hand-labelled traces, checked by the items' own verifiers through
+the pool: traces as the testbed writes them, as smollm2-think (SmolLM2 taught on them) writes
+them with a small model's slips, and a math and a choice item; then what follows it, and
+underthinking."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from traac.common.items import Item
+from traac.evaluation.harness.overthinking import (
+    find_overthinking,
+    is_recheck,
+    overthink_stats,
+    overthinking_by_tier,
+    reasoning_of,
+    underthinking,
+)
+from traac.evaluation.harness.records import EvalSummary
+from traac.evaluation.harness.runner import SUMMARY_JSON, EvalSettings, run_eval
+
+
+def chain(item_id: str, expression: str, answer: int) -> Item:
+    """A testbed item: reasoning-gym chain_sum, scored by its own scorer."""
+    entry = {
+        "question": f"{expression} =",
+        "answer": str(answer),
+        "metadata": {"source_dataset": "chain_sum", "expression": expression},
+    }
+    return Item(item_id, entry["question"], str(answer), "task", "testbed", "easy", entry)
+
+
+@dataclass(frozen=True)
+class Record:
+    id: str
+    sample: int
+    response: str
+    correct: bool = True
+    closed: bool = True
+    tier: str | None = "easy"
+
+
+# (item, response, first correct step, steps after it, re-checks among them)
+LABELLED = [
+    # The testbed: "First, 3 + 1 = 4." already states the answer.
+    (
+        chain("t1", "3 + 1", 4),
+        "<think>First, 3 + 1 = 4.\nSo the answer is 4.\nLet me verify 3 + 1: 4.\n"
+        "So the answer is 4.\n</think>The answer is \\boxed{4}.",
+        0, 3, 1,
+    ),
+    # The testbed, medium: the last compute step reaches 11; three re-checks and two
+    # conclusions follow.
+    (
+        chain("t2", "5 + 7 - 3 + 2", 11),
+        "<think>First, 5 + 7 = 12.\nThen 12 - 3 = 9.\nThen 9 + 2 = 11.\nSo the answer is 11.\n"
+        "Wait, 12 - 3 = 9.\nHmm, 5 + 7 is 12.\nThat's correct.\nSo the answer is 11.\n"
+        "</think>The answer is \\boxed{11}.",
+        2, 5, 3,
+    ),
+    # The testbed: an intermediate value equal to the answer counts (as the authors' parse of
+    # each chunk counts it).
+    (
+        chain("t3", "6 - 2 + 3 - 3", 4),
+        "<think>First, 6 - 2 = 4.\nThen 4 + 3 = 7.\nThen 7 - 3 = 4.\nSo the answer is 4.\n"
+        "</think>The answer is \\boxed{4}.",
+        0, 3, 0,
+    ),
+    # The testbed, interrupted during its re-checks (the probe's layout), answered by summary:
+    # the auxiliary prompt is not the model's and not a step.
+    (
+        chain("t4", "8 + 5 - 4", 9),
+        "<think>First, 8 + 5 = 13.\nThen 13 - 4 = 9.\nSo the answer is 9.\nBut wait, 8 + 5 is 13."
+        "\nTime is up. I should stop thinking and now write a summary containing all key steps "
+        "required to solve the problem.</think>8 + 5 = 13, 13 - 4 = 9. The answer is \\boxed{9}.",
+        1, 2, 1,
+    ),
+    # smollm2-think: the conclusion repeated, no re-check.
+    (
+        chain("s1", "8 + 5 - 4", 9),
+        "<think>First, 8 + 5 = 13.\nThen 13 - 4 = 9.\nSo the answer is 9.\nSo the answer is 9.\n"
+        "So the answer is 9.\n</think>The answer is \\boxed{9}.",
+        1, 3, 0,
+    ),
+    # smollm2-think: a slip, caught by a re-check, then the right value.
+    (
+        chain("s2", "8 + 5 - 4", 9),
+        "<think>First, 8 + 5 = 12.\nThen 12 - 4 = 8.\nWait, 8 + 5 = 13.\nThen 13 - 4 = 9.\n"
+        "So the answer is 9.\n</think>The answer is \\boxed{9}.",
+        3, 1, 0,
+    ),
+    # smollm2-think: spaces dropped ("is9" states nothing; "13-4=9" states 9).
+    (
+        chain("s3", "8 + 5 - 4", 9),
+        "<think>First,8+5=13.Then 13-4=9.So the answer is9.</think>The answer is \\boxed{9}.",
+        1, 1, 0,
+    ),
+    # smollm2-think: a negative answer, then a re-check.
+    (
+        chain("s4", "3 - 8 + 2", -3),
+        "<think>First, 3 - 8 = -5.\nThen -5 + 2 = -3.\nSo the answer is -3.\nLooking back, 3 - 8 = "
+        "-5.\n</think>The answer is \\boxed{-3}.",
+        1, 2, 1,
+    ),
+    # smollm2-think: the think block never states the answer (a guess boxed after it).
+    (
+        chain("s5", "8 + 5 - 4", 9),
+        "<think>First, 8 + 5 = 13.\nHmm, the rest is long, so I will estimate.\n</think>"
+        "The answer is \\boxed{9}.",
+        None, 0, 0,
+    ),
+    # A math item checked by math-verify: a slip (2/8), then 2/4, which equals the gold 1/2.
+    (
+        Item("m1", "1/4 + 1/4?", "1/2"),
+        "<think>First, 1/4 + 1/4 = \\frac{2}{8}.\nWait, \\frac{1}{4} + \\frac{1}{4} = "
+        "\\frac{2}{4}.\nSo it is \\frac{1}{2}.\n</think>\\boxed{\\frac{1}{2}}",
+        1, 1, 0,
+    ),
+    # A choice item: a step's whole text goes to the choice verifier.
+    (
+        Item("c1", "Which?", "C", "choice"),
+        "<think>Maybe it is B. Wait, no. So the answer is C. Let me check again.</think>C",
+        2, 1, 1,
+    ),
+]  # fmt: skip
+
+
+def words(texts: list[str]) -> list[int]:
+    return [len(t.split()) for t in texts]
+
+
+def test_first_correct_step_on_labelled_traces() -> None:
+    items = {item.id: item for item, *_ in LABELLED}
+    records = [Record(item.id, 0, response) for item, response, *_ in LABELLED]
+    found = find_overthinking(records, items, words)
+    for o, (item, _, first, after, rechecks) in zip(found, LABELLED, strict=True):
+        assert (o.id, o.first_correct, o.steps_after, o.rechecks_after) == (
+            item.id, first, after, rechecks,
+        )  # fmt: skip
+
+
+def test_tokens_after_and_the_stats() -> None:
+    item, response, *_ = LABELLED[0]
+    [o] = find_overthinking([Record(item.id, 0, response)], {item.id: item}, words)
+    # After "First, 3 + 1 = 4.": "So the answer is 4." (5) "Let me verify 3 + 1: 4." (7) and
+    # "So the answer is 4." (5) words, of 6 + 17 in the block.
+    assert (o.think_tokens, o.tokens_after) == (23, 17)
+    silent = LABELLED[8]
+    both = find_overthinking(
+        [Record(item.id, 0, response), Record(silent[0].id, 0, silent[1])],
+        {item.id: item, silent[0].id: silent[0]},
+        words,
+    )
+    stats = overthink_stats(both, 0, 0)
+    assert (stats.right, stats.found) == (2, 1)  # the silent trace is not in the means
+    assert stats.tokens_after == 17 and stats.share_after == pytest.approx(100 * 17 / 23)
+    assert stats.first_step == 1 and stats.rechecks_after == 1 and stats.other_after == 2
+    assert stats.underthinking is None
+
+
+def test_underthinking_counts_early_stops_against_the_problems_right_median() -> None:
+    six = "<think>" + "Then 1 + 1 = 2.\n" * 6 + "</think>2"
+    four = "<think>" + "Then 1 + 1 = 2.\n" * 4 + "</think>2"
+    two = "<think>First, 1 + 1 = 3.\nSo the answer is 3.\n</think>3"
+    seven = "<think>" + "Then 1 + 1 = 3.\n" * 7 + "</think>3"
+    records = [
+        Record("p", 0, six), Record("p", 1, four),  # right: median 5 steps
+        Record("p", 2, two, correct=False),  # 2 < 5: stopped early
+        Record("p", 3, seven, correct=False),  # 7 steps: not early
+        Record("p", 4, "<think>Then 1 + 1", correct=False, closed=False),  # never closed
+        Record("q", 0, two, correct=False),  # no right response to q: not counted
+    ]  # fmt: skip
+    assert underthinking(records) == (3, 1)
+
+
+def test_recheck_openers_and_the_think_block() -> None:
+    assert is_recheck("Wait, 3 + 1 = 4.") and is_recheck("  Let me verify 3 + 1: 4.")
+    assert not is_recheck("So the answer is 4.") and not is_recheck("Goodness")
+    assert reasoning_of("<think>a</think>b") == "a"
+    assert reasoning_of("a</think>b") == "a"  # the prompt opened the block
+    assert reasoning_of("a</think>b</think>c") == "a"
+
+
+def test_by_tier_and_a_timed_out_check_counts_as_not_found(monkeypatch) -> None:
+    items = {item.id: item for item, *_ in LABELLED[:2]}
+    records = [Record(item.id, 0, r, tier=tier) for (item, r, *_), tier in
+               zip(LABELLED[:2], ["easy", "medium"], strict=True)]  # fmt: skip
+    overall, tiers = overthinking_by_tier(records, items, words)
+    assert list(tiers) == ["easy", "medium"] and overall.found == 2
+    assert tiers["medium"].first_step == 3
+    # A verifier that never answers in time: every check is wrong, nothing is found.
+    monkeypatch.setattr(
+        "traac.evaluation.harness.overthinking.verify_answers",
+        lambda items, texts, **_: [False] * len(items),
+    )
+    assert overthinking_by_tier(records, items, words)[0].found == 0
+
+
+def test_traac_eval_writes_and_reads_back_the_new_numbers(tmp_path: Path) -> None:
+    dataset = tmp_path / "set.jsonl"
+    rows = [{"id": f"p{k}", "question": f"{k}+{k}?", "answer": str(2 * k)} for k in range(3)]
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    answers = {"p0": ["0", "0"], "p1": ["2", "5"], "p2": ["7", "7"]}
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text(
+        "".join(
+            json.dumps(
+                {"id": pid, "response": f"<think>So it is {a}. Wait, {a}.</think>\\boxed{{{a}}}"}
+            )
+            + "\n"
+            for pid, row in answers.items()
+            for a in row
+        )
+    )
+    settings = EvalSettings(dataset=str(dataset), responses=str(responses))
+    result = run_eval(settings, tmp_path / "run")
+    s = result.summary
+    assert s.sampling is not None and s.sampling.pass_at[2] == pytest.approx(200 / 3)
+    assert s.sampling.maj_at[2] == pytest.approx(200 / 3)  # p1 ties 2/5: 2, given first, right
+    assert s.overthinking is not None and (s.overthinking.right, s.overthinking.found) == (3, 3)
+    assert s.overthinking.rechecks_after == 1 and s.overthinking.eligible_wrong == 1
+    again = EvalSummary.from_json(json.loads((tmp_path / "run" / SUMMARY_JSON).read_text()))
+    assert again == s
+    # A summary written before these numbers existed still reads (without them).
+    old = {k: v for k, v in s.to_json().items() if "sampling" not in k and "overthink" not in k}
+    assert EvalSummary.from_json(old).sampling is None
