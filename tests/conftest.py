@@ -130,6 +130,24 @@ def one_thread() -> Iterator[None]:
     torch.set_num_threads(threads)
 
 
+LAUNCH_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+                    "MASTER_PORT")  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def launch_variables_restored() -> Iterator[None]:
+    """Libraries write a launch's variables into the process they run in (TRL's colocated vLLM,
+    accelerate's CPU set-up); left behind, they make every later subprocess of the session
+    believe it is one process of a launch (a dry run then binds port 29500)."""
+    before = {name: os.environ.get(name) for name in LAUNCH_VARIABLES}
+    yield
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 @pytest.fixture(scope="session")
 def char_tokenizer() -> Callable[..., PreTrainedTokenizerFast]:
     """Factory: `char_tokenizer(specials=..., eos=..., merges=..., chat_template=...)`."""
