@@ -29,17 +29,15 @@ from traac.common.models import (
 )
 from traac.console import make_console, make_progress, print_blocks
 from traac.errors import TraacError
-from traac.evaluation.generation import BACKENDS, Backend, VLLMSettings, make_backend
-from traac.evaluation.placement import probe_placement
+from traac.evaluation.generation import BACKENDS, BATCHINGS, Backend, VLLMSettings, make_backend
 from traac.evaluation.prompts import PROMPT_STYLES, default_prompt_style
 from traac.evaluation.records import summary_blocks
-from traac.evaluation.refill import BATCHINGS, RefillBackend
 from traac.evaluation.runner import CALL_REQUESTS, EvalSettings, file_sha256, run_eval
-from traac.evaluation.testtime import ThinkingGenerator
-from traac.evaluation.thinking_backend import ThinkingBackend
-from traac.evaluation.vllm_thinking import load_vllm_engine
 from traac.method.settings import CompressionSettings, FormatSettings
-from traac.pipelines.models import MODELS, resolve_model
+
+# The model stack (the testbed's builder, the probe, test-time thinking, vLLM) is imported where
+# a model is named: scoring a responses file, or re-reporting a run, reads none of it (seconds
+# of imports in a fresh process, `benchmarks/rereport.py`).
 
 DESCRIPTION = """\
 Evaluate a model on a dataset (samples.jsonl, summary.json, summary.md in --output), or score a
@@ -214,6 +212,13 @@ def main(argv: list[str]) -> int:
     )
 
     def backend(tok: Any) -> Backend:
+        from traac.evaluation.placement import probe_placement
+        from traac.evaluation.refill import RefillBackend
+        from traac.evaluation.testtime import ThinkingGenerator
+        from traac.evaluation.thinking_backend import ThinkingBackend
+        from traac.evaluation.vllm_thinking import load_vllm_engine
+        from traac.pipelines.models import resolve_model
+
         path = resolve_model(model)
         if not thinking and args.batching == "refill":
             return RefillBackend(load_model(path, device=device, dtype=dtype), tok, args.batch_size)
@@ -311,4 +316,6 @@ def _path_key(name: str) -> str:
 def _model_key(name: str) -> str:
     """A named or GGUF model is named by its cache directory, which changes with its
     configuration or file, so a rebuilt testbed or another GGUF file counts as another model."""
+    from traac.pipelines.models import MODELS, resolve_model
+
     return resolve_model(name) if name in MODELS or is_gguf_path(name) else _path_key(name)
