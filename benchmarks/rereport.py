@@ -10,9 +10,11 @@ testbed's tokenizer (built into the cache if missing, about a minute). `--dir DI
 a copy of an existing `traac eval` directory instead (its run.json names the dataset and the
 model whose tokenizer counts).
 
-Two figures: the re-report in this process, phase by phase (the verification pool already
-started, as in a `traac eval` that has just scored), and the same `traac eval` command as a
-user runs it, a fresh process (interpreter, imports and pool start included).
+Three figures: the re-report in this process, phase by phase (the verification pool already
+started, as in a `traac eval` that has just scored); the same `traac eval` command as a user
+runs it, a fresh process (interpreter, imports and pool start included); and, in the same run,
+the obvious alternative: that command into an empty directory, which scores every response
+again (verdicts, lengths) before the same summary, with the ratio of the two.
 
     PYTHONPATH=src .venv/bin/python benchmarks/rereport.py [--problems 100] [--samples 4]
     PYTHONPATH=src .venv/bin/python benchmarks/rereport.py --dir outputs/demo/eval/base/held-out
@@ -126,8 +128,9 @@ def timed_rereport(directory: Path) -> dict[str, Any]:
 
 
 def cli_rereport(directory: Path, args: list[str]) -> tuple[float, float]:
-    """Wall and CPU (user + system) seconds of `traac eval ARGS --output DIR` in a fresh process
-    (all samples there): on a loaded machine the wall time is mostly waiting for a core."""
+    """Wall and CPU (user + system, with the children it waited for) seconds of `traac eval
+    ARGS --output DIR` in a fresh process (a re-report when DIR holds every sample): on a loaded
+    machine the wall time is mostly waiting for a core."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(
@@ -170,6 +173,12 @@ def main() -> None:
         if cli_args is not None:
             wall, cpu = cli_rereport(directory, cli_args)
             print(f"`traac eval` re-report, fresh process: {wall:.2f} s wall, {cpu:.2f} s CPU")
+            again, again_cpu = cli_rereport(root / "scored-again", cli_args)
+            print(
+                f"`traac eval` into an empty directory (every response scored again): "
+                f"{again:.2f} s wall, {again_cpu:.2f} s CPU; the re-report takes "
+                f"{wall / again:.2f}x its wall time, {cpu / again_cpu:.2f}x its CPU time"
+            )
         print(machine())  # the load again, after the runs
 
 

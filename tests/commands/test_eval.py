@@ -4,7 +4,10 @@ layout (rows made here by reasoning-gym, never a copy of the benchmark)."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,3 +124,24 @@ def test_a_scoring_model_without_compression_fails_before_any_model_loads(
     with pytest.raises(TraacError, match=re.escape(message)) as err:
         eval_main(argv)
     assert "\n" not in str(err.value) and not (tmp_path / "o").exists()
+
+
+def test_scoring_responses_imports_no_model_stack() -> None:
+    """`traac eval --responses` (and a re-report) loads the command without the modules only a
+    model needs: the testbed's builder (peft, TRL), the attention probe (accelerate) and the hub
+    loader (datasets), whose imports were most of a fresh re-report's seconds."""
+    model_only = [
+        "accelerate",
+        "datasets",
+        "peft",
+        "trl",
+        "traac.evaluation.inference.refill",
+        "traac.method.scoring",
+        "traac.pipelines.model_registry",
+        "traac.testbed.build",
+    ]
+    probe = f"import sys, traac.commands.eval; print([m for m in {model_only} if m in sys.modules])"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -17,7 +17,8 @@ import torch
 from rich.console import Console
 from transformers import Trainer, TrainingArguments
 
-from traac.common.progress import LogProgress, NullProgress, TrainerProgress
+from traac.common.progress import LogProgress, NullProgress
+from traac.common.trainer_progress import TrainerProgress
 from traac.console import RichProgress, make_progress
 
 RATE = r"[0-9.e+-]+/s"

@@ -31,14 +31,18 @@ from traac.errors import TraacError
 from traac.evaluation.harness.prompts import PROMPT_STYLES, default_prompt_style
 from traac.evaluation.harness.records import summary_blocks
 from traac.evaluation.harness.runner import CALL_REQUESTS, EvalSettings, file_sha256, run_eval
-from traac.evaluation.inference.generation import BACKENDS, Backend, VLLMSettings, make_backend
-from traac.evaluation.inference.placement import probe_placement
-from traac.evaluation.inference.refill import BATCHINGS, RefillBackend
-from traac.evaluation.inference.testtime import ThinkingGenerator
-from traac.evaluation.inference.thinking_backend import ThinkingBackend
-from traac.evaluation.inference.vllm_thinking import load_vllm_engine
+from traac.evaluation.inference.generation import (
+    BACKENDS,
+    BATCHINGS,
+    Backend,
+    VLLMSettings,
+    make_backend,
+)
 from traac.method.settings import CompressionSettings, FormatSettings
-from traac.pipelines.model_registry import MODELS, resolve_model
+
+# The model stack (the testbed's builder, the probe, test-time thinking, vLLM) is imported where
+# a model is named: scoring a responses file, or re-reporting a run, reads none of it (seconds
+# of imports in a fresh process, `benchmarks/rereport.py`).
 
 DESCRIPTION = """\
 Evaluate a model on a dataset (samples.jsonl, summary.json, summary.md in --output), or score a
@@ -210,6 +214,13 @@ def main(argv: list[str]) -> int:
     )
 
     def backend(tok: Any) -> Backend:
+        from traac.evaluation.inference.placement import probe_placement
+        from traac.evaluation.inference.refill import RefillBackend
+        from traac.evaluation.inference.testtime import ThinkingGenerator
+        from traac.evaluation.inference.thinking_backend import ThinkingBackend
+        from traac.evaluation.inference.vllm_thinking import load_vllm_engine
+        from traac.pipelines.model_registry import resolve_model
+
         path = resolve_model(model)
         if not thinking and args.batching == "refill":
             return RefillBackend(load_model(path, device=device, dtype=dtype), tok, args.batch_size)
@@ -307,4 +318,6 @@ def _path_key(name: str) -> str:
 def _model_key(name: str) -> str:
     """A named or GGUF model is named by its cache directory, which changes with its
     configuration or file, so a rebuilt testbed or another GGUF file counts as another model."""
+    from traac.pipelines.model_registry import MODELS, resolve_model
+
     return resolve_model(name) if name in MODELS or is_gguf_path(name) else _path_key(name)

@@ -2,8 +2,8 @@
 
 Library code never draws. It takes a `Progress` and opens tasks on it; the commands pass a rich
 one on a terminal and `LogProgress` elsewhere (nohup, a batch scheduler, `| tee`), which logs a
-plain line at a steady pace: done/total, rate, time left. `TrainerProgress` drives either from
-a transformers `Trainer` (SFT and GRPO alike).
+plain line at a steady pace: done/total, rate, time left. `traac.common.trainer_progress`
+drives either from a transformers `Trainer`.
 """
 
 from __future__ import annotations
@@ -14,10 +14,6 @@ import time
 import warnings
 from collections.abc import Iterator
 from typing import Any, Protocol
-
-import datasets
-from transformers import TrainerCallback
-from transformers.utils import logging as hf_logging
 
 logger = logging.getLogger(__name__)
 
@@ -126,48 +122,12 @@ class LogProgress:
         logger.info(f"{description}: done in {time.monotonic() - started:.1f} s")
 
 
-class TrainerProgress(TrainerCallback):
-    """One progress task over a Trainer's optimizer steps, showing the latest loss (and, under
-    GRPO, mean reward and completion length); keeps the loss history for reports."""
-
-    SHOWN = (("loss", "loss"), ("reward", "reward"), ("completions/mean_length", "length"))
-
-    def __init__(self, progress: Progress, label: str) -> None:
-        self.progress = progress
-        self.label = label
-        self._context: Any = None
-        self._task: Task | None = None
-        self.last_loss: float | None = None
-        self.history: list[tuple[int, float]] = []  # (step, loss) at every log
-
-    def on_train_begin(self, args, state, control, **kwargs):
-        if state.is_local_process_zero:
-            self._context = self.progress.task(self.label, state.max_steps, state.global_step)
-            self._task = self._context.__enter__()
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if self._task is not None:
-            self._task.update(completed=state.global_step)
-
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        if not logs:
-            return
-        if "loss" in logs:
-            self.last_loss = round(float(logs["loss"]), 4)
-            self.history.append((state.global_step, self.last_loss))
-        shown = [f"{name} {float(logs[k]):.3g}" for k, name in self.SHOWN if k in logs]
-        if shown and self._task is not None:
-            self._task.update(info="  ".join(shown))
-
-    def on_train_end(self, args, state, control, **kwargs):
-        if self._context is not None:
-            self._context.__exit__(None, None, None)
-            self._context = self._task = None
-
-
 @contextlib.contextmanager
 def quiet_libraries() -> Iterator[None]:
     """Silence the libraries' own tqdm bars and deprecation notices while ours report."""
+    import datasets  # here, not at the top: a re-report imports this module and neither library
+    from transformers.utils import logging as hf_logging
+
     datasets_on = not datasets.are_progress_bars_disabled()
     transformers_on = hf_logging.is_progress_bar_enabled()
     datasets.disable_progress_bars()

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-import datasets
 from huggingface_hub import constants
 
 from traac.common.items import Item
@@ -140,6 +139,8 @@ def _hub_rows(spec: str, repo: str, config: str | None, split: str | None) -> li
             f"dataset {spec!r}: the hub is unreachable for {where}; set HF_HUB_OFFLINE=1 to "
             "read it from the hub cache (HF_HOME), or pass a local file in its layout"
         )
+    import datasets  # here: the library and pandas cost a second to import, read by hub sets only
+
     try:
         loaded = datasets.load_dataset(repo, config, split=split)
         if isinstance(loaded, datasets.DatasetDict):

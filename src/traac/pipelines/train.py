@@ -26,8 +26,9 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
 from trl import TrlParser
 
 from traac.common.models import adapter_base, load_tokenizer, missing_model_files
-from traac.common.progress import NullProgress, Progress, TrainerProgress, quiet_libraries
+from traac.common.progress import NullProgress, Progress, quiet_libraries
 from traac.common.threads import set_threads
+from traac.common.trainer_progress import TrainerProgress
 from traac.data.training import items_to_dataset, load_training_items
 from traac.errors import TraacError
 from traac.method.difficulty import FLAT_KEYS

@@ -31,7 +31,8 @@ from trl import SFTConfig, SFTTrainer
 
 from traac.common.cache import build_atomically, cache_root, cached_entry
 from traac.common.gguf import converted_gguf, smollm2_file
-from traac.common.progress import NullProgress, Progress, TrainerProgress, quiet_libraries
+from traac.common.progress import NullProgress, Progress, quiet_libraries
+from traac.common.trainer_progress import TrainerProgress
 from traac.data.testbed_problems import EVAL_SEED, RL_SEED, sft_entries
 from traac.errors import TraacError
 from traac.testbed.config import TestbedConfig, default_config

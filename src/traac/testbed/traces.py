@@ -29,7 +29,7 @@ from traac.testbed.config import TeacherConfig
 
 GUESS = "Hmm, the rest is long, so I will estimate."
 QWEN3_FORMAT = ChatFormat()  # the response opens and closes the think block
-PROMPT_STYLE = "question"  # the model is taught bare questions (evaluation.prompts)
+PROMPT_STYLE = "question"  # the model is taught bare questions (evaluation.harness.prompts)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from traac.errors import TraacError
 from traac.evaluation.inference.responses import Generation
 
 BACKENDS = ("transformers", "vllm")
+BATCHINGS = ("padded", "refill")  # the transformers backend's (`traac.evaluation.inference.refill`)
 
 
 @dataclass(frozen=True)

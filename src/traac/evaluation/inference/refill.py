@@ -26,8 +26,6 @@ from traac.errors import TraacError
 from traac.evaluation.inference.generation import RowSampler, TokenCallback, TransformersBackend
 from traac.method.probe_cache import has_sliding_layers
 
-BATCHINGS = ("padded", "refill")
-
 
 class RefillBackend(TransformersBackend):
     """`TransformersBackend` whose `slots` rows are refilled as responses end (`--batching
