@@ -53,6 +53,7 @@ from traac.training.interrupt import StopOnSignal
 from traac.training.lora import as_reference, keep_4bit_trainable
 from traac.training.modes import mode_rewards
 from traac.training.rewards import TraacRewards
+from traac.training.rollouts import refill_rollouts
 from traac.training.rounds import GenerationRounds
 from traac.training.step import (
     Batch,
@@ -152,6 +153,7 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
         if self.peer is not None:
             self.peer.rank = self.accelerator.process_index
         self.tokenizer = self._tokenizer
+        self.refill = refill_rollouts(args, self.eos_token_ids, self.tokenizer.pad_token_id)
         self.chat_format: ChatFormat = args.resolve(self.tokenizer)
         self.rewards.chat_format = self.chat_format  # known once TRL has the tokenizer
         self.uniformities: deque[float] = deque(maxlen=args.calibration_window)
@@ -254,12 +256,12 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
     ) -> tuple[list[list[int]], list[list[float]] | None]:
         batch = self._batch
         if batch is None or batch.stepping:  # no batch context, or the step's own generation
-            return super()._generate_single_turn(
+            return self._backend_generate(
                 prompt_ids, images, multimodal_fields, num_generations, has_tool_images
             )
         with self._vllm_awake():  # every generation round of the step on one wake-up
             with self._phase("generate"):
-                completion_ids, logprobs = super()._generate_single_turn(
+                completion_ids, logprobs = self._backend_generate(
                     prompt_ids, images, multimodal_fields, num_generations, has_tool_images
                 )
             batch.stepping = True
@@ -304,7 +306,19 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
     ) -> tuple[list[list[int]], list[list[float]] | None]:
         """One answer per prompt from TRL's generation backend, capped at `budget` tokens."""
         with self._max_new_tokens(budget):
-            return super()._generate_single_turn(prompts, None, {}, 1)
+            return self._backend_generate(prompts, None, {}, 1)
+
+    def _backend_generate(
+        self, prompt_ids: list[list[int]], *rest: Any
+    ) -> tuple[list[list[int]], list[list[float]] | None]:
+        """TRL's generation backend, or traac's refilled decoding (`rollout_batching: refill`,
+        `traac.training.rollouts`) in the autocast of the run's forwards."""
+        if self.refill is None:
+            return super()._generate_single_turn(prompt_ids, *rest)
+        model = self.accelerator.unwrap_model(self.model)
+        budget = self.generation_config.max_new_tokens
+        with torch.no_grad(), self.accelerator.autocast():
+            return self.refill(model, prompt_ids, budget, self.state.global_step), None
 
     def _prompt_ids(self, prompts: list[Any]) -> list[list[int]]:
         """Token ids of dataset prompts, exactly as TRL tokenizes them for generation."""
