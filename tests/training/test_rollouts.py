@@ -75,25 +75,29 @@ def test_sampled_rollouts_repeat_for_the_same_seed_and_step(quick_testbed, tmp_p
     assert sample(0, 3) == first  # a resumed run redraws its step's rollouts
     engine = RefillRollouts(0, 1.0, 1.0, set(t.eos_token_ids), t.tokenizer.pad_token_id)
     seeds = {engine.row_seed(s, r, k) for s in (0, 1) for r in (1, 2) for k in range(8)}
-    assert len(seeds) == 16  # every step, round and row its own stream
+    assert len(seeds) == 32  # every step, round and row its own stream
 
 
 def test_a_traac_step_samples_and_reanswers_through_refill(quick_testbed, tmp_path, monkeypatch):
     t = trainer(quick_testbed, tmp_path, "easy", rollout_batching="refill",
                 per_device_train_batch_size=16)  # fmt: skip
-    calls: list[int] = []
+    calls: list[tuple[int, int]] = []
     engine = t.refill
-    monkeypatch.setattr(t, "refill", lambda m, p, b, s: calls.append(len(p)) or engine(m, p, b, s))
+    monkeypatch.setattr(
+        t, "refill", lambda m, p, b, s: calls.append((len(p), b)) or engine(m, p, b, s)
+    )
     monkeypatch.setattr(GRPOTrainer, "_generate_single_turn",
                         lambda *a, **k: pytest.fail("TRL's generate ran"))  # fmt: skip
     t.train()
-    step = t.last_step
-    assert calls[0] == 16  # the step's rollouts
-    compressed = sum(r.compressed for g in step.groups for r in g.rollouts)
-    assert compressed > 0 and len(calls) == 2  # the re-answers: one more round
-    for group in step.groups:
-        for r in group.rollouts:
-            assert len(r.completion_ids) <= t.max_completion_length
+    assert calls[0] == (16, t.max_completion_length)  # the step's rollouts
+    assert len(t.last_step.groups) == 4
+    # re-answers after (here: the first 10 tokens of) think blocks, within the length cap
+    ids = prompts(t)[:3]
+    think = [r.completion_ids[:10] for r in t.last_step.groups[0].originals[:3]]
+    calls.clear()
+    answers = t._regenerate([p + k for p, k in zip(ids, think, strict=True)], [10] * 3, ids[0])
+    assert calls == [(3, t.max_completion_length - 10)]
+    assert len(answers) == 3 and all(len(a) <= t.max_completion_length - 10 for a, _ in answers)
 
 
 @pytest.mark.parametrize(
@@ -125,7 +129,7 @@ def test_micro_batches_make_the_update_of_one_batch(quick_testbed, tmp_path):
         before = {k: v.detach().clone() for k, v in t.model.named_parameters()}
         t.train()
         delta = {k: v.detach() - before[k] for k, v in t.model.named_parameters()}
-        updates.append(([r.completion_ids for g in t.last_step.groups for r in g.rollouts], delta))
+        updates.append(([r.completion_ids for g in t.last_step.groups for r in g.pooled], delta))
     (rollouts, full), (chunked_rollouts, chunked) = updates
     assert chunked_rollouts == rollouts  # the same 32 rollouts
     moved = sum(float(u.abs().sum()) for u in full.values())
