@@ -62,6 +62,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }  # fmt: skip
 PHASES = ("generate", "verify", "score", "regenerate", "ref logps", "loss fwd", "backward")
 RESULT = "RESULT "
+PHASE = "PHASE "
 
 
 def rss_mb() -> float:
@@ -98,9 +99,12 @@ class Recorder:
         try:
             yield
         finally:
-            self.seconds[step][name] += time.perf_counter() - begin
+            seconds = time.perf_counter() - begin
+            self.seconds[step][name] += seconds
             with self.lock:
                 self.open.remove(key)
+            # streamed, so a run cut short by its timeout still reports its phases
+            print(PHASE + json.dumps([step, name, seconds, self.peak[step][name]]), flush=True)
 
 
 def instrument(recorder: Recorder) -> None:
@@ -143,8 +147,11 @@ def instrument(recorder: Recorder) -> None:
             recorder.seconds[state.global_step + 1]["step"] -= time.perf_counter()
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            recorder.seconds[state.global_step]["step"] += time.perf_counter()
-            recorder.open.remove((state.global_step, "step"))
+            step = state.global_step
+            recorder.seconds[step]["step"] += time.perf_counter()
+            recorder.open.remove((step, "step"))
+            row = [step, "step", recorder.seconds[step]["step"], recorder.peak[step]["step"]]
+            print(PHASE + json.dumps(row), flush=True)
 
     original_init = TRAACTrainer.__init__
 
@@ -274,6 +281,20 @@ def report(results: list[dict[str, Any]]) -> None:
         print(f"{r['variant']}: {r['settings']}; peak RSS {r['peak_rss_mb'] / 1024:.2f} GB")
 
 
+def partial(variant: str, stdout: str) -> dict[str, Any]:
+    """A variant cut short: the phases it finished, from the lines its child streamed."""
+    steps: dict[int, dict[str, dict[str, float]]] = {}
+    for line in stdout.splitlines():
+        if line.startswith(PHASE):
+            step, name, seconds, peak = json.loads(line[len(PHASE) :])
+            row = steps.setdefault(step, {"seconds": defaultdict(float), "peak_mb": {}})
+            row["seconds"][name] += seconds
+            row["peak_mb"][name] = max(row["peak_mb"].get(name, 0.0), peak)
+    peak = max((p for r in steps.values() for p in r["peak_mb"].values()), default=0.0)
+    return {"variant": f"{variant} (cut short)", "settings": VARIANTS[variant],
+            "steps": {k: v for k, v in steps.items() if k >= 1}, "peak_rss_mb": peak}  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="smollm2")
@@ -285,6 +306,7 @@ def main() -> None:
     parser.add_argument("--exactness", action="store_true")
     parser.add_argument("--rows", type=int, default=8, help="--exactness: rollouts")
     parser.add_argument("--tokens", type=int, default=200, help="--exactness: their length cap")
+    parser.add_argument("--timeout", type=float, help="seconds per variant (then: partial)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     opts = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", str(opts.threads))
@@ -304,12 +326,17 @@ def main() -> None:
                 "--steps", str(opts.steps), "--threads", str(opts.threads),
                 "--dataset", opts.dataset]  # fmt: skip
         begin = time.perf_counter()
-        done = subprocess.run(argv, capture_output=True, text=True)
-        lines = [x for x in done.stdout.splitlines() if x.startswith(RESULT)]
-        if done.returncode != 0 or not lines:
-            print(f"{variant}: exit {done.returncode}\n{done.stderr[-2000:]}")
-            continue
-        results.append(json.loads(lines[-1][len(RESULT) :]))
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=opts.timeout)
+            stdout, code, err = done.stdout, done.returncode, done.stderr
+        except subprocess.TimeoutExpired as cut:
+            stdout, code, err = (cut.stdout or b"").decode(), "timeout", ""
+        lines = [x for x in stdout.splitlines() if x.startswith(RESULT)]
+        if lines:
+            results.append(json.loads(lines[-1][len(RESULT) :]))
+        else:
+            print(f"{variant}: exit {code}, partial phases below\n{err[-1500:]}")
+            results.append(partial(variant, stdout))
         print(f"{variant}: {time.perf_counter() - begin:.0f} s in all; load "
               "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg()), flush=True)  # fmt: skip
     if results:
