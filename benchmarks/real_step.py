@@ -26,6 +26,7 @@ of the model, and times a forward in each.
     python benchmarks/real_step.py                      # shipped-chunked against recipe
     python benchmarks/real_step.py --full               # shipped against recipe (idle machine)
     python benchmarks/real_step.py --exactness
+    python benchmarks/real_step.py --generation --rows 32 --tokens 256
 """
 
 from __future__ import annotations
@@ -248,6 +249,59 @@ def exactness(opts: argparse.Namespace) -> None:
         print(f"| {name} | {seconds:.2f} | {d.max():.4f} | {d.mean():.5f} | {ratio:.5f} |")
 
 
+def generation(opts: argparse.Namespace) -> None:
+    """The step's sampling alone, on the same prompts: TRL's padded `generate` and the refilled
+    engine, each in fp32 and under bf16 (weights and autocast), alternating `--repeats` times."""
+    import torch
+
+    from traac.common.decoding import RowSampler, decode_refilled
+    from traac.common.models import load_model, load_tokenizer
+    from traac.data.training import load_training_items
+    from traac.pipelines.models import resolve_model
+
+    path = resolve_model(opts.model)
+    tokenizer = load_tokenizer(path)
+    items = load_training_items(opts.dataset)[: opts.rows // 8]
+    texts = [
+        tokenizer.apply_chat_template([{"role": "user", "content": it.question}],
+                                      add_generation_prompt=True, tokenize=False)
+        for it in items for _ in range(8)
+    ]  # fmt: skip
+    ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+    stop, pad = {tokenizer.eos_token_id}, tokenizer.pad_token_id
+    width = max(map(len, ids))
+    x = torch.tensor([[pad] * (width - len(i)) + i for i in ids])
+    mask = torch.arange(width)[None] >= torch.tensor([width - len(i) for i in ids])[:, None]
+    models = {"fp32": load_model(path, device="cpu"),
+              "bf16": load_model(path, device="cpu", dtype=torch.bfloat16)}  # fmt: skip
+
+    def padded(m: Any) -> int:
+        out = m.generate(input_ids=x, attention_mask=mask.long(), do_sample=True,
+                         max_new_tokens=opts.tokens, pad_token_id=pad,
+                         eos_token_id=list(stop))  # fmt: skip
+        return int((out[:, width:] != pad).sum())
+
+    def refill(m: Any) -> int:
+        sampler = RowSampler(1.0, 1.0, range(len(ids)), "cpu")
+        done = decode_refilled(m, ids, sampler, max_new_tokens=opts.tokens, stop_ids=stop,
+                               pad_id=pad, slots=len(ids), keep_stop=True)  # fmt: skip
+        return sum(len(c) for c, _ in done)
+
+    for _ in range(opts.repeats):
+        for engine, run in (("padded", padded), ("refill", refill)):
+            for precision, m in models.items():
+                torch.manual_seed(0)
+                begin = time.perf_counter()
+                with (
+                    torch.inference_mode(),
+                    torch.autocast("cpu", torch.bfloat16, enabled=precision == "bf16"),
+                ):
+                    tokens = run(m)
+                seconds = time.perf_counter() - begin
+                print(f"{engine} {precision}: {len(ids)} rollouts, {tokens} tokens, "
+                      f"{seconds:.1f} s, load {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
+
+
 def machine() -> str:
     lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
     model = next((x.split(":", 1)[1].strip() for x in lscpu.splitlines()
@@ -304,7 +358,9 @@ def main() -> None:
     parser.add_argument("--variants", default="shipped-chunked,recipe")
     parser.add_argument("--full", action="store_true", help="shipped (22 GB peak) vs recipe")
     parser.add_argument("--exactness", action="store_true")
-    parser.add_argument("--rows", type=int, default=8, help="--exactness: rollouts")
+    parser.add_argument("--generation", action="store_true", help="the sampling alone")
+    parser.add_argument("--repeats", type=int, default=1, help="--generation: rounds")
+    parser.add_argument("--rows", type=int, default=8, help="--exactness, --generation: rollouts")
     parser.add_argument("--tokens", type=int, default=200, help="--exactness: their length cap")
     parser.add_argument("--timeout", type=float, help="seconds per variant (then: partial)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -317,6 +373,8 @@ def main() -> None:
     print("command: python " + " ".join(["benchmarks/real_step.py", *sys.argv[1:]]))
     if opts.exactness:
         return exactness(opts)
+    if opts.generation:
+        return generation(opts)
     variants = ["shipped", "recipe"] if opts.full else opts.variants.split(",")
     results = []
     for variant in variants:
