@@ -31,7 +31,8 @@ from traac.common.models import load_tokenizer
 from traac.data.testbed_problems import make_items
 from traac.data.training import items_to_dataset
 from traac.training.config import TRAACConfig
-from traac.training.trainer import TRL_HOOKS, TRAACTrainer
+from traac.training.trainer import TRAACTrainer
+from traac.training.trl_api import TRL_HOOKS
 
 pytestmark = pytest.mark.slow
 HOOKS = (*TRL_HOOKS, "train")  # every TRL / transformers entry point the trainer overrides

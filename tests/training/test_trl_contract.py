@@ -19,13 +19,13 @@ from trl import GRPOTrainer
 from traac.common.items import Item
 from traac.data.training import items_to_dataset
 from traac.training.config import TRAACConfig
-from traac.training.trainer import (
+from traac.training.trainer import TRAACTrainer
+from traac.training.trl_api import (
     TRANSFORMERS_ATTRIBUTES,
     TRL_ATTRIBUTES,
     TRL_BATCH_KEYS,
     TRL_CALLS,
     TRL_HOOKS,
-    TRAACTrainer,
 )
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -29,7 +29,8 @@ from traac.common.models import load_tokenizer
 from traac.data.testbed_problems import make_items
 from traac.data.training import items_to_dataset
 from traac.training.config import TRAACConfig
-from traac.training.trainer import TRL_VLLM_ATTRIBUTES, TRAACTrainer
+from traac.training.trainer import TRAACTrainer
+from traac.training.trl_api import TRL_VLLM_ATTRIBUTES
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

@@ -38,6 +38,7 @@ from traac.training.modes import MODES, Mode
 from traac.training.peer_rewards import PeerSettings, laser_bounds
 from traac.training.precision import DTYPE_NAMES, load_dtype, resolve_bf16
 from traac.training.profiles import OPTIMIZER_PROFILES, PROFILE_FIELDS, resolve_profile
+from traac.training.rollouts import ROLLOUT_BATCHINGS, check_refill
 
 DYNAMIC_SAMPLING = ("none", "drop", "resample")
 PRESET_NAMES = tuple(REWARD_PRESETS)
@@ -292,6 +293,15 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
                   "own rewards keep weight 1)."},
     )  # fmt: skip
 
+    # --- how rollouts decode (traac.training.rollouts) ---
+    rollout_batching: str = field(
+        default="padded",
+        metadata={"help": "Transformers generation of rollouts and re-answers: padded (TRL's "
+                  "generate: a batch decodes until its longest completion ends) | refill "
+                  "(traac's engine: each row leaves the batch as it ends; temperature and "
+                  "top_p only)."},
+    )  # fmt: skip
+
     # --- dynamic sampling (every mode) ---
     dynamic_sampling: str | None = field(
         default=None,
@@ -420,11 +430,13 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
             "dynamic_sampling": DYNAMIC_SAMPLING,
             "scale_rewards": ("group", "batch", "none"),
             "compression": ("scorer", *EARLY_EXIT_MODES),
+            "rollout_batching": ROLLOUT_BATCHINGS,
         }
         for name, allowed in choices.items():
             check_choice(name, getattr(self, name), allowed)
         check_scoring_model(self.scoring_model or "", self.scorer)  # None: as empty
         self.difficulty = self.difficulty_config().to_recipe()  # checked, every key given
+        check_refill(self)
         for name in _NONNEGATIVE_FIELDS:
             if getattr(self, name) is not None:
                 check_positive(name, getattr(self, name), zero=True)

@@ -26,8 +26,9 @@ The TRL and transformers hooks overridden, what changes, and why:
   have.
 - `train` (public) -> SIGINT/SIGTERM become checkpoint-and-stop.
 
-Every use of TRL's private API is in the section marked "TRL adapter" below; the contract test
-(`tests/training/test_trl_contract.py`) checks each hook's signature and each attribute.
+Every use of TRL's private API is in the section marked "TRL adapter" below, and named in
+`traac.training.trl_api`, which the contract test (`tests/training/test_trl_contract.py`) checks
+against the installed TRL: each hook's signature and each attribute.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ from traac.training.interrupt import StopOnSignal
 from traac.training.lora import as_reference, keep_4bit_trainable
 from traac.training.modes import mode_rewards
 from traac.training.rewards import EVALUATION_COLUMN, TraacRewards
+from traac.training.rollouts import refill_rollouts
 from traac.training.rounds import GenerationRounds
 from traac.training.step import (
     Compression,
@@ -89,33 +91,6 @@ from traac.training.telemetry import MetricsFromStart, StepClock, append_metrics
 from traac.verification import verify_many
 
 logger = get_logger(__name__)
-
-# The TRL internals this trainer relies on, as (name, parameters): checked against the
-# installed TRL by the contract test, so an upgrade that moves them fails there, not at step 1.
-TRL_HOOKS: dict[str, tuple[str, ...]] = {
-    "_generate_and_score_completions": ("self", "inputs"),
-    "_save_checkpoint": ("self", "model", "trial"),
-    "_load_optimizer_and_scheduler": ("self", "checkpoint"),
-    "evaluation_loop": ("self", "dataloader", "description", "prediction_loss_only",
-                        "ignore_keys", "metric_key_prefix"),  # transformers' (HeldOutEvaluation)
-}  # fmt: skip
-# TRL internals called but not overridden, likewise checked.
-TRL_CALLS: dict[str, tuple[str, ...]] = {
-    "_tokenize_prompts": ("self", "prompts"),
-    "_generate_single_turn": (
-        "self", "prompt_ids", "images", "multimodal_fields", "num_generations", "has_tool_images",
-    ),
-    "_get_output_dir": ("self", "trial"),
-}  # fmt: skip
-# Keys of the batch TRL generates and `_compute_loss` reads that dynamic sampling rewrites.
-TRL_BATCH_KEYS = ("completion_mask", "advantages", "num_items_in_batch")
-TRL_ATTRIBUTES = (
-    "_tokenizer", "_metrics", "_logs", "eos_token_ids", "use_vllm", "max_completion_length",
-    "reward_func_names", "ref_model", "generation_config", "generation_kwargs", "rollout_func",
-    "num_generations", "num_generations_eval",
-)  # fmt: skip
-TRANSFORMERS_ATTRIBUTES = ("model_wrapped",)  # transformers' Trainer
-TRL_VLLM_ATTRIBUTES = ("vllm_generation", "_last_loaded_step")  # with use_vllm (tests: the fake)
 
 
 class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
@@ -170,6 +145,7 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
         if self.peer is not None:
             self.peer.rank = self.accelerator.process_index
         self.tokenizer = self._tokenizer
+        self.refill = refill_rollouts(args, self.eos_token_ids, self.tokenizer.pad_token_id)
         self.chat_format: ChatFormat = args.resolve(self.tokenizer)
         self.rewards.chat_format = self.chat_format  # known once TRL has the tokenizer
         self.uniformities: deque[float] = deque(maxlen=args.calibration_window)
@@ -262,7 +238,7 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
         )
         with self._vllm_awake():  # every generation round of the step on one wake-up
             with clock.phase("generate"):
-                completion_ids, logprobs = self._generate_single_turn(
+                completion_ids, logprobs = self._backend_generate(
                     prompt_ids, images, multimodal_fields, n
                 )
             return self.traac_step(inputs, prompt_ids, completion_ids, logprobs, n, clock)
@@ -306,7 +282,19 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
     ) -> tuple[list[list[int]], list[list[float]] | None]:
         """One answer per prompt from TRL's generation backend, capped at `budget` tokens."""
         with self._max_new_tokens(budget):
-            return super()._generate_single_turn(prompts, None, {}, 1)
+            return self._backend_generate(prompts, None, {}, 1)
+
+    def _backend_generate(
+        self, prompt_ids: list[list[int]], *rest: Any
+    ) -> tuple[list[list[int]], list[list[float]] | None]:
+        """TRL's generation backend, or traac's refilled decoding (`rollout_batching: refill`,
+        `traac.training.rollouts`) in the autocast of the run's forwards."""
+        if self.refill is None:
+            return self._generate_single_turn(prompt_ids, *rest)
+        model = self.accelerator.unwrap_model(self.model)
+        budget = self.generation_config.max_new_tokens
+        with torch.no_grad(), self.accelerator.autocast():
+            return self.refill(model, prompt_ids, budget, self.state.global_step), None
 
     def _prompt_ids(self, prompts: list[Any]) -> list[list[int]]:
         """Token ids of dataset prompts, exactly as TRL tokenizes them for generation."""

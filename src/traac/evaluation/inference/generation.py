@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -19,10 +19,9 @@ import torch
 from transformers import (
     LogitsProcessor,
     LogitsProcessorList,
-    TemperatureLogitsWarper,
-    TopPLogitsWarper,
 )
 
+from traac.common.decoding import RowSampler, TokenCallback, check_sampling
 from traac.common.models import (
     adapter_base,
     input_device,
@@ -50,20 +49,6 @@ class Sampling:
         check_sampling(self.temperature, self.top_p, self.max_new_tokens)
 
 
-def check_sampling(temperature: float, top_p: float, max_new_tokens: int | None) -> None:
-    """The decoding settings every command takes, checked before any model loads (NaN too)."""
-    if not (math.isfinite(temperature) and temperature >= 0):
-        raise TraacError(f"--temperature {temperature}: must be a finite number >= 0 (0: greedy)")
-    if not 0 < top_p <= 1:
-        raise TraacError(f"--top-p {top_p}: must lie in (0, 1]")
-    if max_new_tokens is not None and (isinstance(max_new_tokens, bool) or max_new_tokens < 1):
-        raise TraacError(f"--max-new-tokens {max_new_tokens}: must be at least 1")
-
-
-# Called after each decoding step with the number of tokens generated in it (progress bars).
-TokenCallback = Callable[[int], None]
-
-
 class Backend(Protocol):
     tokenizer: Any
     max_context: int | None  # prompt + response tokens the model can hold (None: unlimited)
@@ -84,47 +69,6 @@ def request_seed(seed: int, key: str) -> int:
     """A 31-bit seed for one request, stable across runs and batchings."""
     digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
-
-
-class RowSampler:
-    """Temperature and nucleus sampling (transformers' warpers) with one seeded generator per
-    request, so a request draws the same tokens whichever batch it lands in: a resumed run,
-    which re-forms its batches after the samples it kept, repeats an uninterrupted one. Each
-    token takes one uniform from the request's stream (inverse CDF)."""
-
-    def __init__(self, temperature: float, top_p: float, seeds: Sequence[int], device: Any) -> None:
-        check_sampling(temperature, top_p, None)
-        self.greedy = temperature == 0
-        self.warpers: list[Any] = []
-        if temperature not in (0, 1):
-            self.warpers.append(TemperatureLogitsWarper(temperature))
-        if top_p < 1:
-            self.warpers.append(TopPLogitsWarper(top_p))
-        self.generators = [torch.Generator(device=device).manual_seed(s) for s in seeds]
-
-    def __call__(
-        self, history: torch.Tensor, logits: torch.Tensor, rows: Sequence[int] | None = None
-    ) -> torch.Tensor:
-        """The next token of each row; `rows[r]` is the request of row r (default: r)."""
-        if self.greedy:
-            return logits.argmax(dim=-1)
-        for warper in self.warpers:
-            logits = warper(history, logits)
-        # Inverse-CDF sampling, one uniform a row from its request's generator: exact for the
-        # distribution, and a CPU draws one number instead of multinomial's noise over the whole
-        # vocabulary: 2.4x faster for 8 rows of 49k tokens on 2 cores (benchmarks/sampler.py).
-        logits = logits.float()
-        cdf = (logits - logits.amax(dim=-1, keepdim=True)).exp_().double().cumsum(dim=-1)
-        total = cdf[:, -1]  # NaN anywhere in a row reaches its total
-        if total.isnan().any():
-            raise RuntimeError("RowSampler: NaN logits, no distribution to draw from")
-        requests = range(len(cdf)) if rows is None else rows
-        u = torch.cat(
-            [torch.rand(1, generator=self.generators[i], device=cdf.device) for i in requests]
-        )
-        # side="right": the first token whose cumulative mass exceeds u, never a zero-mass one
-        token = torch.searchsorted(cdf, (u.double() * total)[:, None], side="right")[:, 0]
-        return token.clamp_(max=cdf.shape[-1] - 1)
 
 
 class _ForcedDraw(LogitsProcessor):

@@ -1,0 +1,105 @@
+"""Training rollouts through traac's refilled decoding (`rollout_batching: refill`).
+
+TRL's transformers backend pads a batch and decodes it until its longest completion ends: with
+think blocks of uneven length, most rows idle for most steps (a 32-rollout SmolLM2 step spent
+60 s there on 2 cores). `decode_refilled` drops each row as it ends, so a round costs the tokens
+it samples. The step's sampling, dynamic sampling's fresh rollouts and the re-answers after
+compressed think blocks all decode here; their completions end with the stop token, as TRL's do.
+
+Each row draws from its own seeded stream (`RowSampler`: temperature and top_p, TRL's only
+sampling settings this path reproduces; `check_refill` refuses the others), keyed by the run's
+seed, the optimizer step, the round within the step and the row, so a resumed run samples as an
+uninterrupted one. Under `bf16` the decoding runs in the trainer's autocast, as its log-prob
+forwards do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from accelerate.utils import is_peft_model
+
+from traac.common.decoding import RowSampler, decode_refilled
+from traac.common.models import input_device
+from traac.errors import TraacError
+
+ROLLOUT_BATCHINGS = ("padded", "refill")
+
+
+def check_refill(args: Any) -> None:
+    """`rollout_batching: refill` only with the settings it honours (a one-line error)."""
+    if args.rollout_batching != "refill":
+        return
+    if args.use_vllm or args.use_transformers_continuous_batching:
+        raise TraacError(
+            "rollout_batching: refill replaces TRL's padded transformers generation; set "
+            "rollout_batching padded with use_vllm or use_transformers_continuous_batching"
+        )
+    if args.deepspeed or args.fsdp:
+        raise TraacError(
+            "rollout_batching: refill decodes each process's prompts alone, which sharded "
+            "forwards (DeepSpeed, FSDP) cannot; set rollout_batching padded"
+        )
+    unsupported = {
+        "top_k": args.top_k not in (0, None),
+        "min_p": args.min_p is not None,
+        "repetition_penalty": args.repetition_penalty != 1.0,
+        "generation_kwargs": bool(args.generation_kwargs),
+    }
+    for name, set_ in unsupported.items():
+        if set_:
+            raise TraacError(
+                f"{name}: rollout_batching refill samples with temperature and top_p only; "
+                f"unset {name} or set rollout_batching padded"
+            )
+
+
+class RefillRollouts:
+    """One completion per prompt id list, sampled by `decode_refilled` with every row at once."""
+
+    def __init__(self, seed: int, temperature: float, top_p: float, stop_ids: set[int], pad: int):
+        self.seed = seed
+        self.temperature = temperature
+        self.top_p = top_p
+        self.stop_ids = stop_ids
+        self.pad = pad
+        self._step = -1
+        self._round = 0
+
+    def __call__(
+        self, model: Any, prompts: list[list[int]], max_new_tokens: int, step: int
+    ) -> list[list[int]]:
+        """Completions of `prompts` (up to `max_new_tokens`, the stop token kept) at optimizer
+        step `step`; call it in the autocast the run's forwards use."""
+        if not prompts:
+            return []
+        if step != self._step:
+            self._step, self._round = step, 0
+        self._round += 1
+        model = model.get_base_model() if is_peft_model(model) else model  # adapters stay on
+        seeds = [self.row_seed(step, self._round, row) for row in range(len(prompts))]
+        sampler = RowSampler(self.temperature, self.top_p, seeds, input_device(model))
+        decoded = decode_refilled(
+            model,
+            prompts,
+            sampler,
+            max_new_tokens=max_new_tokens,
+            stop_ids=self.stop_ids,
+            pad_id=self.pad,
+            slots=len(prompts),
+            keep_stop=True,
+        )
+        return [ids for ids, _ in decoded]
+
+    def row_seed(self, step: int, round_: int, row: int) -> int:
+        """The seed of one row's stream: stable across runs, distinct per step, round and row."""
+        state = np.random.SeedSequence([self.seed, step, round_, row]).generate_state(1)
+        return int(state[0]) & 0x7FFFFFFF
+
+
+def refill_rollouts(args: Any, eos_token_ids: list[int], pad: int) -> RefillRollouts | None:
+    """The engine `rollout_batching` asks for: `RefillRollouts`, or None for TRL's own."""
+    if args.rollout_batching != "refill":
+        return None
+    return RefillRollouts(args.seed, args.temperature, args.top_p, set(eos_token_ids), pad)

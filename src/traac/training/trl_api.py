@@ -1,0 +1,34 @@
+"""The TRL and transformers internals `TRAACTrainer` relies on, as names and parameters.
+
+`tests/training/test_trl_contract.py` checks each against the installed TRL, so an upgrade that
+moves one fails there, not at a run's first step; the trainer's docstring says why each hook is
+overridden.
+"""
+
+from __future__ import annotations
+
+# The hooks the trainer overrides, as (name, parameters).
+TRL_HOOKS: dict[str, tuple[str, ...]] = {
+    "_generate_and_score_completions": ("self", "inputs"),
+    "_save_checkpoint": ("self", "model", "trial"),
+    "_load_optimizer_and_scheduler": ("self", "checkpoint"),
+    "evaluation_loop": ("self", "dataloader", "description", "prediction_loss_only",
+                        "ignore_keys", "metric_key_prefix"),  # transformers' (HeldOutEvaluation)
+}  # fmt: skip
+# TRL internals called but not overridden, likewise checked.
+TRL_CALLS: dict[str, tuple[str, ...]] = {
+    "_tokenize_prompts": ("self", "prompts"),
+    "_generate_single_turn": (
+        "self", "prompt_ids", "images", "multimodal_fields", "num_generations", "has_tool_images",
+    ),
+    "_get_output_dir": ("self", "trial"),
+}  # fmt: skip
+# Keys of the batch TRL generates and `_compute_loss` reads that dynamic sampling rewrites.
+TRL_BATCH_KEYS = ("completion_mask", "advantages", "num_items_in_batch")
+TRL_ATTRIBUTES = (
+    "_tokenizer", "_metrics", "_logs", "eos_token_ids", "use_vllm", "max_completion_length",
+    "reward_func_names", "ref_model", "generation_config", "generation_kwargs", "rollout_func",
+    "num_generations", "num_generations_eval",
+)  # fmt: skip
+TRANSFORMERS_ATTRIBUTES = ("model_wrapped",)  # transformers' Trainer
+TRL_VLLM_ATTRIBUTES = ("vllm_generation", "_last_loaded_step")  # with use_vllm (tests: the fake)
