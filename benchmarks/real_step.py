@@ -19,9 +19,9 @@ Variants (`--variants`): `shipped` is the recipe before its fast path (one 32-ro
 micro-batch, TRL's padded generation, fp32): it peaked at 22 GB, so it runs only with `--full`
 (an idle machine with 24 GB); `shipped-chunked` is the same in 4 micro-batches of 8 (the same
 step; `gradient_accumulation_steps` 4), small enough to run beside other jobs; `recipe` is the
-recipe as it is; `refill-fp32`, `bf16-only` and `bf16-weights` isolate one change each. `--exactness` compares
-per-token log-probs under bf16 autocast (fp32 weights) and bf16 weights with fp32, on rollouts
-of the model, and times a forward in each.
+recipe as it is; `refill-fp32`, `bf16-only` and `bf16-weights` isolate one change each.
+`--exactness` compares per-token log-probs under bf16 autocast (fp32 weights) and bf16 weights
+with fp32, on rollouts of the model, and times a forward in each.
 
     python benchmarks/real_step.py                      # shipped-chunked against recipe
     python benchmarks/real_step.py --full               # shipped against recipe (idle machine)
