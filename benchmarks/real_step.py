@@ -60,6 +60,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "bf16-only": {"rollout_batching": "padded"},
     "bf16-weights": {"model_init_kwargs": '{"dtype": "bfloat16"}'},
     "recipe": {},
+    "micro-8": {"per_device_train_batch_size": 8, "gradient_accumulation_steps": 4},
+    "checkpointed": {"gradient_checkpointing": True},
 }  # fmt: skip
 PHASES = ("generate", "verify", "score", "regenerate", "ref logps", "loss fwd", "backward")
 RESULT = "RESULT "
@@ -109,9 +111,10 @@ class Recorder:
 
 
 def instrument(recorder: Recorder) -> None:
-    """Wrap the trainer's phases (its own `_phase`, TRL's log-prob, loss and step hooks)."""
+    """Wrap the trainer's phases (its step clock's, TRL's log-prob, loss and step hooks)."""
     import torch
 
+    from traac.training.telemetry import StepClock
     from traac.training.trainer import TRAACTrainer
 
     def wrap(name: str, phase: Any) -> None:
@@ -127,14 +130,15 @@ def instrument(recorder: Recorder) -> None:
     def logps_phase(self: Any, *args: Any) -> str:
         return "loss fwd" if torch.is_grad_enabled() else "ref logps"
 
-    original_phase = TRAACTrainer._phase
+    original_phase = StepClock.phase
 
     @contextmanager
     def phase(self: Any, name: str) -> Iterator[None]:
-        with recorder.phase(self.state.global_step + 1, name), original_phase(self, name):
+        step = self.trainer.state.global_step + 1
+        with recorder.phase(step, name), original_phase(self, name):
             yield
 
-    TRAACTrainer._phase = phase
+    StepClock.phase = phase  # type: ignore[method-assign]
     wrap("_get_per_token_logps_and_entropies", logps_phase)
     wrap("_prepare_inputs", "prepare")
     wrap("training_step", "micro-step")
