@@ -76,6 +76,10 @@ def test_sampled_rollouts_repeat_for_the_same_seed_and_step(quick_testbed, tmp_p
     engine = RefillRollouts(0, 1.0, 1.0, set(t.eos_token_ids), t.tokenizer.pad_token_id)
     seeds = {engine.row_seed(s, r, k) for s in (0, 1) for r in (1, 2) for k in range(8)}
     assert len(seeds) == 32  # every step, round and row its own stream
+    other = RefillRollouts(0, 1.0, 1.0, set(t.eos_token_ids), t.tokenizer.pad_token_id, rank=1)
+    assert {other.row_seed(s, r, k) for s in (0, 1) for r in (1, 2) for k in range(8)}.isdisjoint(
+        seeds
+    )  # another process's rows, numbered from 0 too, draw other streams
 
 
 def test_a_traac_step_samples_and_reanswers_through_refill(quick_testbed, tmp_path, monkeypatch):

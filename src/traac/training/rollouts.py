@@ -8,9 +8,9 @@ compressed think blocks all decode here; their completions end with the stop tok
 
 Each row draws from its own seeded stream (`RowSampler`: temperature and top_p, TRL's only
 sampling settings this path reproduces; `check_refill` refuses the others), keyed by the run's
-seed, the optimizer step, the round within the step and the row, so a resumed run samples as an
-uninterrupted one. Under `bf16` the decoding runs in the trainer's autocast, as its log-prob
-forwards do.
+seed, the process, the optimizer step, the round within the step and the row, so a resumed run
+samples as an uninterrupted one and no two processes share a stream. Under `bf16` the decoding
+runs in the trainer's autocast, as its log-prob forwards do.
 """
 
 from __future__ import annotations
@@ -58,8 +58,17 @@ def check_refill(args: Any) -> None:
 class RefillRollouts:
     """One completion per prompt id list, sampled by `decode_refilled` with every row at once."""
 
-    def __init__(self, seed: int, temperature: float, top_p: float, stop_ids: set[int], pad: int):
+    def __init__(
+        self,
+        seed: int,
+        temperature: float,
+        top_p: float,
+        stop_ids: set[int],
+        pad: int,
+        rank: int = 0,
+    ):
         self.seed = seed
+        self.rank = rank  # the process: its rows are numbered from 0 like every other's
         self.temperature = temperature
         self.top_p = top_p
         self.stop_ids = stop_ids
@@ -93,13 +102,16 @@ class RefillRollouts:
         return [ids for ids, _ in decoded]
 
     def row_seed(self, step: int, round_: int, row: int) -> int:
-        """The seed of one row's stream: stable across runs, distinct per step, round and row."""
-        state = np.random.SeedSequence([self.seed, step, round_, row]).generate_state(1)
+        """The seed of one row's stream: stable across runs, distinct per process, step, round and
+        row."""
+        state = np.random.SeedSequence([self.seed, self.rank, step, round_, row]).generate_state(1)
         return int(state[0]) & 0x7FFFFFFF
 
 
-def refill_rollouts(args: Any, eos_token_ids: list[int], pad: int) -> RefillRollouts | None:
+def refill_rollouts(
+    args: Any, eos_token_ids: list[int], pad: int, rank: int
+) -> RefillRollouts | None:
     """The engine `rollout_batching` asks for: `RefillRollouts`, or None for TRL's own."""
     if args.rollout_batching != "refill":
         return None
-    return RefillRollouts(args.seed, args.temperature, args.top_p, set(eos_token_ids), pad)
+    return RefillRollouts(args.seed, args.temperature, args.top_p, set(eos_token_ids), pad, rank)

@@ -145,7 +145,9 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
         if self.peer is not None:
             self.peer.rank = self.accelerator.process_index
         self.tokenizer = self._tokenizer
-        self.refill = refill_rollouts(args, self.eos_token_ids, self.tokenizer.pad_token_id)
+        self.refill = refill_rollouts(
+            args, self.eos_token_ids, self.tokenizer.pad_token_id, self.accelerator.process_index
+        )
         self.chat_format: ChatFormat = args.resolve(self.tokenizer)
         self.rewards.chat_format = self.chat_format  # known once TRL has the tokenizer
         self.uniformities: deque[float] = deque(maxlen=args.calibration_window)
