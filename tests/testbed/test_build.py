@@ -113,7 +113,7 @@ def _must_not_build(*args, **kwargs):
 
 
 def _fake_build(calls: list[int], delay: float = 0.0):
-    def fake(work: Path, config, progress) -> dict:
+    def fake(work: Path, config, progress, checkpoints) -> dict:
         calls.append(1)
         time.sleep(delay)
         (work / "config.json").write_text("{}")
@@ -144,7 +144,7 @@ def test_concurrent_callers_build_once(tmp_path, monkeypatch):
 def test_interrupted_build_leaves_no_cache_entry(tmp_path, monkeypatch):
     monkeypatch.setenv("TRAAC_CACHE_DIR", str(tmp_path))
 
-    def interrupted(work: Path, config, progress) -> dict:
+    def interrupted(work: Path, config, progress, checkpoints) -> dict:
         (work / "model.safetensors").write_text("half written")
         raise KeyboardInterrupt
 
@@ -159,6 +159,40 @@ def test_interrupted_build_leaves_no_cache_entry(tmp_path, monkeypatch):
     monkeypatch.setattr(build_module, "_build_steps", _fake_build(calls))
     assert build_cached(config) == cache_path(config)
     assert calls == [1]
+
+
+def test_an_interrupted_sft_resumes_from_its_checkpoint(tmp_path, monkeypatch):
+    """A build stopped after its step-2 checkpoint resumes there (not from step 0), and a whole
+    build leaves no checkpoints behind."""
+    from dataclasses import replace
+
+    from traac.testbed.config import MeasureConfig
+
+    quick = default_config(quick=True)
+    config = replace(
+        quick,
+        train=replace(quick.train, n_traces=16, batch_size=4),  # 4 steps
+        measure=MeasureConfig(n_per_tier=2, samples=1, max_new_tokens=16, batch_size=6),
+    )
+    stop = {"at": 2}
+
+    class StopAfterSaving(build_module._SaveEvery):
+        def on_save(self, args, state, control, **kwargs):
+            if state.global_step == stop["at"]:
+                raise KeyboardInterrupt
+
+    monkeypatch.setattr(build_module, "SAVE_EVERY_S", 0.0)  # a checkpoint every step
+    monkeypatch.setattr(build_module, "_SaveEvery", StopAfterSaving)
+    target = tmp_path / "model"
+    with pytest.raises(KeyboardInterrupt):
+        build_module.build_testbed(target, config)
+    checkpoints = build_module.sft_checkpoints(target)
+    assert not target.exists() and (checkpoints / "checkpoint-2").is_dir()
+
+    stop["at"] = None
+    card = build_module.build_testbed(target, config)
+    assert card["train"]["resumed_from_step"] == 2 and card["train"]["steps"] == 4
+    assert (target / CARD).exists() and not checkpoints.exists()
 
 
 def test_stale_temporary_directory_of_a_dead_build_is_removed(tmp_path, monkeypatch):

@@ -2,7 +2,8 @@
 
 `ensure_testbed` is what every other command calls: the model lives in a cache directory keyed
 by its config's hash, built once under a file lock into a temporary directory and renamed into
-place, so concurrent callers wait for one build and an interrupted build leaves nothing behind.
+place, so concurrent callers wait for one build and an interrupted build leaves nothing behind
+but its SFT checkpoint, from which the next build of the same config resumes.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from transformers import (
     PrinterCallback,
     Qwen3Config,
     Qwen3ForCausalLM,
+    TrainerCallback,
 )
+from transformers.trainer_utils import get_last_checkpoint
 from trl import SFTConfig, SFTTrainer
 
 from traac.common.cache import build_atomically, cache_root, cached_entry
@@ -43,6 +46,7 @@ from traac.testbed.traces import PROMPT_STYLE, Trace, teach
 CARD = "testbed_card.json"
 TOKENIZER_CORPUS = 4_000  # traces the BPE is trained on (the vocabulary is tiny)
 BASE_GGUF = {"smollm2": smollm2_file}  # each of config.BASES: the GGUF file it converts from
+SAVE_EVERY_S = 300.0  # SFT checkpoint interval: a quick build never saves, a 40-minute one 8 times
 
 
 def cache_path(config: TestbedConfig) -> Path:
@@ -62,8 +66,9 @@ def build_cached(
 ) -> Path:
     """Return the cache entry of `config`, building it if missing (or if `force`); concurrent
     callers wait for one build (a file lock the OS releases if its holder dies)."""
+    target = cache_path(config)
     return cached_entry(
-        cache_path(config), CARD, lambda work: _build(work, config, progress), force=force
+        target, CARD, lambda work: _build(work, config, progress, target), force=force
     )
 
 
@@ -77,13 +82,21 @@ def build_testbed(
     if output.exists() and not force:
         raise TraacError(f"testbed: {output} already exists; pass --force to rebuild it")
     return build_atomically(
-        output, lambda work: _build(work, config, progress), "testbed: directory"
+        output, lambda work: _build(work, config, progress, output), "testbed: directory"
     )
 
 
-def _build(work: Path, config: TestbedConfig, progress: Progress | None) -> dict:
+def sft_checkpoints(target: Path) -> Path:
+    """Where the build of `target` keeps its SFT checkpoints: beside it, outside the temporary
+    directory an interruption removes, until the build is whole."""
+    return target.with_name(f".{target.name}.sft-checkpoints")
+
+
+def _build(work: Path, config: TestbedConfig, progress: Progress | None, target: Path) -> dict:
     with quiet_libraries():
-        return _build_steps(work, config, progress or NullProgress())
+        card = _build_steps(work, config, progress or NullProgress(), sft_checkpoints(target))
+    shutil.rmtree(sft_checkpoints(target), ignore_errors=True)
+    return card
 
 
 def teacher_traces(config: TestbedConfig) -> tuple[list[dict], list[Trace]]:
@@ -134,7 +147,7 @@ def tokenize_records(records: list[dict], tokenizer: Any) -> Any:
     )
 
 
-def _build_steps(work: Path, config: TestbedConfig, progress: Progress) -> dict:
+def _build_steps(work: Path, config: TestbedConfig, progress: Progress, checkpoints: Path) -> dict:
     clock = _Clock()
     torch.manual_seed(config.seed)
     with progress.phase("testbed: writing teacher traces and training the tokenizer"):
@@ -146,7 +159,7 @@ def _build_steps(work: Path, config: TestbedConfig, progress: Progress) -> dict:
             model, tokenizer = _load_base(config.base, progress)
         records = sft_records(entries, traces, tokenizer)
     clock.lap("data")
-    train_info = _train(model, tokenizer, records, config, work, progress)
+    train_info = _train(model, tokenizer, records, config, checkpoints, progress)
     model.save_pretrained(work)
     tokenizer.save_pretrained(work)
     clock.lap("train")
@@ -243,18 +256,34 @@ def _init_model(config: TestbedConfig, tokenizer: Any) -> Any:
     return model
 
 
+class _SaveEvery(TrainerCallback):
+    """Save a checkpoint when `seconds` have passed since the last (or the start): a long build
+    loses at most that much to an interruption, a short one writes nothing."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.last = time.monotonic()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if time.monotonic() - self.last >= self.seconds and state.global_step < state.max_steps:
+            control.should_save = True
+            self.last = time.monotonic()
+
+
 def _train(
     model: Any,
     tokenizer: Any,
     records: list[dict],
     config: TestbedConfig,
-    work: Path,
+    checkpoints: Path,
     progress: Progress,
 ) -> dict:
-    """SFT with TRL's SFTTrainer: loss on the completion only, CPU, seeded."""
+    """SFT with TRL's SFTTrainer: loss on the completion only, CPU, seeded; resumed from the
+    last checkpoint an interrupted build of the same config left in `checkpoints`."""
     t = config.train
+    resume = get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
     args = SFTConfig(
-        output_dir=str(work / "trainer"),
+        output_dir=str(checkpoints),
         per_device_train_batch_size=t.batch_size,
         num_train_epochs=t.epochs,
         learning_rate=t.learning_rate,
@@ -267,7 +296,8 @@ def _train(
         max_length=None,  # traces are far shorter than the context; nothing to truncate
         train_sampling_strategy="group_by_length",  # less padding, a large share of CPU time
         logging_steps=50,
-        save_strategy="no",
+        save_strategy="no",  # _SaveEvery decides
+        save_total_limit=1,
         report_to="none",
         disable_tqdm=True,
         use_cpu=True,
@@ -283,19 +313,26 @@ def _train(
             processing_class=tokenizer,
         )
     trainer.remove_callback(PrinterCallback)  # the progress task shows the loss instead
-    bar = TrainerProgress(progress, "testbed SFT")
+    resumed_from = int(Path(resume).name.rsplit("-", 1)[-1]) if resume else None
+    label = f"testbed SFT, resumed at step {resumed_from}" if resume else "testbed SFT"
+    bar = TrainerProgress(progress, label)
     trainer.add_callback(bar)
+    trainer.add_callback(_SaveEvery(SAVE_EVERY_S))
     started = time.perf_counter()
-    result = trainer.train()
+    result = trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - started
-    shutil.rmtree(work / "trainer", ignore_errors=True)
     model.eval()
     return {
         "steps": result.global_step,
-        "seconds": round(seconds, 1),
+        "seconds": round(seconds, 1),  # this process's training time; a resumed build's is partial
+        "resumed_from_step": resumed_from,
         "final_loss": bar.last_loss,
         "mean_loss": round(result.training_loss, 4),
-        "loss_history": bar.history,
+        "loss_history": [
+            (e["step"], round(float(e["loss"]), 4))
+            for e in trainer.state.log_history
+            if "loss" in e
+        ],
         "parameters": sum(p.numel() for p in model.parameters()),
         "vocab_size": len(tokenizer),
         "think_close_ids": tokenizer(THINK_CLOSE, add_special_tokens=False).input_ids,
