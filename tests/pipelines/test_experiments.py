@@ -93,10 +93,39 @@ def test_bad_choices_fail_in_one_line(tmp_path: Path, kwargs: dict, message: str
 def test_a_bad_field_fails_before_training_naming_the_run(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     text = RECIPE.read_text().replace("max_completion_length: 160", "max_completion_length: 20")
-    bad.write_text(text)  # below L1-Max's budgets
+    bad.write_text(text)  # L1-Max's 100-token minimum budget scales to 0 under a 20-token cap
     s = ExperimentSettings.make("compare", tmp_path / "c", bad, quick=True, variants=["L1-Max"])
-    with pytest.raises(TraacError, match=r"^L1-Max \(seed 0\): l1_budget_max: 64 exceeds"):
+    with pytest.raises(TraacError, match=r"^L1-Max \(seed 0\): l1_budget_min: 0 "):
         s.plan()
+
+
+def test_peer_constants_scale_with_the_recipes_response_cap(tmp_path: Path) -> None:
+    """Under the testbed's 160-token cap a token stands for 62.5 of the paper's (the values its
+    run store was keyed by); under smollm2-think's 256, for 39.06."""
+    think = RECIPE.parent / "smollm2-think.yaml"
+    variants = ["DLER", "L1-Max", "ShorterBetter"]
+    for recipe, dler, budgets, alpha, beta in (
+        (RECIPE, 64, (2, 64), 0.01875, 0.0625),
+        (think, 102, (3, 102), 0.01171875, 0.0390625),
+    ):
+        s = ExperimentSettings.make("compare", tmp_path / "c", recipe, False, variants, [0])
+        fields = {r.variant: r.fields for r in s.plan()}
+        assert fields["DLER"] == {"mode": "dler", "optimizer_profile": "dler", "dler_length": dler}
+        l1 = fields["L1-Max"]
+        assert (l1["l1_budget_min"], l1["l1_budget_max"]) == budgets
+        assert l1["l1_alpha"] == pytest.approx(alpha)
+        assert fields["ShorterBetter"]["shorterbetter_beta"] == pytest.approx(beta)
+
+
+def test_the_base_model_is_the_recipes(tmp_path: Path) -> None:
+    think = RECIPE.parent / "smollm2-think.yaml"
+    assert settings(tmp_path).model == "testbed-quick"
+    s = ExperimentSettings.make("compare", tmp_path / "c", think, False, ["TRAAC"], [0], None, 40)
+    assert s.model == "smollm2-think" and s.held_out.per_tier == 40
+    (run,) = s.plan()
+    assert run.directory != settings(tmp_path, variants=["TRAAC"], seeds=[0]).plan()[0].directory
+    with pytest.raises(TraacError, match=r"^--held-out: 0 problems a tier"):
+        settings(tmp_path, held_out_per_tier=0)
 
 
 def test_mean_and_standard_error_over_seeds() -> None:

@@ -1,5 +1,5 @@
 """`traac experiment {ablations,compare} [--config RECIPE] [--output DIR] [--runs DIR]
-[--seeds N ...] [--variants NAME ...] [--quick]`."""
+[--seeds N ...] [--variants NAME ...] [--held-out N] [--quick]`."""
 
 from __future__ import annotations
 
@@ -20,9 +20,12 @@ from traac.pipelines.experiments import (
 def build_parser() -> ArgumentParser:
     p = ArgumentParser(
         prog="traac experiment",
-        description="Testbed experiments, every variant trained from the same model with the "
-        "same recipe, steps and sampling, once per seed, and evaluated on the same held-out "
-        "problems. ablations: the paper's (" + "; ".join(ABLATIONS) + "). compare: TRAAC "
+        description="Experiments on the testbed's problems, every variant trained from the "
+        "recipe's model with the same recipe, steps and sampling, once per seed, and evaluated "
+        "on the same held-out problems; the peers' token constants are scaled from the paper's "
+        "10k-token cap to the recipe's max_completion_length. ablations: the paper's ("
+        + "; ".join(ABLATIONS)
+        + "). compare: TRAAC "
         "against its peers (" + "; ".join(COMPARE) + "). Report: <name>.md, <name>.json and "
         "<name>_pareto.png in --output, mean ± standard error over seeds, and the effect of "
         "each single change paired by seed. Runs are kept in "
@@ -36,6 +39,9 @@ def build_parser() -> ArgumentParser:
         "--seeds", type=int, nargs="+", default=list(DEFAULT_SEEDS), help="training seeds"
     )
     p.add_argument("--variants", nargs="+", help="a subset of the experiment's (default: all)")
+    p.add_argument(
+        "--held-out", type=int, help="held-out problems per tier (default 100; --quick 10)"
+    )
     p.add_argument("--quick", action="store_true", help="tiny settings: a smoke test")
     return p
 
@@ -50,6 +56,7 @@ def main(argv: list[str]) -> int:
         args.variants,
         args.seeds,
         args.runs,
+        args.held_out,
     )
     console = make_console()
     result = run_experiment(settings, make_progress(console))

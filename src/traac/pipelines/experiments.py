@@ -22,9 +22,11 @@ import json
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from traac.common.outputs import output_dir, write_text
 from traac.common.progress import NullProgress, Progress
@@ -32,6 +34,7 @@ from traac.common.tables import Table, fmt, signed
 from traac.errors import TraacError
 from traac.evaluation.harness.records import TIER_ORDER, EvalSummary
 from traac.evaluation.reports.plots import pareto_plot
+from traac.pipelines.model_registry import resolve_model
 from traac.pipelines.stages import (
     QUICK_TRAINING,
     HeldOut,
@@ -41,18 +44,39 @@ from traac.pipelines.stages import (
     tier_rows,
 )
 from traac.pipelines.train import check_recipe
-from traac.testbed.build import ensure_testbed
 
 TIERS = (*TIER_ORDER, "overall")
 DEFAULT_SEEDS = (0, 1, 2)
 BASE = "Base"
 RUN_SECONDS = "seconds.json"  # in a run's directory: what training and evaluating it took
 
-# Per-token constants of the peer methods are scaled to the testbed: its responses are capped at
-# 160 tokens (recipes/testbed.yaml), the paper's (and recipes/qwen3-4b.yaml's) at 10k, so a
-# token here stands for 62.5 there. ALP (N = the response cap), Kimi (min-max) and DAPO (a
-# fifth of the cap) are scale-free already.
-TESTBED_TOKEN_SCALE = 10000 / 160
+# Per-token constants of the peer methods are given at the paper's scale (responses capped at
+# 10k tokens, as in recipes/qwen3-4b.yaml) and scaled to the recipe's `max_completion_length`:
+# under the testbed's 160-token cap a token stands for 62.5 of the paper's. ALP (N = the
+# response cap), Kimi (min-max) and DAPO (a fifth of the cap) are scale-free already.
+PAPER_RESPONSE_CAP = 10_000
+
+
+@dataclass(frozen=True)
+class PaperTokens:
+    """A token count at the paper's scale: `round(value / scale)` tokens under the recipe's cap."""
+
+    value: float
+
+    def at(self, scale: float) -> int:
+        return round(self.value / scale)
+
+
+@dataclass(frozen=True)
+class PerPaperToken:
+    """A coefficient per token at the paper's scale: `value * scale` per token under the recipe's
+    cap, so that a response's penalty keeps its size."""
+
+    value: float
+
+    def at(self, scale: float) -> float:
+        return self.value * scale
+
 
 ABLATIONS: dict[str, dict[str, Any]] = {
     "CR": {"mode": "cr"},
@@ -77,30 +101,42 @@ COMPARE: dict[str, dict[str, Any]] = {
     "CR+LR": {"mode": "cr_lr"},
     "CR+LR, dynamic sampling": {"mode": "cr_lr", "dynamic_sampling": "resample"},
     "ALP": {"mode": "alp"},
-    "ShorterBetter": {"mode": "shorterbetter", "shorterbetter_beta": 0.001 * TESTBED_TOKEN_SCALE},
+    "ShorterBetter": {"mode": "shorterbetter", "shorterbetter_beta": PerPaperToken(0.001)},
     "Kimi k1.5": {"mode": "kimi"},
     "DAPO overlong": {"mode": "dapo_overlong"},
     "L1-Max": {
         "mode": "l1_max",
-        "l1_alpha": 0.0003 * TESTBED_TOKEN_SCALE,
-        "l1_budget_min": round(100 / TESTBED_TOKEN_SCALE),
-        "l1_budget_max": round(4000 / TESTBED_TOKEN_SCALE),
+        "l1_alpha": PerPaperToken(0.0003),
+        "l1_budget_min": PaperTokens(100),
+        "l1_budget_max": PaperTokens(4000),
     },
-    # DLER is its truncation penalty trained with its optimiser; 4000 tokens is 64 here.
+    # DLER is its truncation penalty trained with its optimiser; 4000 tokens is 64 of the
+    # testbed's.
     "DLER": {
         "mode": "dler",
         "optimizer_profile": "dler",
-        "dler_length": round(4000 / TESTBED_TOKEN_SCALE),
+        "dler_length": PaperTokens(4000),
     },
     "DLER, difficulty-aware": {
         "mode": "dler_difficulty",
         "optimizer_profile": "dler",
-        "dler_length": round(4000 / TESTBED_TOKEN_SCALE),
+        "dler_length": PaperTokens(4000),
     },
     "Laser-D": {"mode": "laser_d"},  # targets scale with the response cap already
     "TRAAC, DLER optimiser": {"mode": "traac", "optimizer_profile": "dler"},
 }
 EXPERIMENTS: dict[str, dict[str, dict[str, Any]]] = {"ablations": ABLATIONS, "compare": COMPARE}
+
+
+def variant_overrides(fields: Mapping[str, Any], response_cap: int) -> dict[str, Any]:
+    """A variant's fields with its paper-scale token constants scaled to `response_cap`."""
+    scale = PAPER_RESPONSE_CAP / response_cap
+    return {
+        key: value.at(scale) if isinstance(value, PaperTokens | PerPaperToken) else value
+        for key, value in fields.items()
+    }
+
+
 # The one change each pair isolates: (what changed, baseline, variant). The report gives the
 # variant minus the baseline seed by seed: both runs of a pair start from the same model with
 # the same seed, so what varies with the seed alone cancels in their difference.
@@ -144,6 +180,7 @@ class Run:
     seed: int
     recipe: Recipe
     directory: Path
+    fields: Mapping[str, Any]  # the variant's own fields, scaled to the recipe
 
 
 @dataclass(frozen=True)
@@ -157,6 +194,7 @@ class ExperimentSettings:
     seeds: tuple[int, ...] = DEFAULT_SEEDS
     held_out: HeldOut = field(default_factory=HeldOut)
     train_overrides: dict[str, Any] = field(default_factory=dict)
+    model: str = "testbed"  # the base model every variant starts from: a name or a path
 
     @classmethod
     def make(
@@ -168,9 +206,11 @@ class ExperimentSettings:
         variants: Sequence[str] | None = None,
         seeds: Sequence[int] | None = None,
         runs: Path | None = None,
+        held_out_per_tier: int | None = None,
     ) -> ExperimentSettings:
         """The full study, or with `quick` a smoke test of every stage (two steps on eight
-        problems, ten held-out problems per tier)."""
+        problems, ten held-out problems per tier). The base model is the recipe's
+        `model_name_or_path` (`testbed-quick` for the testbed under `quick`)."""
         if name not in EXPERIMENTS:
             raise TraacError(f"experiment {name!r}: use one of {', '.join(EXPERIMENTS)}")
         table = EXPERIMENTS[name]
@@ -180,6 +220,13 @@ class ExperimentSettings:
         seeds = tuple(DEFAULT_SEEDS if seeds is None else seeds)
         if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
             raise TraacError(f"--seeds: {list(seeds)} must be distinct integers >= 0")
+        held_out = HeldOut(10, 1, 160) if quick else HeldOut()
+        if held_out_per_tier is not None:
+            if held_out_per_tier < 1:
+                raise TraacError(f"--held-out: {held_out_per_tier} problems a tier; use 1 or more")
+            held_out = replace(held_out, per_tier=held_out_per_tier)
+        check_recipe(recipe)
+        model = str(yaml.safe_load(recipe.read_text()).get("model_name_or_path", "testbed"))
         return cls(
             name=name,
             output=output,
@@ -188,43 +235,40 @@ class ExperimentSettings:
             quick=quick,
             variants=tuple(variants or table),
             seeds=seeds,
-            held_out=HeldOut(10, 1, 160) if quick else HeldOut(),
+            held_out=held_out,
             train_overrides=dict(QUICK_TRAINING) if quick else {},
+            model="testbed-quick" if quick and model == "testbed" else model,
         )
-
-    @property
-    def base_name(self) -> str:
-        return "testbed-quick" if self.quick else "testbed"
 
     def plan(self) -> list[Run]:
         """Every (variant, seed) run, each configuration parsed now so that a bad field fails
         before any training."""
-        if not self.recipe.is_file():
-            raise TraacError(
-                f"--config {self.recipe}: no such recipe (run from the repository root)"
-            )
-        check_recipe(self.recipe)  # the recipe's own faults, named once and not per variant
         text = self.recipe.read_text()
+        _, shared = Recipe(self.recipe, self.train_overrides).parse(Path(self.model), self.runs)
         out = []
         for variant in self.variants:
             for seed in self.seeds:
-                overrides = {
-                    **EXPERIMENTS[self.name][variant],
-                    **self.train_overrides,
-                    "seed": seed,
-                }
+                fields = variant_overrides(
+                    EXPERIMENTS[self.name][variant], shared.max_completion_length
+                )
+                overrides = {**fields, **self.train_overrides, "seed": seed}
                 recipe = Recipe(self.recipe, overrides)
-                directory = self.runs / run_key(text, overrides, self.base_name)
+                directory = self.runs / run_key(text, overrides, self.model)
                 try:
-                    recipe.parse(Path(self.base_name), directory / "model")
+                    recipe.parse(Path(self.model), directory / "model")
                 except TraacError as err:
                     raise TraacError(f"{variant} (seed {seed}): {err}") from None
-                out.append(Run(variant, seed, recipe, directory))
+                out.append(Run(variant, seed, recipe, directory, fields))
         return out
 
     def eval_dir(self, directory: Path) -> Path:
         h = self.held_out
         return directory / f"eval-{h.per_tier}x{h.num_samples}-{h.max_new_tokens}t-{h.seed}"
+
+
+def _dir_name(model: str) -> str:
+    """A model name or path as one directory name."""
+    return model.strip("/").replace("/", "--")
 
 
 def run_key(recipe_text: str, overrides: Mapping[str, Any], base: str) -> str:
@@ -334,11 +378,11 @@ def run_experiment(
     runs = settings.plan()
     output_dir(settings.output)  # writable, before any work
     stages = Stages()
-    with stages.stage("testbed"):
-        base = ensure_testbed(quick=settings.quick, progress=progress)
+    with stages.stage(settings.model):
+        base = Path(resolve_model(settings.model, progress))
     summaries: dict[str, dict[int, EvalSummary]] = {}
     with stages.stage("evaluate base"):
-        base_dir = settings.eval_dir(settings.runs / f"base-{settings.base_name}")
+        base_dir = settings.eval_dir(settings.runs / f"base-{_dir_name(settings.model)}")
         summaries[BASE] = {0: settings.held_out.evaluate(base, base_dir, progress)}
     seconds: dict[str, dict[int, float | None]] = {}
     for run in runs:
@@ -474,7 +518,7 @@ def write_report(
         "held_out": asdict(held),
         "variants": {
             name: {
-                "overrides": EXPERIMENTS[settings.name].get(name, {}),
+                "overrides": next((dict(r.fields) for r in runs if r.variant == name), {}),
                 "runs": {str(run.seed): str(run.directory) for run in runs if run.variant == name},
                 "seconds": {str(k): v for k, v in result.seconds.get(name, {}).items()},
                 **asdict(r),
