@@ -17,13 +17,7 @@ from traac.evaluation.reports.report import budget_table, load_models
 from traac.method.formats import AUX_PROMPT, ChatFormat
 from traac.method.metrics import GroupStats
 from traac.method.settings import CompressionSettings
-from traac.pipelines.demo import (
-    BinCompression,
-    BudgetSweep,
-    DemoSettings,
-    targets,
-    training_compression,
-)
+from traac.pipelines.demo import BudgetSweep, DemoSettings, targets
 from traac.pipelines.stages import QUICK_TRAINING, HeldOut, TierRow, tier_rows
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "testbed.yaml"
@@ -145,30 +139,6 @@ def test_targets_and_tier_rows():
     adaptive = targets(base, trained)["easy length cut >= 1.5x hard cut"]
     assert adaptive.value is None and not adaptive.met
     assert adaptive.measured == "easy +0.0%, hard +8.3%"
-
-
-def test_training_compression_reads_the_per_bin_metrics(tmp_path):
-    rows = [
-        {"step": 1, "traac/all/prompts": 4, "traac/easy/prompts": 2,
-         "traac/easy/compressed_frac": 0.5, "traac/easy/steps_removed": 3.0,
-         "traac/easy/tokens_removed": 40.0, "traac/hard/prompts": 2,
-         "traac/hard/compressed_frac": 0.0, "traac/seconds/compress": 1.5},
-        {"step": 2, "traac/all/prompts": 4, "traac/easy/prompts": 1,
-         "traac/easy/compressed_frac": 0.25, "traac/easy/steps_removed": 1.0,
-         "traac/easy/tokens_removed": 20.0, "traac/hard/prompts": 3,
-         "traac/hard/compressed_frac": 0.1, "traac/hard/steps_removed": 2.0,
-         "traac/hard/tokens_removed": 10.0},
-    ]  # fmt: skip
-    path = tmp_path / "metrics.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"step": 3, "traac/ea')
-    bins = training_compression(path)
-    assert bins["easy"] == BinCompression(
-        prompts=3, compressed_frac=0.375, steps_removed=2.0, tokens_removed=30.0
-    )
-    assert bins["hard"].prompts == 5 and bins["hard"].compressed_frac == pytest.approx(0.05)
-    assert (bins["hard"].steps_removed, bins["hard"].tokens_removed) == (2.0, 10.0)
-    assert bins["medium"] == BinCompression(0, None, None, None)  # no medium prompt was seen
-    assert training_compression(tmp_path / "none.jsonl") == {}
 
 
 def test_demo_settings_quick_and_full(tmp_path):

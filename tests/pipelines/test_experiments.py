@@ -24,6 +24,7 @@ from traac.pipelines.experiments import (
     effects_table_of,
     paired_effects,
     pareto_front,
+    compression_markdown,
     run_key,
     run_seconds,
 )
@@ -187,6 +188,24 @@ def test_run_seconds_are_recorded_once_and_read_back(tmp_path: Path) -> None:
     assert run_seconds(tmp_path, None) == 12.3
     (tmp_path / "seconds.json").write_text("{not json")
     assert run_seconds(tmp_path, None) is None
+
+
+def test_the_report_shows_what_each_compressing_run_removed(tmp_path: Path) -> None:
+    """A run whose metrics show compressed copies gets its per-bin table; one that compressed
+    nothing (CR+LR) gets none."""
+    runs = {r.variant: r for r in settings(tmp_path, variants=["TRAAC", "CR+LR"], seeds=[0]).plan()}
+    lines = {
+        "TRAAC": {"step": 1, "traac/easy/prompts": 2, "traac/easy/compressed_frac": 0.5,
+                  "traac/easy/steps_removed": 3.0, "traac/easy/evicted_recheck": 2.0},
+        "CR+LR": {"step": 1, "traac/easy/prompts": 2, "traac/easy/compressed_frac": 0.0},
+    }  # fmt: skip
+    for variant, line in lines.items():
+        (runs[variant].directory / "model").mkdir(parents=True)
+        (runs[variant].directory / "model" / "metrics.jsonl").write_text(json.dumps(line) + "\n")
+    text = compression_markdown(list(runs.values()))
+    assert "TRAAC, seed 0" in text and "CR+LR" not in text
+    assert "| easy | 2 | 50.0% | 3.00 |" in text and "recheck evicted" in text
+    assert compression_markdown([runs["CR+LR"]]) == ""
 
 
 def test_pareto_front_keeps_what_nothing_beats() -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -47,10 +46,19 @@ from traac.method.compression import uniformity_rank
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
 from traac.method.settings import TEST_TIME_TAU, CompressionSettings
-from traac.pipelines.stages import QUICK_TRAINING, HeldOut, Recipe, Stages, TierRow, tier_rows
+from traac.pipelines.stages import (
+    QUICK_TRAINING,
+    BinCompression,
+    HeldOut,
+    Recipe,
+    Stages,
+    TierRow,
+    compression_table,
+    tier_rows,
+    training_compression,
+)
 from traac.testbed.build import ensure_testbed
 from traac.training.config import TRAACConfig
-from traac.training.telemetry import read_metrics
 
 logger = logging.getLogger(__name__)
 CALIBRATION_SAMPLE = 64  # correct base responses the step viewer ranks uniformities among
@@ -143,16 +151,6 @@ class DemoSettings:
 
 
 @dataclass(frozen=True)
-class BinCompression:
-    """Compression during training in one difficulty bin, means over the steps."""
-
-    prompts: int
-    compressed_frac: float | None
-    steps_removed: float | None
-    tokens_removed: float | None
-
-
-@dataclass(frozen=True)
 class Target:
     measured: str
     met: bool
@@ -218,29 +216,6 @@ def run_demo(settings: DemoSettings, progress: Progress | None = None) -> DemoRe
     result.stage_seconds = stages.seconds
     (out / "summary.json").write_text(json.dumps(result.to_json(), indent=2) + "\n")
     return result
-
-
-def training_compression(metrics_path: Path) -> dict[str, BinCompression]:
-    """Per difficulty bin, means over the run's steps: compressed share of the pooled group,
-    steps and tokens removed per compressed rollout; and the prompts seen."""
-    steps = read_metrics(metrics_path)
-    if not steps:
-        return {}
-    out = {}
-    for tier in TIER_ORDER:
-        scopes = [s.scopes[tier] for s in steps if tier in s.scopes]
-
-        def mean(name: str, scopes: list = scopes) -> float | None:
-            values = [getattr(s, name) for s in scopes if getattr(s, name) is not None]
-            return statistics.fmean(values) if values else None
-
-        out[tier] = BinCompression(
-            prompts=sum(s.prompts for s in scopes),
-            compressed_frac=mean("compressed_frac"),
-            steps_removed=mean("steps_removed"),
-            tokens_removed=mean("tokens_removed"),
-        )
-    return out
 
 
 def targets(base: dict[str, TierRow], traac: dict[str, TierRow]) -> dict[str, Target]:
@@ -337,21 +312,6 @@ def closing_note(models: Sequence[Model]) -> list[str]:
                 f"right responses): {'; '.join(cells)}."
             )
     return lines
-
-
-def compression_table(rows: dict[str, BinCompression]) -> Table:
-    table = Table(
-        ["difficulty bin (pass rate)", "prompts", "compressed share", "steps removed",
-         "tokens removed"],
-        title="Compression during training, per difficulty bin (means over steps)",
-    )  # fmt: skip
-    for tier, s in rows.items():
-        share = None if s.compressed_frac is None else 100 * s.compressed_frac
-        table.add(
-            tier, str(s.prompts), fmt(share, suffix="%"), fmt(s.steps_removed, 2),
-            fmt(s.tokens_removed),
-        )  # fmt: skip
-    return table
 
 
 def write_report(settings: DemoSettings, base_model: Path, trained_model: Path) -> DemoResult:

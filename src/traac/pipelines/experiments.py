@@ -40,10 +40,13 @@ from traac.pipelines.stages import (
     HeldOut,
     Recipe,
     Stages,
+    compression_table,
     tier_columns,
     tier_rows,
+    training_compression,
 )
 from traac.pipelines.train import check_recipe
+from traac.training.telemetry import METRICS_FILE
 
 TIERS = (*TIER_ORDER, "overall")
 DEFAULT_SEEDS = (0, 1, 2)
@@ -504,6 +507,7 @@ def write_report(
         f"Pareto front (overall accuracy against length): {', '.join(result.pareto_front)}.\n\n"
         f"![Pareto plot]({plot.name})\n\n"
         f"{effects_markdown(result.effects_table)}"
+        f"{compression_markdown(runs)}"
         f"{seconds_markdown(result.seconds)}"
         f"Time of this invocation (runs found in the store are reused and take about 0 s): "
         f"{total:.0f} s ({', '.join(f'{k} {v:.0f} s' for k, v in seconds.items())})\n"
@@ -532,6 +536,29 @@ def write_report(
     path = out / f"{settings.name}.json"
     path.write_text(json.dumps(data, indent=2) + "\n")
     return [md_path, path, plot]
+
+
+def compression_markdown(runs: Sequence[Run]) -> str:
+    """What the probe removed during training, per difficulty bin, for each run that compressed
+    anything (read from its `metrics.jsonl`)."""
+    tables = []
+    for run in runs:
+        bins = training_compression(run.directory / "model" / METRICS_FILE)
+        if any(b.compressed_frac for b in bins.values()):
+            tables.append(
+                f"{run.variant}, seed {run.seed}:\n\n{compression_table(bins).markdown()}"
+            )
+    if not tables:
+        return ""
+    return (
+        "## Compression during training\n\n"
+        "Per difficulty bin, means over the training steps: the share of the pooled group that "
+        "is compressed copies, steps and tokens removed per compressed rollout and, on the "
+        "testbed's problems, the steps of each kind evicted per compressed rollout and the share "
+        "of the candidates' computation steps evicted (docs/telemetry.md).\n\n"
+        + "\n\n".join(tables)
+        + "\n\n"
+    )
 
 
 def seconds_markdown(seconds: Mapping[str, Mapping[int, float | None]]) -> str:

@@ -1,5 +1,6 @@
 """What the demo and the experiments share: timed stages, evaluating a model on held-out testbed
-problems, training it from a recipe, and the per-tier rows their tables are made of.
+problems, training it from a recipe, the per-tier rows their tables are made of, and what
+compression did during a run, per difficulty bin.
 
 Each stage is resumable: an evaluation directory keeps its finished samples, a training run
 its final model (kept) or its last checkpoint (continued).
@@ -8,6 +9,7 @@ its final model (kept) or its last checkpoint (continued).
 from __future__ import annotations
 
 import logging
+import statistics
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -17,6 +19,7 @@ from typing import Any
 
 from traac.common.models import load_model, load_tokenizer, resolve_model_path
 from traac.common.progress import NullProgress, Progress
+from traac.common.tables import Table, fmt
 from traac.evaluation.harness.records import TIER_ORDER, EvalSummary
 from traac.evaluation.harness.runner import EvalSettings, run_eval
 from traac.evaluation.inference.generation import Backend, make_backend
@@ -26,6 +29,7 @@ from traac.method.formats import resolve_chat_format
 from traac.method.settings import CompressionSettings
 from traac.pipelines.train import TrainScriptArguments, parse, train
 from traac.training.config import TRAACConfig
+from traac.training.telemetry import read_metrics
 
 logger = logging.getLogger(__name__)
 HELD_OUT_SEED = 2026  # held-out problems: the testbed's SFT and RL pools never hold them
@@ -172,3 +176,67 @@ def tier_rows(summary: EvalSummary) -> dict[str, TierRow]:
 
 def tier_columns(tiers: Sequence[str] = (*TIER_ORDER, "overall")) -> list[str]:
     return [c for t in tiers for c in (f"{t} Acc", f"{t} Len")]
+
+
+EVICTED_KINDS = ("compute", "conclude", "recheck")  # the testbed's step kinds (telemetry keys)
+
+
+@dataclass(frozen=True)
+class BinCompression:
+    """Compression during training in one difficulty bin, means over the steps: what the probe
+    removed, and on testbed prompts which kinds of step it evicted."""
+
+    prompts: int
+    compressed_frac: float | None
+    steps_removed: float | None
+    tokens_removed: float | None
+    evicted: dict[str, float | None] | None = None  # per kind, steps per compressed candidate
+    compute_loss: float | None = None  # share of the candidates' computation steps evicted
+
+
+def training_compression(metrics_path: Path) -> dict[str, BinCompression]:
+    """Per difficulty bin, means over the run's steps (`metrics.jsonl`): compressed share of the
+    pooled group, steps and tokens removed per compressed rollout, steps evicted per kind, the
+    computation lost; and the prompts seen. Empty where the run logged no step."""
+    steps = read_metrics(metrics_path)
+    if not steps:
+        return {}
+    out = {}
+    for tier in TIER_ORDER:
+        scopes = [s.scopes[tier] for s in steps if tier in s.scopes]
+
+        def mean(name: str, scopes: list = scopes) -> float | None:
+            values = [getattr(s, name) for s in scopes if getattr(s, name) is not None]
+            return statistics.fmean(values) if values else None
+
+        evicted = {kind: mean(f"evicted_{kind}") for kind in EVICTED_KINDS}
+        out[tier] = BinCompression(
+            prompts=sum(s.prompts for s in scopes),
+            compressed_frac=mean("compressed_frac"),
+            steps_removed=mean("steps_removed"),
+            tokens_removed=mean("tokens_removed"),
+            evicted=evicted if any(v is not None for v in evicted.values()) else None,
+            compute_loss=mean("compute_loss"),
+        )
+    return out
+
+
+def compression_table(rows: Mapping[str, BinCompression]) -> Table:
+    """The bins as a table; the eviction columns where the run's prompts had step kinds."""
+    kinds = any(s.evicted for s in rows.values())
+    table = Table(
+        ["difficulty bin (pass rate)", "prompts", "compressed share", "steps removed",
+         "tokens removed"]
+        + ([f"{k} evicted" for k in EVICTED_KINDS] + ["computation lost"] if kinds else []),
+        title="Compression during training, per difficulty bin (means over steps)",
+    )  # fmt: skip
+    for tier, s in rows.items():
+        share = None if s.compressed_frac is None else 100 * s.compressed_frac
+        cells = [tier, str(s.prompts), fmt(share, suffix="%"), fmt(s.steps_removed, 2),
+                 fmt(s.tokens_removed)]  # fmt: skip
+        if kinds:
+            evicted = s.evicted or {}
+            lost = None if s.compute_loss is None else 100 * s.compute_loss
+            cells += [fmt(evicted.get(k), 2) for k in EVICTED_KINDS] + [fmt(lost, suffix="%")]
+        table.add(*cells)
+    return table

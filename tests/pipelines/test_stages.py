@@ -1,0 +1,56 @@
+"""What the demo and the experiments share: compression during training per difficulty bin,
+read back from a run's `metrics.jsonl`, and its table."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from traac.pipelines.stages import BinCompression, compression_table, training_compression
+
+
+def test_training_compression_reads_the_per_bin_metrics(tmp_path):
+    rows = [
+        {"step": 1, "traac/all/prompts": 4, "traac/easy/prompts": 2,
+         "traac/easy/compressed_frac": 0.5, "traac/easy/steps_removed": 3.0,
+         "traac/easy/tokens_removed": 40.0, "traac/hard/prompts": 2,
+         "traac/hard/compressed_frac": 0.0, "traac/seconds/compress": 1.5},
+        {"step": 2, "traac/all/prompts": 4, "traac/easy/prompts": 1,
+         "traac/easy/compressed_frac": 0.25, "traac/easy/steps_removed": 1.0,
+         "traac/easy/tokens_removed": 20.0, "traac/hard/prompts": 3,
+         "traac/hard/compressed_frac": 0.1, "traac/hard/steps_removed": 2.0,
+         "traac/hard/tokens_removed": 10.0},
+    ]  # fmt: skip
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"step": 3, "traac/ea')
+    bins = training_compression(path)
+    assert bins["easy"] == BinCompression(
+        prompts=3, compressed_frac=0.375, steps_removed=2.0, tokens_removed=30.0
+    )
+    assert bins["hard"].prompts == 5 and bins["hard"].compressed_frac == pytest.approx(0.05)
+    assert (bins["hard"].steps_removed, bins["hard"].tokens_removed) == (2.0, 10.0)
+    assert bins["medium"] == BinCompression(0, None, None, None)  # no medium prompt was seen
+    assert training_compression(tmp_path / "none.jsonl") == {}
+    assert "evicted" not in compression_table(bins).markdown()  # no step kinds were logged
+
+
+def test_evicted_step_kinds_are_averaged_where_logged(tmp_path):
+    """Testbed prompts log the kinds of the steps the probe evicted: the mean over the steps
+    that compressed something, each kind on its own."""
+    rows = [
+        {"step": 1, "traac/easy/prompts": 2, "traac/easy/evicted_compute": 0.0,
+         "traac/easy/evicted_conclude": 1.0, "traac/easy/evicted_recheck": 3.0,
+         "traac/easy/compute_loss": 0.0},
+        {"step": 2, "traac/easy/prompts": 2},  # nothing compressed: no eviction keys
+        {"step": 3, "traac/easy/prompts": 2, "traac/easy/evicted_compute": 1.0,
+         "traac/easy/evicted_conclude": 0.0, "traac/easy/evicted_recheck": 2.0,
+         "traac/easy/compute_loss": 0.2},
+    ]  # fmt: skip
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    easy = training_compression(path)["easy"]
+    assert easy.evicted == {"compute": 0.5, "conclude": 0.5, "recheck": 2.5}
+    assert easy.compute_loss == pytest.approx(0.1)
+    table = compression_table(training_compression(path)).markdown()
+    assert "recheck evicted" in table and "| easy | 6 |" in table and "10.0%" in table
