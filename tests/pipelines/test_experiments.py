@@ -21,10 +21,10 @@ from traac.pipelines.experiments import (
     EXPERIMENTS,
     ExperimentSettings,
     Stat,
+    compression_markdown,
     effects_table_of,
     paired_effects,
     pareto_front,
-    compression_markdown,
     run_key,
     run_seconds,
 )
