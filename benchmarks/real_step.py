@@ -16,10 +16,11 @@ and samples the peak resident memory (RSS, every 10 ms) of:
   step         one optimizer step, end to end
 
 Variants (`--variants`): `shipped` is the recipe before its fast path (one 32-rollout
-micro-batch, TRL's padded generation, fp32): it peaked at 22 GB, so it runs only with `--full`
-(an idle machine with 24 GB); `shipped-chunked` is the same in 4 micro-batches of 8 (the same
-step; `gradient_accumulation_steps` 4), small enough to run beside other jobs; `recipe` is the
-recipe as it is; `refill-fp32`, `bf16-only` and `bf16-weights` isolate one change each.
+micro-batch, TRL's padded generation, fp32, log-prob forwards at the batch's full width): it
+peaked at 22 GB, so it runs only with `--full` (an idle machine with 24 GB); `shipped-chunked`
+is the same in 4 micro-batches of 8 (the same step; `gradient_accumulation_steps` 4), small
+enough to run beside other jobs; `recipe` is the recipe as it is; `refill-fp32`, `bf16-only`,
+`bf16-weights` and `untrimmed` (TRL's full-width log-prob forwards) isolate one change each.
 `--exactness` compares per-token log-probs under bf16 autocast (fp32 weights) and bf16 weights
 with fp32, on rollouts of the model, and times a forward in each.
 
@@ -62,7 +63,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "recipe": {},
     "micro-8": {"per_device_train_batch_size": 8, "gradient_accumulation_steps": 4},
     "checkpointed": {"gradient_checkpointing": True},
+    "untrimmed": {},
 }  # fmt: skip
+# Variants whose log-prob forwards run at the generation batch's full width, as TRL's do
+# (traac.training.padding cuts each chunk to the columns its rows use).
+UNTRIMMED = {"shipped", "shipped-chunked", "untrimmed"}
 PHASES = ("generate", "verify", "score", "regenerate", "ref logps", "loss fwd", "backward")
 RESULT = "RESULT "
 PHASE = "PHASE "
@@ -171,6 +176,10 @@ def child(variant: str, opts: argparse.Namespace) -> None:
     """One variant's steps, in this process; prints its figures as one JSON line."""
     from traac.pipelines.train import parse, train
 
+    if variant in UNTRIMMED:
+        from traac.training.trainer import TRAACTrainer
+
+        del TRAACTrainer._get_per_token_logps_and_entropies  # TRL's own, at full width
     recorder = Recorder()
     instrument(recorder)
     overrides = {"model_name_or_path": opts.model, "max_steps": opts.steps,
@@ -203,11 +212,11 @@ def exactness(opts: argparse.Namespace) -> None:
     """Per-token log-probs of the model's own rollouts in fp32, bf16 autocast and bf16 weights;
     the differences, and a forward's time in each."""
     import torch
-    from traac.pipelines.models import resolve_model
 
     from traac.common.decoding import RowSampler, decode_refilled
     from traac.common.models import load_model, load_tokenizer
     from traac.data.training import load_training_items
+    from traac.pipelines.model_registry import resolve_model
 
     torch.manual_seed(0)
     path = resolve_model(opts.model)
@@ -257,11 +266,11 @@ def generation(opts: argparse.Namespace) -> None:
     """The step's sampling alone, on the same prompts: TRL's padded `generate` and the refilled
     engine, each in fp32 and under bf16 (weights and autocast), alternating `--repeats` times."""
     import torch
-    from traac.pipelines.models import resolve_model
 
     from traac.common.decoding import RowSampler, decode_refilled
     from traac.common.models import load_model, load_tokenizer
     from traac.data.training import load_training_items
+    from traac.pipelines.model_registry import resolve_model
 
     path = resolve_model(opts.model)
     tokenizer = load_tokenizer(path)

@@ -45,10 +45,15 @@ def test_the_installed_trl_is_in_the_declared_range() -> None:
 def test_each_overridden_hook_has_the_signature_it_was_written_for(
     hook: str, parameters: tuple[str, ...]
 ) -> None:
-    theirs = tuple(inspect.signature(getattr(GRPOTrainer, hook)).parameters)
+    theirs = inspect.signature(getattr(GRPOTrainer, hook)).parameters
     ours = tuple(inspect.signature(getattr(TRAACTrainer, hook)).parameters)
-    assert theirs == parameters, f"TRL's {hook} now takes {theirs}"
-    assert ours == parameters
+    assert tuple(theirs) == parameters, f"TRL's {hook} now takes {tuple(theirs)}"
+    if ours[-1] == "media":  # the rest are inputs ours passes on untouched, None for text
+        named = ours[:-1]
+        assert named == parameters[: len(named)]
+        assert all(theirs[p].default is None for p in parameters[len(named) :])
+    else:
+        assert ours == parameters
 
 
 @pytest.mark.parametrize(("name", "parameters"), list(TRL_CALLS.items()))

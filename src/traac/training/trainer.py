@@ -18,6 +18,10 @@ The TRL and transformers hooks overridden, what changes, and why:
   that one call, hands it the pooled ids; afterwards the telemetry, and the dropped rows' mask
   -> the pooled group must be what GRPO normalises and trains on, and TRL has no hook between
   its generation and its scoring that sees the rows.
+- `_get_per_token_logps_and_entropies` -> each chunk of rows is cut to the columns its rows
+  use before TRL's forward (`traac.training.padding`) -> TRL pads every rollout to the longest
+  of the generation batch, and a micro-batch of short rollouts would pay for the longest in its
+  reference, loss and backward passes.
 - `evaluation_loop` (transformers', `HeldOutEvaluation`) -> adds per-tier accuracy and lengths
   of the evaluation's rollouts, summed from TRL's eval metrics -> TRL's eval metrics are
   per-batch means, not per-tier counts.
@@ -69,6 +73,7 @@ from traac.training.inputs import trainer_inputs
 from traac.training.interrupt import StopOnSignal
 from traac.training.lora import as_reference, keep_4bit_trainable
 from traac.training.modes import mode_rewards
+from traac.training.padding import trimmed_forward
 from traac.training.rewards import EVALUATION_COLUMN, TraacRewards
 from traac.training.rollouts import refill_rollouts
 from traac.training.rounds import GenerationRounds
@@ -230,6 +235,29 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
         else:
             self.record_held_out(step.record)
         return output if step.dropped is None else self._mask_dropped(output, step.dropped)
+
+    def _get_per_token_logps_and_entropies(
+        self,
+        model: Any,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        logits_to_keep: int,
+        batch_size: int | None = None,
+        compute_entropy: bool = False,
+        compute_aux_loss: bool = False,
+        **media: Any,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        """TRL's forward on each chunk cut to the columns its rows use (`traac.training.padding`);
+        multimodal inputs, indexed by image rather than by row, go to TRL's as they are."""
+        parent = super()._get_per_token_logps_and_entropies
+        if any(value is not None for value in media.values()):
+            return parent(model, input_ids, attention_mask, logits_to_keep, batch_size,
+                          compute_entropy, compute_aux_loss, **media)  # fmt: skip
+
+        def forward(ids: torch.Tensor, mask: torch.Tensor, keep: int) -> Any:
+            return parent(model, ids, mask, keep, None, compute_entropy, compute_aux_loss)
+
+        return trimmed_forward(forward, input_ids, attention_mask, logits_to_keep, batch_size)
 
     def _sampled_step(self, inputs: list[dict[str, Any]]) -> StepResult:
         """N rollouts of each row's prompt from TRL's generation backend, then the step."""

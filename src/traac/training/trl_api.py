@@ -12,6 +12,13 @@ TRL_HOOKS: dict[str, tuple[str, ...]] = {
     "_generate_and_score_completions": ("self", "inputs"),
     "_save_checkpoint": ("self", "model", "trial"),
     "_load_optimizer_and_scheduler": ("self", "checkpoint"),
+    # TRAACTrainer takes the media inputs (all None for text) as **media
+    "_get_per_token_logps_and_entropies": (
+        "self", "model", "input_ids", "attention_mask", "logits_to_keep", "batch_size",
+        "compute_entropy", "compute_aux_loss", "pixel_values", "image_grid_thw", "num_images",
+        "pixel_attention_mask", "spatial_shapes", "num_tiles", "image_sizes", "token_type_ids",
+        "mm_token_type_ids", "image_position_ids",
+    ),
     "evaluation_loop": ("self", "dataloader", "description", "prediction_loss_only",
                         "ignore_keys", "metric_key_prefix"),  # transformers' (HeldOutEvaluation)
 }  # fmt: skip

@@ -1,0 +1,60 @@
+"""Forwards cut to the columns a chunk uses give TRL's own log-probs and entropies, at the
+widths the chunk needs."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+from accelerate import Accelerator
+from trl import GRPOTrainer
+from trl.trainer import add_fused_lm_head
+
+from traac.training.padding import trimmed_forward, used_columns
+
+
+def test_used_columns_keep_one_prompt_and_one_completion_column() -> None:
+    mask = torch.tensor([[0, 0, 1, 1, 1, 0, 0], [0, 1, 1, 1, 1, 1, 0]])
+    assert used_columns(mask, completion_width=3) == (1, 6)  # prompt 4 wide, completion 3
+    assert used_columns(mask[:1], completion_width=3) == (2, 5)
+    assert used_columns(torch.tensor([[1, 1, 0, 0]]), completion_width=2) == (0, 3)
+
+
+def batch(lengths: list[tuple[int, int]], prompt_width: int, completion_width: int):
+    """Rows of (prompt, completion) lengths, left- and right-padded as TRL pads them."""
+    torch.manual_seed(0)
+    ids = torch.randint(3, 60, (len(lengths), prompt_width + completion_width))
+    mask = torch.zeros_like(ids)
+    for row, (p, c) in enumerate(lengths):
+        mask[row, prompt_width - p : prompt_width + c] = 1
+    return ids.masked_fill(mask == 0, 0), mask
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 4])
+def test_trimmed_forward_equals_trls_forward(tiny_model, chunk: int) -> None:
+    model = tiny_model(vocab_size=64)
+    add_fused_lm_head(model, temperature=1.0, outputs=("log_probs", "entropy"))  # as TRL does
+    trl = SimpleNamespace(accelerator=Accelerator(cpu=True))
+    # Rows 0 and 1 are short: a chunk of the two runs 4 + 3 columns, not 9 + 12.
+    lengths = [(3, 2), (4, 3), (9, 12), (6, 7)]
+    ids, mask = batch(lengths, prompt_width=9, completion_width=12)
+    widths: list[int] = []
+
+    def forward(i, m, keep):
+        widths.append(i.size(1))
+        return GRPOTrainer._get_per_token_logps_and_entropies(trl, model, i, m, keep, None, True)
+
+    theirs, their_entropy, _ = GRPOTrainer._get_per_token_logps_and_entropies(
+        trl, model, ids, mask, 12, chunk, True
+    )
+    ours, our_entropy, aux = trimmed_forward(forward, ids, mask, 12, chunk)
+    completion = mask[:, 9:].bool()
+    assert ours.shape == theirs.shape and aux is None
+    torch.testing.assert_close(ours[completion], theirs[completion], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(our_entropy[completion], their_entropy[completion])
+    assert (ours[~completion] == 0).all()
+    if chunk == 2:
+        assert widths == [4 + 3, 9 + 12]
+    if chunk == 1:
+        assert widths == [3 + 2, 4 + 3, 9 + 12, 6 + 7]
