@@ -1,6 +1,7 @@
 """The first correct step on hand-labelled traces, checked by the items' own verifiers through
-the pool: traces as the testbed writes them, as smollm2-think (SmolLM2 taught on them) writes
-them with a small model's slips, and a math and a choice item; then what follows it, and
+the pool: traces in the testbed's form (written for their layouts), real responses of the
+testbed and of smollm2-think (SmolLM2 taught on the testbed's traces) copied from their
+evaluations' samples.jsonl, and a math and a choice item; then what follows it, and
 underthinking."""
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ def chain(item_id: str, expression: str, answer: int) -> Item:
         "metadata": {"source_dataset": "chain_sum", "expression": expression},
     }
     return Item(item_id, entry["question"], str(answer), "task", "testbed", "easy", entry)
+
+
+def answered(think: str, answer: str) -> str:
+    """A response as the testbed's models write it: the think block, then the boxed answer."""
+    return f"<think>{think}</think>The answer is \\boxed{{{answer}}}."
 
 
 @dataclass(frozen=True)
@@ -79,39 +85,203 @@ LABELLED = [
         "required to solve the problem.</think>8 + 5 = 13, 13 - 4 = 9. The answer is \\boxed{9}.",
         1, 2, 1,
     ),
-    # smollm2-think: the conclusion repeated, no re-check.
+    # Real responses, labelled by hand under traac's segmentation: a step starts at each split
+    # phrase (SPLIT_PHRASES: here most lines; "Sure, ...", "Ehehe, ..." and "Fantastic." start
+    # none and join the step before), and re-checks open with one of RECHECK_OPENERS.
+    # The testbed (make demo's base model, held-out sample 0 of testbed/medium/0c4d3f5540):
+    # "Then 1 - 2 = -1." is the first to state -1; of the 16 steps after it, 13 re-check
+    # (one slips: "Wait, 6 - 9 = -3.") and 3 conclude.
     (
-        chain("s1", "8 + 5 - 4", 9),
-        "<think>First, 8 + 5 = 13.\nThen 13 - 4 = 9.\nSo the answer is 9.\nSo the answer is 9.\n"
-        "So the answer is 9.\n</think>The answer is \\boxed{9}.",
-        1, 3, 0,
+        chain("r1", "6 - 5 - 2", -1),
+        answered(
+            (
+                "First, 6 - 5 = 1.\n"
+                "Then 1 - 2 = -1.\n"
+                "So the answer is -1.\n"
+                "Looking back, 6 - 5 = 1.\n"
+                "So the answer is -1.\n"
+                "That seems right, it is -1.\n"
+                "Wait, 6 - 9 = -3.\n"
+                "Let me verify 6 - 5: 1.\n"
+                "Good.\n"
+                "Looking back, 1 - 2 = -1.\n"
+                "Let me double-check 6 - 5 = 1.\n"
+                "Let me verify 6 - 5: 1.\n"
+                "Good.\n"
+                "Hmm, 6 - 5 is 1.\n"
+                "Let me double-check 6 - 5 = 1.\n"
+                "Looking back, 6 - 5 = -1.\n"
+                "Let me double-check 1 - 2 = -1.\n"
+                "So the answer is -1.\n"
+            ),
+                "-1",
+        ),
+        1, 16, 13,
     ),
-    # smollm2-think: a slip, caught by a re-check, then the right value.
+    # The testbed (demo base, testbed/medium/0391306d46, sample 0): 18 at step 1; 8 of the 10
+    # steps after re-check.
     (
-        chain("s2", "8 + 5 - 4", 9),
-        "<think>First, 8 + 5 = 12.\nThen 12 - 4 = 8.\nWait, 8 + 5 = 13.\nThen 13 - 4 = 9.\n"
-        "So the answer is 9.\n</think>The answer is \\boxed{9}.",
-        3, 1, 0,
+        chain("r2", "0 + 9 + 9", 18),
+        answered(
+            (
+                "First, 0 + 9 = 9.\n"
+                "Then 9 + 9 = 18.\n"
+                "So the answer is 18.\n"
+                "Hmm, 9 + 9 is 18.\n"
+                "But wait, 0 + 9 is 9.\n"
+                "But wait, 9 + 9 is 18.\n"
+                "Wait, 0 + 9 = 9.\n"
+                "Seems solid.\n"
+                "Let me verify 9 + 9: 18.\n"
+                "Hmm, 0 + 9 is 9.\n"
+                "Hmm, 0 + 9 is 9.\n"
+                "So the answer is 18.\n"
+            ),
+                "18",
+        ),
+        1, 10, 8,
     ),
-    # smollm2-think: spaces dropped ("is9" states nothing; "13-4=9" states 9).
+    # The testbed under a 12-token think budget (demo base, testbed/hard/5663b25d97): it gives
+    # up, is interrupted, and its summary after the block reaches 8; the block never does.
     (
-        chain("s3", "8 + 5 - 4", 9),
-        "<think>First,8+5=13.Then 13-4=9.So the answer is9.</think>The answer is \\boxed{9}.",
-        1, 1, 0,
-    ),
-    # smollm2-think: a negative answer, then a re-check.
-    (
-        chain("s4", "3 - 8 + 2", -3),
-        "<think>First, 3 - 8 = -5.\nThen -5 + 2 = -3.\nSo the answer is -3.\nLooking back, 3 - 8 = "
-        "-5.\n</think>The answer is \\boxed{-3}.",
-        1, 2, 1,
-    ),
-    # smollm2-think: the think block never states the answer (a guess boxed after it).
-    (
-        chain("s5", "8 + 5 - 4", 9),
-        "<think>First, 8 + 5 = 13.\nHmm, the rest is long, so I will estimate.\n</think>"
-        "The answer is \\boxed{9}.",
+        chain("r3", "1 - 2 - 6 + 6 + 9", 8),
+        "<think>First, 1 - 2 = -1.\nHmm, the rest is long, so I will estimate.\nTime is up."
+        " I should stop thinking and now write a summary containing all key steps required"
+        " to solve the problem.</think>1 + 9 = 11, 11 - 2 = -1, -1 + 9 = 8. The answer is "
+        "\\boxed{8}.",
         None, 0, 0,
+    ),
+    # smollm2-think (its held-out evaluation in `traac experiment compare --config
+    # recipes/smollm2-think.yaml --held-out 40`, base model): testbed/easy/122c7d61fb sample 0.
+    # 4 at step 0, then 5 steps: 3 re-checks (the last holds "Sure, 3 + 1 is 4.") and two
+    # conclusions.
+    (
+        chain("s1", "3 + 1", 4),
+        answered(
+            (
+                "First, 3 + 1 = 4.\n"
+                "So the answer is 4.\n"
+                "Let me verify 3 + 1: 4.\n"
+                "Wait, 3 + 1 = 4.\n"
+                "Let me verify 3 + 1: 4.\n"
+                "Sure, 3 + 1 is 4.\n"
+                "So the answer is 4.\n"
+            ),
+                "4",
+        ),
+        0, 5, 3,
+    ),
+    # smollm2-think, testbed/medium/42fe877eef sample 0: step 0 states 0 (beside the problem's
+    # 4s), step 1 reaches 4; then 7 steps, 4 of them re-checks.
+    (
+        chain("s2", "4 - 4 + 4", 4),
+        answered(
+            (
+                "First, 4 - 4 = 0.\n"
+                "Then 0 + 4 = 4.\n"
+                "So the answer is 4.\n"
+                "I think the answer is 4.\n"
+                "Wait, 4 - 4 = 0.\n"
+                "Let me double-check the rest: 0 + 4 = 4.\n"
+                "Wait, 4 - 4 = 0.\n"
+                "Looking back, 4 - 4 = 0.\n"
+                "So the answer is 4.\n"
+            ),
+                "4",
+        ),
+        1, 7, 4,
+    ),
+    # smollm2-think, testbed/medium/5eb13a37a0 sample 0: a negative answer at step 1.
+    (
+        chain("s3", "0 - 0 - 4", -4),
+        answered(
+            (
+                "First, 0 - 0 = 0.\n"
+                "Then 0 - 4 = -4.\n"
+                "So the answer is -4.\n"
+                "That seems right, it is -4.\n"
+                "Wait, 0 - 0 = 0.\n"
+                "So the answer is -4.\n"
+            ),
+                "-4",
+        ),
+        1, 4, 2,
+    ),
+    # smollm2-think, testbed/medium/a0008a2b4f sample 1: a re-check that slips ("8 + 6 = 14")
+    # after the answer, then back to 8.
+    (
+        chain("s4", "0 + 2 + 6", 8),
+        answered(
+            (
+                "First, 0 + 2 = 2.\n"
+                "Then 2 + 6 = 8.\n"
+                "So the answer is 8.\n"
+                "Seems solid.\n"
+                "Let me verify the rest: 8 + 6 = 14.\n"
+                "Wait, 0 + 2 = 2.\n"
+                "Hmm, 0 + 2 is 2.\n"
+                "Let me verify 0 + 2: 2.\n"
+                "Looking back, 2 + 6 = 8.\n"
+                "Hmm, 0 + 2 is 2.\n"
+                "So the answer is 8.\n"
+            ),
+                "8",
+        ),
+        1, 9, 7,
+    ),
+    # smollm2-think, testbed/medium/e818a070ec sample 0: 11 steps after the answer, 9 re-checks
+    # ("Ehehe, ..." and "Fantastic." inside two of them) and two conclusions.
+    (
+        chain("s5", "9 - 4 - 2", 3),
+        answered(
+            (
+                "First, 9 - 4 = 5.\n"
+                "Then 5 - 2 = 3.\n"
+                "So the answer is 3.\n"
+                "Hmm, 5 - 2 is 3.\n"
+                "Let me verify 5 - 2: 3.\n"
+                "That's correct.\n"
+                "Wait, 9 - 4 = 5.\n"
+                "Wait, 5 - 2 = 3.\n"
+                "Ehehe, 5 - 2 is 3.\n"
+                "That's correct.\n"
+                "Hmm, 5 - 2 is 3.\n"
+                "Wait, 9 - 4 = 5.\n"
+                "Seems solid.\n"
+                "Fantastic.\n"
+                "So the answer is 3.\n"
+            ),
+                "3",
+        ),
+        1, 11, 9,
+    ),
+    # smollm2-think, testbed/medium/ed0e712f6e sample 2: the first partial sum is the answer
+    # (9 + 9 - 0), then it gives up the rest and concludes.
+    (
+        chain("s6", "9 + 9 - 0", 18),
+        answered(
+            (
+                "First, 9 + 9 = 18.\n"
+                "Hmm, the rest is long, so I will estimate.\n"
+                "So the answer is: 18.\n"
+            ),
+                "18",
+        ),
+        0, 2, 1,
+    ),
+    # smollm2-think, testbed/hard/5663b25d97 sample 1: a guess that happens to be right, stated
+    # in the block's last step.
+    (
+        chain("s7", "1 - 2 - 6 + 6 + 9", 8),
+        answered(
+            (
+                "First, 1 - 2 = -1.\n"
+                "Hmm, the rest is long, so I will estimate.\n"
+                "So the answer is 8.\n"
+            ),
+                "8",
+        ),
+        2, 0, 0,
     ),
     # A math item checked by math-verify: a slip (2/8), then 2/4, which equals the gold 1/2.
     (
@@ -149,7 +319,7 @@ def test_tokens_after_and_the_stats() -> None:
     # After "First, 3 + 1 = 4.": "So the answer is 4." (5) "Let me verify 3 + 1: 4." (7) and
     # "So the answer is 4." (5) words, of 6 + 17 in the block.
     assert (o.think_tokens, o.tokens_after) == (23, 17)
-    silent = LABELLED[8]
+    silent = next(label for label in LABELLED if label[0].id == "r3")  # states no answer
     both = find_overthinking(
         [Record(item.id, 0, response), Record(silent[0].id, 0, silent[1])],
         {item.id: item, silent[0].id: silent[0]},
