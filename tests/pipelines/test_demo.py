@@ -70,8 +70,11 @@ def test_demo_bad_recipe_is_one_line_error(tmp_path, capsys):
 @pytest.mark.parametrize("command", [["demo"], ["experiment", "ablations"]])
 def test_a_broken_recipe_stops_before_any_work(tmp_path, capsys, monkeypatch, command):
     """A YAML syntax error is noticed before the testbed is built or the base model evaluated."""
-    for where in ("traac.pipelines.demo", "traac.pipelines.experiments"):
-        monkeypatch.setattr(f"{where}.ensure_testbed", lambda **k: pytest.fail("work started"))
+    for where in (
+        "traac.pipelines.demo.ensure_testbed",
+        "traac.pipelines.experiments.resolve_model",
+    ):
+        monkeypatch.setattr(where, lambda *a, **k: pytest.fail("work started"))
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(RECIPE.read_text() + "beta: [0.1\n")
     out = tmp_path / "out"
@@ -83,8 +86,11 @@ def test_a_broken_recipe_stops_before_any_work(tmp_path, capsys, monkeypatch, co
 
 @pytest.mark.parametrize("command", [["demo"], ["experiment", "ablations"]])
 def test_an_output_that_is_a_file_stops_before_any_work(tmp_path, capsys, monkeypatch, command):
-    for where in ("traac.pipelines.demo", "traac.pipelines.experiments"):
-        monkeypatch.setattr(f"{where}.ensure_testbed", lambda **k: pytest.fail("work started"))
+    for where in (
+        "traac.pipelines.demo.ensure_testbed",
+        "traac.pipelines.experiments.resolve_model",
+    ):
+        monkeypatch.setattr(where, lambda *a, **k: pytest.fail("work started"))
     out = tmp_path / "file"
     out.write_text("")
     assert cli.main([*command, "--quick", "--output", str(out), "--config", str(RECIPE)]) == 2
