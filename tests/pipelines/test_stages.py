@@ -7,7 +7,12 @@ import json
 
 import pytest
 
-from traac.pipelines.stages import BinCompression, compression_table, training_compression
+from traac.pipelines.stages import (
+    BinCompression,
+    Recipe,
+    compression_table,
+    training_compression,
+)
 
 
 def test_training_compression_reads_the_per_bin_metrics(tmp_path):
@@ -54,3 +59,17 @@ def test_evicted_step_kinds_are_averaged_where_logged(tmp_path):
     assert easy.compute_loss == pytest.approx(0.1)
     table = compression_table(training_compression(path)).markdown()
     assert "recheck evicted" in table and "| easy | 6 |" in table and "10.0%" in table
+
+
+def test_a_saved_adapter_is_a_trained_model_and_a_checkpoint_alone_is_not(tmp_path):
+    """An experiment rerun keeps a finished LoRA run: before, only a full model's config.json
+    counted, so every rerun trained a finished adapter one step further."""
+    run = tmp_path / "model"
+    (run / "checkpoint-60").mkdir(parents=True)
+    (run / "checkpoint-60" / "adapter_config.json").write_text("{}")
+    (run / "checkpoint-60" / "adapter_model.safetensors").write_bytes(b"weights")
+    assert not Recipe.trained(run)
+    (run / "adapter_config.json").write_text("{}")
+    assert not Recipe.trained(run)  # a config without its weights: a save cut short
+    (run / "adapter_model.safetensors").write_bytes(b"weights")
+    assert Recipe.trained(run)

@@ -147,6 +147,21 @@ def test_a_lora_run_resumed_after_sigterm_matches_an_uninterrupted_one(lora_runs
 
 
 @pytest.mark.slow
+def test_a_finished_run_resumed_again_trains_no_step_past_max_steps(
+    lora_runs: Path, quick_testbed: Path, capsys: Any
+) -> None:
+    """transformers would train step 5 from checkpoint-4 and overwrite the finished adapter."""
+    a = lora_runs / "a"
+    before = (a / ADAPTER).stat().st_mtime_ns
+    resume = ("--resume_from_checkpoint", "auto")
+    assert cli_main(train_args(quick_testbed, a, *resume)) == 2
+    err = capsys.readouterr().err
+    assert "checkpoint-4 is at step 4 and max_steps is 4, so the run is finished" in err
+    assert (a / ADAPTER).stat().st_mtime_ns == before
+    assert not (a / "checkpoint-5").exists()
+
+
+@pytest.mark.slow
 def test_the_adapter_is_a_model_for_every_command(
     lora_runs: Path, tmp_path: Path, capsys: Any
 ) -> None:

@@ -17,7 +17,12 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from traac.common.models import load_model, load_tokenizer, resolve_model_path
+from traac.common.models import (
+    load_model,
+    load_tokenizer,
+    missing_model_files,
+    resolve_model_path,
+)
 from traac.common.progress import NullProgress, Progress
 from traac.common.tables import Table, fmt
 from traac.evaluation.harness.records import TIER_ORDER, EvalSummary
@@ -142,8 +147,9 @@ class Recipe:
 
     @staticmethod
     def trained(output_dir: Path) -> bool:
-        """Whether `output_dir` holds a finished model (a checkpoint alone is not one)."""
-        return (output_dir / "config.json").exists()
+        """Whether `output_dir` holds a finished model or LoRA adapter (a checkpoint alone is
+        not one)."""
+        return missing_model_files(output_dir) is None
 
     def train(self, base: Path, output_dir: Path, progress: Progress | None = None) -> Path:
         """Train unless `output_dir` already holds the trained model (then kept)."""

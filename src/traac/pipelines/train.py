@@ -10,6 +10,7 @@ the experiments all come through `train`.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import types
 import typing
@@ -255,6 +256,21 @@ def resume_checkpoint(value: str | None, output_dir: str) -> str | None:
     return complete[-1] if complete else None
 
 
+def check_unfinished(checkpoint: str | None, max_steps: int) -> None:
+    """A checkpoint already at `max_steps` is a finished run: transformers would still train one
+    step past it (its stop test runs after a step) and overwrite the finished model."""
+    if checkpoint is None or max_steps <= 0:
+        return
+    state = json.loads((Path(checkpoint) / "trainer_state.json").read_text(encoding="utf-8"))
+    step = int(state.get("global_step", 0))
+    if step >= max_steps:
+        raise TraacError(
+            f"resume_from_checkpoint: {checkpoint} is at step {step} and max_steps is {max_steps}, "
+            "so the run is finished; raise --max_steps to train on, or load the model from "
+            "output_dir (or from that checkpoint)"
+        )
+
+
 def check_evaluation(script: TrainScriptArguments, config: TRAACConfig) -> None:
     """`eval_dataset` and `eval_strategy` come together: one without the other is a recipe
     whose evaluation would never run, or fail at trainer init."""
@@ -304,6 +320,7 @@ def train(
     held_out = load_training_items(script.eval_dataset) if script.eval_dataset else None
     check_fresh_start(config)
     resume = resume_checkpoint(config.resume_from_checkpoint, config.output_dir)
+    check_unfinished(resume, config.max_steps)
     if config.resume_from_checkpoint and resume is None:
         logger.info(f"no checkpoint in {config.output_dir} yet; starting fresh")
     model_path = resolve_model(script.model_name_or_path, progress)
