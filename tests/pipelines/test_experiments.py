@@ -25,9 +25,11 @@ from traac.pipelines.experiments import (
     effects_table_of,
     paired_effects,
     pareto_front,
+    run_experiment,
     run_key,
     run_seconds,
 )
+from traac.pipelines.stages import HeldOut, Recipe
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "testbed.yaml"
 
@@ -188,6 +190,33 @@ def test_run_seconds_are_recorded_once_and_read_back(tmp_path: Path) -> None:
     assert run_seconds(tmp_path, None) == 12.3
     (tmp_path / "seconds.json").write_text("{not json")
     assert run_seconds(tmp_path, None) is None
+
+
+def test_a_stopped_run_adds_its_legs(tmp_path: Path) -> None:
+    """A run stopped at step 48 and continued later costs both legs, not the last one only."""
+    assert run_seconds(tmp_path, 2787.0, finished=False) == 2787.0
+    assert run_seconds(tmp_path, 100.0, finished=False) == 2887.0  # stopped again
+    assert run_seconds(tmp_path, 497.7) == 3384.7  # the leg that finished it
+    assert run_seconds(tmp_path, None) == 3384.7
+    assert run_seconds(tmp_path, 10.0) == 10.0  # a finished record is not added to (retrained)
+
+
+def test_a_run_stopped_mid_training_records_that_leg(tmp_path: Path, monkeypatch) -> None:
+    """Ctrl-C in a run's training: the checkpoint is the trainer's to save, the time spent is
+    the experiment's, recorded unfinished so that the leg that finishes it adds to it."""
+
+    def stopped(*args: object) -> Path:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("traac.pipelines.experiments.resolve_model", lambda *a: str(tmp_path))
+    monkeypatch.setattr(HeldOut, "evaluate", lambda *a: None)
+    monkeypatch.setattr(Recipe, "train", stopped)
+    s = settings(tmp_path, variants=["TRAAC"], seeds=[0])
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(s)
+    (run,) = s.plan()
+    record = json.loads((run.directory / "seconds.json").read_text())
+    assert record["finished"] is False and record["seconds"] >= 0
 
 
 def test_the_report_shows_what_each_compressing_run_removed(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ import hashlib
 import json
 import math
 import statistics
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -391,9 +392,17 @@ def run_experiment(
     for run in runs:
         stage = f"{run.variant}, seed {run.seed}"
         trained_before = run.recipe.trained(run.directory / "model")
-        with stages.stage(stage):
-            model = run.recipe.train(base, run.directory / "model", progress)
-            summary = settings.held_out.evaluate(model, settings.eval_dir(run.directory), progress)
+        start = time.perf_counter()
+        try:
+            with stages.stage(stage):
+                model = run.recipe.train(base, run.directory / "model", progress)
+                summary = settings.held_out.evaluate(
+                    model, settings.eval_dir(run.directory), progress
+                )
+        except KeyboardInterrupt:  # the checkpoint is saved; so is the time this leg took
+            if not trained_before:
+                run_seconds(run.directory, time.perf_counter() - start, finished=False)
+            raise
         summaries.setdefault(run.variant, {})[run.seed] = summary
         took = None if trained_before else stages.seconds[stage]
         seconds.setdefault(run.variant, {})[run.seed] = run_seconds(run.directory, took)
@@ -408,20 +417,24 @@ def run_experiment(
     return result
 
 
-def run_seconds(directory: Path, took: float | None) -> float | None:
-    """The wall seconds of training and evaluating a run: `took`, recorded in the run's directory,
-    when this invocation trained it; else what was recorded then (None if nothing was). A report
-    of reused runs so still says what each cost."""
+def run_seconds(directory: Path, took: float | None, finished: bool = True) -> float | None:
+    """The wall seconds of training and evaluating a run, recorded in the run's directory: when
+    this invocation worked on it, `took` plus the legs of earlier invocations that were stopped
+    (recorded unfinished); else what was recorded (None if nothing was). A report of reused or
+    resumed runs so still says what each cost in all."""
     path = directory / RUN_SECONDS
-    if took is not None:
-        write_text(path, json.dumps({"seconds": round(took, 1)}) + "\n", "run time")
-        return round(took, 1)
-    if not path.is_file():
-        return None
     try:
-        return float(json.loads(path.read_text())["seconds"])
+        record = json.loads(path.read_text())
+        recorded, done = float(record["seconds"]), bool(record.get("finished", True))
     except (OSError, ValueError, KeyError, TypeError):
-        return None  # a damaged record costs only the time line, never the report
+        recorded, done = None, True  # a damaged record costs only the time line, never the report
+    if took is None:
+        return recorded
+    earlier = recorded if recorded is not None and not done else 0.0
+    total = round(earlier + took, 1)
+    output_dir(directory)  # stopped before training made it: the time spent still counts
+    write_text(path, json.dumps({"seconds": total, "finished": finished}) + "\n", "run time")
+    return total
 
 
 def paired_effects(
