@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from transformers import AutoTokenizer
 
 from traac.errors import TraacError
 from traac.evaluation.harness.prompts import THINK_INSTRUCTION
@@ -178,6 +179,16 @@ def test_responses_are_counted_in_a_tokenizer_when_given(tmp_path, dataset, toke
     assert record.think_tokens == len(tokenizer.encode(think, add_special_tokens=False))
     assert record.response_tokens == len(tokenizer.encode(response("2"), add_special_tokens=False))
     assert result.summary.length_unit.startswith("tokens")
+    # a copy of the tokenizer saved elsewhere (as a LoRA adapter keeps one) is the same unit
+    tokenizer.save_pretrained(tmp_path / "adapter")
+    copy = AutoTokenizer.from_pretrained(tmp_path / "adapter")
+    again = run_eval(settings, tmp_path / "copy", tokenizer=copy)
+    assert again.summary.tokenizer_id == result.summary.tokenizer_id is not None
+    assert again.summary.length_unit != result.summary.length_unit  # named by its directory
+    copy.add_tokens(["numbers"])  # a different vocabulary counts in other tokens
+    other = run_eval(settings, tmp_path / "other", tokenizer=copy)
+    assert other.summary.tokenizer_id != result.summary.tokenizer_id
+    assert read_summary(tmp_path / "copy") == again.summary
 
 
 def test_responses_file_problems_are_clear_errors(tmp_path, dataset):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,11 +14,13 @@ from traac.errors import TraacError
 from traac.evaluation.harness.records import SampleRecord
 from traac.evaluation.harness.runner import EvalSettings, run_eval
 from traac.evaluation.reports.report import (
+    Model,
     TierStats,
     budget_table,
     build_report,
     load_models,
     main_table,
+    mixed_units,
     otb_table,
     pooled_tiers,
     report_tables,
@@ -124,6 +127,25 @@ def test_each_directory_is_a_row(runs):
         load_models([runs / "base", runs / "traac"], names=["only-one"])
     with pytest.raises(TraacError, match=r"no summary\.json"):
         load_models([runs])
+
+
+def test_units_differ_only_where_the_tokenizers_vocabularies_do(runs):
+    """An adapter and its base each read their own copy of one tokenizer: one unit, no note."""
+
+    def counted_by(model: Model, path: str, tokenizer_id: str | None) -> Model:
+        unit = f"tokens of the {path} tokenizer"
+        return replace(model, runs={k: replace(r, summary=replace(r.summary, length_unit=unit,
+                       tokenizer_id=tokenizer_id)) for k, r in model.runs.items()})  # fmt: skip
+
+    base, traac = load_models([runs / "base" / "tiers", runs / "traac" / "tiers"])
+    same = [counted_by(base, "/m/base", "ab12"), counted_by(traac, "/runs/adapter", "ab12")]
+    assert mixed_units(same) == [] and "different units" not in build_report(same)
+    other = [same[0], counted_by(traac, "/m/other", "cd34")]
+    assert mixed_units(other) == ["tokens of the /m/base tokenizer",
+                                  "tokens of the /m/other tokenizer"]  # fmt: skip
+    # summaries written before the hash existed are told apart by the unit's words
+    old = [counted_by(base, "/m/base", None), counted_by(traac, "/runs/adapter", None)]
+    assert len(mixed_units(old)) == 2 and "different units" in build_report(old)
 
 
 def test_traac_report_writes_markdown_and_plots(runs, tmp_path, capsys):

@@ -118,6 +118,9 @@ class EvalSummary:
     # items' verifiers, so the runner adds it (None in summaries written before it existed).
     overthinking: OverthinkStats | None = None
     overthinking_by_tier: dict[str, OverthinkStats] = field(default_factory=dict)
+    # A hash of the tokenizer's vocabulary: two runs count in the same tokens when theirs agree,
+    # whatever directory each tokenizer was read from (None: words, or written before it).
+    tokenizer_id: str | None = None
     version: int = SUMMARY_VERSION
 
     @property
@@ -163,6 +166,7 @@ class EvalSummary:
                     k: OverthinkStats.from_json(v)
                     for k, v in data.get("overthinking_by_tier", {}).items()
                 },
+                tokenizer_id=data.get("tokenizer_id"),
             )
         except (KeyError, TypeError, AttributeError, ValueError):
             raise TraacError(
@@ -179,6 +183,7 @@ def summarize(
     t_max: int,
     length_unit: str,
     notes: Sequence[str] = (),
+    tokenizer_id: str | None = None,
 ) -> EvalSummary:
     """Accuracy, lengths, closure and AUC_OAA overall and per tier, source and task where they
     vary; the OptimalThinkingBench F1 when both of its halves are present."""
@@ -235,6 +240,7 @@ def summarize(
             tier: sampling_stats(field_samples([r for r in records if r.tier == tier]))
             for tier in tiers_in(records)
         },
+        tokenizer_id=tokenizer_id,
     )
 
 

@@ -461,6 +461,7 @@ def run_eval(
             t_max=settings.max_new_tokens,
             length_unit=counter.unit,
             notes=notes,
+            tokenizer_id=counter.tokenizer_id,
         )
         summary = with_overthinking(summary, records, items, counter)
         write_summary(output, summary, title=f"{summary.model} on {settings.dataset}")

@@ -3,6 +3,7 @@ the append-only, fsynced, self-repairing record file."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -29,12 +30,15 @@ class LengthCounter:
     ) -> None:
         self.tokenizer = tokenizer
         self.chat_format = chat_format
+        self.tokenizer_id: str | None = None  # the vocabulary's hash: same tokens, same id
         if tokenizer is None:
             self.unit = "whitespace-separated words (no tokenizer given)"
             self.closer_ids: list[int] = []
         else:
             self.unit = f"tokens of the {name or getattr(tokenizer, 'name_or_path', '')} tokenizer"
             self.closer_ids = tokenizer.encode(chat_format.think_close, add_special_tokens=False)
+            vocab = json.dumps(sorted(tokenizer.get_vocab().items()), ensure_ascii=False)
+            self.tokenizer_id = hashlib.sha256(vocab.encode()).hexdigest()[:16]
 
     def count(self, text: str) -> int:
         if self.tokenizer is None:

@@ -550,10 +550,19 @@ def report_blocks(models: Sequence[Model]) -> list[str | Table]:
     blocks: list[str | Table] = ["# Evaluation report"]
     for entry in report_tables(models):
         blocks += [entry.caption, entry.table]
-    units = {run.summary.length_unit for model in models for run in model.runs.values()}
-    if len(units) > 1:
-        blocks.append(f"Note: lengths are counted in different units: {'; '.join(sorted(units))}.")
+    units = mixed_units(models)
+    if units:
+        blocks.append(f"Note: lengths are counted in different units: {'; '.join(units)}.")
     return blocks
+
+
+def mixed_units(models: Sequence[Model]) -> list[str]:
+    """The length units of runs that count in different tokens (none when all agree). Runs are
+    told apart by their tokenizer's vocabulary where the summary records it, so a LoRA adapter
+    and its base, each reading its own copy of one tokenizer, count in the same unit."""
+    summaries = [run.summary for model in models for run in model.runs.values()]
+    units = {s.tokenizer_id or s.length_unit: s.length_unit for s in summaries}
+    return sorted(set(units.values())) if len(units) > 1 else []
 
 
 def build_report(models: Sequence[Model]) -> str:
