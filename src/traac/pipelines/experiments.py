@@ -21,7 +21,6 @@ import hashlib
 import json
 import math
 import statistics
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -392,7 +391,6 @@ def run_experiment(
     for run in runs:
         stage = f"{run.variant}, seed {run.seed}"
         trained_before = run.recipe.trained(run.directory / "model")
-        start = time.perf_counter()
         try:
             with stages.stage(stage):
                 model = run.recipe.train(base, run.directory / "model", progress)
@@ -401,7 +399,7 @@ def run_experiment(
                 )
         except KeyboardInterrupt:  # the checkpoint is saved; so is the time this leg took
             if not trained_before:
-                run_seconds(run.directory, time.perf_counter() - start, finished=False)
+                run_seconds(run.directory, stages.seconds[stage], finished=False)
             raise
         summaries.setdefault(run.variant, {})[run.seed] = summary
         took = None if trained_before else stages.seconds[stage]

@@ -48,7 +48,7 @@ QUICK_TRAINING = {  # a smoke test of every stage: two steps on eight problems
 
 @dataclass
 class Stages:
-    """Wall time per stage, logged as each one ends."""
+    """Wall time per stage, logged as each one ends (an interrupted one too: its time counts)."""
 
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -56,9 +56,11 @@ class Stages:
     def stage(self, name: str) -> Iterator[None]:
         logger.info(f"stage: {name}")
         start = time.perf_counter()
-        yield
-        self.seconds[name] = time.perf_counter() - start
-        logger.info(f"{name}: {self.seconds[name]:.1f} s")
+        try:
+            yield
+        finally:
+            self.seconds[name] = time.perf_counter() - start
+            logger.info(f"{name}: {self.seconds[name]:.1f} s")
 
 
 @dataclass(frozen=True)

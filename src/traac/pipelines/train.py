@@ -10,7 +10,6 @@ the experiments all come through `train`.
 from __future__ import annotations
 
 import functools
-import json
 import re
 import types
 import typing
@@ -22,7 +21,8 @@ import torch
 import yaml
 from accelerate import PartialState
 from accelerate.logging import get_logger
-from transformers.trainer_callback import ProgressCallback
+from transformers.trainer import TRAINER_STATE_NAME
+from transformers.trainer_callback import ProgressCallback, TrainerState
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
 from trl import TrlParser
 
@@ -261,8 +261,7 @@ def check_unfinished(checkpoint: str | None, max_steps: int) -> None:
     step past it (its stop test runs after a step) and overwrite the finished model."""
     if checkpoint is None or max_steps <= 0:
         return
-    state = json.loads((Path(checkpoint) / "trainer_state.json").read_text(encoding="utf-8"))
-    step = int(state.get("global_step", 0))
+    step = TrainerState.load_from_json(str(Path(checkpoint) / TRAINER_STATE_NAME)).global_step
     if step >= max_steps:
         raise TraacError(
             f"resume_from_checkpoint: {checkpoint} is at step {step} and max_steps is {max_steps}, "
