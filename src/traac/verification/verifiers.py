@@ -48,6 +48,14 @@ def _strip_math_delimiters(text: str) -> str:
     return s
 
 
+def math_prediction(text: str) -> str | None:
+    """What math-verify reads of a final answer: its boxes (each re-boxed, joined by ", ") or its
+    last line; None when that is empty or looks like code (never sent to a parser)."""
+    boxes = boxed_answers(text)
+    pred = ", ".join(f"\\boxed{{{box}}}" for box in boxes) if boxes else last_line(text)
+    return None if not pred or looks_like_code(pred) else pred
+
+
 def verify_math(
     response: str,
     gold: str,
@@ -57,11 +65,8 @@ def verify_math(
 ) -> bool:
     """Does the final answer equal `gold` mathematically (math-verify)? A timeout is wrong."""
     text = final_text(response, think_close)
-    if text is None:
-        return False
-    boxes = boxed_answers(text)
-    pred = ", ".join(f"\\boxed{{{box}}}" for box in boxes) if boxes else last_line(text)
-    if not pred or looks_like_code(pred):
+    pred = None if text is None else math_prediction(text)
+    if pred is None:
         return False
     gold_text = _strip_math_delimiters(str(gold))
     if "\\boxed" not in gold_text:

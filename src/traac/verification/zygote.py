@@ -46,6 +46,11 @@ class _Checker:
         pred = self._parse(pred_text, extraction_config=self._extraction, parsing_timeout=None)
         return bool(gold and pred and self._verify(gold, pred, timeout_seconds=None))
 
+    def parses(self, text: str) -> bool:
+        """Does math-verify read an expression in `text`? (An answer that does not cast no vote
+        in maj@k.)"""
+        return bool(self._parse(text, extraction_config=self._extraction, parsing_timeout=None))
+
     def load(self, name: str) -> None:
         if name not in self.scorers:
             self.scorers[name] = self._reasoning_gym.get_score_answer_fn(name)
@@ -58,6 +63,8 @@ class _Checker:
         try:  # a scorer that chokes on an answer has judged it wrong
             if op == "math":
                 return self.math(request["gold"], request["pred"])
+            if op == "parses":
+                return self.parses(request["text"])
             if op == "task":
                 return float(self.scorers[request["task"]](request["answer"], request["entry"]))
         except Exception:

@@ -18,6 +18,7 @@ from traac.evaluation.harness.metrics import (
     pass_at_k,
     sampling_stats,
     spread,
+    string_vote,
 )
 
 
@@ -60,20 +61,38 @@ def test_default_ks() -> None:
         (["5", "3", "3", "5"], 0),
         (["7", "3", "5", "3", "5"], 1),  # 3 and 5 tie; 3 came first
         (["4 ", " 4", "7"], 0),  # whitespace does not split votes
-        ([None, None, "4"], 0),  # no answer votes for the empty answer, and can win
         (["a", "A"], 0),  # case is kept: two answers, tie, the first wins
     ],
 )
-def test_majority_index(answers: list[str | None], winner: int) -> None:
-    assert majority_index(answers) == winner
-    keys = [" ".join((a or "").split()) for a in answers]
+def test_majority_index(answers: list[str], winner: int) -> None:
+    votes = [string_vote(a) for a in answers]
+    assert majority_index(votes) == winner
+    keys = [" ".join(a.split()) for a in answers]
     assert keys[winner] == max(keys, key=keys.count)  # lighteval's rule
+
+
+@pytest.mark.parametrize(
+    ("answers", "winner"),
+    [
+        ([None, None, "4"], 2),  # no answer casts no vote (lighteval: "" wins, sample 0)
+        ([None, "", "4", "5"], 2),  # nor does an empty one; 4 and 5 tie, 4 first
+        ([None, ""], None),  # nobody voted
+    ],
+)
+def test_a_missing_answer_never_votes(answers: list[str | None], winner: int | None) -> None:
+    assert majority_index([string_vote(a) for a in answers]) == winner
+
+
+def test_votes_may_be_verifier_groups() -> None:
+    # Samples 0, 2, 3 are one answer by the verifier (say 1/2, 0.5, \frac{1}{2}); 1 is another.
+    assert majority_index([0, 1, 0, 0]) == 0
+    assert majority_index([None, 1, 2, 2]) == 2
 
 
 def samples_of(rows: dict[str, list[tuple[str | None, bool]]]) -> list[Sample]:
     """Problem -> [(extracted answer, right)] in sample order; written out of order."""
     out = [
-        Sample(pid, k, ok, answer, 10 * (k + 1), 5 * (k + 1), answer is not None, None)
+        Sample(pid, k, ok, string_vote(answer), 10 * (k + 1), 5 * (k + 1), answer is not None, None)
         for pid, row in rows.items()
         for k, (answer, ok) in enumerate(row)
     ]
@@ -114,6 +133,11 @@ def test_sampling_stats_by_hand() -> None:
     assert stats.unclosed_rate == 0.0 and stats.truncated_rate is None
     low, high = stats.avg_ci
     assert low < stats.avg < high
+
+
+def test_a_problem_where_nobody_answers_scores_zero_at_maj() -> None:
+    stats = sampling_stats(samples_of({"p": [(None, False)] * 2, "q": [("3", True)] * 2}))
+    assert stats.maj_at[2] == pytest.approx(50.0)
 
 
 def test_uneven_samples_stop_k_at_the_smallest_count() -> None:

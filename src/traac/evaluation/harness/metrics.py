@@ -10,11 +10,15 @@ Definitions (those of lighteval's `AvgAtN`, `PassAtK` and `MajAtN`, checked agai
   the same interval);
 - pass@k: the unbiased estimator of Chen et al. (2021), 1 - C(n - c, k) / C(n, k) for a
   problem with c right samples of n, averaged over problems, for k up to the smallest n;
-- maj@k: the most frequent extracted answer among a problem's first k samples (by sample
-  index), right when the samples that gave it are; answers are compared as strings with runs
-  of whitespace collapsed, a sample with no answer (its think block never closed) votes for
-  the empty answer, and a tie goes to the tied answer given first, as `max(answers,
-  key=answers.count)` picks it in lighteval.
+- maj@k: the most frequent answer among a problem's first k samples (by sample index), right
+  when the samples that gave it are. Each sample's `vote` names its answer: the group the
+  item's verifier puts it in (`traac.verification.votes`: `\\frac{1}{2}`, `1/2` and `0.5` are
+  one answer), or, for records scored without the items, the extracted answer string with runs
+  of whitespace collapsed. A sample with no answer (None) casts no vote; a problem none of
+  whose first k samples votes scores 0. A tie goes to the tied answer given first (lowest
+  sample index), as `max(answers, key=answers.count)` picks it in lighteval. Here traac departs
+  from lighteval's `MajAtN` on purpose: lighteval compares normalised strings, so two
+  spellings of one value split its vote, and an empty answer votes.
 
 Everything here reads plain columns; `sampling_stats` takes the records of one group.
 """
@@ -58,22 +62,29 @@ def default_ks(n: int) -> list[int]:
     return [*ks, n]
 
 
-def vote_key(answer: str | None) -> str:
-    """What maj@k compares: the answer with whitespace runs collapsed ("" for no answer)."""
-    return " ".join((answer or "").split())
+Vote = str | int | None  # a sample's answer for maj@k: a verifier group or a string; None: none
 
 
-def majority_index(answers: Sequence[str | None]) -> int:
-    """Index of the first sample giving the most frequent answer; a tie goes to the tied
-    answer that was given first."""
-    if not answers:
+def string_vote(answer: str | None) -> Vote:
+    """The vote of an extracted answer compared as a string (whitespace runs collapsed); no
+    answer, or an empty one, casts none."""
+    key = " ".join((answer or "").split())
+    return key or None
+
+
+def majority_index(votes: Sequence[Vote]) -> int | None:
+    """Index of the first sample giving the most frequent vote (a tie goes to the tied answer
+    given first); None when no sample votes."""
+    if not votes:
         raise TraacError("maj@k: no answers to vote on")
-    keys = [vote_key(a) for a in answers]
-    counts: dict[str, int] = {}
-    for key in keys:
-        counts[key] = counts.get(key, 0) + 1
+    counts: dict[str | int, int] = {}
+    for vote in votes:
+        if vote is not None:
+            counts[vote] = counts.get(vote, 0) + 1
+    if not counts:
+        return None
     best = max(counts.values())
-    return next(i for i, key in enumerate(keys) if counts[key] == best)
+    return next(i for i, vote in enumerate(votes) if vote is not None and counts[vote] == best)
 
 
 def bootstrap_mean_ci(
@@ -161,7 +172,7 @@ class Sample:
     id: str
     sample: int
     correct: bool
-    extracted: str | None
+    vote: Vote  # what it answers for maj@k (see the module's docstring)
     response_tokens: int
     think_tokens: int
     closed: bool
@@ -194,7 +205,8 @@ def sampling_stats(samples: Sequence[Sample], ks: Sequence[int] | None = None) -
 
     def majority(group: list[Sample], k: int) -> float:
         first = group[:k]
-        return float(first[majority_index([s.extracted for s in first])].correct)
+        winner = majority_index([s.vote for s in first])
+        return 0.0 if winner is None else float(first[winner].correct)
 
     right = [s for s in samples if s.correct]
     wrong = [s for s in samples if not s.correct]

@@ -21,6 +21,7 @@ from traac.evaluation.harness.metrics import (
     length_table,
     sampling_stats,
     sampling_table,
+    string_vote,
 )
 from traac.evaluation.harness.overthinking import OverthinkStats, overthinking_table
 from traac.method.metrics import GroupStats, by_group, group_stats, otb_f1
@@ -30,6 +31,9 @@ SUMMARY_VERSION = 2
 # Fields written under an older name: a dataset's labelled tier was once called its difficulty,
 # and records and summaries on disk still say so.
 _JSON_NAMES = {"tier": "difficulty", "by_tier": "by_difficulty"}
+# maj@k's votes: item id -> sample index -> the sample index of the first answer of its group by
+# the item's verifier, None where it casts no vote (`traac.evaluation.harness.votes`).
+Votes = dict[str, dict[int, int | None]]
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,9 @@ class EvalSummary:
     # A hash of the tokenizer's vocabulary: two runs count in the same tokens when theirs agree,
     # whatever directory each tokenizer was read from (None: words, or written before it).
     tokenizer_id: str | None = None
+    # maj@k's votes by the items' verifiers (None: written before them, or summarised without
+    # the items, when maj@k compares answer strings).
+    votes: Votes | None = None
     version: int = SUMMARY_VERSION
 
     @property
@@ -167,12 +174,19 @@ class EvalSummary:
                     for k, v in data.get("overthinking_by_tier", {}).items()
                 },
                 tokenizer_id=data.get("tokenizer_id"),
+                votes=_votes_from_json(data.get("votes")),
             )
         except (KeyError, TypeError, AttributeError, ValueError):
             raise TraacError(
                 f"{where} is not a summary of this traac version; rerun `traac eval` into its "
                 "directory to rewrite it (finished samples are kept)"
             ) from None
+
+
+def _votes_from_json(data: Mapping[str, Mapping[str, int | None]] | None) -> Votes | None:
+    if data is None:
+        return None
+    return {item: {int(k): v for k, v in row.items()} for item, row in data.items()}
 
 
 def summarize(
@@ -184,9 +198,11 @@ def summarize(
     length_unit: str,
     notes: Sequence[str] = (),
     tokenizer_id: str | None = None,
+    votes: Votes | None = None,
 ) -> EvalSummary:
     """Accuracy, lengths, closure and AUC_OAA overall and per tier, source and task where they
-    vary; the OptimalThinkingBench F1 when both of its halves are present."""
+    vary; the OptimalThinkingBench F1 when both of its halves are present. maj@k counts `votes`
+    (`traac.evaluation.harness.votes.answer_votes`), or answer strings without them."""
     if not records:
         raise TraacError("nothing to summarise: no samples")
 
@@ -235,23 +251,37 @@ def summarize(
             100.0 * statistics.fmean(bool(r.interrupted) for r in budgeted) if budgeted else None
         ),
         notes=list(notes),
-        sampling=sampling_stats(field_samples(records)),
+        sampling=sampling_stats(field_samples(records, votes)),
         sampling_by_tier={
-            tier: sampling_stats(field_samples([r for r in records if r.tier == tier]))
+            tier: sampling_stats(field_samples([r for r in records if r.tier == tier], votes))
             for tier in tiers_in(records)
         },
         tokenizer_id=tokenizer_id,
+        votes=votes,
     )
 
 
-def field_samples(records: Sequence[SampleRecord]) -> list[Sample]:
-    """What `evaluation.metrics` reads of each record."""
+def field_samples(records: Sequence[SampleRecord], votes: Votes | None = None) -> list[Sample]:
+    """What `evaluation.metrics` reads of each record: maj@k's vote is its group in `votes`,
+    else its extracted answer as a string."""
+
+    def vote(r: SampleRecord) -> str | int | None:
+        if votes is None:
+            return string_vote(r.extracted)
+        try:
+            return votes[r.id][r.sample]
+        except KeyError:
+            raise TraacError(
+                f"maj@k: no vote recorded for {r.id!r} sample {r.sample}; rerun `traac eval` "
+                "into its directory to recount the votes"
+            ) from None
+
     return [
         Sample(
             r.id,
             r.sample,
             r.correct,
-            r.extracted,
+            vote(r),
             r.response_tokens,
             r.think_tokens,
             r.closed,
@@ -343,10 +373,10 @@ def field_blocks(summary: EvalSummary) -> list[str | Table]:
         "all": summary.sampling,
         **{f"tier: {t}": s for t, s in summary.sampling_by_tier.items()},
     }
+    rule = MAJ_RULE if summary.votes is not None else MAJ_STRINGS
     blocks: list[str | Table] = [
         "Per problem over its samples: avg@k with a 95% bootstrap interval over problems, "
-        "pass@k (unbiased estimator), maj@k (majority of the extracted answers, ties to the "
-        "answer given first):",
+        f"pass@k (unbiased estimator), maj@k ({rule}):",
         sampling_table(groups),
         f"Lengths of right and wrong samples (mean / median / p90, {unit}); cut: responses that "
         "hit the token limit; unclosed: think blocks never closed:",
@@ -366,6 +396,16 @@ def field_blocks(summary: EvalSummary) -> list[str | Table]:
             overthinking_table(over, unit),
         ]
     return blocks
+
+
+MAJ_RULE = (
+    "majority of the answers grouped by the item's verifier, so two spellings of one answer are "
+    "one vote; an unreadable answer casts none; ties to the answer given first"
+)
+MAJ_STRINGS = (
+    "majority of the extracted answer strings, an empty answer casting no vote; ties to the "
+    "answer given first: this summary holds no verifier votes, rerun `traac eval` into it"
+)
 
 
 def summary_markdown(summary: EvalSummary, title: str) -> str:

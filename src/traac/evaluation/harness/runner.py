@@ -37,6 +37,7 @@ from traac.evaluation.harness.records import (
     summary_markdown,
 )
 from traac.evaluation.harness.samples import LengthCounter, SamplesFile, score_records
+from traac.evaluation.harness.votes import answer_votes
 from traac.evaluation.inference.generation import Backend, Sampling, check_sampling
 from traac.method.formats import resolve_chat_format
 
@@ -462,6 +463,7 @@ def run_eval(
             length_unit=counter.unit,
             notes=notes,
             tokenizer_id=counter.tokenizer_id,
+            votes=answer_votes(records, items, chat_format.think_close),
         )
         summary = with_overthinking(summary, records, items, counter)
         write_summary(output, summary, title=f"{summary.model} on {settings.dataset}")

@@ -33,6 +33,7 @@ from traac.evaluation.harness.metrics import (
 from traac.evaluation.harness.overthinking import OverthinkStats, overthinking_table
 from traac.evaluation.harness.paired import MARK, Comparison, compare, paired_table
 from traac.evaluation.harness.records import (
+    MAJ_RULE,
     TIER_ORDER,
     EvalSummary,
     SampleRecord,
@@ -421,20 +422,27 @@ def run_label(model: Model, dataset: str, tier: str | None = None) -> str:
     return " · ".join([model.name, dataset, *([tier] if tier else [])])
 
 
-def sampling_groups(models: Sequence[Model]) -> dict[str, SamplingStats]:
+def sampling_groups(models: Sequence[Model]) -> tuple[dict[str, SamplingStats], list[str]]:
     """avg@k, pass@k, maj@k and the length split of every run, overall and per tier, computed
-    from its samples.jsonl (runs made before these numbers existed get them too)."""
-    out = {}
+    from its samples.jsonl (runs made before these numbers existed get them too), maj@k with the
+    verifier's votes its summary keeps; and the runs whose summary keeps none, or none for some
+    sample (maj@k of answer strings there: rerun `traac eval` into them)."""
+    out, strings = {}, []
     for model in models:
         for dataset, run in model.runs.items():
             records = run.records()
             if not records:
                 continue
-            out[run_label(model, dataset)] = sampling_stats(field_samples(records))
+            votes = run.summary.votes
+            if votes is not None and any(r.sample not in votes.get(r.id, {}) for r in records):
+                votes = None  # a stale summary: samples were added after it
+            if votes is None:
+                strings.append(str(run.path))
+            out[run_label(model, dataset)] = sampling_stats(field_samples(records, votes))
             for tier in tiers_in(records):
                 mine = [r for r in records if r.tier == tier]
-                out[run_label(model, dataset, tier)] = sampling_stats(field_samples(mine))
-    return out
+                out[run_label(model, dataset, tier)] = sampling_stats(field_samples(mine, votes))
+    return out, strings
 
 
 def overthinking_groups(models: Sequence[Model]) -> tuple[dict[str, OverthinkStats], list[str]]:
@@ -506,14 +514,19 @@ def report_tables(models: Sequence[Model]) -> list[ReportTable]:
 
 def field_tables(models: Sequence[Model], unit: str) -> list[ReportTable]:
     """avg@k / pass@k / maj@k, the length split, overthinking, and the paired comparisons."""
-    groups = sampling_groups(models)
+    groups, strings = sampling_groups(models)
     label = "Model · dataset · tier"
+    note = (
+        f"; in {', '.join(strings)}, whose summary keeps no votes, of the answer strings: "
+        "rerun `traac eval` into it"
+        if strings
+        else ""
+    )
     out = [
         ReportTable(
             "sampling",
             "Per problem over its samples: avg@k with a 95% bootstrap interval over problems, "
-            "pass@k (unbiased estimator), maj@k (majority of extracted answers, ties to the "
-            "answer given first):",
+            f"pass@k (unbiased estimator), maj@k ({MAJ_RULE}{note}):",
             sampling_table(groups, label),
         ),
         ReportTable(
