@@ -4,6 +4,13 @@ n <= 16, c <= n, k <= n, and maj@k / avg@k for every answer list of length 1 to 
 three-answer alphabet (gold "1"; an answer is right iff it is the gold, so lighteval's exact
 match and traac's verifier verdict agree on what is right). Counts and the largest difference.
 
+maj@k is compared where the two rules must agree: every answer present and each value spelt one
+way, so traac's votes (the verifier's groups, `traac.verification.votes`) are the answer strings.
+Elsewhere traac departs from lighteval's `MajAtN` by design: lighteval counts `1/2` and `0.5` as
+two answers and lets an empty answer vote; traac counts one answer and no vote
+(docs/evaluation.md). This script checks the counting and the tie rule, not that departure
+(tests/evaluation/harness/test_votes.py checks it against a hand count).
+
 lighteval is not a traac dependency (it pins torch, transformers, nltk ... of its own): run this
 with a separate environment that has it, e.g. a venv holding `lighteval` whose site-packages also
 see traac's environment (a .pth line naming it):
@@ -22,7 +29,7 @@ from lighteval.metrics.metrics_sample import AvgAtN, MajAtN, PassAtK
 from lighteval.models.model_output import ModelResponse
 from lighteval.tasks.requests import Doc
 
-from traac.evaluation.harness.metrics import Sample, pass_at_k, sampling_stats
+from traac.evaluation.harness.metrics import Sample, pass_at_k, sampling_stats, string_vote
 
 GOLD = "1"
 ALPHABET = ("1", "2", "3")
@@ -50,7 +57,8 @@ def lighteval_avg(answers: list[str]) -> float:
 
 def traac_stats(answers: list[str]):
     samples = [
-        Sample("p", i, a.strip() == GOLD, a, 1, 1, True, None) for i, a in enumerate(answers)
+        Sample("p", i, a.strip() == GOLD, string_vote(a), 1, 1, True, None)
+        for i, a in enumerate(answers)
     ]
     return sampling_stats(samples, ks=range(1, len(answers) + 1))
 

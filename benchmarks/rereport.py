@@ -1,6 +1,7 @@
 """Seconds to re-report an evaluation directory: every number of its summary (accuracy, avg@k
-with its bootstrap interval, pass@k, maj@k, the length split, and overthinking, whose check runs
-the dataset's verifier on the steps of every right response) recomputed from samples.jsonl,
+with its bootstrap interval, pass@k, maj@k with its votes grouped by the verifier, the length
+split, and overthinking, whose check runs the dataset's verifier on the steps of every right
+response) recomputed from samples.jsonl,
 with nothing generated. This is what rerunning `traac eval` into a finished directory does.
 
 By default the directory is made first (untimed): `testbed:all?n=100`, 4 responses a problem
@@ -50,6 +51,7 @@ from traac.evaluation.harness.runner import (
     with_overthinking,
 )
 from traac.evaluation.harness.samples import LengthCounter
+from traac.evaluation.harness.votes import answer_votes
 from traac.method.formats import resolve_chat_format
 from traac.testbed.build import ensure_testbed
 from traac.testbed.config import TeacherConfig
@@ -104,16 +106,19 @@ def timed_rereport(directory: Path) -> dict[str, Any]:
         counter = LengthCounter(
             tokenizer, resolve_chat_format(settings.chat_format, tokenizer=tokenizer)
         )
+        votes = answer_votes(records, items, counter.chat_format.think_close)
+        t3 = time.perf_counter()
         summary = summarize(
             records,
             dataset=settings.dataset,
             model="m",
             t_max=settings.max_new_tokens,
             length_unit=counter.unit,
+            votes=votes,
         )
-        t3 = time.perf_counter()
-        with_overthinking(summary, records, items, counter)
         t4 = time.perf_counter()
+        with_overthinking(summary, records, items, counter)
+        t5 = time.perf_counter()
     finally:
         overthinking.verify_answers = verify
     return {
@@ -121,9 +126,10 @@ def timed_rereport(directory: Path) -> dict[str, Any]:
         "checks": checks,
         "load items": t1 - t0,
         "read samples": t2 - t1,
-        "summary (avg/pass/maj/lengths)": t3 - t2,
-        "overthinking": t4 - t3,
-        "total": t4 - t0,
+        "maj@k votes (verifier groups)": t3 - t2,
+        "summary (avg/pass/maj/lengths)": t4 - t3,
+        "overthinking": t5 - t4,
+        "total": t5 - t0,
     }
 
 

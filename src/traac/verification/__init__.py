@@ -12,7 +12,8 @@ One job per module, bottom to top:
   with its hard deadline per check;
 - `verifiers`: `verify_math`, `verify_choice`, `verify_text`, `verify_task`, the `VERIFIERS`
   registry that picks one by `Item.verifier`, and `verify_many`, the batch form for evaluation
-  and training.
+  and training;
+- `votes`: which samples of one problem the verifier calls one answer (maj@k's vote groups).
 
 Model output is never executed: screening first, then workers under the sandbox.
 """
