@@ -84,6 +84,42 @@ def test_the_readme_opens_with_set_up_and_installs_early() -> None:
         assert (ROOT / target).exists(), f"README links to {target}, which does not exist"
 
 
+# A measured figure: a duration, a size, a decimal, a signed number, a percentage or a ratio
+# ("8 min 22 s", "38 minutes", "4.3 GB", "92.2", "+12.5", "−50.7%", "2.4x"); plain integers are
+# counts and settings.
+FIGURE = re.compile(
+    r"\d+ min \d+ s"
+    r"|\d[\d,]*(?:\.\d+)? (?:minutes|s|GB|GiB)\b"
+    r"|(?<![\w.])[+−-]?\d[\d,]*\.\d+(?:%|x\b)?"
+    r"|(?<![\w.])[+−]\d[\d,]*(?:\.\d+)?%?"
+    r"|(?<![\w.])\d[\d,]*(?:\.\d+)?(?:%|x\b)"
+)
+NOT_RESULTS = {"3.10"}  # the README's figures that are no measurement: the Python version
+
+
+def prose(text: str) -> str:
+    """A page's text as a reader reads its figures: no code, no link targets, one space for any
+    run of whitespace (a figure may break across lines), one minus sign."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    text = re.sub(r"`[^`]*`", "", text)
+    text = re.sub(r"\]\([^)]*\)", "]", text)
+    return " ".join(text.replace("−", "-").split())
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/index.md"])
+def test_every_figure_the_front_pages_give_is_on_the_results_page(page: str) -> None:
+    """One source for each figure: what the README and the docs' front page state, docs/results.md
+    states too (where its machine, commit and command are)."""
+    results = prose((DOCS / "results.md").read_text())
+    figures = [m.group(0) for m in FIGURE.finditer(prose((ROOT / page).read_text()))]
+    missing = [
+        f
+        for f in figures
+        if f not in NOT_RESULTS and not re.search(rf"(?<![\d.]){re.escape(f)}(?!\d)", results)
+    ]
+    assert len(figures) >= 20 and not missing, missing
+
+
 def test_no_tracker_words_where_users_read() -> None:
     pages = [*PAGES, *sorted((ROOT / "recipes").rglob("*.yaml"))]
     found = [

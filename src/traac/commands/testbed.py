@@ -46,7 +46,7 @@ def build_parser() -> ArgumentParser:
             "--base",
             choices=BASES,
             help="fine-tune this pretrained model on the teacher's traces instead "
-            "(smollm2: about 40 minutes on 2 idle cores)",
+            "(smollm2: about 38 minutes on 2 idle AVX2 cores)",
         )
         if name == "build":
             p.add_argument("--force", action="store_true", help="rebuild even if it exists")

@@ -274,7 +274,7 @@ def sweep_target(models: Sequence[Model], budget: int) -> Target:
 def comparison_table(base: dict[str, TierRow], traac: dict[str, TierRow]) -> Table:
     table = Table(
         ["tier", "base Acc", "base Len", "TRAAC Acc", "TRAAC Len", "Δ Acc (pts)", "Δ Len"],
-        title="TRAAC vs base on held-out testbed problems (Acc %, Len tokens)",
+        title="TRAAC vs base on held-out testbed problems (Acc %, Len tokens; Δ of unrounded)",
     )
     for tier in (*TIER_ORDER, "overall"):
         b, t = base[tier], traac[tier]
@@ -358,7 +358,9 @@ def write_report(settings: DemoSettings, base_model: Path, trained_model: Path) 
     report = (
         f"# traac demo\n\nHeld-out testbed problems: `{held.dataset}`, "
         f"{held.num_samples} samples each, temperature 1.0, at most "
-        f"{held.max_new_tokens} new tokens. Acc in %, Len = mean response tokens.\n\n"
+        f"{held.max_new_tokens} new tokens. Acc in %, Len = mean response tokens; each Δ is "
+        "computed from the unrounded values, so it can differ by 0.1 from the difference of "
+        "the rounded columns.\n\n"
         f"{tables[0].markdown()}\n\n## avg@k, pass@k, maj@k, lengths, overthinking\n\n"
         f"{field_text}\n\n## Compression during training (means over steps)\n\n"
         f"{tables[1].markdown()}{sweep_text}\n\n## Goals\n\n{goal_lines}\n\n"

@@ -46,7 +46,7 @@ from traac.testbed.traces import PROMPT_STYLE, Trace, teach
 CARD = "testbed_card.json"
 TOKENIZER_CORPUS = 4_000  # traces the BPE is trained on (the vocabulary is tiny)
 BASE_GGUF = {"smollm2": smollm2_file}  # each of config.BASES: the GGUF file it converts from
-SAVE_EVERY_S = 300.0  # SFT checkpoint interval: a quick build never saves, a 40-minute one 8 times
+SAVE_EVERY_S = 300.0  # SFT checkpoint interval: a quick build never saves, smollm2-think 5 times
 
 
 def cache_path(config: TestbedConfig) -> Path:
