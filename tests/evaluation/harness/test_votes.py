@@ -25,6 +25,8 @@ without votes no longer lets an empty answer vote: c then ties "3" with "3.0", "
 (right), 1/4 = 25%.
 """
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -76,3 +78,16 @@ def test_without_votes_maj_at_k_compares_strings_and_empty_answers_do_not_vote(s
     _, result = scored
     strings = sampling_stats(field_samples(result.records))
     assert strings.maj_at[4] == pytest.approx(25.0)
+
+
+def test_a_summary_without_votes_is_named_and_counted_by_strings(scored, tmp_path):
+    out, _ = scored
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    summary = json.loads((old / "summary.json").read_text())
+    del summary["votes"]  # as a summary written before the votes were kept
+    (old / "summary.json").write_text(json.dumps(summary))
+    groups, strings = sampling_groups(load_models([old]))
+    assert strings == [str(old)]
+    (overall,) = [g for label, g in groups.items() if label.count(" · ") == 1]
+    assert overall.maj_at[4] == pytest.approx(25.0)
