@@ -492,7 +492,10 @@ def report_tables(models: Sequence[Model]) -> list[ReportTable]:
         ReportTable("main", f"Accuracy (%) and mean response length ({unit}).", main_table(models))
     ]
     if len(models) > 1:
-        caption = f"Change against {models[0].name} (accuracy in points, length in percent):"
+        caption = (
+            f"Change against {models[0].name} (accuracy in points, length in percent; from the "
+            "unrounded values, so a change can differ by 0.01 from the rounded columns'):"
+        )
         out.append(ReportTable("change", caption, change_table(models)))
     optional = (
         ("difficulty", "By difficulty tier (pooled over datasets):", tier_table(models)),
@@ -501,7 +504,8 @@ def report_tables(models: Sequence[Model]) -> list[ReportTable]:
             "budget",
             "Think budget sweep: accuracy (%) when think blocks are interrupted at the budget "
             "(auxiliary prompt and closer appended), answered as written (truncate) or after "
-            "the attention probe pruned them (compress TAU); Δ = compress - truncate; budget "
+            "the attention probe pruned them (compress TAU); Δ = compress - truncate, of the "
+            "unrounded accuracies; budget "
             f"'none': the run without a budget. Len: mean response length ({unit}); pruned: "
             "reasoning tokens the probe removed per sample (0: compress answered from the same "
             "reasoning as truncate).",
