@@ -223,3 +223,13 @@ def check_input(flag: str, path: Path | None) -> None:
         raise TraacError(f"{flag} {path}: no such file")
     if path.expanduser().is_dir():
         raise TraacError(f"{flag} {path}: is a directory; pass a file")
+
+
+def check_placement(device: str | None, device_map: str | None) -> None:
+    """`--device` and `--device-map` together, refused before anything loads (the rest of a
+    placement is checked by `traac.common.models.resolve_placement`)."""
+    if device_map is not None and device not in (None, "", "auto"):
+        raise TraacError(
+            f"--device {device} and --device-map {device_map}: pass one (the map places the "
+            "model itself)"
+        )

@@ -17,6 +17,7 @@ from traac.commands import (
     check_count,
     check_input,
     check_model,
+    check_placement,
     check_test_time_scorer,
     settings_from,
 )
@@ -152,6 +153,7 @@ def check_args(args: argparse.Namespace) -> None:
     fraction = args.gpu_memory_utilization
     if fraction is not None and not 0 < fraction <= 1:
         raise TraacError(f"--gpu-memory-utilization {fraction}: must lie in (0, 1]")
+    check_placement(args.device, args.device_map)
     check_model("--model", args.model)
     if args.scoring_model is not None:
         check_model("--scoring-model", args.scoring_model)

@@ -25,6 +25,7 @@ from traac.commands import (
     add_scoring_model,
     check_count,
     check_model,
+    check_placement,
     check_test_time_scorer,
     settings_from,
 )
@@ -121,6 +122,7 @@ def check_args(args: argparse.Namespace) -> None:
     check_count("--max-new-tokens", args.max_new_tokens)
     check_sampling(args.temperature, args.top_p, args.max_new_tokens)
     check_count("--batch-size", args.batch_size)
+    check_placement(args.device, args.device_map)
     check_model("--model", args.model)
     if args.scoring_model is not None:
         check_model("--scoring-model", args.scoring_model)
