@@ -1,30 +1,46 @@
-"""`traac train --config RECIPE.yaml [--any_field value ...]`: TRAAC on TRL's GRPO.
+"""`traac train --config RECIPE.yaml [--any-field value ...]`: TRAAC on TRL's GRPO.
 
 Every field of the recipe (`traac.pipelines.train.TrainScriptArguments` and `TRAACConfig`, so every
-`GRPOConfig` field) can be set in the YAML or on the command line. `--dry-run` checks the recipe
-and prints the plan without loading weights or needing a GPU. SIGINT/SIGTERM checkpoint at the
-end of the current step and exit with 128 + the signal number (130, 143);
-`--resume_from_checkpoint auto` continues from the newest checkpoint.
+`GRPOConfig` field) can be set in the YAML or on the command line (`--field-name` or
+`--field_name`). `--dry-run` checks the recipe and prints the plan without loading weights or
+needing a GPU. SIGINT/SIGTERM checkpoint at the end of the current step and exit with 128 + the
+signal number (130, 143); `--resume-from-checkpoint auto` continues from the newest checkpoint.
+`--help` lists traac's own fields; `--help-all` adds TRL's and transformers' (hundreds).
+The recipe's file, YAML, counts and model name are checked (`traac.pipelines.recipe`) before
+torch, transformers and TRL are imported.
 """
 
 from __future__ import annotations
 
 import signal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from accelerate import PartialState
-from rich.table import Table as RichTable
+from traac.pipelines.recipe import precheck
 
-from traac.console import make_console, make_progress, print_lines
-from traac.pipelines.plan import Plan, make_plan
-from traac.pipelines.train import build_parser, parse_recipe, train
-from traac.training.telemetry import METRICS_FILE
+if TYPE_CHECKING:
+    from traac.pipelines.plan import Plan
 
 
 def main(argv: list[str]) -> int:
-    if any(a in ("-h", "--help") for a in argv):
-        build_parser().print_help()
+    if "--help-all" in argv:
+        from traac.commands.train_help import print_full_help
+
+        print_full_help()
         return 0
+    if any(a in ("-h", "--help") for a in argv):
+        from traac.commands.train_help import print_short_help
+
+        print_short_help()
+        return 0
+    precheck(argv)  # before the imports below, which take seconds
+    from accelerate import PartialState
+
+    from traac.console import make_console, make_progress, print_lines
+    from traac.pipelines.plan import make_plan
+    from traac.pipelines.train import parse_recipe, train
+    from traac.training.telemetry import METRICS_FILE
+
     dry_run = _asks_dry_run(argv)
     script, config, device_note = parse_recipe(argv, dry_run)
     if script.dry_run:
@@ -65,6 +81,10 @@ def _asks_dry_run(argv: list[str]) -> bool:
 def print_plan(plan: Plan, title: str) -> None:
     """The plan on stdout: a table on a terminal, else one `setting  value` line each (never
     folded, so it can be grepped and diffed)."""
+    from rich.table import Table as RichTable
+
+    from traac.console import make_console, print_lines
+
     console = make_console(stderr=False)
     lines = [
         *(f"note: {note}" for note in plan.notes),

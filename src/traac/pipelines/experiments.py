@@ -60,6 +60,7 @@ TIERS = (*TIER_ORDER, "overall")
 BASE = "Base"
 RUN_SECONDS = "seconds.json"  # in a run's directory: what training and evaluating it took
 
+
 def variant_overrides(fields: Mapping[str, Any], response_cap: int) -> dict[str, Any]:
     """A variant's fields with its paper-scale token constants scaled to `response_cap`."""
     scale = PAPER_RESPONSE_CAP / response_cap

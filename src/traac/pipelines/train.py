@@ -9,16 +9,16 @@ the experiments all come through `train`.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
-import yaml
 from accelerate import PartialState
 from accelerate.logging import get_logger
 from transformers.trainer import TRAINER_STATE_NAME
@@ -34,6 +34,7 @@ from traac.data.training import items_to_dataset, load_training_items
 from traac.errors import TraacError
 from traac.method.difficulty import FLAT_KEYS
 from traac.pipelines.model_registry import resolve_model
+from traac.pipelines.recipe import read_recipe
 from traac.training.checkpoint import STATE_FILE
 from traac.training.config import TRAACConfig
 from traac.training.lora import LoraArguments
@@ -123,19 +124,7 @@ def parse(argv: list[str]) -> tuple[TrainScriptArguments, TRAACConfig]:
 def check_recipe(path: Path) -> None:
     """Read a recipe as the parser will, naming what the parser would choke on (a YAML syntax
     error, a list where a number belongs) in one line, before any work."""
-    if not path.is_file():
-        raise TraacError(f"--config {path}: no such recipe file")
-    try:
-        recipe = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as err:
-        raise TraacError(f"--config {path}: not UTF-8 text ({err.reason})") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(err, "problem", None) or type(err).__name__
-        raise TraacError(f"--config {path}: not valid YAML ({problem}{where})") from None
-    if not isinstance(recipe, dict):
-        raise TraacError(f"--config {path}: a recipe is a YAML mapping of field: value")
+    recipe = read_recipe(path)
     hints = {**typing.get_type_hints(TRAACConfig), **typing.get_type_hints(TrainScriptArguments)}
     for name, value in recipe.items():
         kind = type(value).__name__
@@ -169,13 +158,20 @@ def _checkpointing_names() -> dict[str, str]:
 
 class _Parser(TrlParser):
     """TRL's parser, reading either name of the checkpointing fields (`_CHECKPOINTING`) and
-    naming the new spelling of the flat difficulty fields (`FLAT_KEYS`)."""
+    naming the new spelling of the flat difficulty fields (`FLAT_KEYS`). Its errors are one line
+    (no usage dump); an unknown field, in the recipe or on the command line, names the nearest
+    one; a prefix of an option is never taken for it; a recipe's value of the wrong type is named
+    before it reaches transformers."""
 
     def set_defaults_with_config(self, **kwargs: Any) -> list[str]:
         for key in kwargs:
             _refuse_flat_key(key)
         names = _checkpointing_names()
-        return super().set_defaults_with_config(**{names.get(k, k): v for k, v in kwargs.items()})
+        values = {names.get(k, k): v for k, v in kwargs.items()}
+        for action in self._actions:
+            if action.dest in values:
+                _check_type(action.dest, values[action.dest], action.type)
+        return super().set_defaults_with_config(**values)
 
     def parse_args_and_config(self, args: Any = None, **kwargs: Any) -> Any:
         if args is not None:
@@ -184,7 +180,41 @@ class _Parser(TrlParser):
                     _refuse_flat_key(arg[2:].partition("=")[0].replace("-", "_"))
             names = _checkpointing_names()
             args = [_renamed_flag(a, names) for a in args]
-        return super().parse_args_and_config(args, **kwargs)
+        *parsed, from_recipe, from_line = super().parse_args_and_config(
+            args, return_remaining_strings=True, separate_remaining_strings=True
+        )
+        fields = sorted({a.dest for a in self._actions if a.dest != "help"})
+        if from_recipe:
+            key = from_recipe[0][2:]
+            raise TraacError(f"recipe field {key}: no such field{_nearest(key, fields)}")
+        if from_line:
+            flag = from_line[0].partition("=")[0]
+            if not flag.startswith("--"):
+                raise TraacError(f"unexpected argument {flag!r}; options are --field value")
+            raise TraacError(f"unknown option {flag}{_nearest(flag[2:], fields, '--')}")
+        return tuple(parsed)
+
+    def error(self, message: str) -> NoReturn:
+        raise TraacError(f"{message} (see `traac train --help`)")
+
+
+def _nearest(name: str, fields: list[str], prefix: str = "") -> str:
+    """'; did you mean F?' for the field `name` begins (if one) or the nearest, else ''."""
+    key = name.replace("-", "_")
+    starts = [f for f in fields if f.startswith(key)]
+    near = starts if len(starts) == 1 else difflib.get_close_matches(key, fields, n=1)
+    return f"; did you mean {prefix}{near[0]}?" if near else ""
+
+
+def _check_type(name: str, value: Any, kind: Any) -> None:
+    """A recipe's number field holding text that is no number (TRL would pass it on as text)."""
+    if kind not in (int, float) or value is None or isinstance(value, (int, float)):
+        return
+    try:
+        kind(value)
+    except (TypeError, ValueError):
+        what = "an integer" if kind is int else "a number"
+        raise TraacError(f"{name}: {value!r} must be {what}") from None
 
 
 def _refuse_flat_key(name: str) -> None:
@@ -210,7 +240,7 @@ def _renamed_flag(arg: str, names: dict[str, str]) -> str:
 
 
 def build_parser() -> TrlParser:
-    return _Parser((TrainScriptArguments, TRAACConfig), prog="traac train")
+    return _Parser((TrainScriptArguments, TRAACConfig), prog="traac train", allow_abbrev=False)
 
 
 def parse_recipe(
