@@ -106,12 +106,21 @@ class ArgumentParser(argparse.ArgumentParser):
             argv = [dashed(a) for a in argv]
         return super().parse_known_args(argv, namespace)
 
+    def _all_options(self) -> list[str]:
+        """The option strings of this parser and of its subcommands' parsers."""
+        found = list(self._option_string_actions)
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    found += list(sub._option_string_actions)
+        return found
+
     def error(self, message: str) -> NoReturn:
         prefix = "unrecognized arguments: "
         if message.startswith(prefix):
             unknown = message[len(prefix) :].split()[0]
             flag = unknown.partition("=")[0]
-            options = [o for o in self._option_string_actions if o.startswith("--")]
+            options = [o for o in self._all_options() if o.startswith("--")]
             if flag.startswith("-"):
                 typed = getattr(self, "_typed", {}).get(flag, flag)
                 message = f"unknown option {typed}{closest(flag, options)}"

@@ -11,7 +11,8 @@ from typing import Any
 USAGE = "traac train --config RECIPE.yaml [--field-name VALUE ...] [--dry-run]"
 DESCRIPTION = (
     "TRAAC on TRL's GRPO. A recipe is a YAML mapping of field: value; every field can be given "
-    "on the command line too, which wins (--field-name or --field_name). SIGINT/SIGTERM save a "
+    "on the command line too, which wins (--field-name; underscores work as dashes). "
+    "SIGINT/SIGTERM save a "
     "checkpoint; --resume-from-checkpoint auto continues it."
 )
 # TRL's and transformers' fields a recipe sets most, named where the short help points at them.

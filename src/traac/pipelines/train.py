@@ -14,6 +14,7 @@ import functools
 import re
 import types
 import typing
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -109,7 +110,11 @@ def parse(argv: list[str]) -> tuple[TrainScriptArguments, TRAACConfig]:
             raise TraacError("--config needs a recipe path")
         check_recipe(Path(argv[at + 1]))
     try:
-        script, config = build_parser().parse_args_and_config(list(argv))
+        with warnings.catch_warnings():
+            # TRL's GRPOConfig sets gradient_checkpointing, which transformers 5.24 renamed: a
+            # FutureWarning on every parse that the recipe's author can do nothing about.
+            warnings.filterwarnings("ignore", "`gradient_checkpointing", FutureWarning)
+            script, config = build_parser().parse_args_and_config(list(argv))
     except (ValueError, TypeError) as err:
         raise TraacError(str(err).splitlines()[0]) from err
     script.check_lora(config.use_vllm)
