@@ -107,9 +107,9 @@ CASES: list[tuple[str, Any, str]] = [
      "mode: 'fast' is not one of"),
     # --- train: options TRL parses ---
     ("train option prefix", lambda t: ["train", "--config", recipe(t), "--max_ste", "5"],
-     "unknown option --max_ste; did you mean --max_steps?"),
+     "unknown option --max_ste; did you mean --max-steps?"),
     ("train unknown option", lambda t: ["train", "--config", recipe(t), "--learning-rat", "1"],
-     "did you mean --learning_rate?"),
+     "did you mean --learning-rate?"),
     ("train text for a number",
      lambda t: ["train", "--config", recipe(t), "--learning_rate", "abc", "--dry-run"],
      "--learning_rate/--learning-rate: invalid float value: 'abc'"),

@@ -196,19 +196,22 @@ class _Parser(TrlParser):
             flag = from_line[0].partition("=")[0]
             if not flag.startswith("--"):
                 raise TraacError(f"unexpected argument {flag!r}; options are --field value")
-            raise TraacError(f"unknown option {flag}{_nearest(flag[2:], fields, '--')}")
+            raise TraacError(f"unknown option {flag}{_nearest(flag[2:], fields, option=True)}")
         return tuple(parsed)
 
     def error(self, message: str) -> NoReturn:
         raise TraacError(f"{message} (see `traac train --help`)")
 
 
-def _nearest(name: str, fields: list[str], prefix: str = "") -> str:
-    """'; did you mean F?' for the field `name` begins (if one) or the nearest, else ''."""
+def _nearest(name: str, fields: list[str], option: bool = False) -> str:
+    """'; did you mean F?' for the field `name` begins (if one) or the nearest, else ''; as an
+    option (`--field-name`) with `option`."""
     key = name.replace("-", "_")
     starts = [f for f in fields if f.startswith(key)]
     near = starts if len(starts) == 1 else difflib.get_close_matches(key, fields, n=1)
-    return f"; did you mean {prefix}{near[0]}?" if near else ""
+    if not near:
+        return ""
+    return f"; did you mean {'--' + near[0].replace('_', '-') if option else near[0]}?"
 
 
 def _check_type(name: str, value: Any, kind: Any) -> None:
