@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from traac.cli import main as cli_main
+from traac.errors import TraacError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -307,3 +308,30 @@ def test_end_to_end_the_error_comes_before_torch(argv: list[str], tmp_path: Path
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert done.stdout.strip() == "False"  # torch not imported when the error was printed
+
+
+def test_after_one_parse_a_misspelt_field_is_named_before_torch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The full parse keeps TRL's field list in the cache; a later command names a misspelt
+    field from it without importing torch, in the words of the full parse."""
+    from traac.pipelines.train import build_parser
+
+    monkeypatch.setenv("TRAAC_CACHE_DIR", str(tmp_path / "c"))
+    with pytest.raises(TraacError, match="no such field; did you mean learning_rate"):
+        build_parser().parse_args_and_config(["--config", recipe(tmp_path, learning_rte=1)])
+    from traac.pipelines.recipe import precheck
+
+    precheck(["--no-log-on-each-node", "--dry-run", "--gradient_checkpointing", "true"])  # known
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    for argv, expected in (
+        (["--config", recipe(tmp_path, learning_rte=1)],
+         "recipe field learning_rte: no such field; did you mean learning_rate?"),
+        (["--max_ste", "5"], "unknown option --max_ste; did you mean --max-steps?"),
+    ):  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE, "train", *argv], capture_output=True, text=True,
+            env=env, cwd=tmp_path, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 2 and done.stdout.strip() == "False", done.stderr
+        assert done.stderr.strip() == f"traac train: error: {expected}"

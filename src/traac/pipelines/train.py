@@ -9,7 +9,6 @@ the experiments all come through `train`.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 import types
@@ -35,7 +34,12 @@ from traac.data.training import items_to_dataset, load_training_items
 from traac.errors import TraacError
 from traac.method.difficulty import FLAT_KEYS
 from traac.pipelines.model_registry import resolve_model
-from traac.pipelines.recipe import read_recipe
+from traac.pipelines.recipe import (
+    read_recipe,
+    remember_fields,
+    unknown_option,
+    unknown_recipe_field,
+)
 from traac.training.checkpoint import STATE_FILE
 from traac.training.config import TRAACConfig
 from traac.training.lora import LoraArguments
@@ -185,33 +189,24 @@ class _Parser(TrlParser):
                     _refuse_flat_key(arg[2:].partition("=")[0].replace("-", "_"))
             names = _checkpointing_names()
             args = [_renamed_flag(a, names) for a in args]
+        fields = sorted({a.dest for a in self._actions if a.dest != "help"})
+        options = {o[2:].replace("-", "_") for a in self._actions for o in a.option_strings}
+        names = {*fields, *options, *_CHECKPOINTING, *_CHECKPOINTING.values()}  # e.g. --no_x
+        remember_fields(sorted(names))  # so that later commands name a typo before this parse
         *parsed, from_recipe, from_line = super().parse_args_and_config(
             args, return_remaining_strings=True, separate_remaining_strings=True
         )
-        fields = sorted({a.dest for a in self._actions if a.dest != "help"})
         if from_recipe:
-            key = from_recipe[0][2:]
-            raise TraacError(f"recipe field {key}: no such field{_nearest(key, fields)}")
+            raise unknown_recipe_field(from_recipe[0][2:], fields)
         if from_line:
             flag = from_line[0].partition("=")[0]
             if not flag.startswith("--"):
                 raise TraacError(f"unexpected argument {flag!r}; options are --field value")
-            raise TraacError(f"unknown option {flag}{_nearest(flag[2:], fields, option=True)}")
+            raise unknown_option(flag, fields)
         return tuple(parsed)
 
     def error(self, message: str) -> NoReturn:
         raise TraacError(f"{message} (see `traac train --help`)")
-
-
-def _nearest(name: str, fields: list[str], option: bool = False) -> str:
-    """'; did you mean F?' for the field `name` begins (if one) or the nearest, else ''; as an
-    option (`--field-name`) with `option`."""
-    key = name.replace("-", "_")
-    starts = [f for f in fields if f.startswith(key)]
-    near = starts if len(starts) == 1 else difflib.get_close_matches(key, fields, n=1)
-    if not near:
-        return ""
-    return f"; did you mean {'--' + near[0].replace('_', '-') if option else near[0]}?"
 
 
 def _check_type(name: str, value: Any, kind: Any) -> None:
