@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import sys
 import types
 import typing
 from collections.abc import Sequence
@@ -95,8 +96,6 @@ class ArgumentParser(argparse.ArgumentParser):
             self.add_argument("--" + f.name.replace("_", "-"), dest=f.name, **options)
 
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
-        import sys
-
         argv = list(sys.argv[1:] if args is None else args)
         self._typed = {dashed(a).partition("=")[0]: a.partition("=")[0] for a in argv}
         if "--" in argv:

@@ -42,6 +42,7 @@ from traac.pipelines.recipe import (
 )
 from traac.training.checkpoint import STATE_FILE
 from traac.training.config import TRAACConfig
+from traac.training.counts import COUNTS, check_counts
 from traac.training.lora import LoraArguments
 from traac.training.packages import check_packages
 from traac.training.trainer import TRAACTrainer
@@ -121,6 +122,7 @@ def parse(argv: list[str]) -> tuple[TrainScriptArguments, TRAACConfig]:
             script, config = build_parser().parse_args_and_config(list(argv))
     except (ValueError, TypeError) as err:
         raise TraacError(str(err).splitlines()[0]) from err
+    check_counts({n: getattr(script, n) for n in COUNTS if hasattr(script, n)})  # LoRA's, ...
     script.check_lora(config.use_vllm)
     if adapter_base(script.model_name_or_path) is not None:
         raise TraacError(
