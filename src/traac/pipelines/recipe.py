@@ -5,8 +5,8 @@ transformers and TRL. The full parse follows (`traac.pipelines.train.parse`), wh
 field again.
 
 Unknown fields need TRL's field list, which takes those imports. Each full parse writes the list
-to the cache (`recipe-fields/`, keyed by the installed TRL and transformers and by traac's own
-field definitions), and later checks read it: after one run on a machine a misspelt field is
+to the cache (`recipe-fields/`, keyed by the installed TRL and transformers and by traac's
+source), and later checks read it: after one run on a machine a misspelt field is
 named at once too; before it, by the full parse, in the same words.
 """
 
@@ -79,9 +79,6 @@ def overrides(argv: list[str]) -> dict[str, Any]:
     return values
 
 
-# The files that define traac's recipe fields: a change to one is a new field list.
-_FIELD_SOURCES = ("pipelines/train.py", "training/config.py", "training/lora.py",
-                  "method/settings.py")  # fmt: skip
 # Names read by other means than a field: the recipe's `env` mapping, `--config`, the help.
 _NOT_FIELDS = ("env", "config", "help", "help_all")
 
@@ -91,8 +88,8 @@ def _fields_file() -> Path:
     digest = hashlib.sha256()
     for name in ("trl", "transformers"):
         digest.update(f"{name} {metadata.version(name)}\n".encode())
-    for source in _FIELD_SOURCES:
-        digest.update((package / source).read_bytes())
+    for source in sorted(package.rglob("*.py")):  # any change to traac: a new list (~10 ms)
+        digest.update(source.read_bytes())
     return cache_root("recipe-fields") / f"{digest.hexdigest()[:16]}.json"
 
 
