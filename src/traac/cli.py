@@ -15,6 +15,7 @@ CPU) is missing. That line is kept out of traac's output.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import logging
 import os
@@ -59,7 +60,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
-        print(f"traac: error: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
+        near = difflib.get_close_matches(name, list(COMMANDS), n=1)
+        hint = f"; did you mean {near[0]}?" if near else ""
+        print(f"traac: error: unknown command {name!r}{hint} (`traac --help` lists them)",
+              file=sys.stderr)  # fmt: skip
         return 2
     try:
         module = importlib.import_module(f"traac.commands.{name.replace('-', '_')}")

@@ -117,8 +117,8 @@ def test_a_scoring_model_prunes_what_its_own_compressor_does(
 def test_a_scoring_model_without_compression_fails_before_any_model_loads(
     tmp_path: Path, monkeypatch, extra: list[str], message: str
 ) -> None:
-    monkeypatch.setattr("traac.commands.eval.load_model", lambda *a, **k: pytest.fail("loaded"))
-    monkeypatch.setattr("traac.commands.eval.load_tokenizer", lambda *a: pytest.fail("loaded"))
+    monkeypatch.setattr("traac.common.models.load_model", lambda *a, **k: pytest.fail("loaded"))
+    monkeypatch.setattr("traac.common.models.load_tokenizer", lambda *a: pytest.fail("loaded"))
     argv = ["--model", str(tmp_path), "--dataset", "testbed:easy", "--output", str(tmp_path / "o"),
             "--scoring-model", "smollm2", *extra]  # fmt: skip
     with pytest.raises(TraacError, match=re.escape(message)) as err:

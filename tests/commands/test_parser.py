@@ -1,5 +1,5 @@
-"""The commands' shared parser: transformers' HfArgumentParser over the settings dataclasses,
-with one-line errors."""
+"""The commands' shared parser: options made from the settings dataclasses, read with dashes or
+underscores, never by a prefix, with one-line errors."""
 
 from __future__ import annotations
 
@@ -40,10 +40,25 @@ def test_help_shows_each_settings_default_and_the_commands_own() -> None:
         (["--scorer", "entropy"], "argument --scorer: invalid choice: 'entropy'"),
         (["--compress-tau", "1.5"], "--compress-tau 1.5: must lie in [0, 1]"),
         (["--compress-tau", "nan"], "--compress-tau nan: must lie in [0, 1]"),
-        (["--no-such-option"], "unrecognized arguments: --no-such-option"),
+        (["--no-such-option"], "unknown option --no-such-option"),
+        (["--probe-layer", "0"], "unknown option --probe-layer; did you mean --probe-layers?"),
+        (["--uniformity_gat", "0.5"], "unknown option --uniformity_gat; did you mean"),
+        (["--model"], "argument --model: expected one argument"),
     ],
 )
 def test_errors_are_one_line(argv: list[str], message: str) -> None:
     with pytest.raises(TraacError) as info:
         parser().parse_args(argv)
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_prefix_of_an_option_is_not_taken_for_it() -> None:
+    """argparse would read `--mod m` as `--model m`; a typo must not pass as another option."""
+    with pytest.raises(TraacError, match="unknown option --mod; did you mean --model"):
+        parser().parse_args(["--mod", "m"])
+
+
+def test_underscores_read_as_dashes_and_help_shows_dashes() -> None:
+    args = parser().parse_args(["--uniformity_gate", "0.5", "--compress_tau=0.3"])
+    assert (args.uniformity_gate, args.compress_tau) == (0.5, 0.3)
+    assert "--uniformity_gate" not in parser().format_help()

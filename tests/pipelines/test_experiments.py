@@ -15,10 +15,7 @@ from traac.errors import TraacError
 from traac.evaluation.harness.records import EvalSummary
 from traac.method.metrics import GroupStats
 from traac.pipelines.experiments import (
-    ABLATIONS,
-    COMPARE,
     CONTRASTS,
-    EXPERIMENTS,
     ExperimentSettings,
     Stat,
     compression_markdown,
@@ -30,6 +27,7 @@ from traac.pipelines.experiments import (
     run_seconds,
 )
 from traac.pipelines.stages import HeldOut, Recipe
+from traac.pipelines.variants import ABLATIONS, COMPARE, EXPERIMENTS
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "testbed.yaml"
 

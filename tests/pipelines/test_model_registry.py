@@ -88,3 +88,19 @@ def test_a_launch_builds_a_missing_named_model_once_without_deadlock(
     paths = json.loads(line.removeprefix("PATHS "))
     assert len(paths) == 2 and paths[0] == paths[1]
     assert Path(paths[0]).parent.parent == cache and (Path(paths[0]) / CARD).is_file()
+
+
+def test_the_built_in_names_checked_before_imports_are_the_registrys() -> None:
+    """`common.model_names.BUILTIN_MODELS` refuses a misspelt name before anything is imported;
+    it must list exactly the names the registry builds."""
+    from traac.common.model_names import BUILTIN_MODELS
+
+    assert set(BUILTIN_MODELS) == set(MODELS)
+
+
+@pytest.mark.parametrize(("typo", "meant"), [("testbd", "testbed"), ("smolm2", "smollm2"),
+                                             ("testbed_quick", "testbed-quick")])  # fmt: skip
+def test_a_misspelt_built_in_name_is_not_looked_up_on_the_hub(typo: str, meant: str) -> None:
+    with pytest.raises(TraacError, match=f"did you mean {meant}\\?"):
+        resolve_model(typo)
+    assert resolve_model("owner/model") == "owner/model"  # a hub id passes, unchanged

@@ -22,21 +22,16 @@ from traac.commands import (
     add_device_map,
     add_scoring_model,
     check_count,
+    check_model,
+    check_placement,
     settings_from,
 )
-from traac.common.models import load_config, load_model, load_tokenizer, resolve_placement
 from traac.common.outputs import output_file, write_text
-from traac.common.scoring_model import check_scoring_model, resolve_scoring_model
-from traac.console import make_console, make_progress, print_lines, print_steps
 from traac.errors import TraacError
-from traac.evaluation.harness.prompts import render_prompt
-from traac.evaluation.reports.viewer import render_html
-from traac.method.compression import CompressionResult, count_tokens
-from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
-from traac.method.scoring import closer_query, resolve_layers
 from traac.method.settings import TEST_TIME_TAU, CompressionSettings, FormatSettings
-from traac.pipelines.model_registry import resolve_model
+
+# The options and the input are checked before the model stack (torch) is imported, in `main`.
 
 
 @dataclass(frozen=True)
@@ -132,6 +127,8 @@ def check_lengths(
     traces: list[Trace], tokenizer: Any, limit: int | None, chat_format: ChatFormat, aux: str
 ) -> None:
     """Name the trace whose probe exceeds the model's positions (nothing is truncated)."""
+    from traac.method.compression import count_tokens
+
     if limit is None:
         return
     for trace in traces:
@@ -150,8 +147,19 @@ def main(argv: list[str]) -> int:
     think = settings_from(args, FormatSettings)
     output_file(args.html, "--html")
     output_file(args.json, "--json")
-    device, device_map = resolve_placement(args.device, args.device_map)
+    check_placement(args.device, args.device_map)
+    check_model("--model", args.model)
     traces = read_traces(args.input, think.resolve())
+    from traac.common.models import load_config, load_model, load_tokenizer, resolve_placement
+    from traac.common.scoring_model import check_scoring_model, resolve_scoring_model
+    from traac.console import make_console, make_progress, print_lines, print_steps
+    from traac.evaluation.reports.viewer import render_html
+    from traac.method.compression import CompressionResult
+    from traac.method.factory import build_compressor
+    from traac.method.scoring import closer_query, resolve_layers
+    from traac.pipelines.model_registry import resolve_model
+
+    device, device_map = resolve_placement(args.device, args.device_map)
     check_scoring_model(args.scoring_model, settings.scorer, "--scoring-model")
     if settings.scorer == "confidence":
         missing = [t.where for t in traces if not t.question]
@@ -233,6 +241,8 @@ def main(argv: list[str]) -> int:
 
 def context(tokenizer: Any, chat_format: ChatFormat, question: str | None) -> str | None:
     """What the model read before the reasoning: the question's prompt and the opener."""
+    from traac.evaluation.harness.prompts import render_prompt
+
     if question is None:
         return None
     return chat_format.reasoning_context(render_prompt(tokenizer, question))

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from traac.commands import ArgumentParser, check_count
-from traac.console import make_console, make_progress, print_lines, print_table
-from traac.pipelines.demo import DemoSettings, run_demo
+from traac.commands import ArgumentParser, check_count, check_input
 
 
 def build_parser() -> ArgumentParser:
@@ -29,6 +27,10 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     for name in ("eval_n", "num_samples", "max_new_tokens"):
         check_count(f"--{name.replace('_', '-')}", getattr(args, name))
+    check_input("--config", args.config)
+    from traac.console import make_console, make_progress, print_lines, print_table
+    from traac.pipelines.demo import DemoSettings, run_demo
+
     settings = DemoSettings.make(
         args.output,
         args.quick,

@@ -14,35 +14,23 @@ from traac.commands import (
     add_compress_tau,
     add_device_map,
     add_scoring_model,
+    check_count,
+    check_input,
+    check_model,
+    check_placement,
     check_test_time_scorer,
     settings_from,
 )
-from traac.common.gguf import is_gguf_path
-from traac.common.models import (
-    load_model,
-    load_tokenizer,
-    prompt_style_of,
-    resolve_dtype,
-    resolve_placement,
-)
-from traac.common.scoring_model import resolve_scoring_model
-from traac.console import make_console, make_progress, print_blocks
+from traac.common.sampling import check_sampling
 from traac.errors import TraacError
 from traac.evaluation.harness.prompts import PROMPT_STYLES, default_prompt_style
-from traac.evaluation.harness.records import summary_blocks
-from traac.evaluation.harness.runner import CALL_REQUESTS, EvalSettings, file_sha256, run_eval
-from traac.evaluation.inference.generation import (
-    BACKENDS,
-    BATCHINGS,
-    Backend,
-    VLLMSettings,
-    make_backend,
-)
+from traac.evaluation.inference.engines import BACKENDS, BATCHINGS, CALL_REQUESTS
 from traac.method.settings import CompressionSettings, FormatSettings
 
-# The model stack (the testbed's builder, the probe, test-time thinking, vLLM) is imported where
-# a model is named: scoring a responses file, or re-reporting a run, reads none of it (seconds
-# of imports in a fresh process, `benchmarks/rereport.py`).
+# Every option is checked before anything heavy is imported (`check_args`); the model stack (the
+# testbed's builder, the probe, test-time thinking, vLLM) is imported where a model is named:
+# scoring a responses file, or re-reporting a run, reads none of it (seconds of imports in a
+# fresh process, `benchmarks/rereport.py`).
 
 DESCRIPTION = """\
 Evaluate a model on a dataset (samples.jsonl, summary.json, summary.md in --output), or score a
@@ -135,7 +123,6 @@ def build_parser() -> ArgumentParser:
     )
     p.add_argument(
         "--think-budget",
-        "--think_budget",
         dest="think_budget",
         type=int,
         metavar="B",
@@ -157,10 +144,22 @@ def build_parser() -> ArgumentParser:
     return p
 
 
-def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+def check_args(args: argparse.Namespace) -> None:
+    """Every option that can be checked without a model, before torch is imported."""
+    for flag in ("num_samples", "batch_size", "limit", "max_new_tokens", "think_budget",
+                 "tensor_parallel_size", "max_model_len"):  # fmt: skip
+        check_count("--" + flag.replace("_", "-"), getattr(args, flag))
+    check_sampling(args.temperature, args.top_p, args.max_new_tokens)
+    fraction = args.gpu_memory_utilization
+    if fraction is not None and not 0 < fraction <= 1:
+        raise TraacError(f"--gpu-memory-utilization {fraction}: must lie in (0, 1]")
+    check_placement(args.device, args.device_map)
+    check_model("--model", args.model)
+    if args.scoring_model is not None:
+        check_model("--scoring-model", args.scoring_model)
+    check_input("--responses", args.responses)
     compression = settings_from(args, CompressionSettings)
-    think = settings_from(args, FormatSettings)
+    settings_from(args, FormatSettings)
     check_test_time_scorer(args.scoring_model, args.compress_tau, compression.scorer)
     if args.responses is not None and (args.device or args.device_map or args.dtype):
         raise TraacError(
@@ -181,14 +180,35 @@ def main(argv: list[str]) -> int:
         raise TraacError(
             "--dataset: empty; pass a file, testbed:TIER, reasoning-gym:TASK or a name"
         )
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    check_args(args)
+    from traac.common.models import (
+        load_model,
+        load_tokenizer,
+        prompt_style_of,
+        resolve_dtype,
+        resolve_placement,
+    )
+    from traac.common.scoring_model import resolve_scoring_model
+    from traac.console import make_console, make_progress, print_blocks
+    from traac.evaluation.harness.records import summary_blocks
+    from traac.evaluation.harness.runner import EvalSettings, file_sha256, run_eval
+    from traac.evaluation.inference.generation import Backend, VLLMSettings, make_backend
+
+    compression = settings_from(args, CompressionSettings)
+    think = settings_from(args, FormatSettings)
+    thinking = args.compress_tau is not None or args.think_budget is not None
+    given = vllm_settings(args)
+    engine = None if given is None else VLLMSettings(**given)
     model = _model_key(args.model) if args.model else None
     scorer = resolve_scoring_model(args.scoring_model, policy_path=model, resolve=_model_key)
     scoring = scorer.path
     device, device_map = resolve_placement(args.device, args.device_map) if model else (None, None)
     dtype = resolve_dtype(args.dtype, device) if device is not None else None
     responses = args.responses.expanduser().resolve() if args.responses else None
-    if responses is not None and not responses.is_file():
-        raise TraacError(f"--responses {str(args.responses)!r}: no such file")
     tokenizer = load_tokenizer(model or args.tokenizer) if (model or args.tokenizer) else None
     style = (
         args.prompt_style
@@ -290,8 +310,8 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def vllm_settings(args: argparse.Namespace) -> VLLMSettings | None:
-    """The vLLM engine settings (None on the transformers backend, which takes none)."""
+def vllm_settings(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The vLLM engine settings given (None on the transformers backend, which takes none)."""
     given = {
         "tensor_parallel_size": args.tensor_parallel_size,
         "max_model_len": args.max_model_len,
@@ -305,7 +325,7 @@ def vllm_settings(args: argparse.Namespace) -> VLLMSettings | None:
         return None
     if args.responses is not None:
         raise TraacError("--backend vllm generates; --responses needs no model")
-    return VLLMSettings(**given)
+    return given
 
 
 def _path_key(name: str) -> str:
@@ -318,6 +338,7 @@ def _path_key(name: str) -> str:
 def _model_key(name: str) -> str:
     """A named or GGUF model is named by its cache directory, which changes with its
     configuration or file, so a rebuilt testbed or another GGUF file counts as another model."""
+    from traac.common.gguf import is_gguf_path
     from traac.pipelines.model_registry import MODELS, resolve_model
 
     return resolve_model(name) if name in MODELS or is_gguf_path(name) else _path_key(name)

@@ -5,16 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from traac.commands import ArgumentParser
-from traac.console import make_console, make_progress, print_table
-from traac.pipelines.experiments import (
-    ABLATIONS,
-    COMPARE,
-    DEFAULT_SEEDS,
-    EXPERIMENTS,
-    ExperimentSettings,
-    run_experiment,
-)
+from traac.commands import ArgumentParser, check_input
+from traac.pipelines.variants import ABLATIONS, COMPARE, DEFAULT_SEEDS, EXPERIMENTS, check_variants
 
 
 def build_parser() -> ArgumentParser:
@@ -48,6 +40,11 @@ def build_parser() -> ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    check_variants(args.name, args.variants, args.seeds, args.held_out)
+    check_input("--config", args.config)
+    from traac.console import make_console, make_progress, print_table
+    from traac.pipelines.experiments import ExperimentSettings, run_experiment
+
     settings = ExperimentSettings.make(
         args.name,
         args.output or Path("outputs") / args.name,

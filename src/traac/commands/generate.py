@@ -15,10 +15,7 @@ import argparse
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
-
-from rich.rule import Rule
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from traac.commands import (
     MODEL_HELP,
@@ -27,19 +24,21 @@ from traac.commands import (
     add_device_map,
     add_scoring_model,
     check_count,
+    check_model,
+    check_placement,
     check_test_time_scorer,
     settings_from,
 )
-from traac.common.models import load_model, load_tokenizer, resolve_dtype, resolve_placement
 from traac.common.outputs import output_file, write_text
-from traac.common.scoring_model import resolve_scoring_model
-from traac.console import make_console, make_progress, print_lines, print_steps
+from traac.common.sampling import check_sampling
 from traac.errors import TraacError
-from traac.evaluation.harness.prompts import render_prompt
-from traac.evaluation.inference.generation import check_sampling
-from traac.evaluation.inference.testtime import PROBE_MODES, ThinkingGenerator
+from traac.evaluation.inference.engines import PROBE_MODES
 from traac.method.settings import TEST_TIME_TAU, CompressionSettings, FormatSettings
-from traac.pipelines.model_registry import resolve_model
+
+if TYPE_CHECKING:
+    from traac.evaluation.inference.testtime import ThinkingGenerator
+
+# Options are checked (`check_args`) before the model stack is imported (`load_generator`).
 
 
 @dataclass(frozen=True)
@@ -76,7 +75,6 @@ def build_parser() -> ArgumentParser:
     )
     parser.add_argument(
         "--think-budget",
-        "--think_budget",
         dest="think_budget",
         type=int,
         metavar="B",
@@ -124,9 +122,14 @@ def check_args(args: argparse.Namespace) -> None:
     check_count("--max-new-tokens", args.max_new_tokens)
     check_sampling(args.temperature, args.top_p, args.max_new_tokens)
     check_count("--batch-size", args.batch_size)
+    check_placement(args.device, args.device_map)
+    check_model("--model", args.model)
+    if args.scoring_model is not None:
+        check_model("--scoring-model", args.scoring_model)
+    settings_from(args, CompressionSettings)
+    settings_from(args, FormatSettings)
     output_file(args.html, "--html")
     output_file(args.json, "--json")
-    resolve_placement(args.device, args.device_map)  # a bad placement fails before any work
 
 
 def read_questions(args: argparse.Namespace) -> list[Question]:
@@ -182,6 +185,12 @@ def compress_tau(args: argparse.Namespace) -> float | None:
 
 
 def load_generator(args: argparse.Namespace) -> ThinkingGenerator:
+    from traac.common.models import load_model, load_tokenizer, resolve_dtype, resolve_placement
+    from traac.common.scoring_model import resolve_scoring_model
+    from traac.console import make_progress
+    from traac.evaluation.inference.testtime import ThinkingGenerator
+    from traac.pipelines.model_registry import resolve_model
+
     settings = settings_from(args, CompressionSettings)
     think = settings_from(args, FormatSettings)
     device, device_map = resolve_placement(args.device, args.device_map)
@@ -207,6 +216,8 @@ def load_generator(args: argparse.Namespace) -> ThinkingGenerator:
 
 def run(generator: ThinkingGenerator, prompts: list[str], args: argparse.Namespace) -> list:
     """Generate batch by batch behind a progress display (on stderr)."""
+    from traac.console import make_progress
+
     samples: list[Any] = []
     produced = 0
     with make_progress().task("generating", len(prompts)) as task:
@@ -231,8 +242,10 @@ def run(generator: ThinkingGenerator, prompts: list[str], args: argparse.Namespa
     return samples
 
 
-def marked_reasoning(sample: Any) -> Text:
-    """The reasoning with the pruned steps struck through."""
+def marked_reasoning(sample: Any) -> Any:
+    """The reasoning with the pruned steps struck through (a rich `Text`)."""
+    from rich.text import Text
+
     comp = sample.compression
     if comp is None or not comp.steps:
         return Text(sample.reasoning)
@@ -245,6 +258,11 @@ def marked_reasoning(sample: Any) -> Text:
 def print_sample(
     console: Any, question: Question, sample: Any, tokenizer: Any, args: argparse.Namespace
 ) -> None:
+    from rich.rule import Rule
+    from rich.text import Text
+
+    from traac.console import print_steps
+
     console.print(Rule(Text(question.title)))
     console.print(Text("question: ", style="bold") + Text(question.text))
     console.print(Text("reasoning ", style="bold") + Text("(pruned steps struck through)", "dim"))
@@ -280,9 +298,16 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     check_args(args)
     questions = read_questions(args)
+    from traac.common.models import resolve_placement
+
+    resolve_placement(args.device, args.device_map)  # a bad placement fails before any load
     generator = load_generator(args)
+    from traac.evaluation.harness.prompts import render_prompt
+
     prompts = [render_prompt(generator.tokenizer, q.text) for q in questions]
     samples = run(generator, prompts, args)
+
+    from traac.console import make_console, print_lines
 
     console = make_console(stderr=False, record=args.html is not None)
     for question, sample in zip(questions, samples, strict=True):

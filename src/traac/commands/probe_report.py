@@ -15,24 +15,14 @@ from traac.commands import (
     add_device_map,
     add_scoring_model,
     check_count,
+    check_model,
+    check_placement,
 )
-from traac.common.models import load_model, load_tokenizer, resolve_placement
 from traac.common.outputs import output_file, write_text
-from traac.common.scoring_model import POLICY, resolve_scoring_model
-from traac.console import make_console, make_progress, print_lines, print_table
+from traac.common.scoring_model import POLICY
 from traac.errors import TraacError
-from traac.evaluation.harness.prompts import render_prompt
-from traac.evaluation.inference.generation import TransformersBackend
-from traac.evaluation.reports.probe_report import (
-    ProbeReport,
-    default_specs,
-    foreign_specs,
-    probe_report,
-    read_labelled,
-)
-from traac.method.scoring import closer_query
-from traac.pipelines.model_registry import resolve_model
-from traac.testbed.measure import labelled_responses
+
+# The options are checked before the model stack (torch) is imported, in `main`.
 
 
 def build_parser() -> ArgumentParser:
@@ -96,6 +86,28 @@ def main(argv: list[str]) -> int:
     repeated = sorted({s for s in args.scoring_model if args.scoring_model.count(s) > 1})
     if repeated:
         raise TraacError(f"--scoring-model {repeated[0]}: given twice; name each scorer once")
+    check_placement(args.device, args.device_map)
+    check_model("--model", args.model)
+    for name in args.scoring_model:
+        check_model("--scoring-model", name)
+    if args.input is not None and not args.input.is_file():
+        raise TraacError(f"--input {args.input}: no such file")
+    from traac.common.models import load_model, load_tokenizer, resolve_placement
+    from traac.common.scoring_model import resolve_scoring_model
+    from traac.console import make_console, make_progress, print_lines, print_table
+    from traac.evaluation.harness.prompts import render_prompt
+    from traac.evaluation.inference.generation import TransformersBackend
+    from traac.evaluation.reports.probe_report import (
+        ProbeReport,
+        default_specs,
+        foreign_specs,
+        probe_report,
+        read_labelled,
+    )
+    from traac.method.scoring import closer_query
+    from traac.pipelines.model_registry import resolve_model
+    from traac.testbed.measure import labelled_responses
+
     device, device_map = resolve_placement(args.device, args.device_map)
     console = make_console()
     progress = make_progress(console)

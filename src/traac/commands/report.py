@@ -8,9 +8,7 @@ from pathlib import Path
 
 from traac.commands import ArgumentParser
 from traac.common.outputs import output_dir
-from traac.console import make_console, print_blocks
-from traac.evaluation.reports.html_report import write_report
-from traac.evaluation.reports.report import load_models, report_blocks
+from traac.errors import TraacError
 
 DESCRIPTION = """\
 Tables (drawn to the terminal's width on stdout, markdown in OUT/report.md), PNG plots (OUT)
@@ -43,8 +41,18 @@ def build_parser() -> ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    # what `load_models` checks first, said the same way before the report stack is imported
+    if args.names is not None and len(args.names) != len(args.dirs):
+        raise TraacError(f"report: {len(args.names)} --names for {len(args.dirs)} directories")
+    for directory in args.dirs:
+        if not directory.is_dir():
+            raise TraacError(f"report: {str(directory)!r} is not a directory")
     if args.output is not None:
         output_dir(args.output)
+    from traac.console import make_console, print_blocks
+    from traac.evaluation.reports.html_report import write_report
+    from traac.evaluation.reports.report import load_models, report_blocks
+
     models = load_models(args.dirs, args.names)
     for warning in filter(None, (run.stale() for m in models for run in m.runs.values())):
         print(f"traac report: warning: {warning}", file=sys.stderr)

@@ -17,11 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from traac.commands import ArgumentParser
-from traac.common.tables import Table
-from traac.console import make_console, make_progress, print_table
 from traac.errors import TraacError
-from traac.evaluation.reports.probe_report import ProbeReport
-from traac.testbed.build import CARD, build_cached, build_testbed, cache_path
 from traac.testbed.config import BASES, default_config
 
 
@@ -57,9 +53,15 @@ def build_parser() -> ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    if args.seed < 0:
+        raise TraacError(f"--seed {args.seed}: must be an integer >= 0")
     config = default_config(quick=args.quick, seed=args.seed, base=args.base)
+    from traac.testbed.build import CARD, build_cached, build_testbed, cache_path
+
     target = args.output.expanduser() if args.output else cache_path(config)
     if args.action == "build":
+        from traac.console import make_progress
+
         progress = make_progress()
         if args.output is None:
             target = build_cached(config, force=args.force, progress=progress)
@@ -79,6 +81,10 @@ def main(argv: list[str]) -> int:
 
 
 def _print_card(card: dict[str, Any], path: Path) -> None:
+    from traac.common.tables import Table
+    from traac.console import make_console, print_table
+    from traac.evaluation.reports.probe_report import ProbeReport
+
     console = make_console(stderr=False)
     measured = card["measure"]
     table = Table(

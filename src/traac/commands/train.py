@@ -1,30 +1,45 @@
-"""`traac train --config RECIPE.yaml [--any_field value ...]`: TRAAC on TRL's GRPO.
+"""`traac train --config RECIPE.yaml [--any-field value ...]`: TRAAC on TRL's GRPO.
 
 Every field of the recipe (`traac.pipelines.train.TrainScriptArguments` and `TRAACConfig`, so every
-`GRPOConfig` field) can be set in the YAML or on the command line. `--dry-run` checks the recipe
-and prints the plan without loading weights or needing a GPU. SIGINT/SIGTERM checkpoint at the
-end of the current step and exit with 128 + the signal number (130, 143);
-`--resume_from_checkpoint auto` continues from the newest checkpoint.
+`GRPOConfig` field) can be set in the YAML or on the command line (`--field-name` or
+`--field_name`). `--dry-run` checks the recipe and prints the plan without loading weights or
+needing a GPU. SIGINT/SIGTERM checkpoint at the end of the current step and exit with 128 + the
+signal number (130, 143); `--resume-from-checkpoint auto` continues from the newest checkpoint.
+`--help` lists traac's own fields; `--help-all` adds TRL's and transformers' (hundreds).
+The recipe's file, YAML, counts and model name are checked (`traac.pipelines.recipe`) before
+torch, transformers and TRL are imported.
 """
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
+import inspect
 import signal
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from accelerate import PartialState
-from rich.table import Table as RichTable
+from traac.pipelines.recipe import precheck
 
-from traac.console import make_console, make_progress, print_lines
-from traac.pipelines.plan import Plan, make_plan
-from traac.pipelines.train import build_parser, parse_recipe, train
-from traac.training.telemetry import METRICS_FILE
+if TYPE_CHECKING:
+    from traac.pipelines.plan import Plan
 
 
 def main(argv: list[str]) -> int:
-    if any(a in ("-h", "--help") for a in argv):
-        build_parser().print_help()
+    if "--help-all" in argv:
+        print_full_help()
         return 0
+    if any(a in ("-h", "--help") for a in argv):
+        print_short_help()
+        return 0
+    precheck(argv)  # before the imports below, which take seconds
+    from accelerate import PartialState
+
+    from traac.console import make_console, make_progress, print_lines
+    from traac.pipelines.plan import make_plan
+    from traac.pipelines.train import parse_recipe, train
+    from traac.training.telemetry import METRICS_FILE
+
     dry_run = _asks_dry_run(argv)
     script, config, device_note = parse_recipe(argv, dry_run)
     if script.dry_run:
@@ -65,6 +80,10 @@ def _asks_dry_run(argv: list[str]) -> bool:
 def print_plan(plan: Plan, title: str) -> None:
     """The plan on stdout: a table on a terminal, else one `setting  value` line each (never
     folded, so it can be grepped and diffed)."""
+    from rich.table import Table as RichTable
+
+    from traac.console import make_console, print_lines
+
     console = make_console(stderr=False)
     lines = [
         *(f"note: {note}" for note in plan.notes),
@@ -81,3 +100,80 @@ def print_plan(plan: Plan, title: str) -> None:
         table.add_row(name, value)
     console.print(table)
     print_lines(console, lines)
+
+
+# --- `--help` (traac's own fields) and `--help-all` (TRL's and transformers' too) ---
+
+USAGE = "traac train --config RECIPE.yaml [--field-name VALUE ...] [--dry-run]"
+DESCRIPTION = (
+    "TRAAC on TRL's GRPO. A recipe is a YAML mapping of field: value; every field can be given "
+    "on the command line too, which wins (--field-name; underscores work as dashes). "
+    "SIGINT/SIGTERM save a "
+    "checkpoint; --resume-from-checkpoint auto continues it."
+)
+# TRL's and transformers' fields a recipe sets most, named where the short help points at them.
+COMMON_TRL = (
+    "learning_rate", "max_steps", "per_device_train_batch_size", "num_generations",
+    "gradient_accumulation_steps", "output_dir", "bf16", "use_vllm", "report_to",
+)  # fmt: skip
+
+
+def _add(group: Any, f: dataclasses.Field) -> None:
+    default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default  # type: ignore[misc]
+    text = f.metadata.get("help", "") or ""
+    group.add_argument(
+        "--" + f.name.replace("_", "-"),
+        metavar=f.name.upper(),
+        help=f"{text} (default: {default})".replace("%", "%%"),
+    )
+
+
+def short_parser() -> argparse.ArgumentParser:
+    """The short help as a parser (used for its help text only)."""
+    from trl import GRPOConfig
+
+    from traac.method.settings import CompressionSettings, FormatSettings
+    from traac.pipelines.train import TrainScriptArguments
+    from traac.training.config import TRAACConfig
+
+    p = argparse.ArgumentParser(
+        prog="traac train", usage=USAGE, description=DESCRIPTION, add_help=False,
+        epilog=f"TRL's GRPOConfig and transformers' TrainingArguments fields ("
+        f"{', '.join(COMMON_TRL)}, ...): `traac train --help-all` lists all "
+        f"{len(dataclasses.fields(GRPOConfig))} of them.",
+    )  # fmt: skip
+    own = p.add_argument_group("options")
+    own.add_argument("-h", "--help", action="store_true", help="this help")
+    own.add_argument("--help-all", action="store_true", help="every field, TRL's included")
+    own.add_argument("--config", metavar="RECIPE", help="the recipe, e.g. recipes/testbed.yaml")
+    trl = {f.name for f in dataclasses.fields(GRPOConfig)}
+    shared = {
+        f.name for cls in (CompressionSettings, FormatSettings) for f in dataclasses.fields(cls)
+    }
+    script = p.add_argument_group("what to train, on which problems (TrainScriptArguments)")
+    for f in dataclasses.fields(TrainScriptArguments):
+        _add(script, f)
+    traac = p.add_argument_group("TRAAC (TRAACConfig; docs/method.md)")
+    settings = p.add_argument_group("compression and think format (as on traac eval, generate)")
+    changed = p.add_argument_group("GRPO fields whose defaults follow the paper, not TRL")
+    own_fields = inspect.get_annotations(TRAACConfig)
+    for f in dataclasses.fields(TRAACConfig):
+        if f.name in shared:
+            _add(settings, f)
+        elif f.name not in trl:
+            _add(traac, f)
+        elif f.name in own_fields:
+            _add(changed, f)
+    return p
+
+
+def print_short_help() -> None:
+    print(short_parser().format_help())
+
+
+def print_full_help() -> None:
+    from traac.pipelines.train import build_parser
+
+    print(short_parser().format_help())
+    print("all fields:")
+    print(build_parser().format_help())

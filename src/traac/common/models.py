@@ -70,6 +70,10 @@ def adapter_base(model: str) -> str | None:
 # The weight files `save_pretrained` writes (one file, or an index naming its shards), and peft's.
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 ADAPTER_WEIGHT_FILES = ("adapter_model.safetensors", "adapter_model.bin")
+# A tokenizer's vocabulary, in any of the forms transformers saves (a directory with none of them
+# loads a tokenizer that maps text to nothing, and generation fails far from the cause).
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model",
+                   "sentencepiece.bpe.model")  # fmt: skip
 
 
 def missing_model_files(directory: str | Path) -> str | None:
@@ -204,6 +208,16 @@ def load_tokenizer(model: str) -> Any:
     base = adapter_base(path)
     if base is not None and not (Path(path) / "tokenizer_config.json").is_file():
         path = base
+    local = Path(path).expanduser()
+    if (
+        local.is_dir()
+        and not any((local / name).is_file() for name in TOKENIZER_FILES)
+        and not any(local.glob("*.tiktoken"))
+    ):
+        raise TraacError(
+            f"model {model!r}: no tokenizer files in {path} ({', '.join(TOKENIZER_FILES[:3])}, "
+            "...); save the tokenizer there too (tokenizer.save_pretrained)"
+        )
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
     except (OSError, ValueError, KeyError, TypeError) as err:

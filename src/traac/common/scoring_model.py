@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from traac.common.model_names import resolve_name
-from traac.common.models import load_tokenizer
 from traac.errors import TraacError
 
 REFERENCE = "reference"
@@ -75,4 +74,6 @@ def resolve_scoring_model(
     path = resolve(name)
     if path == policy_path:
         return ScoringModel()
+    from traac.common.models import load_tokenizer  # torch: only where a tokenizer loads
+
     return ScoringModel(path, load_tokenizer(path))

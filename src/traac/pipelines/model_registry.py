@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from traac.common.gguf import cached_gguf, converted_gguf, is_gguf_path, smollm2_file
+from traac.common.model_names import check_model_name
 from traac.common.models import resolve_model_path
 from traac.common.progress import Progress
 from traac.errors import TraacError
@@ -77,6 +78,7 @@ def resolve_model(model: str | None, progress: Progress | None = None) -> str:
         return str(MODELS[name].resolve(progress))
     if is_gguf_path(name):
         return str(converted_gguf(name, progress))
+    check_model_name(name)  # a misspelt built-in name is not looked up on the hub
     return resolve_model_path(name)
 
 

@@ -13,12 +13,12 @@ import functools
 import re
 import types
 import typing
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
-import yaml
 from accelerate import PartialState
 from accelerate.logging import get_logger
 from transformers.trainer import TRAINER_STATE_NAME
@@ -34,8 +34,15 @@ from traac.data.training import items_to_dataset, load_training_items
 from traac.errors import TraacError
 from traac.method.difficulty import FLAT_KEYS
 from traac.pipelines.model_registry import resolve_model
+from traac.pipelines.recipe import (
+    read_recipe,
+    remember_fields,
+    unknown_option,
+    unknown_recipe_field,
+)
 from traac.training.checkpoint import STATE_FILE
 from traac.training.config import TRAACConfig
+from traac.training.counts import COUNTS, check_counts
 from traac.training.lora import LoraArguments
 from traac.training.packages import check_packages
 from traac.training.trainer import TRAACTrainer
@@ -108,9 +115,14 @@ def parse(argv: list[str]) -> tuple[TrainScriptArguments, TRAACConfig]:
             raise TraacError("--config needs a recipe path")
         check_recipe(Path(argv[at + 1]))
     try:
-        script, config = build_parser().parse_args_and_config(list(argv))
+        with warnings.catch_warnings():
+            # TRL's GRPOConfig sets gradient_checkpointing, which transformers 5.24 renamed: a
+            # FutureWarning on every parse that the recipe's author can do nothing about.
+            warnings.filterwarnings("ignore", "`gradient_checkpointing", FutureWarning)
+            script, config = build_parser().parse_args_and_config(list(argv))
     except (ValueError, TypeError) as err:
         raise TraacError(str(err).splitlines()[0]) from err
+    check_counts({n: getattr(script, n) for n in COUNTS if hasattr(script, n)})  # LoRA's, ...
     script.check_lora(config.use_vllm)
     if adapter_base(script.model_name_or_path) is not None:
         raise TraacError(
@@ -123,19 +135,7 @@ def parse(argv: list[str]) -> tuple[TrainScriptArguments, TRAACConfig]:
 def check_recipe(path: Path) -> None:
     """Read a recipe as the parser will, naming what the parser would choke on (a YAML syntax
     error, a list where a number belongs) in one line, before any work."""
-    if not path.is_file():
-        raise TraacError(f"--config {path}: no such recipe file")
-    try:
-        recipe = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as err:
-        raise TraacError(f"--config {path}: not UTF-8 text ({err.reason})") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(err, "problem", None) or type(err).__name__
-        raise TraacError(f"--config {path}: not valid YAML ({problem}{where})") from None
-    if not isinstance(recipe, dict):
-        raise TraacError(f"--config {path}: a recipe is a YAML mapping of field: value")
+    recipe = read_recipe(path)
     hints = {**typing.get_type_hints(TRAACConfig), **typing.get_type_hints(TrainScriptArguments)}
     for name, value in recipe.items():
         kind = type(value).__name__
@@ -169,13 +169,20 @@ def _checkpointing_names() -> dict[str, str]:
 
 class _Parser(TrlParser):
     """TRL's parser, reading either name of the checkpointing fields (`_CHECKPOINTING`) and
-    naming the new spelling of the flat difficulty fields (`FLAT_KEYS`)."""
+    naming the new spelling of the flat difficulty fields (`FLAT_KEYS`). Its errors are one line
+    (no usage dump); an unknown field, in the recipe or on the command line, names the nearest
+    one; a prefix of an option is never taken for it; a recipe's value of the wrong type is named
+    before it reaches transformers."""
 
     def set_defaults_with_config(self, **kwargs: Any) -> list[str]:
         for key in kwargs:
             _refuse_flat_key(key)
         names = _checkpointing_names()
-        return super().set_defaults_with_config(**{names.get(k, k): v for k, v in kwargs.items()})
+        values = {names.get(k, k): v for k, v in kwargs.items()}
+        for action in self._actions:
+            if action.dest in values:
+                _check_type(action.dest, values[action.dest], action.type)
+        return super().set_defaults_with_config(**values)
 
     def parse_args_and_config(self, args: Any = None, **kwargs: Any) -> Any:
         if args is not None:
@@ -184,7 +191,35 @@ class _Parser(TrlParser):
                     _refuse_flat_key(arg[2:].partition("=")[0].replace("-", "_"))
             names = _checkpointing_names()
             args = [_renamed_flag(a, names) for a in args]
-        return super().parse_args_and_config(args, **kwargs)
+        fields = sorted({a.dest for a in self._actions if a.dest != "help"})
+        options = {o[2:].replace("-", "_") for a in self._actions for o in a.option_strings}
+        names = {*fields, *options, *_CHECKPOINTING, *_CHECKPOINTING.values()}  # e.g. --no_x
+        remember_fields(sorted(names))  # so that later commands name a typo before this parse
+        *parsed, from_recipe, from_line = super().parse_args_and_config(
+            args, return_remaining_strings=True, separate_remaining_strings=True
+        )
+        if from_recipe:
+            raise unknown_recipe_field(from_recipe[0][2:], fields)
+        if from_line:
+            flag = from_line[0].partition("=")[0]
+            if not flag.startswith("--"):
+                raise TraacError(f"unexpected argument {flag!r}; options are --field value")
+            raise unknown_option(flag, fields)
+        return tuple(parsed)
+
+    def error(self, message: str) -> NoReturn:
+        raise TraacError(f"{message} (see `traac train --help`)")
+
+
+def _check_type(name: str, value: Any, kind: Any) -> None:
+    """A recipe's number field holding text that is no number (TRL would pass it on as text)."""
+    if kind not in (int, float) or value is None or isinstance(value, (int, float)):
+        return
+    try:
+        kind(value)
+    except (TypeError, ValueError):
+        what = "an integer" if kind is int else "a number"
+        raise TraacError(f"{name}: {value!r} must be {what}") from None
 
 
 def _refuse_flat_key(name: str) -> None:
@@ -210,7 +245,7 @@ def _renamed_flag(arg: str, names: dict[str, str]) -> str:
 
 
 def build_parser() -> TrlParser:
-    return _Parser((TrainScriptArguments, TRAACConfig), prog="traac train")
+    return _Parser((TrainScriptArguments, TRAACConfig), prog="traac train", allow_abbrev=False)
 
 
 def parse_recipe(

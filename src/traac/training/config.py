@@ -33,6 +33,7 @@ from traac.method.settings import (
     check_positive,
     preset_name,
 )
+from traac.training.counts import COUNTS, check_counts
 from traac.training.extra_rewards import check_extra_weights
 from traac.training.modes import MODES, Mode
 from traac.training.peer_rewards import PeerSettings, laser_bounds
@@ -435,6 +436,8 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
         for name, allowed in choices.items():
             check_choice(name, getattr(self, name), allowed)
         check_scoring_model(self.scoring_model or "", self.scorer)  # None: as empty
+        counts = [name for name in ("max_steps", *COUNTS) if hasattr(self, name)]
+        check_counts({name: getattr(self, name) for name in counts})  # TRL's and transformers'
         self.difficulty = self.difficulty_config().to_recipe()  # checked, every key given
         check_refill(self)
         for name in _NONNEGATIVE_FIELDS:

@@ -586,7 +586,7 @@ def test_a_bad_think_budget_fails_before_the_model_loads(
 ):
     from traac.commands.eval import main
 
-    monkeypatch.setattr("traac.commands.eval.load_model", lambda *a, **k: pytest.fail("loaded"))
+    monkeypatch.setattr("traac.common.models.load_model", lambda *a, **k: pytest.fail("loaded"))
     argv = ["--model", str(model_dir), "--dataset", str(dataset)]
     with pytest.raises(TraacError, match=re.escape(message)) as err:
         main([*argv, "--output", str(tmp_path / "out"), *extra])

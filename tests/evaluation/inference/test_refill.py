@@ -56,7 +56,7 @@ def test_eval_with_batching_refill_writes_the_padded_records(tmp_path, quick_tes
 def test_refill_with_thinking_or_vllm_fails_before_the_model_loads(tmp_path, monkeypatch, extra):
     from traac.commands.eval import main
 
-    monkeypatch.setattr("traac.commands.eval.load_model", lambda *a, **k: pytest.fail("loaded"))
+    monkeypatch.setattr("traac.common.models.load_model", lambda *a, **k: pytest.fail("loaded"))
     argv = ["--model", str(tmp_path), "--dataset", "testbed:easy", "--output", str(tmp_path / "o")]
     with pytest.raises(TraacError, match=re.escape("--batching refill: plain generation")):
         main([*argv, "--batching", "refill", *extra])

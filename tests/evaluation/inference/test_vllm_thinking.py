@@ -97,8 +97,8 @@ def test_engine_settings_reach_vllm_and_plain_eval_sends_every_request_at_once(
     ],
 )
 def test_bad_engine_settings_fail_before_any_model_loads(tmp_path, monkeypatch, extra, message):
-    monkeypatch.setattr("traac.commands.eval.load_model", lambda *a, **k: pytest.fail("loaded"))
-    monkeypatch.setattr("traac.commands.eval.load_tokenizer", lambda *a: pytest.fail("loaded"))
+    monkeypatch.setattr("traac.common.models.load_model", lambda *a, **k: pytest.fail("loaded"))
+    monkeypatch.setattr("traac.common.models.load_tokenizer", lambda *a: pytest.fail("loaded"))
     argv = ["--model", str(tmp_path), "--dataset", "testbed:easy", "--output", str(tmp_path / "o")]
     with pytest.raises(TraacError, match=re.escape(message)) as err:
         main([*argv, *extra])

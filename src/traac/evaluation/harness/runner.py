@@ -38,6 +38,7 @@ from traac.evaluation.harness.records import (
 )
 from traac.evaluation.harness.samples import LengthCounter, SamplesFile, score_records
 from traac.evaluation.harness.votes import answer_votes
+from traac.evaluation.inference import engines
 from traac.evaluation.inference.generation import Backend, Sampling, check_sampling
 from traac.method.formats import resolve_chat_format
 
@@ -157,11 +158,7 @@ class RunResult:
     notes: list[str] = field(default_factory=list)
 
 
-# Requests per call to an engine that schedules its own batch (vLLM): four times the most
-# sequences vLLM 0.31 runs at once offline (1,024 on an H100 or larger, else 256), so its batch
-# stays full but for each call's tail, and few enough that each call's samples reach
-# samples.jsonl when it returns: a crash loses one call's work, not the run's.
-CALL_REQUESTS = 4096
+CALL_REQUESTS = engines.CALL_REQUESTS  # requests per call to vLLM (`engines.CALL_REQUESTS`)
 
 
 def generate_samples(

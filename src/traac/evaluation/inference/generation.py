@@ -30,10 +30,8 @@ from traac.common.models import (
     resolve_placement,
 )
 from traac.errors import TraacError
+from traac.evaluation.inference.engines import BACKENDS
 from traac.evaluation.inference.responses import Generation
-
-BACKENDS = ("transformers", "vllm")
-BATCHINGS = ("padded", "refill")  # the transformers backend's (`traac.evaluation.inference.refill`)
 
 
 @dataclass(frozen=True)

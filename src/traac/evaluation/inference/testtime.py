@@ -53,6 +53,7 @@ from typing import Any, Literal
 import torch
 
 from traac.errors import TraacError
+from traac.evaluation.inference.engines import PROBE_MODES
 from traac.evaluation.inference.generation import TokenCallback, request_seed
 from traac.evaluation.inference.responses import ThinkingSample
 from traac.evaluation.inference.think_decode import (
@@ -70,7 +71,6 @@ from traac.method.settings import CompressionSettings, check_tau
 
 DEFAULT_MAX_NEW_TOKENS = 1024
 ProbeMode = Literal["cached", "reforward"]
-PROBE_MODES: tuple[str, ...] = ("cached", "reforward")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,163 @@
+"""A training recipe read before the training stack is imported: `traac train` checks here the
+recipe file and its YAML, the counts of `traac.training.counts` and a misspelt built-in model
+name, so those mistakes are named in a second rather than after the imports of torch,
+transformers and TRL. The full parse follows (`traac.pipelines.train.parse`), which checks every
+field again.
+
+Unknown fields need TRL's field list, which takes those imports. Each full parse writes the list
+to the cache (`recipe-fields/`, keyed by the installed TRL and transformers and by traac's
+source), and later checks read it: after one run on a machine a misspelt field is
+named at once too; before it, by the full parse, in the same words.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from traac.common.cache import cache_root
+from traac.common.model_names import check_model_name
+from traac.errors import TraacError
+from traac.method.difficulty import FLAT_KEYS
+from traac.training.counts import check_counts
+
+_SCORERS = ("reference", "policy")  # scoring_model values that name no model
+
+
+def read_recipe(path: Path) -> dict[str, Any]:
+    """The recipe's mapping, or one line naming what keeps it from being one."""
+    if not path.is_file():
+        raise TraacError(f"--config {path}: no such recipe file")
+    try:
+        recipe = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise TraacError(f"--config {path}: not UTF-8 text ({err.reason})") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or type(err).__name__
+        raise TraacError(f"--config {path}: not valid YAML ({problem}{where})") from None
+    if not isinstance(recipe, dict):
+        raise TraacError(f"--config {path}: a recipe is a YAML mapping of field: value")
+    return recipe
+
+
+def config_path(argv: list[str]) -> Path | None:
+    """The `--config` of a command line (None without one)."""
+    for at, arg in enumerate(argv):
+        if arg.startswith("--config="):
+            return Path(arg.partition("=")[2])
+        if arg == "--config":
+            if at + 1 >= len(argv) or argv[at + 1].startswith("--"):
+                raise TraacError("--config needs a recipe path (traac train --config RECIPE.yaml)")
+            return Path(argv[at + 1])
+    return None
+
+
+def overrides(argv: list[str]) -> dict[str, Any]:
+    """`--field value`, `--field=value` and bare `--flag` (true) of a command line, by field
+    name (dashes read as underscores); the first value of a list."""
+    values: dict[str, Any] = {}
+    at = 0
+    while at < len(argv):
+        arg = argv[at]
+        at += 1
+        if not arg.startswith("--") or arg == "--config":
+            continue
+        name, eq, value = arg[2:].partition("=")
+        if not eq:
+            follows = at < len(argv) and not argv[at].startswith("--")
+            value = argv[at] if follows else "true"
+            at += follows
+        values[name.replace("-", "_")] = value
+    return values
+
+
+# Names read by other means than a field: the recipe's `env` mapping, `--config`, the help.
+_NOT_FIELDS = ("env", "config", "help", "help_all")
+
+
+def _fields_file() -> Path:
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for name in ("trl", "transformers"):
+        digest.update(f"{name} {metadata.version(name)}\n".encode())
+    for source in sorted(package.rglob("*.py")):  # any change to traac: a new list (~10 ms)
+        digest.update(source.read_bytes())
+    return cache_root("recipe-fields") / f"{digest.hexdigest()[:16]}.json"
+
+
+def remember_fields(fields: list[str]) -> None:
+    """Keep the full parser's field names for later checks (best effort: a read-only cache
+    only makes those checks wait for the full parse)."""
+    try:
+        path = _fields_file()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        work = path.with_suffix(f".{id(fields)}.tmp")
+        work.write_text(json.dumps(sorted(fields)))
+        work.replace(path)
+    except OSError:
+        pass
+
+
+def known_fields() -> list[str] | None:
+    """The field names a full parse wrote for this installation (None: none yet)."""
+    try:
+        return json.loads(_fields_file().read_text())
+    except (OSError, ValueError, metadata.PackageNotFoundError):
+        return None
+
+
+def nearest(name: str, fields: list[str], option: bool = False) -> str:
+    """'; did you mean F?' for the field `name` begins (if one) or the nearest, else ''; as an
+    option (`--field-name`) with `option`."""
+    key = name.replace("-", "_")
+    starts = [f for f in fields if f.startswith(key)]
+    near = starts if len(starts) == 1 else difflib.get_close_matches(key, fields, n=1)
+    if not near:
+        return ""
+    return f"; did you mean {'--' + near[0].replace('_', '-') if option else near[0]}?"
+
+
+def unknown_recipe_field(key: str, fields: list[str]) -> TraacError:
+    return TraacError(f"recipe field {key}: no such field{nearest(key, fields)}")
+
+
+def unknown_option(flag: str, fields: list[str]) -> TraacError:
+    return TraacError(f"unknown option {flag}{nearest(flag[2:], fields, option=True)}")
+
+
+def _check_names(recipe: dict[str, Any], argv: list[str]) -> None:
+    """Every recipe key and option a known field (when the field list is cached)."""
+    fields = known_fields()
+    if fields is None:
+        return
+    known = {*fields, *_NOT_FIELDS, *FLAT_KEYS}  # flat keys: the full parse names their move
+    for key in recipe:
+        if key not in known:
+            raise unknown_recipe_field(key, fields)
+    for arg in argv:
+        flag = arg.partition("=")[0]
+        if flag.startswith("--") and flag[2:].replace("-", "_") not in known:
+            raise unknown_option(flag, fields)
+
+
+def precheck(argv: list[str]) -> None:
+    """What the recipe and the command line get wrong, named before TRL is imported."""
+    path = config_path(argv)
+    recipe = read_recipe(path) if path is not None else {}
+    _check_names(recipe, argv)
+    values = {**recipe, **overrides(argv)}
+    check_counts(values)
+    model = values.get("model_name_or_path")
+    if isinstance(model, str):
+        check_model_name(model, "model_name_or_path")
+    scorer = values.get("scoring_model")
+    if isinstance(scorer, str) and scorer not in _SCORERS:
+        check_model_name(scorer, "scoring_model")

@@ -1,0 +1,337 @@
+"""Careless input, command by command: every mistake a user can make on the command line or in a
+recipe is one line on stderr naming the field (and, for a typo, the nearest right spelling),
+exit 2, no traceback and no usage dump, before any model loads or any testbed is built.
+
+Each case runs in this process through `traac.cli.main` (fast); `test_end_to_end` runs a few
+as a user does, in a fresh interpreter, and checks that the error came before torch was
+imported. Nothing here measures time (benchmarks/careless_inputs.py does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from traac.cli import main as cli_main
+from traac.errors import TraacError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# A minimal valid recipe for the testbed; each YAML case adds or replaces fields of it.
+RECIPE = {
+    "model_name_or_path": "testbed",
+    "dataset": "testbed:easy?n=4",
+    "use_cpu": True,
+    "bf16": False,
+    "report_to": "none",
+    "max_steps": 2,
+    "per_device_train_batch_size": 4,
+    "num_generations": 4,
+    "max_completion_length": 32,
+}
+
+
+def recipe(tmp_path: Path, text: str | None = None, **fields: Any) -> str:
+    """A recipe file: RECIPE with `fields` changed (a value None drops the field), or `text`."""
+    values = {**RECIPE, "output_dir": str(tmp_path / "out")}
+    values.update(fields)
+    path = tmp_path / "recipe.yaml"
+    if text is None:
+        text = "".join(f"{k}: {json.dumps(v)}\n" for k, v in values.items() if v is not None)
+    path.write_text(text)
+    return str(path)
+
+
+# (id, argv builder taking tmp_path, text the one line must hold)
+CASES: list[tuple[str, Any, str]] = [
+    # --- train: counts, checked before TRL is imported ---
+    ("train max_steps negative", lambda t: ["train", "--max_steps", "-5"],
+     "max_steps: -5 must be a number of steps >= 1, or -1 to train for num_train_epochs"),
+    ("train max-steps zero", lambda t: ["train", "--max-steps", "0"], "max_steps: 0"),
+    ("train num_generations zero", lambda t: ["train", "--num_generations", "0"],
+     "num_generations: 0 must be an integer >= 2"),
+    ("train batch size zero", lambda t: ["train", "--per-device-train-batch-size", "0"],
+     "per_device_train_batch_size: 0 must be an integer >= 1"),
+    ("train accumulation negative", lambda t: ["train", "--gradient_accumulation_steps=-1"],
+     "gradient_accumulation_steps: -1"),
+    ("train epochs zero", lambda t: ["train", "--num_train_epochs", "0"],
+     "num_train_epochs: 0 must be a number > 0"),
+    ("train seed negative", lambda t: ["train", "--seed", "-3"], "seed: -3"),
+    ("train steps not a number", lambda t: ["train", "--max_steps", "ten"],
+     "max_steps: 'ten' must be an integer"),
+    ("train lora rank zero", lambda t: ["train", "--use_peft", "true", "--lora_r", "0"],
+     "lora_r: 0"),
+    # --- train: names and files ---
+    ("train misspelt model", lambda t: ["train", "--model_name_or_path", "testbd"],
+     "model_name_or_path 'testbd': no such model or directory; did you mean testbed?"),
+    ("train misspelt scorer", lambda t: ["train", "--scoring_model", "smolm2"],
+     "did you mean smollm2?"),
+    ("train missing recipe", lambda t: ["train", "--config", str(t / "no.yaml")],
+     "no such recipe file"),
+    ("train config without path", lambda t: ["train", "--config"], "--config needs a recipe"),
+    # --- train: recipe YAML ---
+    ("yaml steps zero", lambda t: ["train", "--config", recipe(t, max_steps=0)], "max_steps: 0"),
+    ("yaml steps text", lambda t: ["train", "--config", recipe(t, max_steps="ten")],
+     "max_steps: 'ten' must be an integer"),
+    ("yaml generations one", lambda t: ["train", "--config", recipe(t, num_generations=1)],
+     "num_generations: 1 must be an integer >= 2"),
+    ("yaml batch negative",
+     lambda t: ["train", "--config", recipe(t, per_device_train_batch_size=-2)],
+     "per_device_train_batch_size: -2"),
+    ("yaml misspelt model",
+     lambda t: ["train", "--config", recipe(t, model_name_or_path="Testbed-quik")],
+     "did you mean testbed-quick?"),
+    ("yaml syntax", lambda t: ["train", "--config", recipe(t, "max_steps: [1, 2\n")],
+     "not valid YAML"),
+    ("yaml not a mapping", lambda t: ["train", "--config", recipe(t, "- a\n- b\n")],
+     "a recipe is a YAML mapping"),
+    ("yaml unknown key", lambda t: ["train", "--config", recipe(t, learning_rte=1e-5), "--dry-run"],
+     "recipe field learning_rte: no such field; did you mean learning_rate?"),
+    ("yaml dashed key", lambda t: ["train", "--config", recipe(t, **{"max-steps": 3}), "--dry-run"],
+     "recipe field max-steps: no such field; did you mean max_steps?"),
+    ("yaml text for a number",
+     lambda t: ["train", "--config", recipe(t, learning_rate="fast"), "--dry-run"],
+     "learning_rate: 'fast' must be a number"),
+    ("yaml list for a number",
+     lambda t: ["train", "--config", recipe(t, beta=[0.1, 0.2]), "--dry-run"],
+     "beta: [0.1, 0.2] is a list"),
+    ("yaml bad tau",
+     lambda t: ["train", "--config", recipe(t, difficulty={"tau": {"hard": 1.5}}), "--dry-run"],
+     "tau"),
+    ("yaml bad mode", lambda t: ["train", "--config", recipe(t, mode="fast"), "--dry-run"],
+     "mode: 'fast' is not one of"),
+    # --- train: options TRL parses ---
+    ("train option prefix", lambda t: ["train", "--config", recipe(t), "--max_ste", "5"],
+     "unknown option --max_ste; did you mean --max-steps?"),
+    ("train unknown option", lambda t: ["train", "--config", recipe(t), "--learning-rat", "1"],
+     "did you mean --learning-rate?"),
+    ("train text for a number",
+     lambda t: ["train", "--config", recipe(t), "--learning_rate", "abc", "--dry-run"],
+     "--learning_rate/--learning-rate: invalid float value: 'abc'"),
+    ("train bad dataset spec",
+     lambda t: ["train", "--config", recipe(t), "--dataset", "testbed:easy?n=abc", "--dry-run"],
+     "dataset 'testbed:easy?n=abc': n and seed must be integers"),
+    # --- eval ---
+    ("eval underscore count", lambda t: ["eval", "--num_samples", "0", "--model", "testbed",
+                                         "--dataset", "testbed:easy", "--output", str(t / "o")],
+     "--num-samples 0: must be at least 1"),
+    ("eval option prefix", lambda t: ["eval", "--num-sample", "2", "--model", "testbed",
+                                      "--dataset", "testbed:easy", "--output", str(t / "o")],
+     "unknown option --num-sample; did you mean --num-samples?"),
+    ("eval missing output", lambda t: ["eval", "--model", "testbed", "--dataset", "x"],
+     "the following arguments are required: --output"),
+    ("eval misspelt model", lambda t: ["eval", "--model", "smollm2-thnk", "--dataset", "x",
+                                       "--output", str(t / "o")],
+     "did you mean smollm2-think?"),
+    ("eval missing responses", lambda t: ["eval", "--responses", str(t / "r.jsonl"),
+                                          "--dataset", "x", "--output", str(t / "o")],
+     "--responses"),
+    ("eval negative temperature", lambda t: ["eval", "--model", "testbed", "--dataset", "x",
+                                             "--output", str(t / "o"), "--temperature", "-1"],
+     "--temperature -1.0"),
+    ("eval bad tau", lambda t: ["eval", "--model", "testbed", "--dataset", "x",
+                                "--output", str(t / "o"), "--compress_tau", "1.5"],
+     "--compress-tau 1.5: must lie in [0, 1]"),
+    ("eval vllm share", lambda t: ["eval", "--model", "testbed", "--dataset", "x", "--output",
+                                   str(t / "o"), "--backend", "vllm",
+                                   "--gpu-memory-utilization", "2"],
+     "--gpu-memory-utilization 2.0: must lie in (0, 1]"),
+    ("eval limit zero", lambda t: ["eval", "--model", "testbed", "--dataset", "x",
+                                   "--output", str(t / "o"), "--limit", "0"],
+     "--limit 0: must be at least 1"),
+    # --- generate ---
+    ("generate tokens zero", lambda t: ["generate", "--prompt", "hi", "--max_new_tokens", "0"],
+     "--max-new-tokens 0: must be at least 1"),
+    ("generate misspelt model", lambda t: ["generate", "--model", "smolm2", "--prompt", "hi"],
+     "did you mean smollm2?"),
+    ("generate option prefix", lambda t: ["generate", "--prompt", "hi", "--temp", "0.5"],
+     "unknown option --temp; did you mean --temperature?"),
+    ("generate missing input", lambda t: ["generate", "--input", str(t / "q.txt")],
+     "no such file"),
+    ("generate budget negative", lambda t: ["generate", "--prompt", "hi", "--think_budget", "-1"],
+     "--think-budget -1: must be at least 1"),
+    ("generate batch zero", lambda t: ["generate", "--prompt", "hi", "--batch-size", "0"],
+     "--batch-size 0: must be at least 1"),
+    # --- demo ---
+    ("demo eval-n zero", lambda t: ["demo", "--eval-n", "0"], "--eval-n 0: must be at least 1"),
+    ("demo underscore count", lambda t: ["demo", "--num_samples", "-2"],
+     "--num-samples -2: must be at least 1"),
+    ("demo missing recipe", lambda t: ["demo", "--config", str(t / "no.yaml")],
+     "--config"),
+    # --- compress ---
+    ("compress batch zero", lambda t: ["compress", "--input", "x.txt", "--batch_size", "0"],
+     "--batch-size 0: must be at least 1"),
+    ("compress missing input", lambda t: ["compress", "--input", str(t / "no.txt")],
+     "no such file"),
+    ("compress bad scorer", lambda t: ["compress", "--input", "x.txt", "--scorer", "entropy"],
+     "argument --scorer: invalid choice: 'entropy'"),
+    ("compress bad gate", lambda t: ["compress", "--input", "x.txt", "--uniformity_gate", "2"],
+     "uniformity_gate: 2.0 must be a number in [0, 1]"),
+    # --- report ---
+    ("report missing dir", lambda t: ["report", str(t / "nothing")], "is not a directory"),
+    ("report names", lambda t: ["report", str(t), "--names", "a", "b"],
+     "2 --names for 1 directories"),
+    # --- experiment ---
+    ("experiment seed negative", lambda t: ["experiment", "compare", "--seeds", "-1"],
+     "--seeds: [-1] must be distinct integers >= 0"),
+    ("experiment held-out zero", lambda t: ["experiment", "ablations", "--held_out", "0"],
+     "--held-out: 0 problems a tier"),
+    ("experiment unknown variant", lambda t: ["experiment", "compare", "--variants", "GRPO"],
+     "--variants: unknown ['GRPO']"),
+    ("experiment misspelt name", lambda t: ["experiment", "ablation"],
+     "invalid choice: 'ablation'"),
+    # --- probe-report ---
+    ("probe-report eval-n zero", lambda t: ["probe-report", "--eval_n", "0"],
+     "--eval-n 0: must be at least 1"),
+    ("probe-report misspelt model", lambda t: ["probe-report", "--model", "tesbed"],
+     "did you mean testbed?"),
+    # --- testbed ---
+    ("testbed seed negative", lambda t: ["testbed", "build", "--seed", "-1"],
+     "--seed -1: must be an integer >= 0"),
+    ("testbed option prefix", lambda t: ["testbed", "build", "--bas", "smollm2"],
+     "unknown option --bas; did you mean --base?"),
+    ("testbed unknown action", lambda t: ["testbed", "bild"], "invalid choice: 'bild'"),
+    # --- the dispatcher ---
+    ("misspelt command", lambda t: ["trian"], "unknown command 'trian'; did you mean train?"),
+]  # fmt: skip
+
+
+@pytest.fixture
+def no_work(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Fail the test if anything is built or loaded: every case must fail before that."""
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("work started: a model was built or loaded")
+
+    monkeypatch.setenv("TRAAC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr("traac.testbed.build.build_testbed", refuse)
+    monkeypatch.setattr("traac.common.models.load_model", refuse)
+    monkeypatch.setattr("traac.common.gguf.converted_gguf", refuse)
+    monkeypatch.chdir(tmp_path)
+
+
+def test_there_are_enough_cases(tmp_path: Path) -> None:
+    assert len(CASES) >= 40
+    commands = {argv(tmp_path)[0] for _, argv, _ in CASES}
+    assert commands >= {"train", "eval", "generate", "demo", "report", "compress", "experiment",
+                        "probe-report", "testbed"}  # fmt: skip
+
+
+def assert_one_line(code: int, err: str, expected: str) -> None:
+    lines = err.strip().splitlines()
+    assert code == 2, err
+    assert len(lines) == 1, err  # one line: no traceback, no usage dump
+    assert lines[0].startswith("traac"), lines[0]
+    assert ": error: " in lines[0] and expected in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(("name", "argv", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_careless_input_is_one_line_exit_2(
+    name: str, argv: Any, expected: str, tmp_path: Path, no_work: None, capsys: Any
+) -> None:
+    code = cli_main(argv(tmp_path))
+    assert_one_line(code, capsys.readouterr().err, expected)
+
+
+def test_a_model_directory_without_tokenizer_files_is_one_line(
+    tmp_path: Path, char_tokenizer: Any, save_tiny: Any, capsys: Any
+) -> None:
+    """Such a directory used to load a tokenizer that maps text to nothing, and generation
+    failed on a tensor's dtype far from the cause."""
+    model = save_tiny(tmp_path / "m", char_tokenizer())
+    for path in model.iterdir():
+        if path.name not in ("config.json", "model.safetensors", "generation_config.json"):
+            path.unlink()
+    capsys.readouterr()  # what saving the model printed
+    argv = ["eval", "--model", str(model), "--dataset", "testbed:easy?n=1", "--output",
+            str(tmp_path / "o"), "--max-new-tokens", "4"]  # fmt: skip
+    code = cli_main(argv)
+    assert_one_line(code, capsys.readouterr().err, f"no tokenizer files in {model}")
+
+
+def test_help_shows_every_option_in_the_dash_form(capsys: Any) -> None:
+    from traac.cli import COMMANDS
+
+    for command in COMMANDS:
+        try:
+            code = cli_main([command, "--help"])
+        except SystemExit as done:  # argparse's way
+            code = done.code
+        assert code == 0
+        out = capsys.readouterr().out
+        listed = [line.split() for line in out.splitlines() if line.strip().startswith("-")]
+        options = [w.strip(",[]") for words in listed for w in words if w.startswith("--")]
+        assert options, command
+        assert not [o for o in options if "_" in o.partition("=")[0]], (command, options)
+
+
+def test_train_help_is_short_names_config_and_the_way_to_trls_fields(capsys: Any) -> None:
+    assert cli_main(["train", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--config RECIPE" in out and "--help-all" in out
+    assert "--mode" in out and "--dry-run" in out
+    assert out.index("--mode") < out.index("traac train --help-all` lists all")
+    assert "--adam-beta1" not in out  # transformers' fields wait for --help-all
+    assert len(out.splitlines()) < 400
+    assert cli_main(["train", "--help-all"]) == 0
+    assert "--adam_beta1" in capsys.readouterr().out
+
+
+# A few cases as a user runs them: a fresh interpreter, its exit code, and whether torch was
+# imported before the error (it must not be: the check comes first).
+END_TO_END = [
+    ["train", "--max_steps", "-5"],
+    ["train", "--max_ste", "5", "--model_name_or_path", "testbd"],
+    ["eval", "--num_samples", "0", "--model", "testbed", "--dataset", "x", "--output", "o"],
+    ["generate", "--model", "testbd", "--prompt", "hi"],
+    ["demo", "--eval-n", "0"],
+    ["compress", "--input", "x.txt", "--batch-size", "0"],
+]
+PROBE = "import sys; from traac.cli import main; code = main(sys.argv[1:]); " \
+        "print('torch' in sys.modules); sys.exit(code)"  # fmt: skip
+
+
+@pytest.mark.parametrize("argv", END_TO_END, ids=[" ".join(a[:2]) for a in END_TO_END])
+def test_end_to_end_the_error_comes_before_torch(argv: list[str], tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "TRAAC_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, env=env,
+        cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert done.stdout.strip() == "False"  # torch not imported when the error was printed
+
+
+def test_after_one_parse_a_misspelt_field_is_named_before_torch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The full parse keeps TRL's field list in the cache; a later command names a misspelt
+    field from it without importing torch, in the words of the full parse."""
+    from traac.pipelines.train import build_parser
+
+    monkeypatch.setenv("TRAAC_CACHE_DIR", str(tmp_path / "c"))
+    with pytest.raises(TraacError, match="no such field; did you mean learning_rate"):
+        build_parser().parse_args_and_config(["--config", recipe(tmp_path, learning_rte=1)])
+    from traac.pipelines.recipe import precheck
+
+    precheck(["--no-log-on-each-node", "--dry-run", "--gradient_checkpointing", "true"])  # known
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    for argv, expected in (
+        (["--config", recipe(tmp_path, learning_rte=1)],
+         "recipe field learning_rte: no such field; did you mean learning_rate?"),
+        (["--max_ste", "5"], "unknown option --max_ste; did you mean --max-steps?"),
+    ):  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE, "train", *argv], capture_output=True, text=True,
+            env=env, cwd=tmp_path, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 2 and done.stdout.strip() == "False", done.stderr
+        assert done.stderr.strip() == f"traac train: error: {expected}"
