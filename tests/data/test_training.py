@@ -93,7 +93,7 @@ def test_the_prompt_column_and_hub_options_come_from_open_r1_fields(tmp_path: Pa
     [
         ("org/set?split=test", {"dataset_train_split": "train"}, "dataset_train_split: the "),
         ("rows.jsonl", {"dataset_prompt_column": "nope"}, "dataset_prompt_column: rows has no "),
-        ("rows.jsonl", {"dataset_config": "main"}, "a file takes no ?config"),
+        ("rows.jsonl", {"dataset_config": "main"}, r"a file takes no \?config"),
     ],
 )
 def test_open_r1_fields_that_cannot_apply_fail_in_one_line(

@@ -59,7 +59,7 @@ print(generator(messages, max_new_tokens=256, return_full_text=False)[0]["genera
 
 ## Training procedure
 
-Mode `{{ mode }}`, {{ steps }} GRPO steps of {{ num_generations }} rollouts per prompt; each
+Mode `{{ mode }}`, GRPO steps: {{ steps }}, rollouts per prompt: {{ num_generations }}; each
 step's telemetry (pass rates, bins, compression, rewards) is in `metrics.jsonl` beside the
 weights.
 
