@@ -39,15 +39,38 @@ def test_python_blocks_run(
     page: Path, quick_testbed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each page's Python blocks run top to bottom (the README's quickstart trains one step of
-    TRAACTrainer on `model="testbed-quick"` with open-r1's `solution` column)."""
+    TRAACTrainer on `model="testbed-tiny"` with open-r1's `problem` and `solution` columns)."""
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "__docs__"}
     for k, (code, runs) in enumerate(python_blocks(page)):
         if runs:
             exec(compile(code, f"{page.name}, python block {k + 1}", "exec"), namespace)
     if page.name == "README.md":  # the quickstart trained: one step, its output written
-        assert namespace["trainer"].state.global_step == 1
-        assert (tmp_path / "outputs" / "quickstart" / "metrics.jsonl").is_file()
+        check_quickstart(namespace["trainer"], tmp_path / "outputs" / "quickstart")
+
+
+def check_quickstart(trainer, output_dir: Path) -> None:
+    """One step that learned (some group's rewards differ, so the loss has a gradient), and in
+    `output_dir` a model and tokenizer that load, the telemetry and TRAAC's card."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    assert trainer.state.global_step == 1
+    step = trainer.state.log_history[0]
+    assert step["reward_std"] > 0 and step["frac_reward_zero_std"] < 1, step
+    assert step["grad_norm"] > 0, step
+    assert (output_dir / "metrics.jsonl").is_file()
+    AutoModelForCausalLM.from_pretrained(output_dir)
+    AutoTokenizer.from_pretrained(output_dir)
+    card = (output_dir / "README.md").read_text()
+    assert "trained with TRAAC" in card and "arxiv.org/abs/2510.01581" in card
+    assert "`testbed-tiny`, a model traac builds offline" in card
+    assert "huggingface.co/None" not in card and "a method introduced in" not in card
+
+
+def test_the_python_page_trains_with_the_readmes_quickstart() -> None:
+    """One quickstart, so the README's and the Python page's cannot drift apart."""
+    [(readme, _)] = python_blocks(ROOT / "README.md")
+    assert python_blocks(DOCS / "python.md")[1][0] == readme
 
 
 def method_anchors() -> set[str]:

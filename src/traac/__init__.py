@@ -95,8 +95,12 @@ __all__ = [
 
 
 def _resolve_model(model: str) -> str:
-    """`traac.pipelines.model_registry.resolve_model`, imported when a name is first resolved."""
-    return importlib.import_module("traac.pipelines.model_registry").resolve_model(model)
+    """`traac.pipelines.model_registry.resolve_model`, imported when a name is first resolved;
+    a build or conversion on first use reports its progress on stderr every few seconds."""
+    from traac.common.progress import LogProgress, to_stderr
+
+    progress = LogProgress(interval=5.0, emit=to_stderr)
+    return importlib.import_module("traac.pipelines.model_registry").resolve_model(model, progress)
 
 
 model_names.install(_resolve_model)  # TRAACTrainer(model="testbed") as on the command line

@@ -205,3 +205,20 @@ def test_null_progress_accepts_everything() -> None:
     with progress.task("x", 3) as task, progress.phase("y"):
         task.advance()
         task.update(completed=3, info="done")
+
+
+def test_library_use_reports_on_stderr_with_no_logging_set_up(capsys) -> None:
+    """`TRAACTrainer(model="testbed-tiny")` in a plain script: the build's lines reach stderr
+    although nothing configured logging (`traac._resolve_model` passes this progress)."""
+    from traac.common.progress import to_stderr
+
+    progress = LogProgress(interval=0.0, emit=to_stderr)
+    with progress.phase("testbed: writing teacher traces"):
+        pass
+    with progress.task("testbed SFT", total=4) as task:
+        task.advance(2)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "traac: testbed: writing teacher traces ..."
+    assert re.fullmatch(r"traac: testbed: writing teacher traces: done in [0-9.]+ s", err[1])
+    assert err[2] == "traac: testbed SFT: started, 4 to do"
+    assert err[3].startswith("traac: testbed SFT: 2/4 (50%), ")

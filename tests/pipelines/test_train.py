@@ -219,3 +219,29 @@ def test_two_lora_steps_on_smollm2_and_eval_loads_the_adapter(
                  "--max-new-tokens", "8"]  # fmt: skip
     capsys.readouterr()
     assert cli_main(evaluated) == 0, capsys.readouterr().err[-400:]
+
+
+# ------------------------------------------------------------------ open-r1's dataset fields
+
+
+def test_a_recipe_takes_open_r1s_dataset_fields(tmp_path: Path) -> None:
+    """`dataset_prompt_column`, `dataset_config`, `dataset_train_split` and `system_prompt`, as
+    an open-r1 recipe writes them: the prompt column read from the rows, the hub fields as the
+    spec's options, the system message opening each chat prompt."""
+    from traac.data.training import items_to_dataset, load_training_items
+    from traac.pipelines.train import parse
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"question": "unused", "statement": "2 + 2 =", "solution": "4"}))
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(f"dataset: {rows}\ndataset_prompt_column: statement\n"
+                      "system_prompt: Think, then answer.\noutput_dir: out\n")  # fmt: skip
+    script, _ = parse(["--config", str(recipe)])
+    items = load_training_items(script.training_spec())
+    [prompt] = items_to_dataset(items, system_prompt=script.system_prompt)["prompt"]
+    assert prompt == [{"role": "system", "content": "Think, then answer."},
+                      {"role": "user", "content": "2 + 2 ="}]  # fmt: skip
+    hub, _ = parse(["--dataset", "org/set", "--dataset_config", "main",
+                    "--dataset_train_split", "train", "--output_dir", "out"])  # fmt: skip
+    assert hub.training_spec() == "org/set?split=train&config=main"
+    assert hub.held_out_spec() == ""

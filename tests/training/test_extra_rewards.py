@@ -1,5 +1,6 @@
-"""`extra_reward_funcs`: loading and checking `module:function` paths, their weights, and a
-TRAAC step on the quick testbed that sums an extra reward after the mode's own."""
+"""`extra_reward_funcs`: loading and checking `module:function` paths, their weights, the
+`reward_funcs` a Python caller adds, and a TRAAC step on the quick testbed that sums both after
+the mode's own."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from traac.training.extra_rewards import (
     load_extra_rewards,
     load_reward_func,
     split_path,
+    with_extra_rewards,
 )
 from traac.training.trainer import TRAACTrainer
 
@@ -115,6 +117,45 @@ def test_weights_are_checked(weights: list, trl: list | None, message: str) -> N
     check_extra_weights(["m:f"], [0.5], None)
 
 
+def correctness_reward(completions, **kwargs):  # the mode's own, as TRL names it
+    return [0.0] * len(completions)
+
+
+def format_reward(completions, **kwargs):
+    return [0.0] * len(completions)
+
+
+def length_reward(completions, **kwargs):
+    return [0.0] * len(completions)
+
+
+def mine(prompts, completions, **kwargs):
+    return [1.0] * len(completions)
+
+
+MODE = [correctness_reward, format_reward, length_reward]
+
+
+def test_reward_funcs_are_added_to_the_modes_never_in_their_place(tmp_path: Path) -> None:
+    """TRL's `reward_funcs` keep TRAAC's rewards first; a name clash or a weight count that
+    leaves a reward unweighted is one line naming the rewards."""
+    args = TRAACConfig(output_dir=str(tmp_path), use_cpu=True)
+    funcs = with_extra_rewards(MODE, args, [mine])
+    assert funcs == [*MODE, mine] and args.reward_weights is None  # TRL: 1 each
+    assert with_extra_rewards(MODE, args, mine) == [*MODE, mine]  # one function, as TRL allows
+    assert with_extra_rewards(MODE, args, None) == MODE
+    with pytest.raises(TraacError, match="reward_funcs: correctness_reward is already a reward "
+                       "of mode traac, which traac keeps"):  # fmt: skip
+        with_extra_rewards(MODE, args, [correctness_reward])
+    weighted = TRAACConfig(output_dir=str(tmp_path), use_cpu=True, reward_weights=[2.0])
+    with pytest.raises(TraacError) as error:
+        with_extra_rewards(MODE, weighted, [mine])
+    assert str(error.value) == (
+        "reward_weights: 1 weights for 4 rewards (correctness_reward, format_reward, "
+        "length_reward, mine); give one per reward, in that order"
+    )
+
+
 @pytest.mark.slow
 def test_a_traac_step_sums_the_extra_reward_after_the_modes(
     rewards_module: str, quick_testbed: Path, tmp_path: Path
@@ -129,17 +170,19 @@ def test_a_traac_step_sums_the_extra_reward_after_the_modes(
     )  # fmt: skip
     trainer = TRAACTrainer(
         str(quick_testbed),
+        reward_funcs=[mine],  # the caller's, between the mode's and the recipe's
         args=config,
         train_dataset=items_to_dataset(make_items("easy", 4, seed=1, split="rl")),
         processing_class=tokenizer,
     )
     assert trainer.reward_func_names == [
-        "correctness_reward", "format_reward", "length_reward", "brevity",
+        "correctness_reward", "format_reward", "length_reward", "mine", "brevity",
     ]  # fmt: skip
-    assert trainer.reward_weights.tolist() == [1.0, 1.0, 1.0, 0.5]
+    assert trainer.reward_weights.tolist() == [1.0, 1.0, 1.0, 1.0, 0.5]
     trainer.train()
     calls = sys.modules[rewards_module].CALLS
     assert len(calls) == 1  # one training step, one call
     assert {"answer", "data_source", "trainer_state", "correct", "bin"} <= set(calls[0])
     logged = trainer.state.log_history[0]
     assert logged["rewards/brevity/mean"] < 0  # every completion has tokens
+    assert logged["rewards/mine/mean"] == 1.0

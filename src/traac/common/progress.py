@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 logger = logging.getLogger(__name__)
@@ -61,7 +62,15 @@ class NullProgress:
 class _LogTask:
     """Counts, and logs a line when `interval` seconds have passed since the last one."""
 
-    def __init__(self, description: str, total: int | None, completed: int, interval: float):
+    def __init__(
+        self,
+        description: str,
+        total: int | None,
+        completed: int,
+        interval: float,
+        emit: Callable[[str], None],
+    ):
+        self.emit = emit
         self.description = description
         self.total = total
         self.start_count = self.completed = completed
@@ -95,20 +104,21 @@ class _LogTask:
                 parts.append(f"about {(self.total - self.completed) / rate:.0f} s left")
         if self.info:
             parts.append(self.info)
-        logger.info(", ".join(parts))
+        self.emit(", ".join(parts))
 
 
 class LogProgress:
-    """Plain progress lines through `logging`, one every `interval` seconds per task, and a
-    closing line: what a log file needs to tell how far a job has come."""
+    """Plain progress lines through `logging` (or `emit`), one every `interval` seconds per
+    task, and a closing line: what a log file needs to tell how far a job has come."""
 
-    def __init__(self, interval: float = 30.0) -> None:
+    def __init__(self, interval: float = 30.0, emit: Callable[[str], None] | None = None) -> None:
         self.interval = interval
+        self.emit = logger.info if emit is None else emit
 
     @contextlib.contextmanager
     def task(self, description: str, total: int | None, completed: int = 0) -> Iterator[Task]:
-        task = _LogTask(description, total, completed, self.interval)
-        logger.info(f"{description}: started" + (f", {total} to do" if total else ""))
+        task = _LogTask(description, total, completed, self.interval, self.emit)
+        self.emit(f"{description}: started" + (f", {total} to do" if total else ""))
         try:
             yield task
         finally:
@@ -117,9 +127,14 @@ class LogProgress:
     @contextlib.contextmanager
     def phase(self, description: str) -> Iterator[None]:
         started = time.monotonic()
-        logger.info(f"{description} ...")
+        self.emit(f"{description} ...")
         yield
-        logger.info(f"{description}: done in {time.monotonic() - started:.1f} s")
+        self.emit(f"{description}: done in {time.monotonic() - started:.1f} s")
+
+
+def to_stderr(line: str) -> None:
+    """A progress line straight to stderr: for library use, where no logging is set up."""
+    print(f"traac: {line}", file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager

@@ -22,6 +22,7 @@ benchmarks on the hub) and `testbed_problems`; the reasoning-gym sets are genera
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,9 @@ OTB_UNDERTHINK_TASKS: dict[str, dict[str, Any]] = {
 
 
 def load_items(spec: str) -> list[Item]:
-    """The items a dataset spec names (see the module docstring for the forms)."""
+    """The items a dataset spec names (see the module docstring for the forms). A file or a hub
+    id also takes ``?prompt_column=COLUMN`` (open-r1's `dataset_prompt_column`), and a hub id
+    ``?config=NAME`` and ``?split=NAME``."""
     spec = spec.strip()
     if not spec:
         raise TraacError(
@@ -78,15 +81,20 @@ def load_items(spec: str) -> list[Item]:
             ) from err
         return over + otb_underthink_items(**spec_options(spec, params, n=50))
     path = Path(name).expanduser()
+    prompt_column = params.pop("prompt_column", None)
     if path.exists() or name.endswith(FILE_SUFFIXES):
         if params:
-            raise TraacError(f"dataset {spec!r}: a file takes no ?options")
-        return load_file(path)
+            raise TraacError(f"dataset {spec!r}: a file takes no ?{next(iter(params))} (only "
+                             "?prompt_column; a split or config is a hub dataset's)")  # fmt: skip
+        return load_file(path, prompt_column)
     name = HUB_NAME_BY_REPO.get(name, name)
     if name in HUB_DATASETS:
+        if prompt_column is not None:
+            raise TraacError(f"dataset {spec!r}: {name} has its own layout; drop prompt_column")
         return load_hub(spec, HUB_DATASETS[name], params, name)
     if name.count("/") == 1 and not name.startswith((".", "/", "~")):
-        return load_hub(spec, HubSource(name, adapt_detected), params, name.split("/")[1])
+        adapter = functools.partial(adapt_detected, prompt_column=prompt_column)
+        return load_hub(spec, HubSource(name, adapter), params, name.split("/")[1])
     known = ", ".join([*HUB_DATASETS, OTB_UNDERTHINK, "otb"])
     raise TraacError(
         f"dataset {spec!r}: no such file, and not a known name ({known}), testbed:TIER, "

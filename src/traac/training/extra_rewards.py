@@ -1,4 +1,5 @@
-"""Rewards a recipe adds to its mode's own: `extra_reward_funcs: [module:function, ...]`.
+"""Rewards added to the mode's own: a recipe's `extra_reward_funcs: [module:function, ...]`,
+and the `reward_funcs` a Python caller gives `TRAACTrainer` (added too, never in their place).
 
 Each function has TRL's reward signature, `(prompts, completions, **kwargs) -> list[float |
 None]` (TRL passes the dataset's columns, `completion_ids` and `trainer_state` as keyword
@@ -102,12 +103,32 @@ def check_extra_weights(specs: Sequence[str], weights: Sequence[float] | None, t
             raise TraacError(f"extra_reward_weights: {w} must be a finite number")
 
 
-def with_extra_rewards(funcs: Sequence[RewardFunc], args: Any) -> list[RewardFunc]:
-    """The mode's reward functions followed by the recipe's extra ones; sets TRL's
-    `args.reward_weights` (unless the recipe set it) to 1 for the mode's and
-    `extra_reward_weights` for the extra ones."""
-    extra = load_extra_rewards(args.extra_reward_funcs, [f.__name__ for f in funcs])
+def with_extra_rewards(
+    funcs: Sequence[RewardFunc], args: Any, given: Any = None
+) -> list[RewardFunc]:
+    """The mode's reward functions, then `given` (TRAACTrainer's `reward_funcs`: as TRL sums its
+    `reward_funcs`, they are added to TRAAC's, never put in their place), then the recipe's
+    extra ones. Sets TRL's `args.reward_weights` (unless set) to 1 for the mode's and the given
+    and `extra_reward_weights` for the extra ones; a `reward_weights` that does not give one
+    weight per reward fails here, naming the rewards in order."""
+    given = [] if given is None else list(given) if isinstance(given, (list, tuple)) else [given]
+    names = [f.__name__ for f in funcs]
+    for func in given:
+        name = getattr(func, "__name__", None)  # a reward model (TRL's string or model) has none
+        if name in names:
+            raise TraacError(f"reward_funcs: {name} is already a reward of mode {args.mode}, "
+                             "which traac keeps; pass only the rewards to add")  # fmt: skip
+        if name is not None:
+            names.append(name)
+    extra = load_extra_rewards(args.extra_reward_funcs, names)
     if extra and args.reward_weights is None:
         weights = args.extra_reward_weights or [1.0] * len(extra)
-        args.reward_weights = [1.0] * len(funcs) + [float(w) for w in weights]
-    return [*funcs, *extra]
+        args.reward_weights = [1.0] * (len(funcs) + len(given)) + [float(w) for w in weights]
+    out = [*funcs, *given, *extra]
+    if args.reward_weights is not None and len(args.reward_weights) != len(out):
+        order = [getattr(f, "__name__", str(f)) for f in out]
+        raise TraacError(
+            f"reward_weights: {len(args.reward_weights)} weights for {len(out)} rewards "
+            f"({', '.join(order)}); give one per reward, in that order"
+        )
+    return out

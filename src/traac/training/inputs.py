@@ -4,7 +4,9 @@
   `.gguf` file), resolved as `--model` is on the command line (`traac.common.model_names`; the
   trainer resolves `scoring_model` the same way, `traac.common.scoring_model`);
 - datasets may have TRL's and open-r1's layout, `prompt` (text or chat messages) with `answer`
-  or `solution` (`traac.data.training.training_rows`);
+  or `solution`, or any layout `traac train --dataset` reads from a file (`problem` with
+  `solution`, ...), prompted as chat messages when the model has a chat template
+  (`traac.data.training.training_rows`);
 - in mode `l1_max` each training row gets its length budget (`with_length_budgets`).
 """
 
@@ -12,7 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from trl.trainer.utils import get_config_model_id
+
 from traac.common.model_names import resolve_name
+from traac.common.models import load_tokenizer
 from traac.data.training import training_rows
 from traac.training.config import TRAACConfig
 from traac.training.peer_rewards import with_length_budgets
@@ -25,9 +30,18 @@ def trainer_inputs(
     takes them."""
     if isinstance(model, str):
         model = resolve_name(model)
-    train_dataset = training_rows(train_dataset)
+
+    def conversational() -> bool:  # asked only of rows that need a prompt made
+        tokenizer = kwargs.get("processing_class")
+        if tokenizer is None:
+            tokenizer = load_tokenizer(model if isinstance(model, str) else
+                                       get_config_model_id(model.config))  # fmt: skip
+        return bool(getattr(tokenizer, "chat_template", None))
+
+    train_dataset = training_rows(train_dataset, conversational=conversational)
     if kwargs.get("eval_dataset") is not None:
-        kwargs = {**kwargs, "eval_dataset": training_rows(kwargs["eval_dataset"], "eval_dataset")}
+        held_out = training_rows(kwargs["eval_dataset"], "eval_dataset", conversational)
+        kwargs = {**kwargs, "eval_dataset": held_out}
     settings = args.peer_settings() if args.peer_mode else None
     if settings is not None and settings.peer.budgets and train_dataset is not None:
         train_dataset = with_length_budgets(train_dataset, settings, args.seed)

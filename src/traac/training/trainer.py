@@ -42,7 +42,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import torch
@@ -69,6 +69,7 @@ from traac.training.compress import StepCompressor, frozen_scorer
 from traac.training.config import TRAACConfig
 from traac.training.evaluation import HeldOutEvaluation
 from traac.training.extra_rewards import with_extra_rewards
+from traac.training.final_model import FinalModel
 from traac.training.inputs import trainer_inputs
 from traac.training.interrupt import StopOnSignal
 from traac.training.lora import as_reference, keep_4bit_trainable
@@ -98,13 +99,13 @@ from traac.verification import verify_many
 logger = get_logger(__name__)
 
 
-class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
+class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer):
     """GRPO with difficulty-aware attentive compression of correct rollouts (TRAAC).
 
     Arguments are `GRPOTrainer`'s; `args` is a `TRAACConfig`, `model` may be a name traac knows
     (`testbed`, `smollm2`, a `.gguf` file) and rows have TRL's or open-r1's layout: `prompt` with
-    `answer` or `solution` (`traac.training.inputs`). Without `reward_funcs` the mode's rewards
-    are used (`traac.training.modes`); in mode `l1_max` each row gets its length budget.
+    `answer` or `solution` (`traac.training.inputs`). `reward_funcs` add to the mode's rewards
+    (`traac.training.modes`); a finished `train()` saves the model to `output_dir`.
     `last_step` holds the groups of the latest step (originals, compressions, pooled rollouts)
     and its telemetry, which also goes to TRL's logs and to `metrics.jsonl` in `output_dir`;
     it is there for inspection, and no hook reads it (each step is a `StepResult` passed on).
@@ -113,9 +114,6 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
     arrives (`traac.training.interrupt`); `interrupted` then names the signal. A run resumed at
     step N redoes the steps after N, each once in `metrics.jsonl` (`MetricsFromStart`).
     """
-
-    _tag_names: ClassVar[list[str]] = ["trl", "grpo", "traac"]
-    _name = "TRAAC"
 
     def __init__(
         self,
@@ -139,12 +137,13 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
             num_generations=args.num_generations,
             gather=gather_object,
         )
+        self.base_model_name = model if isinstance(model, str) else None  # for the card
         model, train_dataset, kwargs = trainer_inputs(model, args, train_dataset, kwargs)
         settings = args.peer_settings() if args.peer_mode else None
         self.peer, funcs = mode_rewards(
             args.mode_spec, self.rewards, settings, args.num_generations, gather_object
         )
-        funcs = reward_funcs or with_extra_rewards(funcs, args)  # + the recipe's, weighted
+        funcs = with_extra_rewards(funcs, args, reward_funcs)  # + the caller's, the recipe's
         super().__init__(model, funcs, args, train_dataset, **kwargs)
         keep_4bit_trainable(self.model)  # before any forward in eval mode (probe, evaluation)
         if self.peer is not None:
