@@ -87,7 +87,8 @@ def test_without_reasoning_gym_a_dry_run_asking_for_it_exits_2(tmp_path: Path) -
     env = _hidden_env(tmp_path)
     done = subprocess.run(
         [sys.executable, "-m", "traac.cli", "train", "--config",
-         str(ROOT / "recipes" / "testbed.yaml"), "--dataset", "reasoning-gym:leg_counting?size=4", "--dry-run"],
+         str(ROOT / "recipes" / "testbed.yaml"), "--dataset",
+         "reasoning-gym:leg_counting?size=4", "--dry-run"],
         capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr[-3000:]
