@@ -117,8 +117,9 @@ class Phase:
 
 def phases(root: Path, model: Path, steps: int, tiny: bool, gpu: bool, vllm: bool) -> list[Phase]:
     """The smoke's commands, in order: LoRA, full fine-tuning, then an evaluation of the
-    result with a think budget and test-time compression. On the GPU torch keeps its own
-    thread count; on the CPU one thread (the tiny model's ops are too small to split)."""
+    result with a think budget and test-time compression. On the CPU the recipe's one thread
+    (the tiny model's ops are too small to split); on the GPU the count torch chose for this
+    process (the host's share of the work: tokenizing, verifying)."""
     batch, n, length = (8, 4, 24) if tiny else (16, 8, 1024)
     common = [
         "train", "--config", str(RECIPE), "--model_name_or_path", str(model),
@@ -128,9 +129,8 @@ def phases(root: Path, model: Path, steps: int, tiny: bool, gpu: bool, vllm: boo
         "--use_cpu", "false" if gpu else "true", "--disable_tqdm", "true",
         "--use_vllm", str(vllm).lower(), "--vllm_mode", "colocate",
         "--vllm_gpu_memory_utilization", "0.3",
+        "--num_threads", str(torch.get_num_threads() if gpu else 1),
     ]  # fmt: skip
-    if not gpu:  # the recipe's one thread; unset on the GPU (torch's default)
-        common += ["--num_threads", "1"]
     lora, full = root / "lora", root / "full"
     lora_argv = [*common, "--use_peft", "true", "--lora_r", "16", "--learning_rate", "1e-4",
                  "--output_dir", str(lora)]  # fmt: skip
