@@ -9,7 +9,9 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+import accelerate.utils.imports
 import torch
+import transformers.utils.import_utils
 from accelerate.state import AcceleratorState, PartialState
 
 NAME = "NVIDIA H100 80GB HBM3"
@@ -38,6 +40,13 @@ def install(setattr_: Callable[[Any, str, Any], None], count: int = 1) -> None:
 
 
 def reset() -> None:
-    """Forget accelerate's state (a state built on fake GPUs must not outlive the fake)."""
+    """Forget what the libraries remember of the devices (accelerate's state, their cached
+    `is_torch_bf16_gpu_available` and the like): what they learnt from the fake GPUs must not
+    outlive it, nor what they learnt before it hide it."""
     AcceleratorState._reset_state(reset_partial_state=True)
     PartialState._reset_state()
+    for module in (transformers.utils.import_utils, accelerate.utils.imports):
+        for name in dir(module):
+            cached = getattr(module, name)
+            if name.startswith("is_") and hasattr(cached, "cache_clear"):
+                cached.cache_clear()
