@@ -10,18 +10,24 @@ compression (`traac eval --think-budget --compress-tau`), and prints for each ph
 per step, the rollout tokens per second and the peak GPU memory. A random model never closes its
 think block, so every rollout runs to max_completion_length: a worst case for memory and a fixed
 amount of work, not a measure of the method. `--tiny` runs the same path at a tiny shape on the
-CPU (what the test suite runs).
+CPU (what the test suite runs). Before any step, each training phase's arguments go through
+`traac train --dry-run` (seconds): the suite runs that validation with a GPU faked, so an
+argument only the GPU path sends is checked on every CPU too (tests/benchmarks/test_gpu_smoke.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
+import io
 import json
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
@@ -46,9 +52,9 @@ TINY = {
 }  # fmt: skip
 
 
-def build_model(out: Path, shape: dict[str, int]) -> Path:
-    """A random model of `shape` with the testbed's tokenizer (trained offline on the teacher's
-    traces), saved in bfloat16 like a hub checkpoint."""
+def model_files(shape: dict[str, int]) -> tuple[Qwen3Config, Any]:
+    """The config of a model of `shape` and the testbed's tokenizer (trained offline on the
+    teacher's traces)."""
     entries, traces = teacher_traces(QUICK)
     corpus = [e["question"] for e in entries] + [t.written for t in traces]
     tokenizer = build_tokenizer(corpus, QUICK.model.vocab_size)
@@ -56,6 +62,14 @@ def build_model(out: Path, shape: dict[str, int]) -> Path:
     config = Qwen3Config(vocab_size=len(tokenizer), tie_word_embeddings=True, eos_token_id=eos,
                          pad_token_id=pad, bos_token_id=None, **shape)  # fmt: skip
     config.traac_prompt_style = PROMPT_STYLE
+    return config, tokenizer
+
+
+def build_model(out: Path, shape: dict[str, int]) -> Path:
+    """A random model of `shape` with the testbed's tokenizer, saved in bfloat16 like a hub
+    checkpoint."""
+    config, tokenizer = model_files(shape)
+    eos, pad = config.eos_token_id, config.pad_token_id
     torch.manual_seed(0)
     model = Qwen3ForCausalLM(config).to(torch.bfloat16)
     model.generation_config = GenerationConfig(eos_token_id=eos, pad_token_id=pad, do_sample=True,
@@ -90,6 +104,64 @@ def phase(name: str, argv: list[str], rollouts: int, metrics: Path | None) -> No
     print(line, flush=True)
 
 
+@dataclass(frozen=True)
+class Phase:
+    """One traac command of the smoke: its name, its arguments, the rollouts per step and, for
+    a training run, its output directory (whose metrics it prints)."""
+
+    name: str
+    argv: list[str]
+    rollouts: int
+    metrics: Path | None
+
+
+def phases(root: Path, model: Path, steps: int, tiny: bool, gpu: bool, vllm: bool) -> list[Phase]:
+    """The smoke's commands, in order: LoRA, full fine-tuning, then an evaluation of the
+    result with a think budget and test-time compression. On the CPU the recipe's one thread
+    (the tiny model's ops are too small to split); on the GPU the count torch chose for this
+    process (the host's share of the work: tokenizing, verifying)."""
+    batch, n, length = (8, 4, 24) if tiny else (16, 8, 1024)
+    common = [
+        "train", "--config", str(RECIPE), "--model_name_or_path", str(model),
+        "--dataset", f"testbed:all?n={4 * batch // n}", "--max_steps", str(steps),
+        "--per_device_train_batch_size", str(batch), "--num_generations", str(n),
+        "--max_completion_length", str(length), "--bf16", "true",
+        "--use_cpu", "false" if gpu else "true", "--disable_tqdm", "true",
+        "--use_vllm", str(vllm).lower(), "--vllm_mode", "colocate",
+        "--vllm_gpu_memory_utilization", "0.3",
+        "--num_threads", str(torch.get_num_threads() if gpu else 1),
+    ]  # fmt: skip
+    lora, full = root / "lora", root / "full"
+    lora_argv = [*common, "--use_peft", "true", "--lora_r", "16", "--learning_rate", "1e-4",
+                 "--output_dir", str(lora)]  # fmt: skip
+    evaluate = [
+        "eval", "--model", str(full), "--dataset", "testbed:all?n=8", "--output",
+        str(root / "eval"), "--max-new-tokens", str(length), "--think-budget",
+        str(max(8, length // 2)), "--compress-tau", "0.4", "--num-samples", "1",
+        "--backend", "vllm" if vllm else "transformers",
+        *(["--gpu-memory-utilization", "0.3"] if vllm else []),
+        "--device", "cuda" if gpu else "cpu", "--dtype", "bfloat16",
+    ]  # fmt: skip
+    return [
+        Phase("LoRA", lora_argv, batch, lora),
+        Phase("full fine-tuning", [*common, "--output_dir", str(full)], batch, full),
+        Phase("eval (think budget, compress-tau)", evaluate, 0, None),
+    ]
+
+
+def validate(plan: list[Phase]) -> None:
+    """`traac train --dry-run` of every training phase: a bad argument fails in seconds, before
+    any step (the plans go to a buffer; a failure prints its one line)."""
+    for step in plan:
+        if step.argv[0] != "train":
+            continue
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = traac([*step.argv, "--dry-run"])
+        if code != 0:
+            raise SystemExit(f"gpu_smoke: {step.name}: the dry run exited {code}: traac "
+                             f"{' '.join(step.argv)} --dry-run")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tiny", action="store_true", help="a tiny shape, on the CPU")
@@ -98,35 +170,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     gpu = torch.cuda.is_available() and not args.tiny
     vllm = gpu and importlib.util.find_spec("vllm") is not None
-    batch, n, length = (8, 4, 24) if args.tiny else (16, 8, 1024)
     print(f"machine: {machine()}; GPU: {torch.cuda.get_device_name() if gpu else 'none'}; "
           f"generation: {'vLLM (colocate)' if vllm else 'transformers'}", flush=True)  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         root = args.output or Path(tmp)
         model = build_model(root / "model", TINY if args.tiny else QWEN3_06B)
-        common = [
-            "train", "--config", str(RECIPE), "--model_name_or_path", str(model),
-            "--dataset", f"testbed:all?n={4 * batch // n}", "--max_steps", str(args.steps),
-            "--per_device_train_batch_size", str(batch), "--num_generations", str(n),
-            "--max_completion_length", str(length), "--bf16", "true",
-            "--use_cpu", "false" if gpu else "true", "--disable_tqdm", "true",
-            "--use_vllm", str(vllm).lower(), "--vllm_mode", "colocate",
-            "--vllm_gpu_memory_utilization", "0.3", "--num_threads", "0" if gpu else "1",
-        ]  # fmt: skip
-        lora = root / "lora"
-        phase("LoRA", [*common, "--use_peft", "true", "--lora_r", "16", "--learning_rate", "1e-4",
-                       "--output_dir", str(lora)], batch, lora)  # fmt: skip
-        full = root / "full"
-        phase("full fine-tuning", [*common, "--output_dir", str(full)], batch, full)
-        budget = max(8, length // 2)
-        phase("eval (think budget, compress-tau)", [
-            "eval", "--model", str(full), "--dataset", "testbed:all?n=8", "--output",
-            str(root / "eval"), "--max-new-tokens", str(length), "--think-budget", str(budget),
-            "--compress-tau", "0.4", "--num-samples", "1",
-            "--backend", "vllm" if vllm else "transformers",
-            *(["--gpu-memory-utilization", "0.3"] if vllm else []),
-            "--device", "cuda" if gpu else "cpu", "--dtype", "bfloat16",
-        ], 0, None)  # fmt: skip
+        plan = phases(root, model, args.steps, args.tiny, gpu, vllm)
+        validate(plan)
+        for step in plan:
+            phase(step.name, step.argv, step.rollouts, step.metrics)
     return 0
 
 

@@ -245,3 +245,68 @@ def test_a_recipe_takes_open_r1s_dataset_fields(tmp_path: Path) -> None:
                     "--dataset_train_split", "train", "--output_dir", "out"])  # fmt: skip
     assert hub.training_spec() == "org/set?split=train&config=main"
     assert hub.held_out_spec() == ""
+
+
+# --- what a run checks before loading a model, the dry run checks too (`validate`) -------------
+
+
+@pytest.fixture
+def empty_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The testbed not built yet: the dry run names it, never builds it."""
+    monkeypatch.setenv("TRAAC_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.mark.usefixtures("empty_cache")
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--num_threads", "0"], "num_threads: 0 must be an integer >= 1"),
+        (["--use_peft", "true", "--lora_target_modules", "q_proj", "lm_head"],
+         "lora_target_modules: lm_head cannot take an adapter"),
+        (["--sync_ref_model", "true", "--beta", "0"], "sync_ref_model: with beta 0"),
+        (["--sync_ref_model", "true", "--beta", "0.01", "--use_peft", "true"],
+         "sync_ref_model: LoRA's reference"),
+        (["--config", "liger.yaml"], "liger_kernel_config: fused_linear_cross_entropy"),
+        (["--use_peft", "true", "--load_in_4bit", "true", "--model_init_kwargs",
+          '{"quantization_config": {"load_in_8bit": true}}'],
+         "model_init_kwargs: a quantization_config beside load_in_4bit"),
+    ],
+)  # fmt: skip
+def test_a_field_a_run_would_refuse_fails_the_dry_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    recipe = RECIPE
+    if extra[:2] == ["--config", "liger.yaml"]:  # a mapping: the recipe gives it
+        recipe, extra = tmp_path / "liger.yaml", []
+        recipe.write_text(RECIPE.read_text() + "liger_kernel_config: {fused_linear_cross_entropy: "
+                          "true}\n")  # fmt: skip
+    argv = ["train", "--config", str(recipe), "--output_dir", str(tmp_path / "out"), *extra]
+    assert cli_main([*argv, "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
+
+
+def _checkpoint(out: Path, step: int) -> None:
+    from traac.training.checkpoint import STATE_FILE
+
+    directory = out / f"checkpoint-{step}"
+    directory.mkdir(parents=True)
+    (directory / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+    (directory / STATE_FILE).write_text("{}")
+
+
+@pytest.mark.usefixtures("empty_cache")
+def test_the_dry_run_checks_the_output_dir_as_the_run_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A directory holding checkpoints needs --resume_from_checkpoint; one already at
+    max_steps is a finished run; both are refused by the dry run, as at the run's start."""
+    out = tmp_path / "out"
+    _checkpoint(out, 4)
+    argv = ["train", "--config", str(RECIPE), "--output_dir", str(out), "--dry-run"]
+    assert cli_main(argv) == 2
+    assert "already holds checkpoint-4" in capsys.readouterr().err
+    assert cli_main([*argv, "--resume_from_checkpoint", "auto", "--max_steps", "4"]) == 2
+    assert "is at step 4 and max_steps is 4" in capsys.readouterr().err
+    assert cli_main([*argv, "--resume_from_checkpoint", "auto", "--max_steps", "6"]) == 0
+    assert "checkpoint-4" in capsys.readouterr().out

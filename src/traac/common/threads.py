@@ -8,10 +8,21 @@ import torch
 from traac.errors import TraacError
 
 
+def check_threads(requested: int | None) -> None:
+    """A thread count is unset (torch's default) or an integer >= 1; checked before any work
+    (`traac train --dry-run` runs it too)."""
+    if requested is not None and (
+        isinstance(requested, bool) or not isinstance(requested, int) or requested < 1
+    ):
+        raise TraacError(
+            f"num_threads: {requested!r} must be an integer >= 1 (leave it unset for torch's "
+            "default)"
+        )
+
+
 def set_threads(requested: int | None) -> int:
     """Set torch's intra-op threads to `requested` if given; returns the count in effect."""
+    check_threads(requested)
     if requested is not None:
-        if isinstance(requested, bool) or not isinstance(requested, int) or requested < 1:
-            raise TraacError(f"num_threads: {requested!r} must be an integer >= 1")
         torch.set_num_threads(requested)
     return torch.get_num_threads()

@@ -13,9 +13,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from reasoning_gym.factory import DATASETS
-
 from traac.common.items import Item
+from traac.common.reasoning_gym_extra import reasoning_gym_tasks
+from traac.data.chain_sum import TASK as CHAIN_SUM
 from traac.errors import TraacError
 
 Row = Mapping[str, Any]
@@ -146,7 +146,9 @@ def adapt_reasoning_gym(rows: Sequence[Row], source: str = OTB_UNDERTHINK) -> li
         if not isinstance(meta, Mapping) or "source_dataset" not in meta:
             raise TraacError(f"{source}: row {i} has no 'metadata.source_dataset' field")
         task = meta["source_dataset"]
-        if task not in DATASETS:
+        if task != CHAIN_SUM and task not in reasoning_gym_tasks(
+            f"{source}: row {i}: reasoning-gym task {task!r}"
+        ):
             raise TraacError(
                 f"{source}: row {i}: metadata.source_dataset {task!r} is no reasoning-gym task"
             )

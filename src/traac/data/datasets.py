@@ -7,9 +7,9 @@
   hub layouts below saved to disk);
 - ``testbed:easy|medium|hard|all[?n=&seed=]``: the offline testbed's problems;
 - ``reasoning-gym:TASK[?size=&seed=&<config>=...]``: procedurally generated, verified by the
-  task's own `score_answer`;
+  task's own `score_answer` (reasoning-gym is an optional extra, imported here on first use);
 - ``otb-underthink[?n=&seed=]``: UnderthinkingBench regenerated with reasoning-gym
-  (docs/method.md#evaluation);
+  (docs/method.md#evaluation; the same extra);
 - ``otb-overthink`` and ``otb`` (both halves; the overthinking half needs the hub);
 - named hub benchmarks (`HUB_DATASETS`: ``aime``, ``amc``, ``gpqa-diamond``, ``bbeh``,
   ``bbh``, ``supergpqa``, ``dapo-math-17k``; beside them ``aime2025``, ``math-500``,
@@ -26,10 +26,8 @@ import functools
 from pathlib import Path
 from typing import Any
 
-import reasoning_gym
-from reasoning_gym.factory import DATASETS
-
 from traac.common.items import Item
+from traac.common.reasoning_gym_extra import import_reasoning_gym, reasoning_gym_tasks
 from traac.data.adapters import OTB_OVERTHINK, OTB_UNDERTHINK
 from traac.data.files import FILE_SUFFIXES, adapt_detected, load_file
 from traac.data.hub import HUB_DATASETS, HUB_NAME_BY_REPO, HubSource, load_hub
@@ -110,8 +108,10 @@ def reasoning_gym_items(
     task: str, size: int = 50, seed: int = 0, data_source: str | None = None, **config: Any
 ) -> list[Item]:
     """`size` problems of a reasoning-gym task; each keeps its entry for the task's verifier."""
-    if task not in DATASETS:
+    what = f"dataset reasoning-gym:{task}"
+    if task not in reasoning_gym_tasks(what):
         raise TraacError(f"reasoning-gym:{task}: no such task (see reasoning_gym.factory.DATASETS)")
+    reasoning_gym = import_reasoning_gym(what)
     try:
         dataset = reasoning_gym.create_dataset(task, size=size, seed=seed, **config)
     except (TypeError, ValueError, AssertionError) as err:

@@ -1,4 +1,4 @@
-"""The testbed's problems: reasoning-gym `chain_sum` chains in three tiers, three disjoint pools.
+"""The testbed's problems: `chain_sum` chains in three tiers, three disjoint pools.
 
 Data, not the model: the testbed (`traac.testbed`) trains on and measures with these problems,
 and the data layer reads them from a spec such as "testbed:easy?n=200&seed=7".
@@ -7,6 +7,9 @@ Every expression belongs to exactly one pool (SFT, RL or evaluation) by a hash o
 no seed can make an evaluation problem appear in the SFT data or among the RL prompts. This
 matters because the easy tier is tiny: 1-digit operands give only 200 distinct 2-term
 problems, about 50 of which are the evaluation pool's. Seeds choose samples inside a pool.
+
+The chains are reasoning-gym's `chain_sum` problems, drawn by traac's own generator
+(`traac.data.chain_sum`, identical for every seed), so the testbed needs no reasoning-gym.
 """
 
 from __future__ import annotations
@@ -17,10 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import parse_qsl
 
-from reasoning_gym.arithmetic.chain_sum import ChainSumConfig, ChainSumDataset
-
 from traac.common import step_labels
 from traac.common.items import Item
+from traac.data.chain_sum import ChainSumSpace, chain_sum_entry
 from traac.errors import TraacError
 
 # Three seeds, three uses. Problems are also split into disjoint pools by a hash of the
@@ -63,9 +65,6 @@ def step_kinds(steps: Sequence[str]) -> list[StepKind]:
 
 
 step_labels.register(DATA_SOURCE, step_kinds)  # telemetry labels testbed groups' steps
-
-
-TASK = "chain_sum"
 
 
 @dataclass(frozen=True)
@@ -121,20 +120,11 @@ def _stream_seed(seed: int, label: str) -> int:
 def draw_entries(
     min_terms: int, max_terms: int, digits: int, seed: int, label: str
 ) -> Iterator[dict[str, Any]]:
-    """An endless seeded stream of reasoning-gym chain_sum entries (repeats possible)."""
-    size = 1 << 30
-    dataset = ChainSumDataset(
-        ChainSumConfig(
-            min_terms=min_terms,
-            max_terms=max_terms,
-            min_digits=digits,
-            max_digits=digits,
-            seed=_stream_seed(seed, label),
-            size=size,
-        )
-    )
-    for index in range(size):
-        yield dataset[index]
+    """An endless seeded stream of chain_sum entries (repeats possible)."""
+    space = ChainSumSpace(min_terms, max_terms, digits, digits)
+    stream = _stream_seed(seed, label)
+    for index in range(1 << 30):
+        yield chain_sum_entry(space, stream, index)
 
 
 def _item(tier: str, entry: dict[str, Any], repeat: int) -> Item:

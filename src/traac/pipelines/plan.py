@@ -28,11 +28,16 @@ from traac.data.hub import HubUnavailable, hub_reachable
 from traac.data.training import load_training_items
 from traac.errors import TraacError
 from traac.pipelines.model_registry import MODELS
-from traac.pipelines.train import TrainScriptArguments, check_evaluation, resume_checkpoint
+from traac.pipelines.train import (
+    TrainScriptArguments,
+    check_evaluation,
+    resume_checkpoint,
+    validate,
+)
 from traac.training.config import TRAACConfig
 from traac.training.extra_rewards import load_extra_rewards
 from traac.training.memory import Sharding, recipe_estimate
-from traac.training.packages import check_packages, requirements
+from traac.training.packages import requirements
 from traac.training.profiles import describe_profile
 
 CHECKED_AT_RUN_TIME = "not reachable offline, checked at run time"
@@ -55,7 +60,7 @@ def make_plan(
     """The plan of a parsed recipe (`TrainScriptArguments`, `TRAACConfig`); TraacError when a
     check fails (the message names the field)."""
     plan = Plan()
-    check_packages(script, config)
+    validate(script, config)  # every check `train` runs before loading a model
     processes = planned_processes(script.dry_run_processes)
     tokenizer, where = check_model(script.model_name_or_path)
     plan.add("model", f"{script.model_name_or_path} ({where})")

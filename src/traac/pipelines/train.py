@@ -28,7 +28,7 @@ from trl import TrlParser
 
 from traac.common.models import adapter_base, load_tokenizer, missing_model_files
 from traac.common.progress import NullProgress, Progress, quiet_libraries
-from traac.common.threads import set_threads
+from traac.common.threads import check_threads, set_threads
 from traac.common.trainer_progress import TrainerProgress
 from traac.data.training import items_to_dataset, load_training_items, with_dataset_fields
 from traac.errors import TraacError
@@ -335,6 +335,53 @@ def check_unfinished(checkpoint: str | None, max_steps: int) -> None:
         )
 
 
+def validate(script: TrainScriptArguments, config: TRAACConfig) -> str | None:
+    """Every check of a parsed recipe that needs no weights, no data and no GPU of its own, run
+    by `traac train --dry-run` (`make_plan`) and by `train` before any model loads, so that a
+    recipe the dry run passes starts (what this machine lacks, a quantized base's CUDA, is the
+    dry run's note and the run's error). Returns the checkpoint the run resumes from, if any."""
+    check_packages(script, config)  # a logger or engine the recipe names
+    check_evaluation(script, config)
+    script.check_lora(config.use_vllm)
+    check_threads(script.num_threads)
+    check_trainer_arguments(script, config)
+    check_launch(script, config)
+    check_fresh_start(config)
+    resume = resume_checkpoint(config.resume_from_checkpoint, config.output_dir)
+    check_unfinished(resume, config.max_steps)
+    return resume
+
+
+def check_trainer_arguments(script: TrainScriptArguments, config: TRAACConfig) -> None:
+    """Pairs of fields TRL's `GRPOTrainer` refuses only once the model is loaded (a ValueError
+    after minutes of loading), in one line each before it."""
+    init = config.model_init_kwargs or {}
+    if script.quantized and "quantization_config" in init:
+        raise TraacError(f"model_init_kwargs: a quantization_config beside "
+                         f"{script.quantization_field}; keep one of them")  # fmt: skip
+    if config.sync_ref_model and config.beta == 0.0:
+        raise TraacError("sync_ref_model: with beta 0 there is no reference model to sync; set "
+                         "sync_ref_model false or beta above 0")  # fmt: skip
+    if config.sync_ref_model and script.use_peft:
+        raise TraacError("sync_ref_model: LoRA's reference is the base with its adapters "
+                         "disabled, which TRL cannot sync; set sync_ref_model false")  # fmt: skip
+    if (config.liger_kernel_config or {}).get("fused_linear_cross_entropy"):
+        raise TraacError("liger_kernel_config: fused_linear_cross_entropy replaces the model's "
+                         "forward, which the trainer patches; leave it out")  # fmt: skip
+
+
+def check_launch(script: TrainScriptArguments, config: TRAACConfig) -> None:
+    """One process that sees several GPUs would train through `nn.DataParallel`, which TRL's
+    GRPO trainer refuses after loading the model. A dry run planning a launch
+    (`--dry_run_processes`) is not that process."""
+    if config.n_gpu > 1 and script.dry_run_processes is None:
+        raise TraacError(
+            f"{config.n_gpu} GPUs are visible to one training process; launch one process per GPU "
+            "(accelerate launch --config_file recipes/accelerate/zero2.yaml -m traac.cli train "
+            "...) or train on one: CUDA_VISIBLE_DEVICES=0"
+        )
+
+
 def check_evaluation(script: TrainScriptArguments, config: TRAACConfig) -> None:
     """`eval_dataset` and `eval_strategy` come together: one without the other is a recipe
     whose evaluation would never run, or fail at trainer init."""
@@ -376,15 +423,10 @@ def train(
 ) -> TrainResult:
     """Train to the end, or until SIGINT/SIGTERM (checkpoint saved, `interrupted` set)."""
     PartialState()  # this launch's processes, before anything logs
-    check_packages(script, config)  # a logger or engine the recipe names, before any model loads
-    check_evaluation(script, config)
-    script.check_lora(config.use_vllm)
+    resume = validate(script, config)  # what the dry run checks, before any model loads
     script.check_quantization()  # a 4-bit base on a machine without CUDA: one line, at once
     items = load_training_items(script.training_spec())  # bad rows fail here, before the model
     held_out = load_training_items(script.held_out_spec()) if script.eval_dataset else None
-    check_fresh_start(config)
-    resume = resume_checkpoint(config.resume_from_checkpoint, config.output_dir)
-    check_unfinished(resume, config.max_steps)
     if config.resume_from_checkpoint and resume is None:
         logger.info(f"no checkpoint in {config.output_dir} yet; starting fresh")
     model_path = resolve_model(script.model_name_or_path, progress)

@@ -341,4 +341,4 @@ def _train(
 
 
 def _versions() -> dict[str, str]:
-    return {name: version(name) for name in ("torch", "transformers", "trl", "reasoning-gym")}
+    return {name: version(name) for name in ("torch", "transformers", "trl")}

@@ -77,6 +77,11 @@ class LoraArguments:
             m.strip() for m in self.lora_target_modules
         ):
             raise TraacError("lora_target_modules: an empty module name; list module names")
+        if "lm_head" in (self.lora_target_modules or []):
+            # TRL computes log-probabilities from lm_head's weight directly: an adapter there
+            # would never train, and TRL refuses it once the model is loaded
+            raise TraacError("lora_target_modules: lm_head cannot take an adapter in GRPO; leave "
+                             "it out (all-linear already does)")  # fmt: skip
         if self.load_in_4bit and self.load_in_8bit:
             raise TraacError("load_in_4bit and load_in_8bit: choose one")
         if self.quantized and not self.use_peft:

@@ -6,9 +6,9 @@ Deadlines: a math or task call returns within its `timeout` (waiting for a worke
 the in-process screening, which the `MAX_ANSWER_CHARS` cap and linear-time extraction keep to
 milliseconds. A check that misses the deadline counts as wrong; its worker is killed and a fresh
 fork (milliseconds, every task loaded so far included) replaces it in the background. Not charged
-to a call: the pool's start (one interpreter importing sympy, math-verify and reasoning-gym, up to
-`STARTUP_TIMEOUT`) and loading a reasoning-gym task's scorer, once in the zygote for all later
-workers and once in each worker forked before that.
+to a call: the pool's start (one interpreter importing sympy, math-verify and, where the extra is
+installed, reasoning-gym, up to `STARTUP_TIMEOUT`) and loading a task's scorer, once in the
+zygote for all later workers and once in each worker forked before that.
 This works from any thread or subprocess, unlike math-verify's own signal-based timeout, which is
 disabled here.
 
@@ -42,7 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from traac.common.reasoning_gym_extra import missing, reasoning_gym_installed
 from traac.errors import TraacError
+from traac.verification.chain_sum import OWN_SCORERS
 
 _T = TypeVar("_T")
 
@@ -140,7 +142,7 @@ class _Zygote:
             self.close()
             raise TraacError(
                 f"verification workers did not start within {STARTUP_TIMEOUT:.0f} s; check that "
-                f"`{sys.executable} -c 'import math_verify, reasoning_gym'` works"
+                f"`{sys.executable} -c 'import math_verify'` works"
             ) from None
 
     def _receive(self, timeout: float) -> dict[str, Any]:
@@ -320,6 +322,8 @@ class VerifierPool:
         with self._load_lock:
             if task in self._tasks:
                 return
+            if task not in OWN_SCORERS and not reasoning_gym_installed():
+                raise TraacError(missing(f"verify_task: reasoning-gym task {task!r}"))
             reply = self._with_zygote(lambda zygote: zygote.command({"op": "load", "task": task}))
             if not reply["ok"]:
                 raise TraacError(

@@ -1,9 +1,10 @@
 """The verification processes' side: the zygote and the workers it forks.
 
 The zygote is a fresh interpreter (never a copy of the caller) that imports and warms up
-math-verify, sympy and reasoning-gym once, under the sandbox's resource limits. Each worker is a
-fork of it (milliseconds, every task loaded so far included) that installs the audit guard and
-then answers one JSON request per line. `traac.verification.workers` is the caller's side.
+math-verify, sympy and, where the extra is installed, reasoning-gym once, under the sandbox's
+resource limits. Each worker is a fork of it (milliseconds, every task loaded so far included)
+that installs the audit guard and then answers one JSON request per line.
+`traac.verification.workers` is the caller's side.
 """
 
 from __future__ import annotations
@@ -15,21 +16,27 @@ import signal
 import socket
 from typing import Any
 
+from traac.common.reasoning_gym_extra import missing, reasoning_gym_installed
+from traac.verification.chain_sum import OWN_SCORERS
 from traac.verification.sandbox import die_with_parent, install_guard, limit_resources
 
 
 class _Checker:
-    """What a worker runs: math-verify and the reasoning-gym scorers the zygote loaded."""
+    """What a worker runs: math-verify, traac's own task scorers (`OWN_SCORERS`) and the
+    reasoning-gym scorers the zygote loaded (reasoning-gym is an optional extra)."""
 
     def __init__(self) -> None:
         logging.disable(logging.WARNING)  # math-verify warns that its own timeout is off
         # The parsers are imported here, in the zygote, never by the process that verifies
         # through the pool: they load in the process whose guard then contains them.
-        import reasoning_gym
         import sympy
         from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
-        self._reasoning_gym = reasoning_gym
+        self._reasoning_gym: Any = None
+        if reasoning_gym_installed():  # here, before any guard: a worker could not import it
+            import reasoning_gym
+
+            self._reasoning_gym = reasoning_gym
         self._parse, self._verify = parse, verify
         self._extraction = [LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()]
         self.scorers: dict[str, Any] = {}
@@ -52,7 +59,13 @@ class _Checker:
         return bool(self._parse(text, extraction_config=self._extraction, parsing_timeout=None))
 
     def load(self, name: str) -> None:
-        if name not in self.scorers:
+        if name in self.scorers:
+            return
+        if name in OWN_SCORERS:
+            self.scorers[name] = OWN_SCORERS[name]
+        elif self._reasoning_gym is None:
+            raise ModuleNotFoundError(missing(f"reasoning-gym task {name!r}"))
+        else:
             self.scorers[name] = self._reasoning_gym.get_score_answer_fn(name)
 
     def handle(self, request: dict[str, Any]) -> Any:
