@@ -146,22 +146,30 @@ def probe_row(
     """
     b, heads, q_len, dim = query.shape
     kv_heads, k_len = key.shape[1], key.shape[2]
-    batch = torch.arange(b, device=query.device)
-    if query_index is None:
-        index = torch.full((b,), q_len - 1, device=query.device, dtype=torch.long)
+    # The last query (the probe of an unpadded or evenly padded batch) is a view: no index
+    # kernels, and under `is_causal` it sees every key, so no mask either. These small per-layer
+    # launches are most of the probe's fixed cost on a GPU at short lengths.
+    last = query_index is None
+    if last:
+        probe = query[:, :, q_len - 1]
     else:
+        batch = torch.arange(b, device=query.device)
         index = query_index.to(query.device)
-    probe = query[batch, :, index].reshape(b, kv_heads, heads // kv_heads, dim)
+        probe = query[batch, :, index]
+    probe = probe.reshape(b, kv_heads, heads // kv_heads, dim)
     # In float32, as SDPA and flash kernels keep their scores: a bf16 product rounds each logit
     # to 8 bits of mantissa, which moves the row by percents (tests/method/test_scoring.py).
     logits = torch.matmul(probe.float(), key.float().transpose(-1, -2)) * scaling
     logits = logits.reshape(b, heads, k_len)  # (b, kv_heads, group, k) -> (b, heads, k)
     if attention_mask is None:
-        if is_causal and q_len > 1:
-            future = torch.arange(k_len, device=query.device)[None, :] > index[:, None]
+        # SDPA's is_causal is aligned upper left: query i sees keys j <= i.
+        if is_causal and q_len > 1 and not (last and k_len <= q_len):
+            at = torch.full((b,), q_len - 1, device=query.device) if last else index
+            future = torch.arange(k_len, device=query.device)[None, :] > at[:, None]
             logits = logits.masked_fill(future[:, None, :], float("-inf"))
     else:
-        mask = attention_mask.expand(b, -1, q_len, -1)[batch, :, index]  # (b, 1|heads, k)
+        mask = attention_mask.expand(b, -1, q_len, -1)
+        mask = mask[:, :, q_len - 1] if last else mask[batch, :, index]  # (b, 1|heads, k)
         if mask.dtype == torch.bool:
             logits = logits.masked_fill(~mask, float("-inf"))
         else:
@@ -299,7 +307,9 @@ class _ModelScorer:
                 n = len(encoded[i][0])
                 ids[row, :n] = torch.tensor(encoded[i][0])
                 mask[row, :n] = 1
-            scores = compute(ids.to(device), mask.to(device)).double().cpu().numpy()
+            # The mask stays on the host: the scorer reads the layout off it without waiting
+            # on the device (`_layout`).
+            scores = compute(ids.to(device), mask).double().cpu().numpy()
             for row, i in enumerate(chunk):
                 n = len(encoded[i][0])
                 offsets = self._to_probe(requests[i], encoded[i][1])
@@ -307,36 +317,64 @@ class _ModelScorer:
         return out  # type: ignore[return-value]
 
 
-def _valid_positions(
-    input_ids: torch.Tensor, attention_mask: torch.Tensor | None
-) -> tuple[torch.Tensor, bool]:
-    """Boolean (b, T) mask of real tokens, and whether every sequence is a prefix (right pad)."""
+@dataclass(frozen=True)
+class _Layout:
+    """Where a batch's real tokens are, read on the host once (`_layout`): the boolean (b, T)
+    mask on the input's device (None: no padding anywhere), each sequence's length and last
+    real position, and whether every sequence is a prefix (right padding)."""
+
+    valid: torch.Tensor | None
+    lengths: list[int]
+    first: list[int]
+    last: list[int]
+    right_padded: bool
+
+    def query_index(self, device: torch.device) -> torch.Tensor | None:
+        """The probe query of each sequence; None where it is every sequence's last column,
+        which `probe_row` reads as a view."""
+        width = max(self.lengths) if self.valid is None else self.valid.shape[1]
+        if all(at == width - 1 for at in self.last):
+            return None
+        return torch.tensor(self.last, device=device)
+
+    def zero_padding(self, rows: torch.Tensor) -> torch.Tensor:
+        return rows if self.valid is None else rows.masked_fill(~self.valid[None], 0.0)
+
+
+def _layout(input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> _Layout:
+    """The batch's `_Layout`, from a mask on the host where it is one (no device read); a
+    device mask is read back once, so the scorer waits on the device at most once before its
+    forward instead of once per check."""
+    b, width = input_ids.shape
     if attention_mask is None:
-        return torch.ones_like(input_ids, dtype=torch.bool), True
-    valid = attention_mask.to(input_ids.device).bool()
-    if valid.shape != input_ids.shape:
+        return _Layout(None, [width] * b, [0] * b, [width - 1] * b, True)
+    if tuple(attention_mask.shape) != tuple(input_ids.shape):
         raise TraacError(
-            f"attention_mask shape {tuple(valid.shape)} differs from input_ids "
+            f"attention_mask shape {tuple(attention_mask.shape)} differs from input_ids "
             f"{tuple(input_ids.shape)}"
         )
-    lengths = valid.sum(dim=1)
-    if bool((lengths == 0).any()):
+    host = attention_mask.detach().cpu().bool()
+    lengths = host.sum(dim=1).tolist()
+    if min(lengths) == 0:
         raise TraacError("scoring: a sequence in the batch has no tokens")
-    prefix = torch.arange(valid.shape[1], device=valid.device)[None, :] < lengths[:, None]
-    return valid, bool((prefix == valid).all())
+    prefix = torch.arange(width)[None, :] < torch.tensor(lengths)[:, None]
+    first = host.int().argmax(dim=1).tolist()
+    last = (width - 1 - host.flip(1).int().argmax(dim=1)).tolist()
+    if bool(host.all()):
+        return _Layout(None, lengths, first, last, True)
+    valid = host.to(input_ids.device, non_blocking=True)
+    return _Layout(valid, lengths, first, last, bool((prefix == host).all()))
 
 
-def _padding_kwargs(valid: torch.Tensor, right_padded: bool) -> dict[str, Any]:
+def _padding_kwargs(layout: _Layout) -> dict[str, Any]:
     """Left (or mixed) padding needs the mask, and positions that skip the pads so a sequence
     scores the same wherever it sits in a batch. With right padding no mask is needed at all:
     causal attention never lets a real token see the pads after it, and SDPA keeps its fast
     mask-free causal kernel."""
-    if right_padded:
+    if layout.right_padded or layout.valid is None:
         return {}
-    return {
-        "attention_mask": valid.long(),
-        "position_ids": (valid.long().cumsum(dim=1) - 1).clamp(min=0),
-    }
+    valid = layout.valid.long()
+    return {"attention_mask": valid, "position_ids": (valid.cumsum(dim=1) - 1).clamp(min=0)}
 
 
 def closer_reads(start: int, end: int, text_len: int, closer_len: int) -> bool:
@@ -417,19 +455,18 @@ class AttentionScorer(_ModelScorer):
     def _rows(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, heads: bool
     ) -> torch.Tensor:
-        valid, right_padded = _valid_positions(input_ids, attention_mask)
-        self._check_length(int(valid.sum(dim=1).max()))
-        width = valid.shape[1]
-        last = width - 1 - valid.flip(1).int().argmax(dim=1)
-        kwargs = _padding_kwargs(valid, right_padded)
-        capture = capture_probe_rows(self.model, self.layers, last, heads=heads)
+        layout = _layout(input_ids, attention_mask)
+        self._check_length(max(layout.lengths))
+        kwargs = _padding_kwargs(layout)
+        query_index = layout.query_index(input_ids.device)
+        capture = capture_probe_rows(self.model, self.layers, query_index, heads=heads)
         with torch.no_grad(), capture as captured:
             _root_forward(self.model, input_ids, kwargs)
         if heads:
             rows = captured.per_head().transpose(0, 1)
         else:
             rows = torch.stack([captured.rows[k] for k in self.layers])
-        return rows.masked_fill(~valid[None], 0.0)
+        return layout.zero_padding(rows)
 
     def score_layers(self, requests: Sequence[ScoreRequest]) -> list[tuple[np.ndarray, np.ndarray]]:
         """(probe offsets, (layers, T) scores) per request: every chosen layer's scores from one
@@ -477,9 +514,9 @@ class ConfidenceScorer(_ModelScorer):
     ) -> torch.Tensor:
         """(b, T) confidence of each token from the distribution at the position before it;
         the first position (nothing predicts it) gets 0."""
-        valid, right_padded = _valid_positions(input_ids, attention_mask)
-        self._check_length(int(valid.sum(dim=1).max()))
-        kwargs = _padding_kwargs(valid, right_padded)
+        layout = _layout(input_ids, attention_mask)
+        self._check_length(max(layout.lengths))
+        kwargs = _padding_kwargs(layout)
         conf = torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
 
         def read(module: Any, args: Any, output: Any) -> None:
@@ -492,9 +529,8 @@ class ConfidenceScorer(_ModelScorer):
                 _root_forward(self.model, input_ids, kwargs)
         finally:
             handle.remove()
-        conf = conf.masked_fill(~valid, 0.0)
-        first = valid.int().argmax(dim=1)  # each sequence's first real token: nothing predicts it
-        conf[torch.arange(len(first), device=conf.device), first] = 0.0
+        conf = layout.zero_padding(conf[None])[0]
+        conf[range(len(layout.first)), layout.first] = 0.0  # nothing predicts a first token
         return conf
 
     def _confidences(self, hidden: torch.Tensor, conf: torch.Tensor) -> None:
