@@ -151,7 +151,7 @@ def probe_row(
     # launches are most of the probe's fixed cost on a GPU at short lengths.
     last = query_index is None
     if last:
-        probe = query[:, :, q_len - 1]
+        probe = query[:, :, q_len - 1].contiguous()  # as the gather lays it out: the same bits
     else:
         batch = torch.arange(b, device=query.device)
         index = query_index.to(query.device)
