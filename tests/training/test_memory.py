@@ -17,7 +17,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import Qwen3Config, Qwen3ForCausalLM
 
 from traac.cli import main as cli_main
-from traac.training import memory, packages
+from traac.training import packages
 from traac.training.memory import (
     GIB,
     Shape,
@@ -223,7 +223,7 @@ def test_lora_activations_are_what_its_training_forward_keeps(targets: Any) -> N
     assert got.now == pytest.approx(expected, rel=0.10)
 
 
-def test_generation_peaks_at_the_kv_cache_it_fills(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_generation_peaks_at_the_kv_cache_it_fills() -> None:
     """`generate`'s peak above the weights against `kv_cache_bytes` of its rows: the dynamic
     cache grows by concatenation, so one layer's cache is briefly held twice, and the
     estimate counts that layer (`kv_cache_bytes` x (1 + 1 / layers)). Tolerance 15%: the
@@ -240,8 +240,9 @@ def test_generation_peaks_at_the_kv_cache_it_fills(monkeypatch: pytest.MonkeyPat
     with torch.inference_mode(), Allocations(model) as got:
         generate()
     config = recipe(use_vllm=False, per_device_train_batch_size=rows, max_completion_length=new)
-    monkeypatch.setattr(memory, "PROMPT_TOKENS", prompt)
-    got_estimate = estimate(10**6, 10**6, SMALL, config=config, sharding=Sharding(), lora=None)
+    got_estimate = estimate(
+        10**6, 10**6, SMALL, config=config, sharding=Sharding(), lora=None, prompt_tokens=prompt
+    )
     cache = got_estimate.phases["generation"]["KV cache"]
     assert cache == kv_cache_bytes(SMALL, rows, prompt + new, 2) * (1 + 1 / SMALL.layers)
     assert got.peak == pytest.approx(cache, rel=0.15)

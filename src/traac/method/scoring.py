@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -210,14 +211,51 @@ def capture_probe_rows(
     captures = _CAPTURES.get() or {}
     if id(config) in captures:
         raise TraacError("probe: this model is already inside capture_probe_rows")
+    switched = _switch_to_probe(model)
     token = _CAPTURES.set({**captures, id(config): holder})
-    original = model.config._attn_implementation
-    model.set_attn_implementation(PROBE_ATTENTION)
     try:
         yield holder
     finally:
-        model.set_attn_implementation(original)
+        for cfg, original, _ in switched:
+            cfg._attn_implementation_internal = original
         _CAPTURES.reset(token)
+
+
+# Per model, the configs `set_attn_implementation` changed for the probe: (config, its own
+# implementation, the probe's), so that later captures flip them without its walk over every
+# module, which costs about as much as the probe's rows on a short sequence.
+_SWITCHES: weakref.WeakKeyDictionary[Any, list[tuple[Any, Any, Any]]] = weakref.WeakKeyDictionary()
+
+
+def _configs(model: Any) -> list[Any]:
+    """The model's config and those of its sub-models, each once."""
+    found = {id(model.config): model.config}
+    for module in model.modules():
+        config = getattr(module, "config", None)
+        if config is not None and hasattr(config, "_attn_implementation_internal"):
+            found.setdefault(id(config), config)
+    return list(found.values())
+
+
+def _switch_to_probe(model: Any) -> list[tuple[Any, Any, Any]]:
+    """Put the model on the probe attention; what to set back on exit. The first time (or
+    when the model's implementation changed since) through `set_attn_implementation`, which
+    checks the model supports it; then by setting the same configs directly."""
+    known = _SWITCHES.get(model)
+    if known and all(cfg._attn_implementation_internal == own for cfg, own, _ in known):
+        for cfg, _, probe in known:
+            cfg._attn_implementation_internal = probe
+        return known
+    configs = _configs(model)
+    before = [cfg._attn_implementation_internal for cfg in configs]
+    model.set_attn_implementation(PROBE_ATTENTION)
+    switched = [
+        (cfg, own, cfg._attn_implementation_internal)
+        for cfg, own in zip(configs, before, strict=True)
+        if cfg._attn_implementation_internal != own
+    ]
+    _SWITCHES[model] = switched
+    return switched
 
 
 # --------------------------------------------------------------------------------------------

@@ -182,10 +182,11 @@ def estimate(
     sharding: Sharding,
     lora: tuple[int, Sequence[str] | None] | None,
     card_gib: float = CARD_GIB,
+    prompt_tokens: int = PROMPT_TOKENS,
 ) -> MemoryEstimate:
     """The per-process estimate for a recipe (`config`: a `TRAACConfig`) on a model of that
     shape; every term is the module docstring's. `lora`: (rank, target modules) of a LoRA
-    run, None for full fine-tuning."""
+    run, None for full fine-tuning; `prompt_tokens`: the prompt length assumed per sequence."""
     dtype = config.load_dtype or torch.float32
     width = torch.finfo(dtype).bits // 8
     n = sharding.processes
@@ -205,7 +206,7 @@ def estimate(
         terms["vLLM"] = config.vllm_gpu_memory_utilization * card_gib * GIB
     batch = config.per_device_train_batch_size
     completion = config.max_completion_length
-    tokens = PROMPT_TOKENS + completion
+    tokens = prompt_tokens + completion
     layer = layer_activation_bytes(shape, width, lora)
     if config.gradient_checkpointing:
         kept = batch * tokens * (shape.hidden * width * shape.layers + layer)
