@@ -122,7 +122,7 @@ def decode(args: argparse.Namespace, device: str, dtype: torch.dtype) -> None:
                                        outputs["traac refill (eager)"], strict=True))  # fmt: skip
     base = results["model.generate"]
     print(f"\n## decode: {ROWS} rows, 32-token prompts, {new} new tokens (ms per decoding step, "
-          f"median of {args.repeats}; first static call, compiling: {compile_s:.1f} s)")  # fmt: skip
+          f"median of {args.repeats}; first static call, compiling {compile_s:.1f} s)")  # fmt: skip
     print("| engine | ms per step | tokens/s | speed-up over model.generate |\n|---|---|---|---|")
     for name, seconds in results.items():
         print(f"| {name} | {1e3 * seconds:.2f} | {ROWS / seconds:.0f} | {base / seconds:.2f}x |")

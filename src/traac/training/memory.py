@@ -22,7 +22,8 @@ persistent terms plus the largest phase, not their sum):
   max_completion_length, and one layer's again (the dynamic cache grows by concatenation);
   re-answers after compressed think blocks decode fewer, shorter rows;
 - log-prob passes (old policy, reference; no gradient): one micro-batch's logits over the
-  completion in the weights' dtype and their float32 log-softmax;
+  completion in the weights' dtype, their temperature-scaled copy and one row's log-softmax
+  (TRL's `selective_log_softmax`; its fused Triton kernel, where it runs, needs less);
 - scorer: the probe's forward (no gradient), a batch of 8 traces: one layer's transient
   activations and the probe's rows per layer;
 - training: the gradients, the activations the forward keeps for the backward
@@ -219,7 +220,8 @@ def estimate(
             "activations": kept,
             "logits": 2 * logits,
         },
-        "log-prob passes": {"logits": logits, "log-softmax": batch * completion * shape.vocab * 4},
+        # TRL's selective_log_softmax: the temperature-scaled copy, then one row at a time
+        "log-prob passes": {"logits": logits, "log-softmax": logits + completion * shape.vocab * 4},
     }
     if not config.use_vllm:
         steps = getattr(config, "steps_per_generation", None) or 1
