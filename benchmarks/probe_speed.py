@@ -156,7 +156,7 @@ def rows_alone(length: int, repeats: int, device: str) -> float:
     """Seconds of the probe's own work per forward (one row per layer), timed in isolation."""
     import torch
 
-    from traac.method.scoring import probe_row
+    from traac.method.probe_capture import probe_row
 
     heads, kv_heads, dim = (
         MODEL[k] for k in ("num_attention_heads", "num_key_value_heads", "head_dim")

@@ -229,7 +229,7 @@ def exactness(opts: argparse.Namespace) -> None:
     ]  # fmt: skip
     ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
     stop = {tokenizer.eos_token_id}
-    sampler = RowSampler(1.0, 1.0, range(len(ids)), "cpu")
+    sampler = RowSampler(1.0, 1.0, range(len(ids)))
     pad = tokenizer.pad_token_id
     done = decode_refilled(model, ids, sampler, max_new_tokens=opts.tokens, stop_ids=stop,
                            pad_id=pad, slots=len(ids), keep_stop=True)  # fmt: skip
@@ -295,7 +295,7 @@ def generation(opts: argparse.Namespace) -> None:
         return int((out[:, width:] != pad).sum())
 
     def refill(m: Any) -> int:
-        sampler = RowSampler(1.0, 1.0, range(len(ids)), "cpu")
+        sampler = RowSampler(1.0, 1.0, range(len(ids)))
         done = decode_refilled(m, ids, sampler, max_new_tokens=opts.tokens, stop_ids=stop,
                                pad_id=pad, slots=len(ids), keep_stop=True)  # fmt: skip
         return sum(len(c) for c, _ in done)

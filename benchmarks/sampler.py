@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(0)
     logits = torch.randn(args.rows, args.vocab) * 4
     history = torch.zeros((args.rows, 1), dtype=torch.long)
-    sampler = RowSampler(1.0, 1.0, range(args.rows), "cpu")
+    sampler = RowSampler(1.0, 1.0, range(args.rows))
     streams = [torch.Generator().manual_seed(s) for s in range(args.rows)]
 
     def row_noise() -> torch.Tensor:

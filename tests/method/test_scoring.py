@@ -11,12 +11,11 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
 from traac.errors import TraacError
 from traac.method.compression import Compressor, ScoreRequest
 from traac.method.formats import ChatFormat
+from traac.method.probe_capture import capture_probe_rows, probe_row
 from traac.method.scoring import (
     AttentionScorer,
     ConfidenceScorer,
     RandomScorer,
-    capture_probe_rows,
-    probe_row,
     resolve_layers,
     topk_confidence,
 )

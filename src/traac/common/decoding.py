@@ -21,11 +21,18 @@ decoding has.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import torch
-from transformers import DynamicCache, TemperatureLogitsWarper, TopPLogitsWarper
+from transformers import (
+    DynamicCache,
+    LogitsProcessor,
+    LogitsProcessorList,
+    TemperatureLogitsWarper,
+    TopPLogitsWarper,
+)
 
 from traac.common.models import cache_kwargs, input_device
 from traac.common.sampling import check_sampling
@@ -40,7 +47,7 @@ class RowSampler:
     which re-forms its batches after the samples it kept, repeats an uninterrupted one. Each
     token takes one uniform from the request's stream (inverse CDF)."""
 
-    def __init__(self, temperature: float, top_p: float, seeds: Sequence[int], device: Any) -> None:
+    def __init__(self, temperature: float, top_p: float, seeds: Sequence[int]) -> None:
         check_sampling(temperature, top_p, None)
         self.greedy = temperature == 0
         self.warpers: list[Any] = []
@@ -48,7 +55,10 @@ class RowSampler:
             self.warpers.append(TemperatureLogitsWarper(temperature))
         if top_p < 1:
             self.warpers.append(TopPLogitsWarper(top_p))
-        self.generators = [torch.Generator(device=device).manual_seed(s) for s in seeds]
+        # The streams live on the CPU whatever the model's device: a row's uniform is one CPU
+        # draw, and a step moves one small tensor to the device instead of launching a kernel
+        # per row there (on a CPU model this is the stream it always drew from).
+        self.generators = [torch.Generator().manual_seed(s) for s in seeds]
 
     def __call__(
         self, history: torch.Tensor, logits: torch.Tensor, rows: Sequence[int] | None = None
@@ -67,12 +77,137 @@ class RowSampler:
         if total.isnan().any():
             raise RuntimeError("RowSampler: NaN logits, no distribution to draw from")
         requests = range(len(cdf)) if rows is None else rows
-        u = torch.cat(
-            [torch.rand(1, generator=self.generators[i], device=cdf.device) for i in requests]
-        )
+        u = torch.cat([torch.rand(1, generator=self.generators[i]) for i in requests])
+        u = u.to(cdf.device, non_blocking=True)
         # side="right": the first token whose cumulative mass exceeds u, never a zero-mass one
         token = torch.searchsorted(cdf, (u.double() * total)[:, None], side="right")[:, 0]
         return token.clamp_(max=cdf.shape[-1] - 1)
+
+
+def fast_decoding(model: Any) -> bool:
+    """Whether `model` decodes on the static-cache path (`decode_padded(static=True)`): on a CUDA
+    device, where transformers' `generate` compiles the decoding step into CUDA graphs, which
+    a launch-bound decode (a small model, or any model at a few rows) needs. A CPU runs the
+    dynamic cache as fast (no launches to save) and keeps its tokens, and its refilled batches."""
+    return input_device(model).type == "cuda"
+
+
+class ForcedDraw(LogitsProcessor):
+    """Hands `model.generate` (run greedily) the token a `RowSampler` drew for each row;
+    `requests[r]` is row r's request (default: r)."""
+
+    def __init__(self, sampler: RowSampler, requests: Sequence[int] | None = None) -> None:
+        self.sampler = sampler
+        self.requests = requests
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        token = self.sampler(input_ids, scores, self.requests)
+        forced = torch.full_like(scores, -math.inf)
+        return forced.scatter_(1, token[:, None], 0.0)
+
+
+class StepCounter:
+    """A generate streamer that reports tokens per decoding step (the first put is the prompt)."""
+
+    def __init__(self, on_tokens: TokenCallback) -> None:
+        self.on_tokens = on_tokens
+        self.seen_prompt = False
+
+    def put(self, value: Any) -> None:
+        if not self.seen_prompt:
+            self.seen_prompt = True
+            return
+        self.on_tokens(int(value.numel()))
+
+    def end(self) -> None:
+        pass
+
+
+def decode_padded(
+    model: Any,
+    prompts: Sequence[Sequence[int]],
+    sampler: RowSampler,
+    *,
+    max_new_tokens: int,
+    stop_ids: set[int],
+    pad_id: int,
+    static: bool = False,
+    requests: Sequence[int] | None = None,
+    on_tokens: TokenCallback | None = None,
+    keep_stop: bool = False,
+) -> list[tuple[list[int], bool]]:
+    """`decode_refilled`'s answer from one left-padded `model.generate` batch, which decodes
+    until its longest response ends; `requests[r]` is prompt r's request in `sampler`.
+
+    `static`: transformers' static KV cache (`cache_implementation="static"`), whose fixed
+    shapes let `generate` compile the decoding step (CUDA graphs) on a GPU; elsewhere it runs
+    eagerly and samples the same tokens as the dynamic cache."""
+    width = max(map(len, prompts))
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for r, p in enumerate(prompts):
+        ids[r, width - len(p) :] = torch.tensor(list(p), dtype=torch.long)
+        mask[r, width - len(p) :] = 1
+    device = input_device(model)
+    # Greedy decoding of the tokens the sampler drew: one random stream per request.
+    options: dict[str, Any] = {"do_sample": False, "temperature": None, "top_p": None}
+    options["top_k"] = None
+    if not sampler.greedy:
+        options["logits_processor"] = LogitsProcessorList([ForcedDraw(sampler, requests)])
+    if static:
+        options["cache_implementation"] = "static"
+    with torch.inference_mode():
+        out = model.generate(
+            input_ids=ids.to(device),
+            attention_mask=mask.to(device),
+            max_new_tokens=max_new_tokens,
+            pad_token_id=pad_id,
+            eos_token_id=sorted(stop_ids),
+            streamer=StepCounter(on_tokens) if on_tokens else None,
+            **options,
+        )
+    decoded = []
+    for row in out[:, width:].tolist():  # what follows a stop: padding
+        stop = next((k for k, t in enumerate(row) if t in stop_ids), None)
+        if stop is None:
+            decoded.append((row, False))
+        else:
+            decoded.append((row[: stop + 1] if keep_stop else row[:stop], True))
+    return decoded
+
+
+def decode_rows(
+    model: Any,
+    prompts: Sequence[Sequence[int]],
+    sampler: RowSampler,
+    *,
+    max_new_tokens: int,
+    stop_ids: set[int],
+    pad_id: int,
+    slots: int,
+    on_tokens: TokenCallback | None = None,
+    keep_stop: bool = False,
+    static: bool | None = None,
+) -> list[tuple[list[int], bool]]:
+    """`slots` rows at a time: refilled on a CPU (`decode_refilled`), and on a GPU in padded
+    batches of `slots` on the static cache (`decode_padded`), whose compiled step costs about
+    the same for a full batch as for a few rows, so idle rows cost little and a graph beats
+    refilling's changing shapes. `static` overrides the device's choice (`fast_decoding`).
+    Both sample each request's own stream, so both give the same tokens."""
+    if not (fast_decoding(model) if static is None else static):
+        return decode_refilled(
+            model, prompts, sampler, max_new_tokens=max_new_tokens, stop_ids=stop_ids,
+            pad_id=pad_id, slots=slots, on_tokens=on_tokens, keep_stop=keep_stop,
+        )  # fmt: skip
+    out: list[tuple[list[int], bool]] = []
+    for at in range(0, len(prompts), slots):
+        rows = range(at, min(at + slots, len(prompts)))
+        out += decode_padded(
+            model, [prompts[i] for i in rows], sampler, max_new_tokens=max_new_tokens,
+            stop_ids=stop_ids, pad_id=pad_id, static=True, requests=list(rows),
+            on_tokens=on_tokens, keep_stop=keep_stop,
+        )  # fmt: skip
+    return out
 
 
 @dataclass

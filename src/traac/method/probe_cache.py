@@ -26,7 +26,7 @@ import torch
 from transformers import DynamicCache
 
 from traac.common.models import cache_kwargs
-from traac.method.scoring import LayerSpec, capture_probe_rows
+from traac.method.probe_capture import LayerSpec, capture_probe_rows
 
 DEFAULT_PROBE_CHUNK = 32  # tokens fed to the probe cache at once: <= 31 left for the closer
 
@@ -66,12 +66,14 @@ class ProbeCache:
         if width < self.chunk:
             return
         device = self.model.device
-        ids = torch.zeros((len(waiting), width), dtype=torch.long, device=device)  # 0: masked
-        column = torch.zeros((len(waiting), width), dtype=torch.long, device=device)
+        # Built on the host and moved once: a copy per row would wait on the device per row.
+        ids = torch.zeros((len(waiting), width), dtype=torch.long)  # 0: masked
+        column = torch.zeros((len(waiting), width), dtype=torch.long)
         for r, w in enumerate(waiting):
             if w:
-                ids[r, width - len(w) :] = torch.tensor(w, device=device)
+                ids[r, width - len(w) :] = torch.tensor(w)
                 column[r, width - len(w) :] = 1
+        ids, column = ids.to(device), column.to(device)
         held = self.mask.sum(dim=1, keepdim=True)
         positions = (held + column.cumsum(dim=1) - 1).clamp(min=0)
         self.mask = torch.cat([self.mask, column], dim=1)

@@ -3,214 +3,26 @@
 The attention scorer is the heart of TRAAC (docs/method.md#probe): the importance of reasoning
 token j is the attention weight from the probe's closing delimiter to j, averaged over layers and
 heads.
-Asking the model for `output_attentions=True` would build a T x T map per layer (gigabytes at
-10k tokens); instead one forward pass runs with an attention function registered through
-transformers' `AttentionInterface` that lets SDPA compute the layer output as usual and
-additionally computes the single attention row of the probe query, so the cost over a plain
-forward is one query's worth of attention per layer.
+The rows come from one forward with the probe's attention function (`traac.method.probe_capture`),
+which computes the closer's attention row per layer beside SDPA's output.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
-from transformers import AttentionInterface
-from transformers.integrations.sdpa_attention import sdpa_attention_forward
-from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from traac.errors import TraacError
 from traac.method.compression import ScoreRequest, TokenScores
+from traac.method.probe_capture import LayerSpec, capture_probe_rows, resolve_layers, text_config
 from traac.method.segmentation import split_steps, token_step_index, trim_offsets
 from traac.method.settings import PROBE_HEADS, check_choice
-
-LayerSpec = Literal["all", "first_half"] | Sequence[int] | str
-PROBE_ATTENTION = "traac_probe"  # the name our attention function is registered under
-
-
-def resolve_layers(layers: LayerSpec, num_layers: int) -> list[int]:
-    """Layer indices for `all`, `first_half` (the authors' implementation), a list or "0,2,5"."""
-    if isinstance(layers, str):
-        if layers == "all":
-            return list(range(num_layers))
-        if layers == "first_half":
-            return list(range(max(1, num_layers // 2)))
-        try:
-            layers = [int(x) for x in layers.split(",") if x.strip()]
-        except ValueError:
-            raise TraacError(
-                f"probe_layers: {layers!r} is not all, first_half or comma-separated indices"
-            ) from None
-    chosen = sorted({int(i) for i in layers})
-    if not chosen or chosen[0] < 0 or chosen[-1] >= num_layers:
-        raise TraacError(
-            f"probe_layers: {list(layers)} must be a non-empty set of indices in [0, {num_layers})"
-        )
-    return chosen
-
-
-# --------------------------------------------------------------------------------------------
-# The probe attention function and its capture.
-
-
-@dataclass
-class ProbeRows:
-    """Attention rows of one query per sequence, captured during a forward pass.
-
-    `query_index` (batch,) says which query position of the current forward is the probe in
-    each sequence; `None` means the last one (what a decode step against a KV cache needs).
-    `rows[layer]` is that query's attention over all keys (cache + current input), averaged
-    over the query heads: (batch, keys), float32; with `heads`, one row per query head:
-    (batch, heads, keys). A later forward overwrites the rows.
-    """
-
-    layers: frozenset[int]
-    query_index: torch.Tensor | None = None
-    heads: bool = False
-    rows: dict[int, torch.Tensor] = field(default_factory=dict)
-
-    def _stacked(self) -> torch.Tensor:
-        missing = sorted(self.layers - self.rows.keys())
-        if missing:
-            raise TraacError(f"probe: no attention captured for layers {missing}; run a forward")
-        return torch.stack([self.rows[i] for i in sorted(self.layers)])
-
-    def mean(self) -> torch.Tensor:
-        """The rows averaged over the captured layers and heads: (batch, keys)."""
-        rows = self._stacked()
-        return rows.mean(dim=(0, 2)) if self.heads else rows.mean(0)
-
-    def per_head(self) -> torch.Tensor:
-        """Every captured head's row, layer by layer: (batch, layers * heads, keys)."""
-        if not self.heads:
-            raise TraacError("probe: per-head rows need a capture with heads=True")
-        return self._stacked().transpose(0, 1).flatten(1, 2)
-
-
-# Captures in progress, keyed by the id of the (text) config their model's attention modules
-# share; a fresh dict on every change, so the ContextVar's value is never mutated in place.
-_CAPTURES: ContextVar[dict[int, ProbeRows] | None] = ContextVar(
-    "traac_probe_captures", default=None
-)
-
-
-def _probe_attention(
-    module: Any,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    scaling: float | None = None,
-    **kwargs: Any,
-) -> tuple[torch.Tensor, None]:
-    """SDPA for the layer output, plus the probe query's attention row for the capture."""
-    output, _ = sdpa_attention_forward(
-        module, query, key, value, attention_mask, scaling=scaling, **kwargs
-    )
-    holder = (_CAPTURES.get() or {}).get(id(module.config))
-    layer = getattr(module, "layer_idx", None)
-    if holder is not None and layer in holder.layers:
-        is_causal = kwargs.get("is_causal")
-        is_causal = getattr(module, "is_causal", True) if is_causal is None else is_causal
-        scale = query.shape[-1] ** -0.5 if scaling is None else scaling
-        holder.rows[layer] = probe_row(
-            query, key, attention_mask, scale, is_causal, holder.query_index, holder.heads
-        )
-    return output, None
-
-
-def probe_row(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    scaling: float,
-    is_causal: bool,
-    query_index: torch.Tensor | None,
-    keep_heads: bool = False,
-) -> torch.Tensor:
-    """softmax(q_probe . K^T * scaling + mask_row), averaged over heads: (batch, keys) float32;
-    with `keep_heads`, one row per query head: (batch, heads, keys).
-
-    `query` (b, heads, q, d), `key` (b, kv_heads, k, d): grouped-query heads are matched to
-    their key head by reshaping the query, never by copying K. The mask is what transformers
-    built for SDPA: boolean (True = attend) or additive float, shape (b|1, 1|heads, q, k), or
-    None when SDPA relies on `is_causal` (upper-left aligned, so query i sees keys j <= i) or
-    on no mask at all (a single query sees every key).
-    """
-    b, heads, q_len, dim = query.shape
-    kv_heads, k_len = key.shape[1], key.shape[2]
-    batch = torch.arange(b, device=query.device)
-    if query_index is None:
-        index = torch.full((b,), q_len - 1, device=query.device, dtype=torch.long)
-    else:
-        index = query_index.to(query.device)
-    probe = query[batch, :, index].reshape(b, kv_heads, heads // kv_heads, dim)
-    # In float32, as SDPA and flash kernels keep their scores: a bf16 product rounds each logit
-    # to 8 bits of mantissa, which moves the row by percents (tests/method/test_scoring.py).
-    logits = torch.matmul(probe.float(), key.float().transpose(-1, -2)) * scaling
-    logits = logits.reshape(b, heads, k_len)  # (b, kv_heads, group, k) -> (b, heads, k)
-    if attention_mask is None:
-        if is_causal and q_len > 1:
-            future = torch.arange(k_len, device=query.device)[None, :] > index[:, None]
-            logits = logits.masked_fill(future[:, None, :], float("-inf"))
-    else:
-        mask = attention_mask.expand(b, -1, q_len, -1)[batch, :, index]  # (b, 1|heads, k)
-        if mask.dtype == torch.bool:
-            logits = logits.masked_fill(~mask, float("-inf"))
-        else:
-            logits = logits + mask.float()
-    rows = torch.softmax(logits, dim=-1)
-    return rows if keep_heads else rows.mean(dim=1)
-
-
-def _register() -> None:
-    """Register the probe attention, and SDPA's mask builder for it (without a registered mask
-    builder transformers would pass no mask at all, silently dropping padding)."""
-    AttentionInterface.register(PROBE_ATTENTION, _probe_attention)
-    AttentionMaskInterface.register(PROBE_ATTENTION, sdpa_mask)
-
-
-def _text_config(model: Any) -> Any:
-    return model.config.get_text_config()
-
-
-@contextmanager
-def capture_probe_rows(
-    model: Any,
-    layers: LayerSpec = "all",
-    query_index: torch.Tensor | None = None,
-    heads: bool = False,
-) -> Iterator[ProbeRows]:
-    """Within the block, every forward of `model` runs SDPA and records the probe rows (each
-    head's with `heads`).
-
-    Works for a full sequence and for a suffix run against a KV cache (`past_key_values`): the
-    row then spans cache + suffix keys. The model's attention implementation is restored on
-    exit, so training and generation see it unchanged.
-    """
-    _register()
-    config = _text_config(model)
-    chosen = frozenset(resolve_layers(layers, config.num_hidden_layers))
-    holder = ProbeRows(chosen, query_index, heads)
-    captures = _CAPTURES.get() or {}
-    if id(config) in captures:
-        raise TraacError("probe: this model is already inside capture_probe_rows")
-    token = _CAPTURES.set({**captures, id(config): holder})
-    original = model.config._attn_implementation
-    model.set_attn_implementation(PROBE_ATTENTION)
-    try:
-        yield holder
-    finally:
-        model.set_attn_implementation(original)
-        _CAPTURES.reset(token)
-
 
 # --------------------------------------------------------------------------------------------
 # Scorers: each turns score requests into per-token scores on the probe text (`Scorer`).
@@ -249,7 +61,7 @@ class _ModelScorer:
         self.model = model
         self.tokenizer = tokenizer
         self.batch_size = batch_size
-        self.max_positions = getattr(_text_config(model), "max_position_embeddings", None)
+        self.max_positions = getattr(text_config(model), "max_position_embeddings", None)
 
     def _check_length(self, n_tokens: int) -> None:
         if self.max_positions is not None and n_tokens > self.max_positions:
@@ -299,7 +111,9 @@ class _ModelScorer:
                 n = len(encoded[i][0])
                 ids[row, :n] = torch.tensor(encoded[i][0])
                 mask[row, :n] = 1
-            scores = compute(ids.to(device), mask.to(device)).double().cpu().numpy()
+            # The mask stays on the host: the scorer reads the layout off it without waiting
+            # on the device (`_layout`).
+            scores = compute(ids.to(device), mask).double().cpu().numpy()
             for row, i in enumerate(chunk):
                 n = len(encoded[i][0])
                 offsets = self._to_probe(requests[i], encoded[i][1])
@@ -307,36 +121,64 @@ class _ModelScorer:
         return out  # type: ignore[return-value]
 
 
-def _valid_positions(
-    input_ids: torch.Tensor, attention_mask: torch.Tensor | None
-) -> tuple[torch.Tensor, bool]:
-    """Boolean (b, T) mask of real tokens, and whether every sequence is a prefix (right pad)."""
+@dataclass(frozen=True)
+class _Layout:
+    """Where a batch's real tokens are, read on the host once (`_layout`): the boolean (b, T)
+    mask on the input's device (None: no padding anywhere), each sequence's length and last
+    real position, and whether every sequence is a prefix (right padding)."""
+
+    valid: torch.Tensor | None
+    lengths: list[int]
+    first: list[int]
+    last: list[int]
+    right_padded: bool
+
+    def query_index(self, device: torch.device) -> torch.Tensor | None:
+        """The probe query of each sequence; None where it is every sequence's last column,
+        which `probe_row` reads as a view."""
+        width = max(self.lengths) if self.valid is None else self.valid.shape[1]
+        if all(at == width - 1 for at in self.last):
+            return None
+        return torch.tensor(self.last, device=device)
+
+    def zero_padding(self, rows: torch.Tensor) -> torch.Tensor:
+        return rows if self.valid is None else rows.masked_fill(~self.valid[None], 0.0)
+
+
+def _layout(input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> _Layout:
+    """The batch's `_Layout`, from a mask on the host where it is one (no device read); a
+    device mask is read back once, so the scorer waits on the device at most once before its
+    forward instead of once per check."""
+    b, width = input_ids.shape
     if attention_mask is None:
-        return torch.ones_like(input_ids, dtype=torch.bool), True
-    valid = attention_mask.to(input_ids.device).bool()
-    if valid.shape != input_ids.shape:
+        return _Layout(None, [width] * b, [0] * b, [width - 1] * b, True)
+    if tuple(attention_mask.shape) != tuple(input_ids.shape):
         raise TraacError(
-            f"attention_mask shape {tuple(valid.shape)} differs from input_ids "
+            f"attention_mask shape {tuple(attention_mask.shape)} differs from input_ids "
             f"{tuple(input_ids.shape)}"
         )
-    lengths = valid.sum(dim=1)
-    if bool((lengths == 0).any()):
+    host = attention_mask.detach().cpu().bool()
+    lengths = host.sum(dim=1).tolist()
+    if min(lengths) == 0:
         raise TraacError("scoring: a sequence in the batch has no tokens")
-    prefix = torch.arange(valid.shape[1], device=valid.device)[None, :] < lengths[:, None]
-    return valid, bool((prefix == valid).all())
+    prefix = torch.arange(width)[None, :] < torch.tensor(lengths)[:, None]
+    first = host.int().argmax(dim=1).tolist()
+    last = (width - 1 - host.flip(1).int().argmax(dim=1)).tolist()
+    if bool(host.all()):
+        return _Layout(None, lengths, first, last, True)
+    valid = host.to(input_ids.device, non_blocking=True)
+    return _Layout(valid, lengths, first, last, bool((prefix == host).all()))
 
 
-def _padding_kwargs(valid: torch.Tensor, right_padded: bool) -> dict[str, Any]:
+def _padding_kwargs(layout: _Layout) -> dict[str, Any]:
     """Left (or mixed) padding needs the mask, and positions that skip the pads so a sequence
     scores the same wherever it sits in a batch. With right padding no mask is needed at all:
     causal attention never lets a real token see the pads after it, and SDPA keeps its fast
     mask-free causal kernel."""
-    if right_padded:
+    if layout.right_padded or layout.valid is None:
         return {}
-    return {
-        "attention_mask": valid.long(),
-        "position_ids": (valid.long().cumsum(dim=1) - 1).clamp(min=0),
-    }
+    valid = layout.valid.long()
+    return {"attention_mask": valid, "position_ids": (valid.cumsum(dim=1) - 1).clamp(min=0)}
 
 
 def closer_reads(start: int, end: int, text_len: int, closer_len: int) -> bool:
@@ -382,7 +224,7 @@ class AttentionScorer(_ModelScorer):
     ) -> None:
         super().__init__(model, tokenizer, batch_size)
         check_choice("probe_heads", heads, PROBE_HEADS)
-        self.layers = resolve_layers(layers, _text_config(model).num_hidden_layers)
+        self.layers = resolve_layers(layers, text_config(model).num_hidden_layers)
         self.think_close = think_close
         self.heads = heads
 
@@ -417,19 +259,18 @@ class AttentionScorer(_ModelScorer):
     def _rows(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, heads: bool
     ) -> torch.Tensor:
-        valid, right_padded = _valid_positions(input_ids, attention_mask)
-        self._check_length(int(valid.sum(dim=1).max()))
-        width = valid.shape[1]
-        last = width - 1 - valid.flip(1).int().argmax(dim=1)
-        kwargs = _padding_kwargs(valid, right_padded)
-        capture = capture_probe_rows(self.model, self.layers, last, heads=heads)
+        layout = _layout(input_ids, attention_mask)
+        self._check_length(max(layout.lengths))
+        kwargs = _padding_kwargs(layout)
+        query_index = layout.query_index(input_ids.device)
+        capture = capture_probe_rows(self.model, self.layers, query_index, heads=heads)
         with torch.no_grad(), capture as captured:
             _root_forward(self.model, input_ids, kwargs)
         if heads:
             rows = captured.per_head().transpose(0, 1)
         else:
             rows = torch.stack([captured.rows[k] for k in self.layers])
-        return rows.masked_fill(~valid[None], 0.0)
+        return layout.zero_padding(rows)
 
     def score_layers(self, requests: Sequence[ScoreRequest]) -> list[tuple[np.ndarray, np.ndarray]]:
         """(probe offsets, (layers, T) scores) per request: every chosen layer's scores from one
@@ -477,9 +318,9 @@ class ConfidenceScorer(_ModelScorer):
     ) -> torch.Tensor:
         """(b, T) confidence of each token from the distribution at the position before it;
         the first position (nothing predicts it) gets 0."""
-        valid, right_padded = _valid_positions(input_ids, attention_mask)
-        self._check_length(int(valid.sum(dim=1).max()))
-        kwargs = _padding_kwargs(valid, right_padded)
+        layout = _layout(input_ids, attention_mask)
+        self._check_length(max(layout.lengths))
+        kwargs = _padding_kwargs(layout)
         conf = torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
 
         def read(module: Any, args: Any, output: Any) -> None:
@@ -492,16 +333,15 @@ class ConfidenceScorer(_ModelScorer):
                 _root_forward(self.model, input_ids, kwargs)
         finally:
             handle.remove()
-        conf = conf.masked_fill(~valid, 0.0)
-        first = valid.int().argmax(dim=1)  # each sequence's first real token: nothing predicts it
-        conf[torch.arange(len(first), device=conf.device), first] = 0.0
+        conf = layout.zero_padding(conf[None])[0]
+        conf[range(len(layout.first)), layout.first] = 0.0  # nothing predicts a first token
         return conf
 
     def _confidences(self, hidden: torch.Tensor, conf: torch.Tensor) -> None:
         """Fill `conf[:, 1:]` from the hidden states, computing logits a few hundred positions
         at a time."""
         head = self.model.get_output_embeddings()
-        softcap = getattr(_text_config(self.model), "final_logit_softcapping", None)
+        softcap = getattr(text_config(self.model), "final_logit_softcapping", None)
         chunk = max(1, (1 << 26) // vocabulary_size(self.model))  # ~64M logits at a time
         last = hidden.shape[1] - 1  # the final position predicts nothing in the text
         for row in range(hidden.shape[0]):

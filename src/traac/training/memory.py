@@ -2,24 +2,39 @@
 
 What `traac train --dry-run` prints, so that the 80 GB question is answered before a GPU hour is
 spent. The parameters are counted on the meta device (the model's own modules, no memory); the
-rest is arithmetic on the recipe, in GiB (2^30 bytes), each term printed:
+rest is arithmetic on the recipe, in GiB (2^30 bytes). What a process holds throughout:
 
 - weights: parameters x bytes of the load dtype (`TRAACConfig.load_dtype`), divided over the
   processes under ZeRO-3 or FSDP;
-- gradients: trainable parameters x the weights' bytes, divided over the processes from ZeRO-2;
 - optimizer: AdamW's two moments per trainable parameter, in the weights' dtype with torch's
-  optimizer; DeepSpeed's bf16/fp16 optimizer keeps float32 master weights and moments (12 bytes),
-  divided over the processes from ZeRO-1 (and under FSDP);
+  optimizer (LoRA's adapters are float32: peft keeps them so under a bf16 base);
+  DeepSpeed's bf16/fp16 optimizer keeps float32 master weights and moments (12 bytes), divided
+  over the processes from ZeRO-1 (and under FSDP);
 - reference: a second copy of the weights when TRL keeps a KL reference or TRAAC a frozen copy
   to score with (none with LoRA: the reference is the base with its adapters disabled);
-- vLLM: `vllm_gpu_memory_utilization` of the card in colocate mode (none in server mode);
-- activations: per_device_train_batch_size sequences of (PROMPT_TOKENS + max_completion_length)
-  tokens: the hidden state each layer keeps under activation checkpointing (all of a layer's
-  otherwise, about 8 hidden + 3 intermediate values per token), and the completion's logits
-  twice (forward and their gradient), in the weights' dtype.
+- vLLM: `vllm_gpu_memory_utilization` of the card in colocate mode (none in server mode).
 
-It leaves out the CUDA context, the allocator's fragmentation and NCCL buffers (a few GB):
-hence the margin the plan asks for.
+and on top, the largest of the passes a step makes one after the other (the peak is the
+persistent terms plus the largest phase, not their sum):
+
+- generation (transformers, not vLLM): the KV cache of the generation round's rows
+  (per_device_train_batch_size x steps_per_generation) at PROMPT_TOKENS +
+  max_completion_length, and one layer's again (the dynamic cache grows by concatenation);
+  re-answers after compressed think blocks decode fewer, shorter rows;
+- log-prob passes (old policy, reference; no gradient): one micro-batch's logits over the
+  completion in the weights' dtype, their temperature-scaled copy and one row's log-softmax
+  (TRL's `selective_log_softmax`; its fused Triton kernel, where it runs, needs less);
+- scorer: the probe's forward (no gradient), a batch of 8 traces: one layer's transient
+  activations and the probe's rows per layer;
+- training: the gradients, the activations the forward keeps for the backward
+  (`layer_activation_bytes` per token and layer, measured; one hidden state per layer under
+  activation checkpointing plus one layer's whole), and the completion's logits twice (forward
+  and their gradient).
+
+The per-layer activation bytes were read off the saved tensors of a Qwen3 layer's forward (torch's
+`MemTracker` on the CPU; tests/training/test_memory.py checks each phase against it at small
+shapes). The estimate leaves out the CUDA context, the allocator's fragmentation and NCCL
+buffers (a few GB): hence the margin the plan asks for.
 """
 
 from __future__ import annotations
@@ -50,21 +65,88 @@ class Sharding:
 
 @dataclass(frozen=True)
 class MemoryEstimate:
-    """Bytes per process, by term (see the module docstring)."""
+    """Bytes per process: the terms held throughout, and per phase of a step what it adds."""
 
     terms: dict[str, float]
+    phases: dict[str, dict[str, float]]
+
+    @property
+    def peak_phase(self) -> str:
+        return max(self.phases, key=lambda name: sum(self.phases[name].values()))
 
     @property
     def total(self) -> float:
-        return sum(self.terms.values())
+        return sum(self.terms.values()) + sum(self.phases[self.peak_phase].values())
 
     def line(self, card_gib: float = CARD_GIB) -> str:
-        parts = ", ".join(f"{name} {value / GIB:.1f}" for name, value in self.terms.items())
+        held = ", ".join(f"{name} {value / GIB:.1f}" for name, value in self.terms.items())
+        phases = ", ".join(
+            f"{name} {sum(parts.values()) / GIB:.1f}" for name, parts in self.phases.items()
+        )
+        peak = self.peak_phase
+        parts = " + ".join(f"{name} {v / GIB:.1f}" for name, v in self.phases[peak].items())
         share = self.total / (card_gib * GIB)
         verdict = "fits" if share <= MARGIN else "does NOT fit"
-        return (f"about {self.total / GIB:.1f} GiB per process ({parts}; GiB): {share:.0%} of "
-                f"a {card_gib:g} GiB card, {verdict} with {1 - MARGIN:.0%} left for the CUDA "
+        return (f"about {self.total / GIB:.1f} GiB per process (held: {held}; at most one "
+                f"phase on top: {phases}; peak in {peak}: {parts}; GiB): {share:.0%} of a "
+                f"{card_gib:g} GiB card, {verdict} with {1 - MARGIN:.0%} left for the CUDA "
                 "context and fragmentation")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What sizes the activations and the KV cache: widths per token, heads and layers."""
+
+    hidden: int
+    intermediate: int
+    layers: int
+    vocab: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+
+    @classmethod
+    def of(cls, text: Any) -> Shape:
+        """The shape of a (text) model config."""
+        head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+        kv_heads = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
+        return cls(text.hidden_size, text.intermediate_size, text.num_hidden_layers,
+                   text.vocab_size, text.num_attention_heads, kv_heads, head_dim)  # fmt: skip
+
+
+def layer_activation_bytes(
+    shape: Shape, width: int, lora: tuple[int, Sequence[str] | None] | None = None
+) -> float:
+    """Bytes one decoder layer keeps per token for its backward, SDPA attention, weights of
+    `width` bytes. Measured on Qwen3 layers (saved tensors on the CPU, SDPA; the fit is exact
+    over six shapes in float32 and bfloat16): 6 hidden, 4 intermediate, 4 query and 4 key-value
+    values in the weights' dtype; under bf16/fp16 the RMS norms' float32 copies add 4 bytes a
+    hidden value and 2 a query or key-value one; and a float32 scalar per norm, per query head
+    (q norm, SDPA's log-sum-exp) and per key-value head.
+
+    With `lora` = (rank, targets) the frozen linears keep no inputs for weight gradients but
+    each adapter keeps its dropout's output and mask and its rank-wide product (measured in
+    bf16 for peft's default targets, q_proj and v_proj, and for all-linear; any other list
+    is counted as all-linear, an upper bound)."""
+    q, kv = shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim
+    kept = width * (6 * shape.hidden + 4 * shape.intermediate + 4 * q + 4 * kv)
+    upcast = 4 * shape.hidden + 2 * (q + kv) if width < 4 else 0
+    scalars = 4 * (2 + 2 * shape.heads + shape.kv_heads)
+    if lora is None:
+        return kept + upcast + scalars
+    rank, targets = lora
+    if targets is None or sorted(targets) == sorted(LORA_DEFAULT):
+        adapters = width * (4 * shape.hidden - shape.intermediate - q - kv) + 2 * width * rank * 2
+    else:
+        linears = 7  # q, k, v, o, gate, up, down
+        adapters = width * (16 * shape.hidden + 3 * shape.intermediate + 3 * q - kv)
+        adapters += 2 * width * rank * linears
+    return kept + upcast + scalars + adapters
+
+
+def kv_cache_bytes(shape: Shape, rows: int, tokens: int, width: int) -> float:
+    """A KV cache of `rows` sequences of `tokens`: keys and values per layer."""
+    return rows * tokens * shape.layers * 2 * shape.kv_heads * shape.head_dim * width
 
 
 def count_parameters(model_config: Any, lora: tuple[int, Sequence[str] | None] | None = None
@@ -89,31 +171,33 @@ def count_parameters(model_config: Any, lora: tuple[int, Sequence[str] | None] |
     return total, trainable
 
 
+SCORER_BATCH = 8  # traces per probe forward (`AttentionScorer`'s batch_size)
+
+
 def estimate(
     parameters: int,
     trainable: int,
+    shape: Shape,
     *,
-    hidden: int,
-    intermediate: int,
-    layers: int,
-    vocab: int,
     config: Any,
     sharding: Sharding,
-    lora: bool,
+    lora: tuple[int, Sequence[str] | None] | None,
     card_gib: float = CARD_GIB,
+    prompt_tokens: int = PROMPT_TOKENS,
 ) -> MemoryEstimate:
     """The per-process estimate for a recipe (`config`: a `TRAACConfig`) on a model of that
-    shape; every term is the module docstring's."""
+    shape; every term is the module docstring's. `lora`: (rank, target modules) of a LoRA
+    run, None for full fine-tuning; `prompt_tokens`: the prompt length assumed per sequence."""
     dtype = config.load_dtype or torch.float32
     width = torch.finfo(dtype).bits // 8
     n = sharding.processes
     params_split = n if (sharding.zero >= 3 or sharding.fsdp) else 1
     grads_split = n if (sharding.zero >= 2 or sharding.fsdp) else 1
     states_split = n if (sharding.zero >= 1 or sharding.fsdp) else 1
-    state_bytes = 12 if sharding.zero and width < 4 else 2 * width
+    trainable_width = 4 if lora else width  # peft keeps adapters in float32
+    state_bytes = 12 if sharding.zero and width < 4 else 2 * trainable_width
     terms = {
-        "weights": parameters * width / params_split,
-        "gradients": trainable * width / grads_split,
+        "weights": (parameters * width + (trainable * 4 if lora else 0)) / params_split,
         "optimizer": trainable * state_bytes / states_split,
     }
     frozen_copy = config.compresses and config.scoring_model == "reference"
@@ -122,14 +206,35 @@ def estimate(
     if config.use_vllm and config.vllm_mode == "colocate":
         terms["vLLM"] = config.vllm_gpu_memory_utilization * card_gib * GIB
     batch = config.per_device_train_batch_size
-    tokens = batch * (PROMPT_TOKENS + config.max_completion_length)
+    completion = config.max_completion_length
+    tokens = prompt_tokens + completion
+    layer = layer_activation_bytes(shape, width, lora)
     if config.gradient_checkpointing:
-        kept = tokens * hidden * width * layers + tokens * (8 * hidden + 3 * intermediate) * width
+        kept = batch * tokens * (shape.hidden * width * shape.layers + layer)
     else:
-        kept = tokens * (8 * hidden + 3 * intermediate) * width * layers
-    logits = 2 * batch * config.max_completion_length * vocab * width
-    terms["activations"] = kept + logits
-    return MemoryEstimate(terms)
+        kept = batch * tokens * layer * shape.layers
+    logits = batch * completion * shape.vocab * width
+    phases = {
+        "training": {
+            "gradients": trainable * trainable_width / grads_split,
+            "activations": kept,
+            "logits": 2 * logits,
+        },
+        # TRL's selective_log_softmax: the temperature-scaled copy, then one row at a time
+        "log-prob passes": {"logits": logits, "log-softmax": logits + completion * shape.vocab * 4},
+    }
+    if not config.use_vllm:
+        steps = getattr(config, "steps_per_generation", None) or 1
+        rows = batch * steps
+        # transformers' dynamic cache grows by concatenation: one layer's is briefly held twice
+        cache = kv_cache_bytes(shape, rows, tokens, width) * (1 + 1 / shape.layers)
+        phases["generation"] = {"KV cache": cache}
+    if config.compresses and config.scorer == "attention":
+        phases["scorer"] = {
+            "activations": SCORER_BATCH * tokens * layer,
+            "probe rows": SCORER_BATCH * tokens * shape.layers * shape.heads * 4,
+        }
+    return MemoryEstimate(terms, phases)
 
 
 def recipe_estimate(
@@ -137,11 +242,7 @@ def recipe_estimate(
 ) -> MemoryEstimate:
     """`estimate` for a parsed recipe (`TRAACConfig`, `TrainScriptArguments`) on the model that
     `model_config` describes (read from its config.json; no weights)."""
-    text = model_config.get_text_config()
     lora = (script.lora_r, script.lora_target_modules) if script.use_peft else None
     parameters, trainable = count_parameters(model_config, lora)
-    return estimate(
-        parameters, trainable, hidden=text.hidden_size, intermediate=text.intermediate_size,
-        layers=text.num_hidden_layers, vocab=text.vocab_size, config=config, sharding=sharding,
-        lora=script.use_peft,
-    )  # fmt: skip
+    shape = Shape.of(model_config.get_text_config())
+    return estimate(parameters, trainable, shape, config=config, sharding=sharding, lora=lora)

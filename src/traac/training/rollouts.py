@@ -3,8 +3,10 @@
 TRL's transformers backend pads a batch and decodes it until its longest completion ends: with
 think blocks of uneven length, most rows idle for most steps (a 32-rollout SmolLM2 step spent
 60 s there on 2 cores). `decode_refilled` drops each row as it ends, so a round costs the tokens
-it samples. The step's sampling, dynamic sampling's fresh rollouts and the re-answers after
-compressed think blocks all decode here; their completions end with the stop token, as TRL's do.
+it samples; on a GPU, `decode_rows` decodes the round as one padded batch on the static cache
+instead, whose compiled step is not launch-bound (the tokens are the same). The step's sampling,
+dynamic sampling's fresh rollouts and the re-answers after compressed think blocks all decode
+here; their completions end with the stop token, as TRL's do.
 
 Each row draws from its own seeded stream (`RowSampler`: temperature and top_p, TRL's only
 sampling settings this path reproduces; `check_refill` refuses the others), keyed by the run's
@@ -20,8 +22,7 @@ from typing import Any
 import numpy as np
 from accelerate.utils import is_peft_model
 
-from traac.common.decoding import RowSampler, decode_refilled
-from traac.common.models import input_device
+from traac.common.decoding import RowSampler, decode_rows
 from traac.errors import TraacError
 
 ROLLOUT_BATCHINGS = ("padded", "refill")
@@ -73,6 +74,7 @@ class RefillRollouts:
         self.top_p = top_p
         self.stop_ids = stop_ids
         self.pad = pad
+        self.static: bool | None = None  # None: the device decides (`fast_decoding`)
         self._step = -1
         self._round = 0
 
@@ -88,8 +90,8 @@ class RefillRollouts:
         self._round += 1
         model = model.get_base_model() if is_peft_model(model) else model  # adapters stay on
         seeds = [self.row_seed(step, self._round, row) for row in range(len(prompts))]
-        sampler = RowSampler(self.temperature, self.top_p, seeds, input_device(model))
-        decoded = decode_refilled(
+        sampler = RowSampler(self.temperature, self.top_p, seeds)
+        decoded = decode_rows(
             model,
             prompts,
             sampler,
@@ -98,6 +100,7 @@ class RefillRollouts:
             pad_id=self.pad,
             slots=len(prompts),
             keep_stop=True,
+            static=self.static,
         )
         return [ids for ids, _ in decoded]
 

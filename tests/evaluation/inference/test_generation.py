@@ -13,8 +13,8 @@ from traac.evaluation.inference.generation import RowSampler
 @pytest.mark.parametrize(("vocab", "top_p"), [(525, 1.0), (49152, 1.0), (525, 0.9)])
 def test_a_request_draws_the_same_tokens_whichever_rows_share_its_step(vocab, top_p):
     seeds = [11, 5, 42, 7]
-    together = RowSampler(1.0, top_p, seeds, "cpu")
-    alone = RowSampler(1.0, top_p, seeds, "cpu")
+    together = RowSampler(1.0, top_p, seeds)
+    alone = RowSampler(1.0, top_p, seeds)
     history = torch.zeros((3, 1), dtype=torch.long)
     rows = [2, 0, 3]  # row r decodes request rows[r]; request 1 has ended
     torch.manual_seed(0)
@@ -31,7 +31,7 @@ def test_a_request_draws_the_same_tokens_whichever_rows_share_its_step(vocab, to
 def test_the_draws_follow_the_distribution_and_skip_zero_mass_tokens():
     probs = torch.tensor([0.0, 0.5, 0.0, 0.3, 0.2, 0.0])
     logits = probs.log()[None].expand(4000, -1)  # zero mass: -inf logits
-    sampler = RowSampler(1.0, 1.0, range(4000), "cpu")
+    sampler = RowSampler(1.0, 1.0, range(4000))
     drawn = sampler(torch.zeros((4000, 1), dtype=torch.long), logits)
     counts = torch.bincount(drawn, minlength=6) / 4000
     assert counts[[0, 2, 5]].sum() == 0
@@ -42,6 +42,6 @@ def test_the_draws_follow_the_distribution_and_skip_zero_mass_tokens():
 def test_greedy_takes_the_argmax_and_nan_logits_raise():
     logits = torch.tensor([[0.1, 2.0, -1.0], [3.0, 0.0, 0.0]])
     history = torch.zeros((2, 1), dtype=torch.long)
-    assert RowSampler(0.0, 1.0, [1, 2], "cpu")(history, logits).tolist() == [1, 0]
+    assert RowSampler(0.0, 1.0, [1, 2])(history, logits).tolist() == [1, 0]
     with pytest.raises(RuntimeError, match="NaN"):
-        RowSampler(1.0, 1.0, [1, 2], "cpu")(history, torch.full((2, 3), float("nan")))
+        RowSampler(1.0, 1.0, [1, 2])(history, torch.full((2, 3), float("nan")))

@@ -15,16 +15,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import torch
-from transformers import (
-    LogitsProcessor,
-    LogitsProcessorList,
+from traac.common.decoding import (
+    RowSampler,
+    TokenCallback,
+    check_sampling,
+    decode_padded,
+    fast_decoding,
 )
-
-from traac.common.decoding import RowSampler, TokenCallback, check_sampling
 from traac.common.models import (
     adapter_base,
-    input_device,
     load_model,
     resolve_dtype,
     resolve_placement,
@@ -69,23 +68,13 @@ def request_seed(seed: int, key: str) -> int:
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
 
 
-class _ForcedDraw(LogitsProcessor):
-    """Hands `model.generate` (run greedily) the token a `RowSampler` drew for each row."""
-
-    def __init__(self, sampler: RowSampler) -> None:
-        self.sampler = sampler
-
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        token = self.sampler(input_ids, scores)
-        forced = torch.full_like(scores, -math.inf)
-        return forced.scatter_(1, token[:, None], 0.0)
-
-
 class TransformersBackend:
-    """`model.generate` on left-padded batches (CPU or GPU)."""
+    """`model.generate` on left-padded batches (CPU or GPU). `static`: decode on the static
+    cache (None: where the device gains from it, `fast_decoding`)."""
 
-    def __init__(self, model: Any, tokenizer: Any) -> None:
+    def __init__(self, model: Any, tokenizer: Any, static: bool | None = None) -> None:
         self.model = model
+        self.static = static
         self.tokenizer = tokenizer
         self.max_context = getattr(model.config, "max_position_embeddings", None)
         tokenizer.padding_side = "left"
@@ -111,7 +100,7 @@ class TransformersBackend:
         `sampling.seed` and `keys[i]`: what every transformers decoding starts from."""
         ids = [self.tokenizer.encode(p, add_special_tokens=False) for p in prompts]
         seeds = [request_seed(sampling.seed, key) for key in keys]
-        sampler = RowSampler(sampling.temperature, sampling.top_p, seeds, input_device(self.model))
+        sampler = RowSampler(sampling.temperature, sampling.top_p, seeds)
         return ids, sampler
 
     def decode(
@@ -122,50 +111,24 @@ class TransformersBackend:
         on_tokens: TokenCallback | None,
     ) -> list[tuple[list[int], bool]]:
         """Each prompt's sampled tokens (cut before the first stop token) and whether a stop
-        token ended them: `model.generate` on one left-padded batch."""
-        batch = self.tokenizer.pad({"input_ids": prompts}, return_tensors="pt")
-        batch = batch.to(input_device(self.model))
-        # Greedy decoding of the tokens the sampler drew: one random stream per request.
-        options = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
-        if not sampler.greedy:
-            options["logits_processor"] = LogitsProcessorList([_ForcedDraw(sampler)])
-        with torch.inference_mode():
-            out = self.model.generate(
-                **batch,
-                max_new_tokens=max_new_tokens,
-                pad_token_id=self.tokenizer.pad_token_id,
-                eos_token_id=sorted(self.stop_ids),
-                streamer=_StepCounter(on_tokens) if on_tokens else None,
-                **options,
-            )
-        decoded = []
-        for ids in out[:, batch["input_ids"].shape[1] :].tolist():  # what follows a stop: padding
-            stop = next((k for k, t in enumerate(ids) if t in self.stop_ids), None)
-            decoded.append((ids if stop is None else ids[:stop], stop is not None))
-        return decoded
+        token ended them: `model.generate` on one left-padded batch, on the static cache where
+        the device gains from it (`fast_decoding`: a GPU)."""
+        return decode_padded(
+            self.model,
+            prompts,
+            sampler,
+            max_new_tokens=max_new_tokens,
+            stop_ids=self.stop_ids,
+            pad_id=self.tokenizer.pad_token_id,
+            static=fast_decoding(self.model) if self.static is None else self.static,
+            on_tokens=on_tokens,
+        )
 
     def finish(self, tokens: list[int], stopped: bool, limit: int) -> Generation:
         """The generation of `tokens`, which a stop token ended (`stopped`) or `limit` cut."""
         text = self.tokenizer.decode(tokens, skip_special_tokens=False)
         reason = "stop" if stopped or len(tokens) < limit else "length"
         return Generation(text=text, token_ids=tuple(tokens), finish_reason=reason)
-
-
-class _StepCounter:
-    """A generate streamer that reports tokens per decoding step (the first put is the prompt)."""
-
-    def __init__(self, on_tokens: TokenCallback) -> None:
-        self.on_tokens = on_tokens
-        self.seen_prompt = False
-
-    def put(self, value: Any) -> None:
-        if not self.seen_prompt:
-            self.seen_prompt = True
-            return
-        self.on_tokens(int(value.numel()))
-
-    def end(self) -> None:
-        pass
 
 
 def stop_ids(model: Any, tokenizer: Any) -> set[int]:

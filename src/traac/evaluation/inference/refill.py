@@ -1,13 +1,14 @@
 """`traac eval --batching refill`: decoding that keeps the batch full (`decode_refilled`).
 
-How it decodes is `traac.common.decoding`'s to say; this backend hands it `slots` rows a call.
+How it decodes is `traac.common.decoding`'s to say (`decode_rows`: refilled on a CPU, padded
+batches of `slots` rows on the static cache on a GPU); this backend hands it `slots` rows a call.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from traac.common.decoding import decode_refilled
+from traac.common.decoding import decode_rows
 from traac.errors import TraacError
 from traac.evaluation.inference.generation import RowSampler, TokenCallback, TransformersBackend
 from traac.method.probe_cache import has_sliding_layers
@@ -20,13 +21,13 @@ class RefillBackend(TransformersBackend):
 
     batches_per_call = 16
 
-    def __init__(self, model: Any, tokenizer: Any, slots: int) -> None:
+    def __init__(self, model: Any, tokenizer: Any, slots: int, static: bool | None = None) -> None:
         if has_sliding_layers(model):
             raise TraacError(
                 "--batching refill: the model uses sliding-window attention, whose cache rows "
                 "cannot be joined; use --batching padded"
             )
-        super().__init__(model, tokenizer)
+        super().__init__(model, tokenizer, static)
         self.slots = slots
 
     def decode(
@@ -36,7 +37,7 @@ class RefillBackend(TransformersBackend):
         max_new_tokens: int,
         on_tokens: TokenCallback | None,
     ) -> list[tuple[list[int], bool]]:
-        return decode_refilled(
+        return decode_rows(
             self.model,
             prompts,
             sampler,
@@ -45,4 +46,5 @@ class RefillBackend(TransformersBackend):
             pad_id=self.tokenizer.pad_token_id,
             slots=self.slots,
             on_tokens=on_tokens,
+            static=self.static,
         )

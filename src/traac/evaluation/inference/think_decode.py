@@ -187,7 +187,7 @@ class TorchSession(DecodeSession):
 
     def __init__(self, engine: TorchThinkEngine, draw: Draw) -> None:
         super().__init__(engine, draw)
-        rows = RowSampler(draw.temperature, draw.top_p, draw.seeds, input_device(engine.model))
+        rows = RowSampler(draw.temperature, draw.top_p, draw.seeds)
         self.sampler = _Sampler(rows, draw.logits_processor)
 
     def _decode(self, phase: Phase) -> list[Decoded]:
@@ -244,16 +244,17 @@ class TorchSession(DecodeSession):
                         done[i] = Decoded(tokens[i], "length", open_at[i])
             if not keep:
                 break
-            index = torch.tensor(keep, device=device)
-            if len(keep) < n:
+            if len(keep) < n:  # a step where no row ends copies no index to the device
+                index = torch.tensor(keep, device=device)
                 cache.batch_select_indices(index)
-                history = history[index]
+                history, token = history[index], token[index]
+                positions, mask = positions[index], mask[index]
                 if probe is not None:
                     probe.select(index)
             live = [live[r] for r in keep]
-            step_ids = token[index][:, None]
-            positions = positions[index, -1:] + 1
-            mask = torch.cat([mask[index], mask.new_ones((len(keep), 1))], dim=1)
+            step_ids = token[:, None]
+            positions = positions[:, -1:] + 1
+            mask = torch.cat([mask, mask.new_ones((len(keep), 1))], dim=1)
             if probe is not None:
                 probe.feed([_after(tokens[i], open_at[i]) for i in live])
         return [done[i] for i in phase.live]
