@@ -20,8 +20,8 @@ decoding has.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
