@@ -577,7 +577,7 @@ def test_traac_eval_with_a_think_budget_records_the_interruptions(tmp_path, data
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--think-budget", "0"], "--think-budget 0: must be at least 1 token"),
+        (["--think-budget", "0"], "--think-budget 0: must be at least 1"),
         (["--think-budget", "8", "--max-model-len", "64"], "--max-model-len sets the vLLM"),
     ],
 )
