@@ -163,7 +163,9 @@ CASES: list[tuple[str, Any, str]] = [
     ("demo underscore count", lambda t: ["demo", "--num_samples", "-2"],
      "--num-samples -2: must be at least 1"),
     ("demo missing recipe", lambda t: ["demo", "--config", str(t / "no.yaml")],
-     "--config"),
+     "no such recipe file"),
+    ("experiment broken recipe",
+     lambda t: ["experiment", "compare", "--config", recipe(t, "beta: [0.1\n")], "not valid YAML"),
     # --- compress ---
     ("compress batch zero", lambda t: ["compress", "--input", "x.txt", "--batch_size", "0"],
      "--batch-size 0: must be at least 1"),
