@@ -104,6 +104,10 @@ CASES: list[tuple[str, Any, str]] = [
     ("yaml bad tau",
      lambda t: ["train", "--config", recipe(t, difficulty={"tau": {"hard": 1.5}}), "--dry-run"],
      "tau"),
+    ("yaml text in a list of numbers",
+     lambda t: ["train", "--config", recipe(t, extra_reward_funcs=["m:f"],
+                                            extra_reward_weights=[0.5, "x"]), "--dry-run"],
+     "extra_reward_weights: 'x' must be a number"),
     ("yaml bad mode", lambda t: ["train", "--config", recipe(t, mode="fast"), "--dry-run"],
      "mode: 'fast' is not one of"),
     # --- train: options TRL parses ---
