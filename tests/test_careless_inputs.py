@@ -104,6 +104,10 @@ CASES: list[tuple[str, Any, str]] = [
     ("yaml bad tau",
      lambda t: ["train", "--config", recipe(t, difficulty={"tau": {"hard": 1.5}}), "--dry-run"],
      "tau"),
+    ("yaml text in a list of numbers",
+     lambda t: ["train", "--config", recipe(t, extra_reward_funcs=["m:f"],
+                                            extra_reward_weights=[0.5, "x"]), "--dry-run"],
+     "extra_reward_weights: 'x' must be a number"),
     ("yaml bad mode", lambda t: ["train", "--config", recipe(t, mode="fast"), "--dry-run"],
      "mode: 'fast' is not one of"),
     # --- train: options TRL parses ---
@@ -163,7 +167,9 @@ CASES: list[tuple[str, Any, str]] = [
     ("demo underscore count", lambda t: ["demo", "--num_samples", "-2"],
      "--num-samples -2: must be at least 1"),
     ("demo missing recipe", lambda t: ["demo", "--config", str(t / "no.yaml")],
-     "--config"),
+     "no such recipe file"),
+    ("experiment broken recipe",
+     lambda t: ["experiment", "compare", "--config", recipe(t, "beta: [0.1\n")], "not valid YAML"),
     # --- compress ---
     ("compress batch zero", lambda t: ["compress", "--input", "x.txt", "--batch_size", "0"],
      "--batch-size 0: must be at least 1"),

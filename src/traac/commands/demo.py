@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from traac.commands import ArgumentParser, check_count, check_input
+from traac.commands import ArgumentParser, check_count
+from traac.pipelines.recipe import read_recipe
 
 
 def build_parser() -> ArgumentParser:
@@ -27,7 +28,7 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     for name in ("eval_n", "num_samples", "max_new_tokens"):
         check_count(f"--{name.replace('_', '-')}", getattr(args, name))
-    check_input("--config", args.config)
+    read_recipe(args.config)  # the file and its YAML, before the training stack loads
     from traac.console import make_console, make_progress, print_lines, print_table
     from traac.pipelines.demo import DemoSettings, run_demo
 

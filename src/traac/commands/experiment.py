@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from traac.commands import ArgumentParser, check_input
+from traac.commands import ArgumentParser
+from traac.pipelines.recipe import read_recipe
 from traac.pipelines.variants import ABLATIONS, COMPARE, DEFAULT_SEEDS, EXPERIMENTS, check_variants
 
 
@@ -41,7 +42,7 @@ def build_parser() -> ArgumentParser:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     check_variants(args.name, args.variants, args.seeds, args.held_out)
-    check_input("--config", args.config)
+    read_recipe(args.config)  # the file and its YAML, before the training stack loads
     from traac.console import make_console, make_progress, print_table
     from traac.pipelines.experiments import ExperimentSettings, run_experiment
 

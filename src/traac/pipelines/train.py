@@ -243,6 +243,10 @@ class _Parser(TrlParser):
 
 def _check_type(name: str, value: Any, kind: Any) -> None:
     """A recipe's number field holding text that is no number (TRL would pass it on as text)."""
+    if isinstance(value, (list, tuple)):  # a list field (nargs): each element
+        for item in value:
+            _check_type(name, item, kind)
+        return
     if kind not in (int, float) or value is None or isinstance(value, (int, float)):
         return
     try:
