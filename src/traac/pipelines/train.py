@@ -114,11 +114,6 @@ class TrainScriptArguments(LoraArguments):
             "dataset_prompt_column": self.dataset_prompt_column,
         })  # fmt: skip
 
-    def held_out_spec(self) -> str:
-        """`eval_dataset`, its question read from `dataset_prompt_column` too."""
-        fields = {"dataset_prompt_column": self.dataset_prompt_column}
-        return with_dataset_fields(self.eval_dataset, fields) if self.eval_dataset else ""
-
 
 @dataclass(frozen=True)
 class TrainResult:
@@ -346,7 +341,7 @@ def train(
     script.check_lora(config.use_vllm)
     script.check_quantization()  # a 4-bit base on a machine without CUDA: one line, at once
     items = load_training_items(script.training_spec())  # bad rows fail here, before the model
-    held_out = load_training_items(script.held_out_spec()) if script.eval_dataset else None
+    held_out = load_training_items(script.eval_dataset) if script.eval_dataset else None
     check_fresh_start(config)
     resume = resume_checkpoint(config.resume_from_checkpoint, config.output_dir)
     check_unfinished(resume, config.max_steps)
