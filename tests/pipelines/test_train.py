@@ -244,7 +244,6 @@ def test_a_recipe_takes_open_r1s_dataset_fields(tmp_path: Path) -> None:
     hub, _ = parse(["--dataset", "org/set", "--dataset_config", "main",
                     "--dataset_train_split", "train", "--output_dir", "out"])  # fmt: skip
     assert hub.training_spec() == "org/set?split=train&config=main"
-    assert hub.held_out_spec() == ""
 
 
 # --- what a run checks before loading a model, the dry run checks too (`validate`) -------------

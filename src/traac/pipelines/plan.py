@@ -173,7 +173,7 @@ def evaluation_line(script: TrainScriptArguments, config: Any) -> str:
     check_evaluation(script, config)
     if not script.eval_dataset:
         return "none (eval_dataset unset)"
-    data, _ = check_data(script.held_out_spec(), "eval_dataset")
+    data, _ = check_data(script.eval_dataset, "eval_dataset")
     n = config.num_generations_eval or config.num_generations
     every = (f"every {config.eval_steps:g} steps" if _name(config.eval_strategy) == "steps"
              else f"every {_name(config.eval_strategy)}")  # fmt: skip

@@ -121,11 +121,6 @@ class TrainScriptArguments(LoraArguments):
             "dataset_prompt_column": self.dataset_prompt_column,
         })  # fmt: skip
 
-    def held_out_spec(self) -> str:
-        """`eval_dataset`, its question read from `dataset_prompt_column` too."""
-        fields = {"dataset_prompt_column": self.dataset_prompt_column}
-        return with_dataset_fields(self.eval_dataset, fields) if self.eval_dataset else ""
-
 
 @dataclass(frozen=True)
 class TrainResult:
@@ -430,7 +425,7 @@ def train(
     resume = validate(script, config)  # what the dry run checks, before any model loads
     script.check_quantization()  # a 4-bit base on a machine without CUDA: one line, at once
     items = load_training_items(script.training_spec())  # bad rows fail here, before the model
-    held_out = load_training_items(script.held_out_spec()) if script.eval_dataset else None
+    held_out = load_training_items(script.eval_dataset) if script.eval_dataset else None
     if config.resume_from_checkpoint and resume is None:
         logger.info(f"no checkpoint in {config.output_dir} yet; starting fresh")
     model_path = resolve_model(script.model_name_or_path, progress)
