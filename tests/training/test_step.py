@@ -211,3 +211,29 @@ def test_step_stats_count_the_kinds_evicted_on_testbed_prompts() -> None:
             assert stats.flat()["traac/easy/compute_loss_medium_tier"] == 1.0
         else:  # no labels outside the testbed's format
             assert scope.evicted_compute is None and scope.compute_loss is None
+
+
+def test_answer_only_masks_the_think_block_of_each_copy_in_the_slice() -> None:
+    originals = [rollout(i, ids=[i] * 5) for i in range(N)]
+    copy = rollout(1, ids=[7, 7, 7, 1, 2], compressed=True, think_prefix=3)
+    groups = step.pool(originals, [copy], [], ["a"] * N, [1.0], ["easy"], N, (0, 0))
+    assert copy in groups[0].pooled  # the seed keeps it
+    part = step.slice_of(groups, 0, N, N, "none", "answer_only")
+    assert part.loss_masks == [[0, 0, 0, 1, 1] if r is copy else [1] * 5 for r in part.rollouts]
+    result = step.StepResult(step.TraacStep(1, groups), [{}] * N, [[1]] * N, part, False)
+    assert result.rollout_output()["env_mask"] == part.loss_masks  # TRL's tool mask
+    full = step.slice_of(groups, 0, N, N, "none")
+    assert full.loss_masks is None
+    full_result = step.StepResult(step.TraacStep(1, groups), [{}] * N, [[1]] * N, full, False)
+    assert "env_mask" not in full_result.rollout_output()
+
+
+def test_mark_copies_records_each_copys_origin_and_think_block() -> None:
+    copies = [rollout(0, ids=[1, 2, 3, 4]), rollout(0, ids=[5, 6])]
+    used = [Compression(2, result(), 0.6, prefix_ids=[9, 9]),
+            Compression(5, result(), 0.6, prefix_ids=[9])]  # fmt: skip
+    step.mark_copies(copies, used)
+    assert [(r.origin, r.compressed, r.think_prefix) for r in copies] == [
+        (2, True, 2),
+        (5, True, 1),
+    ]

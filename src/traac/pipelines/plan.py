@@ -30,6 +30,7 @@ from traac.errors import TraacError
 from traac.pipelines.model_registry import MODELS
 from traac.pipelines.train import TrainScriptArguments, check_evaluation, resume_checkpoint
 from traac.training.config import TRAACConfig
+from traac.training.copies import COPY_LOSS_WORDS
 from traac.training.extra_rewards import load_extra_rewards
 from traac.training.memory import Sharding, recipe_estimate
 from traac.training.packages import check_packages, requirements
@@ -328,6 +329,7 @@ def traac_line(config: Any) -> str:
             f"tau easy/medium/hard {tau['easy']:g}/{tau['medium']:g}/{tau['hard']:g}",
             f"gate {config.uniformity_gate:g}, cap {config.eviction_cap:g}, "
             f"calibration {config.uniformity_calibration}",
+            f"copies trained on {COPY_LOSS_WORDS[config.copy_loss]} (copy_loss {config.copy_loss})",
         ]
     if config.peer_mode:
         parts.append(f"format {config.format_preset}, correctness {config.correctness_reward:g}")

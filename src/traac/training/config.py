@@ -33,6 +33,7 @@ from traac.method.settings import (
     check_positive,
     preset_name,
 )
+from traac.training.copies import CopySettings
 from traac.training.extra_rewards import check_extra_weights
 from traac.training.modes import MODES, Mode
 from traac.training.peer_rewards import PeerSettings, laser_bounds
@@ -80,9 +81,10 @@ def _mode_help() -> str:
 
 
 @dataclass
-class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
+class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings, CopySettings):
     r"""Configuration of [`TRAACTrainer`]: every `GRPOConfig` field, the compression and think
-    format settings the commands share (`traac.method.settings`), and the TRAAC fields below.
+    format settings the commands share (`traac.method.settings`), what the compressed copies
+    are trained on (`traac.training.copies`), and the TRAAC fields below.
 
     Deviations from TRL's defaults follow the paper (docs/method.md#grpo): `beta=0.001` (TRL's KL
     estimator is k3, the paper's "low-variance KL"), `weight_decay=0.1`, 10 warm-up steps at a
@@ -129,6 +131,9 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
             last `calibration_window` correct rollouts' before the gate.
         calibration_window (`int`, *optional*, defaults to `512`):
             Recent uniformities the rank calibration compares with.
+        copy_loss (`str`, *optional*, defaults to `"full"`):
+            `full` (the paper) or `answer_only`: a compressed copy's think block is masked
+            from the loss and only its re-answer trained on (`traac.training.copies`).
 
         > Parameters that control difficulty (docs/method.md#step, step 3)
 
@@ -398,6 +403,8 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
                     setattr(self, name, value)
             CompressionSettings.__post_init__(self)
             FormatSettings.__post_init__(self)
+            CopySettings.__post_init__(self)
+            self.check_copies(self.compresses, self.mode)
             self.bf16 = resolve_bf16(self.bf16, self.fp16, self.use_cpu)
         except TraacError as error:  # a ValueError too, as transformers' own checks raise
             raise TRAACConfigError(str(error)) from None

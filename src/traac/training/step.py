@@ -41,7 +41,9 @@ from traac.method.compression import CompressionResult, Compressor, ScoredTrace,
 from traac.method.difficulty import DifficultyConfig, group_pass_rates
 from traac.method.formats import ChatFormat
 from traac.method.metrics import think_tokens_from_ids
+from traac.training.copies import loss_masks
 from traac.training.telemetry import ALL, KindedCandidate, RolloutView, StepStats, scope_stats
+from traac.training.trl_api import TRL_ROLLOUT_MASK
 
 # ------------------------------------------------------------------------------------ records
 
@@ -58,6 +60,7 @@ class Rollout:
     closed: bool
     origin: int  # global index of the original sample (its own index for an original)
     compressed: bool = False
+    think_prefix: int = 0  # a copy's leading tokens not sampled in its context: its think block
 
 
 @dataclass
@@ -118,6 +121,7 @@ class StepSlice:
     rollouts: list[Rollout]
     columns: StepColumns
     dropped: list[bool] | None  # per rollout, masked out of the loss; None without sampling
+    loss_masks: list[list[int]] | None = None  # per token, TRL's tool mask (copy_loss answer_only)
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,16 @@ class StepResult:
     @property
     def completion_ids(self) -> list[list[int]]:
         return [r.completion_ids for r in self.slice.rollouts]
+
+    def rollout_output(self) -> dict[str, Any]:
+        """What TRL's `rollout_func` returns for this step: the pooled prompt and completion ids,
+        their sampling log-probs and, with `copy_loss: answer_only`, the per-token loss mask as
+        TRL's `env_mask` (its tool mask: attended to, not trained on)."""
+        out = {"prompt_ids": self.prompt_ids, "completion_ids": self.completion_ids,
+               "logprobs": self.logprobs}  # fmt: skip
+        if self.slice.loss_masks is not None:
+            out[TRL_ROLLOUT_MASK[0]] = self.slice.loss_masks
+        return out
 
     @property
     def logprobs(self) -> list[list[float]] | None:
@@ -263,6 +277,13 @@ def compressed_completions(
     return ids, logprobs
 
 
+def mark_copies(copies: Sequence[Rollout], used: Sequence[Compression]) -> None:
+    """Each re-answered rollout as the compressed copy of `used[i]`'s original: its origin, and
+    its think block's length (the tokens `copy_loss: answer_only` masks)."""
+    for rollout, c in zip(copies, used, strict=True):
+        rollout.origin, rollout.compressed, rollout.think_prefix = c.origin, True, len(c.prefix_ids)
+
+
 def pool(
     originals: Sequence[Rollout],
     compressed: Sequence[Rollout],
@@ -307,9 +328,12 @@ def mark_dropped(groups: Sequence[Group], resampled: Sequence[int], sampling: st
         group.dropped = sampling != "none" and degenerate(group.pooled)
 
 
-def slice_of(groups: Sequence[Group], offset: int, count: int, n: int, sampling: str) -> StepSlice:
+def slice_of(
+    groups: Sequence[Group], offset: int, count: int, n: int, sampling: str, copy_loss: str = "full"
+) -> StepSlice:
     """The `count` pooled rollouts from global index `offset` on (one process's rows), with the
-    columns its rewards read and, under dynamic sampling, which of them are dropped."""
+    columns its rewards read, under dynamic sampling which of them are dropped and, with
+    `copy_loss: answer_only`, each one's loss mask (a copy's think block masked, `loss_masks`)."""
     pooled = [r for g in groups for r in g.pooled]
     mine = pooled[offset : offset + count]
     owners = [groups[(offset + i) // n] for i in range(len(mine))]
@@ -319,7 +343,10 @@ def slice_of(groups: Sequence[Group], offset: int, count: int, n: int, sampling:
         compressed=[r.compressed for r in mine],
     )
     dropped = [g.dropped for g in owners] if sampling != "none" else None
-    return StepSlice(mine, columns, dropped)
+    masks = None
+    if copy_loss == "answer_only":
+        masks = loss_masks([len(r.completion_ids) for r in mine], [r.think_prefix for r in mine])
+    return StepSlice(mine, columns, dropped, masks)
 
 
 # -------------------------------------------------------------------------------- telemetry

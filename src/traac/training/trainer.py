@@ -85,6 +85,7 @@ from traac.training.step import (
     bin_groups,
     compressed_completions,
     make_rollouts,
+    mark_copies,
     mark_dropped,
     pool,
     replacements,
@@ -93,6 +94,7 @@ from traac.training.step import (
     step_stats,
 )
 from traac.training.telemetry import MetricsFromStart, StepClock, append_metrics
+from traac.training.trl_api import TRL_ROLLOUT_MASK
 from traac.verification import verify_many
 
 logger = get_logger(__name__)
@@ -282,11 +284,7 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
             if len(prompts) != len(step.prompt_ids):
                 raise TraacError(f"TRL asked for {len(prompts)} rollouts of a step that pooled "
                                  f"{len(step.prompt_ids)}")  # fmt: skip
-            return {
-                "prompt_ids": step.prompt_ids,
-                "completion_ids": step.completion_ids,
-                "logprobs": step.logprobs,
-            }
+            return step.rollout_output()
 
         self.rollout_func = pooled
         try:
@@ -296,15 +294,14 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
 
     def _mask_dropped(self, output: dict[str, Any], dropped: list[bool]) -> dict[str, Any]:
         """Dropped rows contribute nothing to the loss (policy term and KL): their completion
-        mask and advantages are zeroed and the token count TRL normalises by is recounted
-        (every process calls this, so the gather matches)."""
+        mask and advantages are zeroed and the token count TRL normalises by is recounted, over
+        TRL's tool mask too where there is one (every process calls this: the gather matches)."""
         mask = output["completion_mask"]
         keep = torch.tensor([not d for d in dropped], device=mask.device)
         output["completion_mask"] = mask * keep.unsqueeze(1).to(mask.dtype)
         output["advantages"] = output["advantages"] * keep.to(output["advantages"].dtype)
-        output["num_items_in_batch"] = self.accelerator.gather(
-            output["completion_mask"].sum()
-        ).sum()
+        loss_mask = output["completion_mask"] * output.get(TRL_ROLLOUT_MASK[1], 1)
+        output["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
         return output
 
     def _sample_answers(
@@ -480,8 +477,7 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
                 )
             ids, lps = compressed_completions(used, answers)
             new = self._rollouts([items[c.origin - offset] for c in used], ids, lps, 0, clock)
-            for rollout, c in zip(new, used, strict=True):
-                rollout.origin, rollout.compressed = c.origin, True
+            mark_copies(new, used)
             compressions = gather_object(mine)
             compressed = gather_object(new)
 
@@ -495,7 +491,7 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
             record,
             rows,
             prompt_ids,
-            slice_of(groups, offset, len(rows), n, sampling),
+            slice_of(groups, offset, len(rows), n, sampling, self.args.copy_loss),
             logprobs is not None,
             clock.seconds,
         )
