@@ -75,7 +75,8 @@ class Compression:
 
     @property
     def used(self) -> bool:
-        """Text was evicted and the think block is re-answered (a compressed rollout)."""
+        """The think block is re-answered (a compressed copy): text was evicted or, under
+        `copy_pool: all_correct`, the candidate is re-answered whole."""
         return bool(self.prefix_ids)
 
 
@@ -391,7 +392,7 @@ def step_stats(
             [g.pass_rate for g in groups],
             [rollout_view(r, close_ids, stop) for g in groups for r in g.pooled],
             [c.result for c in candidates],
-            [c.result for c in candidates if c.used],
+            [c.result for c in candidates if c.used and c.result.compressed],
             sum(g.dropped for g in groups) if sampling != "none" else None,
             [
                 KindedCandidate(c.result, label([s.text for s in c.result.steps]), g.tier)

@@ -74,6 +74,7 @@ from traac.training.interrupt import StopOnSignal
 from traac.training.lora import as_reference, keep_4bit_trainable
 from traac.training.modes import mode_rewards
 from traac.training.padding import trimmed_forward
+from traac.training.presets import model_kind
 from traac.training.rewards import EVALUATION_COLUMN, TraacRewards
 from traac.training.rollouts import refill_rollouts
 from traac.training.rounds import GenerationRounds
@@ -168,7 +169,7 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
             self.step_compressor = StepCompressor(
                 self.compressor, self.chat_format, self.tokenizer, self.max_completion_length,
                 gather_object, self.uniformities if args.uniformity_calibration == "rank" else None,
-                args.compression,
+                args.compression, args.copy_pool, args.copy_tags,
             )  # fmt: skip
         self.stop_on_signal = StopOnSignal()
         self.add_callback(self.stop_on_signal)
@@ -214,7 +215,7 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
     def _build_compressor(self) -> Compressor:
         args = self.args
         model = self.accelerator.unwrap_model(self._scoring_model or self.model)
-        layers = args.resolved_probe_layers(model.config.get_text_config().model_type)
+        layers = args.resolved_probe_layers(*model_kind(model.config))  # type and name
         settings = copy.copy(args)
         settings.probe_layers = layers
         tokenizer = self._scorer.tokenizer if self._scorer.foreign else self.tokenizer
