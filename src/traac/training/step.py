@@ -42,6 +42,7 @@ from traac.method.difficulty import DifficultyConfig, group_pass_rates
 from traac.method.formats import ChatFormat
 from traac.method.metrics import think_tokens_from_ids
 from traac.training.copies import loss_masks
+from traac.training.copy_stats import PooledRecord, advantage_ranks, compute_evicted
 from traac.training.telemetry import ALL, KindedCandidate, RolloutView, StepStats, scope_stats
 from traac.training.trl_api import TRL_ROLLOUT_MASK
 
@@ -371,6 +372,30 @@ def rollout_view(r: Rollout, close_ids: Sequence[int], stop: set[int]) -> Rollou
     )
 
 
+def pooled_records(groups: Sequence[Group], advantages: Sequence[float]) -> list[PooledRecord]:
+    """Every pooled rollout of the groups that hold a compressed copy, with its advantage
+    (`advantages`: TRL's, every process's, in pooled order) and its rank in the group; for a
+    copy, the steps evicted and, on problems whose steps carry labels, the computation steps
+    among them (`traac.training.copy_stats`)."""
+    out, at = [], 0
+    for g in groups:
+        mine = [float(a) for a in advantages[at : at + len(g.pooled)]]
+        at += len(g.pooled)
+        if not any(r.compressed for r in g.pooled):
+            continue
+        label = labeller_for(g.data_source)
+        used = {c.origin: c.result for c in g.compressions if c.used}
+        for r, advantage, rank in zip(g.pooled, mine, advantage_ranks(mine), strict=True):
+            result = used[r.origin] if r.compressed else None
+            compute = None if label is None else 0
+            if result is not None and label is not None:
+                compute = compute_evicted(result, label([s.text for s in result.steps]))
+            evicted = result.n_evicted if result is not None else 0
+            out.append(PooledRecord(g.index, g.bin, r.compressed, evicted, compute, r.correct,
+                                    advantage, rank))  # fmt: skip
+    return out
+
+
 def step_stats(
     step: TraacStep,
     bins: Sequence[str],
@@ -380,9 +405,11 @@ def step_stats(
     seconds: dict[str, float],
     rewards: dict[str, float],
     sampling: str = "none",
+    advantages: Sequence[float] | None = None,
 ) -> StepStats:
     """The telemetry of one step: the pooled group and each difficulty bin; with dynamic
-    `sampling` (drop or resample) the groups dropped per scope, with resample what it did."""
+    `sampling` (drop or resample) the groups dropped per scope, with resample what it did; with
+    TRL's `advantages` of the pooled rollouts, what the compressed copies did to their groups."""
     close_ids = tokenizer.encode(chat_format.think_close, add_special_tokens=False)
     stop = set(eos_ids)
 
@@ -411,4 +438,5 @@ def step_stats(
             "resampled_groups": float(sum(g.resampled for g in step.groups)),
             "resample_rounds": float(step.resample_rounds),
         }
-    return StepStats(step.step, scopes, seconds, rewards, counts)
+    copies = pooled_records(step.groups, advantages) if advantages is not None else []
+    return StepStats(step.step, scopes, seconds, rewards, counts, copies)

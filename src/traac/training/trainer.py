@@ -394,6 +394,7 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
             dict(step.seconds),
             {name: float(np.nanmean(rewards[k])) for k, name in enumerate(self.reward_func_names)},
             self.args.dynamic_sampling,
+            list(self._logs["advantages"])[-total:],  # TRL's, every process's, in pooled order
         )
         step.record.stats = stats
         for key, value in stats.flat().items():
