@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "demo": "TRAAC end to end on the CPU testbed",
     "experiment": "Testbed experiments: the paper's ablations, TRAAC against its peers",
     "probe-report": "How well each step scorer finds a model's redundant steps",
+    "copies": "What a training run's compressed copies did to their groups (H1)",
 }
 
 

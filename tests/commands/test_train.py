@@ -566,3 +566,24 @@ def test_the_fsdp_recipe_saves_the_final_model_whole() -> None:
     """transformers' Trainer.save_model writes weights under FSDP only for FULL_STATE_DICT."""
     config = yaml.safe_load((RECIPES / "accelerate" / "fsdp.yaml").read_text())
     assert config["fsdp_config"]["fsdp_state_dict_type"] == "FULL_STATE_DICT"
+
+
+def test_dry_run_of_the_authors_preset_on_a_recipe_that_pins_the_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every setting of the authors' code the preset applies, with its file; the recipe's
+    pinned `probe_layers: all` is named as overriding the authors' first half."""
+    monkeypatch.setenv("TRAAC_CACHE_DIR", str(tmp_path / "cache"))  # the model: made at run time
+    argv = ["train", "--config", str(RECIPES / "smollm2-think.yaml"), "--preset", "authors",
+            "--dry-run"]  # fmt: skip
+    assert cli_main(argv) == 0
+    rows = {
+        line.split("  ")[0]: " ".join(line.split()) for line in capsys.readouterr().out.splitlines()
+    }
+    assert "all, the recipe's: overrides the authors' first_half" in rows["authors: probe_layers"]
+    for field, value in (("format_preset", "authors"), ("length_weight", "1"),
+                         ("copy_pool", "all_correct"), ("loss_type", "dapo"),
+                         ("step_scope", "probe"), ("probe_heads", "all")):  # fmt: skip
+        assert f"{value}, the authors' (" in rows[f"authors: {field}"], field
+    assert "copy_tags double reproduces it" in rows["authors: copy_tags"]
+    assert "preset authors" in rows["TRAAC"] and "copy_pool all_correct" in rows["TRAAC"]

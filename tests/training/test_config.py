@@ -52,7 +52,7 @@ def test_authors_preset_fills_only_unset_fields() -> None:
     assert (c.format_preset, c.length_weight) == ("authors", 1.0)
     # docs/method.md#probe: the authors read the first half of the layers for Qwen3, all for R1
     assert c.resolved_probe_layers("qwen3") == "first_half"
-    assert c.resolved_probe_layers("qwen2") == "all"  # DeepSeek-R1-Distill-Qwen
+    assert c.resolved_probe_layers("qwen2", "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B") == "all"
     assert make().resolved_probe_layers("qwen3") == "all"  # the paper's
     r = c.reward_config()
     assert (r.format_count, r.format_order, r.length_weight) == (0.25, 0.25, 1.0)

@@ -211,3 +211,84 @@ def test_step_stats_count_the_kinds_evicted_on_testbed_prompts() -> None:
             assert stats.flat()["traac/easy/compute_loss_medium_tier"] == 1.0
         else:  # no labels outside the testbed's format
             assert scope.evicted_compute is None and scope.compute_loss is None
+
+
+def test_answer_only_masks_the_think_block_of_each_copy_in_the_slice() -> None:
+    originals = [rollout(i, ids=[i] * 5) for i in range(N)]
+    copy = rollout(1, ids=[7, 7, 7, 1, 2], compressed=True, think_prefix=3)
+    groups = step.pool(originals, [copy], [], ["a"] * N, [1.0], ["easy"], N, (0, 0))
+    assert copy in groups[0].pooled  # the seed keeps it
+    part = step.slice_of(groups, 0, N, N, "none", "answer_only")
+    assert part.loss_masks == [[0, 0, 0, 1, 1] if r is copy else [1] * 5 for r in part.rollouts]
+    result = step.StepResult(step.TraacStep(1, groups), [{}] * N, [[1]] * N, part, False)
+    assert result.rollout_output()["env_mask"] == part.loss_masks  # TRL's tool mask
+    full = step.slice_of(groups, 0, N, N, "none")
+    assert full.loss_masks is None
+    full_result = step.StepResult(step.TraacStep(1, groups), [{}] * N, [[1]] * N, full, False)
+    assert "env_mask" not in full_result.rollout_output()
+
+
+def test_mark_copies_records_each_copys_origin_and_think_block() -> None:
+    copies = [rollout(0, ids=[1, 2, 3, 4]), rollout(0, ids=[5, 6])]
+    used = [Compression(2, result(), 0.6, prefix_ids=[9, 9]),
+            Compression(5, result(), 0.6, prefix_ids=[9])]  # fmt: skip
+    step.mark_copies(copies, used)
+    assert [(r.origin, r.compressed, r.think_prefix) for r in copies] == [
+        (2, True, 2),
+        (5, True, 1),
+    ]
+
+
+def test_each_group_holding_a_copy_is_recorded_with_advantages_and_ranks() -> None:
+    reasoning = "First, 3 + 5 = 8.\nSo the answer is 8.\nWait, 3 + 5 = 8.\nSo the answer is 8.\n"
+    cuts = [0, 18, 38, 55, len(reasoning)]
+    steps = [Step(reasoning[a:b], a, b) for a, b in itertools.pairwise(cuts)]
+    evicted = CompressionResult(
+        reasoning, steps, np.ones(4), [False, True, False, True], 0.5, 0.5, "", 20, 10
+    )  # the compute step and the re-check evicted
+    rechecked = CompressionResult(
+        reasoning, steps, np.ones(4), [True, True, False, True], 0.5, 0.5, "", 20, 15
+    )  # the re-check alone
+    originals = [rollout(i, correct=i % 4 != 3) for i in range(3 * N)]
+    copy0 = rollout(0, compressed=True, think_prefix=1)
+    copy9 = rollout(9, compressed=True, think_prefix=1)
+    groups = [
+        step.Group(0, "testbed", 0.75, "medium", originals[:N],
+                   [Compression(0, evicted, 0.4, prefix_ids=[1])], [copy0, *originals[1:N]]),
+        step.Group(1, "testbed", 0.75, "medium", originals[N : 2 * N], [], originals[N : 2 * N]),
+        step.Group(2, "gsm8k", 0.75, "medium", originals[2 * N :],
+                   [Compression(9, rechecked, 0.4, prefix_ids=[1])],
+                   [originals[8], copy9, originals[10], originals[11]]),
+    ]  # fmt: skip
+    advantages = [1.5, 0.5, 0.5, -2.5] + [0.0] * N + [0.3, 0.9, 0.3, -1.5]
+    records = step.pooled_records(groups, advantages)
+    assert [r.group for r in records] == [0] * N + [2] * N  # group 1 holds no copy
+    assert [(r.copy, r.correct, r.advantage, r.rank) for r in records[:N]] == [
+        (True, True, 1.5, 1), (False, True, 0.5, 2), (False, True, 0.5, 2), (False, False, -2.5, 4),
+    ]  # fmt: skip
+    assert (records[0].evicted, records[0].compute_evicted) == (2, 1)  # testbed labels
+    assert [r.compute_evicted for r in records[1:N]] == [0, 0, 0]
+    assert (records[N + 1].copy, records[N + 1].evicted, records[N + 1].compute_evicted) == (
+        True,
+        1,
+        None,
+    )  # fmt: skip: no labels outside the testbed's format
+    assert [r.kind for r in records] == [
+        "compute-evicted copies", *["their groups' originals"] * 3,
+        "their groups' originals", "other copies", *["their groups' originals"] * 2,
+    ]  # fmt: skip
+    stats = step.step_stats(
+        TraacStep(1, groups), ("medium",), Tokenizer(), ChatFormat(), [0], {}, {},
+        advantages=advantages,
+    )  # fmt: skip
+    assert stats.copy_groups == records
+    flat = stats.flat()
+    assert (flat["traac/copies/compute_evicted_count"], flat["traac/copies/other_count"]) == (1, 1)
+    assert flat["traac/copies/compute_evicted_advantage"] == 1.5
+    assert flat["traac/copies/originals_correct"] == pytest.approx(4 / 6)
+    assert flat["traac/copies/originals_rank"] == pytest.approx((2 + 2 + 4 + 2 + 2 + 4) / 6)
+    no_advantages = step.step_stats(TraacStep(1, groups), ("medium",), Tokenizer(), ChatFormat(),
+                                    [0], {}, {})  # fmt: skip
+    assert (
+        no_advantages.copy_groups == [] and "traac/copies/other_count" not in no_advantages.flat()
+    )

@@ -16,6 +16,7 @@ from traac.common.models import load_tokenizer
 from traac.data.testbed_problems import make_items
 from traac.data.training import items_to_dataset
 from traac.training.config import TRAACConfig
+from traac.training.copy_stats import COPY_GROUPS, KINDS, by_kind
 from traac.training.telemetry import ALL, METRICS_FILE, read_metrics
 from traac.training.trainer import TRAACTrainer
 
@@ -71,7 +72,7 @@ def test_telemetry_keys_and_their_relations(quick_testbed: Path, tmp_path: Path)
     for row, logged in zip(rows, capture.logs, strict=True):
         # Every telemetry key reaches TRL's loggers with the value metrics.jsonl holds.
         for key, value in row.items():
-            if key != "step":
+            if key not in ("step", COPY_GROUPS):  # the copies' records: the file's alone
                 assert logged[key] == pytest.approx(value), key
         assert {f"traac/{ALL}/{name}" for name in ALWAYS} <= set(row)
     for step in steps:
@@ -122,6 +123,28 @@ def test_telemetry_keys_and_their_relations(quick_testbed: Path, tmp_path: Path)
     assert steps[-1].scopes[ALL].compressed_frac == pytest.approx(
         sum(r.compressed for r in pooled_rollouts) / len(pooled_rollouts)
     )
+    # Every pooled rollout of each group holding a copy (if the weights made a right rollout),
+    # in the trainer's order, with TRL's advantage: centred in its group, ranked within it.
+    records = steps[-1].copy_groups
+    with_copies = [g for g in last.groups if any(r.compressed for r in g.pooled)]
+    assert [r.group for r in records] == [g.index for g in with_copies for _ in g.pooled]
+    pooled = [x for g in with_copies for x in g.pooled]
+    assert [(r.copy, r.correct) for r in records] == [(x.compressed, x.correct) for x in pooled]
+    for g in with_copies:
+        mine = [r for r in records if r.group == g.index]
+        assert sum(r.advantage for r in mine) == pytest.approx(0.0, abs=1e-4)
+        best = max(r.advantage for r in mine)
+        assert {r.rank for r in mine if r.advantage == best} == {1}
+        assert all(r.compute_evicted is not None for r in mine)  # testbed steps carry labels
+        assert all((r.evicted > 0) == r.copy for r in mine)  # the paper's pool: pruned ones only
+    copies = {k: v for k, v in rows[-1].items() if k.startswith("traac/copies/")}
+    assert bool(copies) == bool(records)
+    if records:
+        kinds = by_kind(records)
+        assert copies["traac/copies/originals_count"] == kinds[KINDS[2]].count
+        assert copies["traac/copies/compute_evicted_count"] + copies[
+            "traac/copies/other_count"
+        ] == (sum(r.copy for r in records))
 
 
 def test_telemetry_reaches_tensorboard(

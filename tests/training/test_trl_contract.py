@@ -26,6 +26,7 @@ from traac.training.trl_api import (
     TRL_BATCH_KEYS,
     TRL_CALLS,
     TRL_HOOKS,
+    TRL_ROLLOUT_MASK,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,6 +73,17 @@ def test_each_batch_key_dynamic_sampling_rewrites_is_made_and_read_by_trl(key: s
     read = inspect.getsource(GRPOTrainer._compute_loss)
     assert f'"{key}": ' in made
     assert f'inputs["{key}"]' in read
+
+
+def test_the_rollout_mask_becomes_the_tool_mask_the_loss_reads() -> None:
+    """`copy_loss: answer_only` hands TRL a per-token mask through `rollout_func`'s `env_mask`:
+    TRL must still take it as its tool mask and its loss still read that."""
+    given, batch = TRL_ROLLOUT_MASK
+    assert f'extra_fields.pop("{given}", None)' in inspect.getsource(GRPOTrainer._generate)
+    assert f'output["{batch}"] = {batch}' in inspect.getsource(
+        GRPOTrainer._generate_and_score_completions
+    )
+    assert f'inputs["{batch}"]' in inspect.getsource(GRPOTrainer._compute_loss)
 
 
 def test_no_private_override_escapes_the_contract() -> None:

@@ -34,6 +34,7 @@ from traac.common.tables import Table, fmt, signed
 from traac.errors import TraacError
 from traac.evaluation.harness.records import TIER_ORDER, EvalSummary
 from traac.evaluation.reports.plots import pareto_plot
+from traac.pipelines.isolating import ISOLATING_CONTRASTS
 from traac.pipelines.model_registry import resolve_model
 from traac.pipelines.stages import (
     QUICK_TRAINING,
@@ -97,12 +98,10 @@ CONTRASTS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("DLER's optimiser, TRAAC's reward", "TRAAC", "TRAAC, DLER optimiser"),
         ("TRAAC under DLER's optimiser against CR+LR", "CR+LR", "TRAAC, DLER optimiser"),
         ("difficulty-aware truncation", "DLER", "DLER, difficulty-aware"),
+        *ISOLATING_CONTRASTS,
     ),
 }
-TITLES = {
-    "ablations": "Ablations on the testbed",
-    "compare": "TRAAC and its peers on the testbed",
-}
+TITLES = {"ablations": "Ablations on the testbed", "compare": "TRAAC and its peers on the testbed"}
 
 
 @dataclass(frozen=True)

@@ -35,9 +35,11 @@ from traac.pipelines.train import (
     validate,
 )
 from traac.training.config import TRAACConfig
+from traac.training.copies import COPY_LOSS_WORDS, COPY_POOL_WORDS
 from traac.training.extra_rewards import load_extra_rewards
 from traac.training.memory import Sharding, recipe_estimate
 from traac.training.packages import requirements
+from traac.training.presets import preset_rows
 from traac.training.profiles import describe_profile
 
 CHECKED_AT_RUN_TIME = "not reachable offline, checked at run time"
@@ -84,6 +86,8 @@ def make_plan(
     plan.add("activation checkpointing", "on" if config.gradient_checkpointing else "off")
     plan.add("sharding", sharding_line(config))
     plan.add("TRAAC", traac_line(config))
+    for name, value in preset_rows(config, script.model_name_or_path):
+        plan.add(name, value)
     add_lora_line(plan, script)
     plan.add("rewards", rewards_line(config))
     if config.compresses and is_foreign(config.scoring_model):
@@ -325,7 +329,7 @@ def traac_line(config: Any) -> str:
     if config.peer_mode:
         parts.append(config.peer_settings().describe())
     if config.compresses:
-        layers = config.probe_layers or "first half for Qwen3 models, all for others"
+        layers = config.probe_layers or "the authors' rule for this model"
         tau = config.difficulty_config().tau
         parts += [
             f"scorer {config.scorer} on the {config.scoring_model} model (probe layers {layers}, "
@@ -333,6 +337,9 @@ def traac_line(config: Any) -> str:
             f"tau easy/medium/hard {tau['easy']:g}/{tau['medium']:g}/{tau['hard']:g}",
             f"gate {config.uniformity_gate:g}, cap {config.eviction_cap:g}, "
             f"calibration {config.uniformity_calibration}",
+            f"copies of {COPY_POOL_WORDS[config.copy_pool]} (copy_pool {config.copy_pool}), "
+            f"{config.copy_tags} tags, trained on {COPY_LOSS_WORDS[config.copy_loss]} "
+            f"(copy_loss {config.copy_loss})",
         ]
     if config.peer_mode:
         parts.append(f"format {config.format_preset}, correctness {config.correctness_reward:g}")

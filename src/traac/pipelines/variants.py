@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from traac.errors import TraacError
+from traac.pipelines.isolating import ISOLATING
 
 DEFAULT_SEEDS = (0, 1, 2)
 
@@ -86,6 +87,7 @@ COMPARE: dict[str, dict[str, Any]] = {
     },
     "Laser-D": {"mode": "laser_d"},  # targets scale with the response cap already
     "TRAAC, DLER optimiser": {"mode": "traac", "optimizer_profile": "dler"},
+    **ISOLATING,
 }
 EXPERIMENTS: dict[str, dict[str, dict[str, Any]]] = {"ablations": ABLATIONS, "compare": COMPARE}
 

@@ -5,7 +5,8 @@ The scoring forwards are matched across processes: under FSDP or ZeRO-3 every fo
 collective, so a process with fewer candidates scores filler traces until it has run as many
 as the busiest, or the run deadlocks. The rank calibration ranks each uniformity against every
 process's of this step and recent steps'. Each reasoning that lost steps becomes the think
-block (`Compression.prefix_ids`) that the trainer regenerates an answer after.
+block (`Compression.prefix_ids`) that the trainer regenerates an answer after; under
+`copy_pool: all_correct` so does every candidate, whole or not (`traac.training.copies`).
 
 The early-exit compressions (`compression: early_exit | early_exit_attention_weights`,
 `traac.method.early_exit`) first find each candidate's first correct step: its parsed answers
@@ -33,6 +34,7 @@ from traac.method.early_exit import early_exit, with_head
 from traac.method.first_correct import Accepts, FirstCorrect, first_correct
 from traac.method.formats import ChatFormat
 from traac.method.rewards import Gather
+from traac.training.copies import copy_think
 from traac.training.step import Compression, Rollout, candidate_compressions
 from traac.verification import verify_many
 
@@ -65,6 +67,8 @@ class StepCompressor:
     gather: Gather
     uniformities: deque[float] | None = None  # the rank calibration's window, when it is on
     compression: str = "scorer"  # TRAACConfig.compression: the scorer's, or an early exit
+    copy_pool: str = "evicted"  # which candidates are re-answered (`traac.training.copies`)
+    copy_tags: str = "single"
 
     def __call__(
         self,
@@ -113,10 +117,12 @@ class StepCompressor:
         return self._prefixes(out)
 
     def _prefixes(self, out: list[Compression]) -> list[Compression]:
-        """Each compression's think block as token ids, where steps were evicted."""
+        """Each copy's think block as token ids, for the candidates `copy_pool` re-answers
+        (`copy_think`: where steps were evicted, or every one)."""
         for compression in out:
-            if compression.result.compressed:
-                prefix = self.chat_format.answer_prefix(compression.result.text)
+            prefix = copy_think(compression.result, self.chat_format, self.copy_pool,
+                                self.copy_tags)  # fmt: skip
+            if prefix is not None:
                 ids = self.tokenizer(prefix, add_special_tokens=False)["input_ids"]
                 # A think block that leaves no room for an answer is not used.
                 compression.prefix_ids = ids if len(ids) < self.max_completion_length else []

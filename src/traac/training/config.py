@@ -1,8 +1,9 @@
 """`TRAACConfig`: TRL's `GRPOConfig` plus what TRAAC adds (docs/method.md).
 
-Defaults are the paper's. `preset: authors` switches the values the paper and the authors'
-implementation disagree on (format 0.25 + 0.25, length weight W = 1, probe layers = first half
-of the model) unless a field is set explicitly: those fields default to `None`, "from preset".
+Defaults are the paper's. `preset: authors` switches to the authors' implementation where it
+differs from the paper (format 0.25 + 0.25, length weight W = 1, probe layers = first half of the
+model, every right rollout re-answered, token-mean loss; `traac.training.presets`) unless a
+field is set explicitly: those fields default to `None`, "from preset".
 What each `mode` trains is `traac.training.modes`; the peer methods
 (`traac.training.peer_rewards`) carry their papers' values, and `dynamic_sampling` filters
 groups on correctness for every mode. `optimizer_profile` (`traac.training.profiles`) sets
@@ -25,7 +26,7 @@ from traac.errors import TraacError
 from traac.method.difficulty import DifficultyConfig
 from traac.method.early_exit import EARLY_EXIT_MODES
 from traac.method.length_rewards import dapo_cache_length
-from traac.method.rewards import REWARD_PRESETS, RewardConfig
+from traac.method.rewards import RewardConfig
 from traac.method.settings import (
     CompressionSettings,
     FormatSettings,
@@ -33,16 +34,17 @@ from traac.method.settings import (
     check_positive,
     preset_name,
 )
+from traac.training.copies import CopySettings
 from traac.training.counts import COUNTS, check_counts
 from traac.training.extra_rewards import check_extra_weights
 from traac.training.modes import MODES, Mode
 from traac.training.peer_rewards import PeerSettings, laser_bounds
 from traac.training.precision import DTYPE_NAMES, load_dtype, resolve_bf16
+from traac.training.presets import PRESET_NAMES, apply_preset, authors_probe_layers
 from traac.training.profiles import OPTIMIZER_PROFILES, PROFILE_FIELDS, resolve_profile
 from traac.training.rollouts import ROLLOUT_BATCHINGS, check_refill
 
 DYNAMIC_SAMPLING = ("none", "drop", "resample")
-PRESET_NAMES = tuple(REWARD_PRESETS)
 CALIBRATIONS = ("none", "rank")
 _NONNEGATIVE_FIELDS = ("correctness_reward", "length_weight", "kimi_weight", "l1_delta", "beta")
 # GRPO settings that transformers and TRL accept but no run can use, and the peers' positive
@@ -57,13 +59,6 @@ _COUNT_FIELDS = (
     "dler_length", "laser_monitor_steps", "laser_expected_correct",
 )  # fmt: skip
 _OPTIONAL_COUNT_FIELDS = ("laser_lower", "laser_upper", "laser_interval")
-
-# Values that differ between the paper and the authors' implementation (docs/method.md#presets).
-_PRESET_DEFAULTS: dict[str, dict[str, Any]] = {
-    "paper": {"format_preset": "paper", "length_weight": 2.0, "probe_layers": "all"},
-    # probe layers: the authors' code read the first half for Qwen3, all for its R1-distill host
-    "authors": {"format_preset": "authors", "length_weight": 1.0, "probe_layers": None},
-}
 
 
 class TRAACConfigError(TraacError, ValueError):
@@ -81,9 +76,10 @@ def _mode_help() -> str:
 
 
 @dataclass
-class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
+class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings, CopySettings):
     r"""Configuration of [`TRAACTrainer`]: every `GRPOConfig` field, the compression and think
-    format settings the commands share (`traac.method.settings`), and the TRAAC fields below.
+    format settings the commands share (`traac.method.settings`), what the compressed copies
+    are trained on (`traac.training.copies`), and the TRAAC fields below.
 
     Deviations from TRL's defaults follow the paper (docs/method.md#grpo): `beta=0.001` (TRL's KL
     estimator is k3, the paper's "low-variance KL"), `weight_decay=0.1`, 10 warm-up steps at a
@@ -108,7 +104,9 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
             left unset (`traac.training.profiles`). Works with every mode.
         preset (`str`, *optional*, defaults to `"paper"`):
             `paper` or `authors` (the authors' code; `reference`, its old name, still works):
-            the defaults of `format_preset`, `length_weight` and `probe_layers` when unset.
+            the values of `format_preset`, `length_weight`, `probe_layers`, `copy_pool` and
+            (authors, with no `optimizer_profile` set) `loss_type` left unset
+            (`traac.training.presets`).
 
         > Parameters that control compression (with `traac.method.settings.CompressionSettings`:
         > `scorer`, `probe_heads`, `step_scope`, `uniformity_gate`, `eviction_cap`, ...)
@@ -124,12 +122,22 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
             tokenizer; check its precision per tier with `traac probe-report --scoring-model`.
         probe_layers (`str` or `None`, *optional*, defaults to `None`):
             Attention layers averaged: `all`, `first_half` or comma-separated indices; unset,
-            the preset's (paper: all; authors: the first half for Qwen3, all for others).
+            the preset's (paper: all; authors: all for the R1 distills, the first half for
+            Qwen3 and, traac's choice, every other model).
         uniformity_calibration (`str`, *optional*, defaults to `"none"`):
             `none` (the paper) or `rank`: each uniformity is replaced by its rank among the
             last `calibration_window` correct rollouts' before the gate.
         calibration_window (`int`, *optional*, defaults to `512`):
             Recent uniformities the rank calibration compares with.
+        copy_loss (`str`, *optional*, defaults to `"full"`):
+            `full` (the paper) or `answer_only`: a compressed copy's think block is masked
+            from the loss and only its re-answer trained on (`traac.training.copies`).
+        copy_pool (`str` or `None`, *optional*, defaults to `None`):
+            Which candidates are re-answered and pooled: `evicted` (those that lost a step) or
+            `all_correct` (every one, the authors' code); unset, the preset's.
+        copy_tags (`str`, *optional*, defaults to `"single"`):
+            `single`, or `double`: the copies' think blocks carry two openers and closers, as
+            the authors' code's do (an accident, reproduced only on request).
 
         > Parameters that control difficulty (docs/method.md#step, step 3)
 
@@ -239,8 +247,9 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
     )  # fmt: skip
     preset: str = field(
         default="paper",
-        metadata={"help": "paper | authors (the authors' code): defaults of the fields left "
-                  "unset (format_preset, length_weight, probe_layers)."},
+        metadata={"help": "paper | authors (the authors' code): the values of the fields left "
+                  "unset (format_preset, length_weight, probe_layers, copy_pool; authors also "
+                  "loss_type dapo, the token mean, unless optimizer_profile is set)."},
     )  # fmt: skip
     compression: str = field(
         default="scorer",
@@ -392,13 +401,13 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
 
     def __post_init__(self) -> None:
         try:
+            self.preset_pinned = apply_preset(self)  # before the profile: loss_type (presets)
             self._resolve_profile()
             self._validate_traac()
-            for name, value in _PRESET_DEFAULTS[self.preset].items():
-                if getattr(self, name) is None:
-                    setattr(self, name, value)
             CompressionSettings.__post_init__(self)
             FormatSettings.__post_init__(self)
+            CopySettings.__post_init__(self)
+            self.check_copies(self.compresses, self.mode)
             self.bf16 = resolve_bf16(self.bf16, self.fp16, self.use_cpu)
         except TraacError as error:  # a ValueError too, as transformers' own checks raise
             raise TRAACConfigError(str(error)) from None
@@ -476,19 +485,20 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings):
 
     # --- derived settings the trainer reads ---
 
-    def resolved_probe_layers(self, model_type: str | None) -> str:
-        """The probe layers for a model: as set, else the preset's (docs/method.md#probe: paper,
-        all; authors, the first half for Qwen3 models and all for the others, e.g. R1 distills)."""
+    def resolved_probe_layers(self, model_type: str | None, name: str = "") -> str:
+        """The probe layers for a model (its type and its name or path): as set, else the
+        preset's (docs/method.md#presets: paper, all; authors, all for the R1 distills and the
+        first half for Qwen3 and every other model, `authors_probe_layers`)."""
         if self.probe_layers is not None:
             return self.probe_layers
-        return "first_half" if (model_type or "").startswith("qwen3") else "all"
+        return authors_probe_layers(model_type, name)
 
-    def compression_settings(self, model_type: str | None) -> CompressionSettings:
+    def compression_settings(self, model_type: str | None, name: str = "") -> CompressionSettings:
         """The recipe's compression settings alone (probe layers resolved for the model): what
         test-time compression of the trained model uses, so it prunes as training did."""
         values = {f.name: getattr(self, f.name) for f in fields(CompressionSettings)}
         return CompressionSettings(
-            **{**values, "probe_layers": self.resolved_probe_layers(model_type)}
+            **{**values, "probe_layers": self.resolved_probe_layers(model_type, name)}
         )
 
     @property

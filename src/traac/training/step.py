@@ -41,7 +41,10 @@ from traac.method.compression import CompressionResult, Compressor, ScoredTrace,
 from traac.method.difficulty import DifficultyConfig, group_pass_rates
 from traac.method.formats import ChatFormat
 from traac.method.metrics import think_tokens_from_ids
+from traac.training.copies import loss_masks
+from traac.training.copy_stats import PooledRecord, advantage_ranks, compute_evicted
 from traac.training.telemetry import ALL, KindedCandidate, RolloutView, StepStats, scope_stats
+from traac.training.trl_api import TRL_ROLLOUT_MASK
 
 # ------------------------------------------------------------------------------------ records
 
@@ -58,6 +61,7 @@ class Rollout:
     closed: bool
     origin: int  # global index of the original sample (its own index for an original)
     compressed: bool = False
+    think_prefix: int = 0  # a copy's leading tokens not sampled in its context: its think block
 
 
 @dataclass
@@ -72,7 +76,8 @@ class Compression:
 
     @property
     def used(self) -> bool:
-        """Text was evicted and the think block is re-answered (a compressed rollout)."""
+        """The think block is re-answered (a compressed copy): text was evicted or, under
+        `copy_pool: all_correct`, the candidate is re-answered whole."""
         return bool(self.prefix_ids)
 
 
@@ -118,6 +123,7 @@ class StepSlice:
     rollouts: list[Rollout]
     columns: StepColumns
     dropped: list[bool] | None  # per rollout, masked out of the loss; None without sampling
+    loss_masks: list[list[int]] | None = None  # per token, TRL's tool mask (copy_loss answer_only)
 
 
 @dataclass(frozen=True)
@@ -149,6 +155,16 @@ class StepResult:
     @property
     def completion_ids(self) -> list[list[int]]:
         return [r.completion_ids for r in self.slice.rollouts]
+
+    def rollout_output(self) -> dict[str, Any]:
+        """What TRL's `rollout_func` returns for this step: the pooled prompt and completion ids,
+        their sampling log-probs and, with `copy_loss: answer_only`, the per-token loss mask as
+        TRL's `env_mask` (its tool mask: attended to, not trained on)."""
+        out = {"prompt_ids": self.prompt_ids, "completion_ids": self.completion_ids,
+               "logprobs": self.logprobs}  # fmt: skip
+        if self.slice.loss_masks is not None:
+            out[TRL_ROLLOUT_MASK[0]] = self.slice.loss_masks
+        return out
 
     @property
     def logprobs(self) -> list[list[float]] | None:
@@ -263,6 +279,13 @@ def compressed_completions(
     return ids, logprobs
 
 
+def mark_copies(copies: Sequence[Rollout], used: Sequence[Compression]) -> None:
+    """Each re-answered rollout as the compressed copy of `used[i]`'s original: its origin, and
+    its think block's length (the tokens `copy_loss: answer_only` masks)."""
+    for rollout, c in zip(copies, used, strict=True):
+        rollout.origin, rollout.compressed, rollout.think_prefix = c.origin, True, len(c.prefix_ids)
+
+
 def pool(
     originals: Sequence[Rollout],
     compressed: Sequence[Rollout],
@@ -307,9 +330,12 @@ def mark_dropped(groups: Sequence[Group], resampled: Sequence[int], sampling: st
         group.dropped = sampling != "none" and degenerate(group.pooled)
 
 
-def slice_of(groups: Sequence[Group], offset: int, count: int, n: int, sampling: str) -> StepSlice:
+def slice_of(
+    groups: Sequence[Group], offset: int, count: int, n: int, sampling: str, copy_loss: str = "full"
+) -> StepSlice:
     """The `count` pooled rollouts from global index `offset` on (one process's rows), with the
-    columns its rewards read and, under dynamic sampling, which of them are dropped."""
+    columns its rewards read, under dynamic sampling which of them are dropped and, with
+    `copy_loss: answer_only`, each one's loss mask (a copy's think block masked, `loss_masks`)."""
     pooled = [r for g in groups for r in g.pooled]
     mine = pooled[offset : offset + count]
     owners = [groups[(offset + i) // n] for i in range(len(mine))]
@@ -319,7 +345,10 @@ def slice_of(groups: Sequence[Group], offset: int, count: int, n: int, sampling:
         compressed=[r.compressed for r in mine],
     )
     dropped = [g.dropped for g in owners] if sampling != "none" else None
-    return StepSlice(mine, columns, dropped)
+    masks = None
+    if copy_loss == "answer_only":
+        masks = loss_masks([len(r.completion_ids) for r in mine], [r.think_prefix for r in mine])
+    return StepSlice(mine, columns, dropped, masks)
 
 
 # -------------------------------------------------------------------------------- telemetry
@@ -343,6 +372,30 @@ def rollout_view(r: Rollout, close_ids: Sequence[int], stop: set[int]) -> Rollou
     )
 
 
+def pooled_records(groups: Sequence[Group], advantages: Sequence[float]) -> list[PooledRecord]:
+    """Every pooled rollout of the groups that hold a compressed copy, with its advantage
+    (`advantages`: TRL's, every process's, in pooled order) and its rank in the group; for a
+    copy, the steps evicted and, on problems whose steps carry labels, the computation steps
+    among them (`traac.training.copy_stats`)."""
+    out, at = [], 0
+    for g in groups:
+        mine = [float(a) for a in advantages[at : at + len(g.pooled)]]
+        at += len(g.pooled)
+        if not any(r.compressed for r in g.pooled):
+            continue
+        label = labeller_for(g.data_source)
+        used = {c.origin: c.result for c in g.compressions if c.used}
+        for r, advantage, rank in zip(g.pooled, mine, advantage_ranks(mine), strict=True):
+            result = used[r.origin] if r.compressed else None
+            compute = None if label is None else 0
+            if result is not None and label is not None:
+                compute = compute_evicted(result, label([s.text for s in result.steps]))
+            evicted = result.n_evicted if result is not None else 0
+            out.append(PooledRecord(g.index, g.bin, r.compressed, evicted, compute, r.correct,
+                                    advantage, rank))  # fmt: skip
+    return out
+
+
 def step_stats(
     step: TraacStep,
     bins: Sequence[str],
@@ -352,9 +405,11 @@ def step_stats(
     seconds: dict[str, float],
     rewards: dict[str, float],
     sampling: str = "none",
+    advantages: Sequence[float] | None = None,
 ) -> StepStats:
     """The telemetry of one step: the pooled group and each difficulty bin; with dynamic
-    `sampling` (drop or resample) the groups dropped per scope, with resample what it did."""
+    `sampling` (drop or resample) the groups dropped per scope, with resample what it did; with
+    TRL's `advantages` of the pooled rollouts, what the compressed copies did to their groups."""
     close_ids = tokenizer.encode(chat_format.think_close, add_special_tokens=False)
     stop = set(eos_ids)
 
@@ -364,7 +419,7 @@ def step_stats(
             [g.pass_rate for g in groups],
             [rollout_view(r, close_ids, stop) for g in groups for r in g.pooled],
             [c.result for c in candidates],
-            [c.result for c in candidates if c.used],
+            [c.result for c in candidates if c.used and c.result.compressed],
             sum(g.dropped for g in groups) if sampling != "none" else None,
             [
                 KindedCandidate(c.result, label([s.text for s in c.result.steps]), g.tier)
@@ -383,4 +438,5 @@ def step_stats(
             "resampled_groups": float(sum(g.resampled for g in step.groups)),
             "resample_rounds": float(step.resample_rounds),
         }
-    return StepStats(step.step, scopes, seconds, rewards, counts)
+    copies = pooled_records(step.groups, advantages) if advantages is not None else []
+    return StepStats(step.step, scopes, seconds, rewards, counts, copies)

@@ -8,7 +8,9 @@ correct and incorrect rollouts, which TRL's one mean length hides), the share cl
 maximum length and the share that never closed its think block, what compression did
 (candidates, compressed share, steps and tokens removed) and the groups dynamic sampling
 dropped. Keys are `traac/<scope>/<field>`, e.g. `traac/easy/think_tokens_correct`; per step,
-`traac/sampling/resampled_groups` and `traac/sampling/resample_rounds` say what resampling did.
+`traac/sampling/resampled_groups` and `traac/sampling/resample_rounds` say what resampling did,
+`traac/copies/...` what the compressed copies did to their groups, whose rollouts the line
+lists under `copy_groups` (`traac.training.copy_stats`).
 docs/telemetry.md lists them all. Every held-out evaluation during training adds a line marked
 `"split": "eval"` (`traac.training.evaluation`).
 """
@@ -32,6 +34,7 @@ from trl.extras.profiling import profiling_context
 
 from traac.method.compression import CompressionResult
 from traac.method.metrics import compression_stats
+from traac.training.copy_stats import COPY_GROUPS, PooledRecord, step_metrics, to_json
 
 METRICS_FILE = "metrics.jsonl"
 ALL = "all"  # the scope of the whole pooled group
@@ -101,10 +104,13 @@ class StepStats:
     seconds: dict[str, float] = field(default_factory=dict)
     rewards: dict[str, float] = field(default_factory=dict)
     sampling: dict[str, float] = field(default_factory=dict)  # resampled_groups, resample_rounds
+    # Every pooled rollout of the groups that hold a compressed copy (`traac.training.copy_stats`)
+    copy_groups: list[PooledRecord] = field(default_factory=list)
 
     def flat(self) -> dict[str, float]:
         """`traac/<scope>/<field>` -> value (None fields left out), plus phase seconds, mean
-        rewards and dynamic sampling: TRL's metrics dict and one line of `metrics.jsonl`."""
+        rewards, dynamic sampling and the copies' aggregate (`traac/copies/`): TRL's metrics
+        dict and, with the copies' records, one line of `metrics.jsonl`."""
         out: dict[str, float] = {}
         for scope, stats in self.scopes.items():
             for key, value in asdict(stats).items():
@@ -113,6 +119,8 @@ class StepStats:
         out.update({f"traac/seconds/{k}": v for k, v in self.seconds.items()})
         out.update({f"traac/reward/{k}": v for k, v in self.rewards.items()})
         out.update({f"traac/sampling/{k}": v for k, v in self.sampling.items()})
+        if self.copy_groups:
+            out.update({f"traac/copies/{k}": v for k, v in step_metrics(self.copy_groups).items()})
         return out
 
     @classmethod
@@ -129,7 +137,7 @@ class StepStats:
                 rewards[parts[2]] = value
             elif parts[1] == "sampling":
                 sampling[parts[2]] = value
-            else:
+            elif parts[1] != "copies":  # the copies' aggregate: read from their records
                 scopes.setdefault(parts[1], {})[parts[2]] = value
         names = [f.name for f in fields(ScopeStats)]
         ints = {"prompts", "rollouts", "candidates", "compressed_rollouts", "dropped"}
@@ -139,7 +147,8 @@ class StepStats:
             )
             for scope, v in scopes.items()
         }
-        return cls(step, built, seconds, rewards, sampling)
+        copies = [PooledRecord(**r) for r in row.get(COPY_GROUPS, [])]
+        return cls(step, built, seconds, rewards, sampling, copies)
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -222,8 +231,11 @@ def scope_stats(
 def append_metrics(output_dir: str | Path, stats: StepStats) -> None:
     path = Path(output_dir) / METRICS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
+    line = {"step": stats.step, **stats.flat()}
+    if stats.copy_groups:
+        line[COPY_GROUPS] = to_json(stats.copy_groups)
     with path.open("a") as f:
-        f.write(json.dumps({"step": stats.step, **stats.flat()}) + "\n")
+        f.write(json.dumps(line) + "\n")
 
 
 def append_eval_metrics(output_dir: str | Path, step: int, metrics: Mapping[str, float]) -> None:

@@ -75,6 +75,7 @@ from traac.training.interrupt import StopOnSignal
 from traac.training.lora import as_reference, keep_4bit_trainable
 from traac.training.modes import mode_rewards
 from traac.training.padding import trimmed_forward
+from traac.training.presets import model_kind
 from traac.training.rewards import EVALUATION_COLUMN, TraacRewards
 from traac.training.rollouts import refill_rollouts
 from traac.training.rounds import GenerationRounds
@@ -86,6 +87,7 @@ from traac.training.step import (
     bin_groups,
     compressed_completions,
     make_rollouts,
+    mark_copies,
     mark_dropped,
     pool,
     replacements,
@@ -94,6 +96,7 @@ from traac.training.step import (
     step_stats,
 )
 from traac.training.telemetry import MetricsFromStart, StepClock, append_metrics
+from traac.training.trl_api import TRL_ROLLOUT_MASK
 from traac.verification import verify_many
 
 logger = get_logger(__name__)
@@ -165,7 +168,7 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
             self.step_compressor = StepCompressor(
                 self.compressor, self.chat_format, self.tokenizer, self.max_completion_length,
                 gather_object, self.uniformities if args.uniformity_calibration == "rank" else None,
-                args.compression,
+                args.compression, args.copy_pool, args.copy_tags,
             )  # fmt: skip
         self.stop_on_signal = StopOnSignal()
         self.add_callback(self.stop_on_signal)
@@ -211,7 +214,7 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
     def _build_compressor(self) -> Compressor:
         args = self.args
         model = self.accelerator.unwrap_model(self._scoring_model or self.model)
-        layers = args.resolved_probe_layers(model.config.get_text_config().model_type)
+        layers = args.resolved_probe_layers(*model_kind(model.config))  # type and name
         settings = copy.copy(args)
         settings.probe_layers = layers
         tokenizer = self._scorer.tokenizer if self._scorer.foreign else self.tokenizer
@@ -281,11 +284,7 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
             if len(prompts) != len(step.prompt_ids):
                 raise TraacError(f"TRL asked for {len(prompts)} rollouts of a step that pooled "
                                  f"{len(step.prompt_ids)}")  # fmt: skip
-            return {
-                "prompt_ids": step.prompt_ids,
-                "completion_ids": step.completion_ids,
-                "logprobs": step.logprobs,
-            }
+            return step.rollout_output()
 
         self.rollout_func = pooled
         try:
@@ -295,15 +294,14 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
 
     def _mask_dropped(self, output: dict[str, Any], dropped: list[bool]) -> dict[str, Any]:
         """Dropped rows contribute nothing to the loss (policy term and KL): their completion
-        mask and advantages are zeroed and the token count TRL normalises by is recounted
-        (every process calls this, so the gather matches)."""
+        mask and advantages are zeroed and the token count TRL normalises by is recounted, over
+        TRL's tool mask too where there is one (every process calls this: the gather matches)."""
         mask = output["completion_mask"]
         keep = torch.tensor([not d for d in dropped], device=mask.device)
         output["completion_mask"] = mask * keep.unsqueeze(1).to(mask.dtype)
         output["advantages"] = output["advantages"] * keep.to(output["advantages"].dtype)
-        output["num_items_in_batch"] = self.accelerator.gather(
-            output["completion_mask"].sum()
-        ).sum()
+        loss_mask = output["completion_mask"] * output.get(TRL_ROLLOUT_MASK[1], 1)
+        output["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
         return output
 
     def _sample_answers(
@@ -395,6 +393,7 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
             dict(step.seconds),
             {name: float(np.nanmean(rewards[k])) for k, name in enumerate(self.reward_func_names)},
             self.args.dynamic_sampling,
+            list(self._logs["advantages"])[-total:],  # TRL's, every process's, in pooled order
         )
         step.record.stats = stats
         for key, value in stats.flat().items():
@@ -479,8 +478,7 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
                 )
             ids, lps = compressed_completions(used, answers)
             new = self._rollouts([items[c.origin - offset] for c in used], ids, lps, 0, clock)
-            for rollout, c in zip(new, used, strict=True):
-                rollout.origin, rollout.compressed = c.origin, True
+            mark_copies(new, used)
             compressions = gather_object(mine)
             compressed = gather_object(new)
 
@@ -494,7 +492,7 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
             record,
             rows,
             prompt_ids,
-            slice_of(groups, offset, len(rows), n, sampling),
+            slice_of(groups, offset, len(rows), n, sampling, self.args.copy_loss),
             logprobs is not None,
             clock.seconds,
         )

@@ -32,6 +32,9 @@ TRL_CALLS: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 # Keys of the batch TRL generates and `_compute_loss` reads that dynamic sampling rewrites.
 TRL_BATCH_KEYS = ("completion_mask", "advantages", "num_items_in_batch")
+# The key of `rollout_func`'s output TRL reads as its tool mask (`copy_loss: answer_only`): a
+# token under 0 is attended to but left out of the loss; the batch then carries `tool_mask`.
+TRL_ROLLOUT_MASK = ("env_mask", "tool_mask")
 TRL_ATTRIBUTES = (
     "_tokenizer", "_metrics", "_logs", "eos_token_ids", "use_vllm", "max_completion_length",
     "reward_func_names", "ref_model", "generation_config", "generation_kwargs", "rollout_func",

@@ -1,0 +1,158 @@
+"""`preset: paper | authors` (docs/method.md#presets): the values where the paper and the authors'
+code (joykirat18/TRAAC, a fork of verl) disagree, and for the authors' preset every setting of
+their code traac reproduces, with the file that sets it.
+
+A preset fills only the fields a recipe leaves unset (those default to None, "from the preset");
+a field the recipe or the command line sets is kept, and the dry run says it overrode the preset
+(`preset_rows`). `loss_type` belongs to `optimizer_profile` as well: the authors' token mean is
+filled only when neither `loss_type` nor `optimizer_profile` is set; an explicit profile sets it
+(`dler`: the same token mean; `grpo`: the paper's per-rollout mean, reported as overriding the
+preset), and an explicit `loss_type` beats both. The rows whose traac default is already the
+authors' value are checked, never changed: one the recipe set otherwise is reported likewise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from traac.method.difficulty import DifficultyConfig
+from traac.method.formats import AUX_PROMPT
+from traac.method.rewards import REWARD_PRESETS
+from traac.method.settings import check_choice, preset_name
+
+PRESET_NAMES = tuple(REWARD_PRESETS)
+AUTHORS_REPO = "joykirat18/TRAAC"
+ROLLOUT = "verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py"
+EVICTION = "verl/workers/rollout/vllm_rollout/redundant_token_eviction.py"
+QWEN_HOST = "scripts/train/model_host_qwen.py"
+R1_DISTILL = "r1-distill"  # in the model's name or path: a DeepSeek-R1 distill
+
+# What each preset fills where the recipe leaves the field unset. The paper's loss is the
+# default optimiser profile's (grpo: each rollout averaged over its own tokens).
+PRESET_FILLS: dict[str, dict[str, Any]] = {
+    "paper": {"format_preset": "paper", "length_weight": 2.0, "probe_layers": "all",
+              "copy_pool": "evicted"},
+    # probe_layers None: the authors' rule per model (`authors_probe_layers`)
+    "authors": {"format_preset": "authors", "length_weight": 1.0, "probe_layers": None,
+                "copy_pool": "all_correct", "loss_type": "dapo"},
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class AuthorsSetting:
+    """One setting of the authors' code: the traac field, its value there, the file that sets
+    it, and what it is."""
+
+    field: str
+    value: Any
+    where: str
+    what: str
+
+
+AUTHORS: tuple[AuthorsSetting, ...] = (
+    AuthorsSetting("format_preset", "authors", "verl/utils/reward_score/math_verify_sum.py",
+                   "format reward 0.25 + 0.25"),
+    AuthorsSetting("length_weight", 1.0, "verl/workers/reward_manager/sumLinear.py",
+                   "length reward weight W = 1"),
+    AuthorsSetting("probe_layers", None, f"{QWEN_HOST}, scripts/train/model_host_deepseek.py",
+                   "first half of the layers for Qwen3, all for the R1 distills; traac: the "
+                   "first half for any other model"),
+    AuthorsSetting("copy_pool", "all_correct", f"{ROLLOUT} (summary_inputs)",
+                   "every right, well-formed rollout re-answered, evicted or not"),
+    AuthorsSetting("loss_type", "dapo", "verl/trainer/config/actor/actor.yaml",
+                   "verl's loss_agg_mode token-mean, which the training scripts keep"),
+    AuthorsSetting("scorer", "attention", "scripts/train/run_qwen3-4b-with-summary-linear-"
+                   "reward-attention.sh", "summary_mode attention_weights"),
+    AuthorsSetting("scoring_model", "reference", QWEN_HOST,
+                   "a frozen copy of the base model"),
+    AuthorsSetting("probe_heads", "all", QWEN_HOST, "heads averaged"),
+    AuthorsSetting("step_scope", "probe", f"{EVICTION} (segment_reasoning_chain)",
+                   "steps split over the whole probe text"),
+    AuthorsSetting("aux_prompt", AUX_PROMPT, f"{ROLLOUT} (summarize_attention_weights)",
+                   "the auxiliary prompt before the closer"),
+    AuthorsSetting("uniformity_gate", 0.8, f"{EVICTION} (determine_eviction_percentage)",
+                   "no eviction above u = 0.8"),
+    AuthorsSetting("eviction_cap", 0.8, f"{EVICTION} (determine_eviction_percentage)",
+                   "at most 80% of the steps"),
+    AuthorsSetting("uniformity_calibration", "none", EVICTION, "the uniformity as measured"),
+    AuthorsSetting("difficulty", DifficultyConfig().to_recipe(),
+                   f"{ROLLOUT} (get_difficulty_class, get_reduction_score), "
+                   "verl/workers/reward_manager/sumLinear.py",
+                   "bins 0.8 / 0.3, tau 0.6 / 0.4 / 0.2, length scale 1 / 0.75 / 0.5"),
+)  # fmt: skip
+# The authors' code does these too; traac does not reproduce them (docs/method.md#presets).
+AUTHORS_NOT_APPLIED: dict[str, str] = {
+    "copy_tags": "the authors' copies carry two openers and closers, an accident left off "
+    f"(copy_tags double reproduces it; {EVICTION} ~160, {ROLLOUT} create_vllm_summary_inputs)",
+    "split_phrases": "on word boundaries; the authors' code matched substrings of token strings, "
+    f"not reproduced ({EVICTION} split_by_tokens)",
+}
+
+
+def apply_preset(config: Any) -> dict[str, str]:
+    """Fill the preset's fields that `config` leaves unset (`PRESET_FILLS`; `config.preset`
+    is checked and its old name replaced first). Returns the preset fields already set, each
+    with who set it: `recipe`, or `optimizer_profile NAME` for a `loss_type` the profile owns.
+    Runs before the optimiser profile is resolved."""
+    config.preset = preset_name("preset", config.preset)
+    check_choice("preset", config.preset, PRESET_NAMES)
+    pinned = {}
+    for name, value in PRESET_FILLS[config.preset].items():
+        if getattr(config, name) is not None:
+            pinned[name] = "recipe"
+        elif name == "loss_type" and config.optimizer_profile is not None:
+            pinned[name] = f"optimizer_profile {config.optimizer_profile}"
+        else:
+            setattr(config, name, value)
+    return pinned
+
+
+def authors_probe_layers(model_type: str | None, name: str = "") -> str:
+    """The authors' layer rule: all layers for their DeepSeek-R1 distills (recognised by name,
+    as the authors' code does: an R1-Distill-Llama is a `llama` like SmolLM2), the first half
+    for Qwen3 and, traac's choice, for every other model (docs/method.md#presets)."""
+    if (model_type or "").startswith("qwen3"):
+        return "first_half"
+    return "all" if R1_DISTILL in name.lower() else "first_half"
+
+
+def model_kind(config: Any) -> tuple[str | None, str]:
+    """A loaded model's type and name or path: what `authors_probe_layers` reads."""
+    return config.get_text_config().model_type, str(config.name_or_path or "")
+
+
+def preset_rows(config: Any, model_name: str) -> list[tuple[str, str]]:
+    """The dry run's rows for the preset: for `authors`, each setting of the authors' code, its
+    value in this run and its file, or who overrode it; for `paper`, the values it filled."""
+    pinned = getattr(config, "preset_pinned", {})
+    if config.preset != "authors":
+        filled = [f"{k} {_plain(getattr(config, k))}" for k in PRESET_FILLS["paper"]
+                  if k not in pinned]  # fmt: skip
+        kept = [f"{k} {_plain(getattr(config, k))} ({by})" for k, by in pinned.items()]
+        return [("preset paper", ", ".join(filled) + (f"; set elsewhere: {', '.join(kept)}"
+                                                     if kept else ""))]  # fmt: skip
+    rows = []
+    for s in AUTHORS:
+        value, authors = getattr(config, s.field), s.value
+        if s.field == "probe_layers":  # the rule per model, unless the recipe set the layers
+            authors = authors_probe_layers(None, model_name)
+            value = authors if value is None else value
+        shown = "verbatim" if value == AUX_PROMPT else _plain(value)
+        if value == authors:
+            line = f"{shown}, the authors' ({s.what}; {s.where})"
+        else:
+            by = pinned.get(s.field, "recipe")
+            line = f"{shown}, the {by}'s: overrides the authors' {_plain(authors)} ({s.where})"
+        rows.append((f"authors: {s.field}", line))
+    rows += [(f"authors: {k}", f"{getattr(config, k) or 'the paper list'}, not the authors': {v}")
+             for k, v in AUTHORS_NOT_APPLIED.items()]  # fmt: skip
+    return rows
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, dict):
+        return "the recipe mapping" if value != DifficultyConfig().to_recipe() else "the default"
+    return str(value)

@@ -1,0 +1,42 @@
+"""The variants that isolate one change of TRAAC each: in `traac experiment compare`, each
+paired with TRAAC, each parsed against the real-model recipe into the settings it names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from traac.pipelines.experiments import COMPARE, CONTRASTS, ExperimentSettings
+from traac.pipelines.isolating import ISOLATING, ISOLATING_CONTRASTS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_each_isolating_variant_is_compared_with_traac() -> None:
+    assert set(ISOLATING) <= set(COMPARE)
+    assert set(ISOLATING_CONTRASTS) <= set(CONTRASTS["compare"])
+    assert {variant for _, _, variant in ISOLATING_CONTRASTS} == set(ISOLATING)
+    assert all(baseline == "TRAAC" for _, baseline, _ in ISOLATING_CONTRASTS)
+    for name, fields in ISOLATING.items():
+        assert fields["mode"] == "traac" and len(name) <= 30, name
+
+
+def test_on_smollm2_think_each_variant_runs_what_it_names(tmp_path: Path) -> None:
+    recipe = ROOT / "recipes" / "smollm2-think.yaml"
+    settings = ExperimentSettings.make("compare", tmp_path / "out", recipe, quick=False,
+                                       variants=list(ISOLATING), seeds=[0])  # fmt: skip
+    configs = {r.variant: r.recipe.parse(Path("smollm2-think"), r.directory)[1]
+               for r in settings.plan()}  # fmt: skip
+    authors = configs["TRAAC, authors preset"]
+    assert (authors.probe_layers, authors.copy_pool, authors.loss_type) == (
+        "first_half", "all_correct", "dapo",
+    )  # fmt: skip
+    assert (authors.format_preset, authors.length_weight) == ("authors", 1.0)
+    assert configs["TRAAC, first-half probe"].probe_layers == "first_half"
+    assert configs["TRAAC, first-half probe"].copy_pool == "evicted"  # the paper's otherwise
+    assert configs["TRAAC, answer-only copies"].copy_loss == "answer_only"
+    assert configs["TRAAC, all-correct pool"].copy_pool == "all_correct"
+    assert configs["TRAAC, double tags"].copy_tags == "double"
+    assert configs["TRAAC, batch-scaled rewards"].scale_rewards == "batch"
+    token_mean = configs["TRAAC, token-mean loss"]
+    assert (token_mean.loss_type, token_mean.scale_rewards) == ("dapo", "group")
+    assert configs["TRAAC, early exit (oracle)"].compression == "early_exit"
