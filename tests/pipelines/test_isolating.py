@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from traac.pipelines.experiments import COMPARE, CONTRASTS, ExperimentSettings
+from traac.pipelines.experiments import CONTRASTS, ExperimentSettings
 from traac.pipelines.isolating import ISOLATING, ISOLATING_CONTRASTS
+from traac.pipelines.variants import COMPARE
 
 ROOT = Path(__file__).resolve().parents[2]
 
