@@ -258,6 +258,15 @@ class PeerRewards:
         )
         self.laser = LaserTargets(settings) if settings.method == "laser_d" else None
 
+    def state_dict(self) -> dict[str, Any]:
+        """What the method keeps across steps (Laser-D's targets and monitoring sample), for
+        the trainer's checkpoint: a resumed run rewards as the uninterrupted one."""
+        return {} if self.laser is None else {"laser": self.laser.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if self.laser is not None and "laser" in state:
+            self.laser.load_state_dict(state["laser"])
+
     @property
     def func(self) -> Callable[..., list[float]]:
         """The method's reward function (its name is the one TRL logs)."""
@@ -441,6 +450,21 @@ class LaserTargets:
             )
             self.sample, self.chosen_at = [], step
         return dict(self.targets)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Targets, monitoring sample and schedule, as JSON-ready values."""
+        return {
+            "targets": self.targets,
+            "sample": [[list(n), list(ok)] for n, ok in self.sample],
+            "chosen_at": self.chosen_at,
+            "calls": self.calls,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.targets = None if state["targets"] is None else dict(state["targets"])
+        self.sample = [(list(n), list(ok)) for n, ok in state["sample"]]
+        self.chosen_at = state["chosen_at"]
+        self.calls = state["calls"]
 
 
 def with_length_budgets(dataset: Any, settings: PeerSettings, seed: int) -> Any:

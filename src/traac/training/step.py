@@ -43,6 +43,8 @@ from traac.method.formats import ChatFormat
 from traac.method.metrics import think_tokens_from_ids
 from traac.training.telemetry import ALL, KindedCandidate, RolloutView, StepStats, scope_stats
 
+DROPPED_COLUMN = "dropped"  # a reward row of a dropped group (dynamic sampling)
+
 # ------------------------------------------------------------------------------------ records
 
 
@@ -158,14 +160,21 @@ class StepResult:
 
     def reward_rows(self, extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """New rows for TRL's reward call: each row with the step's verdict, bin and
-        compression flag (and `extra`), so the rewards neither verify nor bin again."""
+        compression flag (and `extra`), so the rewards neither verify nor bin again; under
+        dynamic sampling also whether it is dropped (`DROPPED_COLUMN`), which the trainer's
+        reward call reads to leave it out of the normalisation."""
         columns = self.slice.columns
-        return [
+        dropped = self.slice.dropped
+        rows = [
             {**row, "correct": ok, "bin": b, "compressed": c, **(extra or {})}
             for row, ok, b, c in zip(
                 self.rows, columns.correct, columns.bin, columns.compressed, strict=True
             )
         ]
+        if dropped is not None:
+            for row, d in zip(rows, dropped, strict=True):
+                row[DROPPED_COLUMN] = d
+        return rows
 
 
 # ---------------------------------------------------------------------------- the decisions

@@ -18,6 +18,10 @@ The TRL and transformers hooks overridden, what changes, and why:
   that one call, hands it the pooled ids; afterwards the telemetry, and the dropped rows' mask
   -> the pooled group must be what GRPO normalises and trains on, and TRL has no hook between
   its generation and its scoring that sees the rows.
+- `_calculate_rewards` -> a dropped row's rewards become NaN, which TRL leaves out of the group
+  means and the batch's standard deviation (advantage 0) -> dynamic sampling drops a group
+  before the normalisation, as DAPO does; masking it afterwards would leave its rewards in the
+  batch scale of every other group (`scale_rewards: batch`).
 - `_get_per_token_logps_and_entropies` -> each chunk of rows is cut to the columns its rows
   use before TRL's forward (`traac.training.padding`) -> TRL pads every rollout to the longest
   of the generation batch, and a micro-batch of short rollouts would pay for the longest in its
@@ -25,9 +29,9 @@ The TRL and transformers hooks overridden, what changes, and why:
 - `evaluation_loop` (transformers', `HeldOutEvaluation`) -> adds per-tier accuracy and lengths
   of the evaluation's rollouts, summed from TRL's eval metrics -> TRL's eval metrics are
   per-batch means, not per-tier counts.
-- `_save_checkpoint` / `_load_optimizer_and_scheduler` -> save and restore the length windows
-  and the calibration window with TRL's state -> a resumed run must reward as the run would
-  have.
+- `_save_checkpoint` / `_load_optimizer_and_scheduler` -> save and restore the length windows,
+  the calibration window and the peer method's state (Laser-D's targets) with TRL's state
+  -> a resumed run must reward as the run would have.
 - `train` (public) -> SIGINT/SIGTERM become checkpoint-and-stop.
 
 Every use of TRL's private API is in the section marked "TRL adapter" below, and named in
@@ -38,6 +42,7 @@ against the installed TRL: each hook's signature and each attribute.
 from __future__ import annotations
 
 import copy
+import math
 from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -78,6 +83,7 @@ from traac.training.rewards import EVALUATION_COLUMN, TraacRewards
 from traac.training.rollouts import refill_rollouts
 from traac.training.rounds import GenerationRounds
 from traac.training.step import (
+    DROPPED_COLUMN,
     Compression,
     Rollout,
     StepResult,
@@ -236,6 +242,25 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
             self.record_held_out(step.record)
         return output if step.dropped is None else self._mask_dropped(output, step.dropped)
 
+    def _calculate_rewards(
+        self,
+        inputs: list[dict[str, Any]],
+        prompts: list[Any],
+        completions: list[Any],
+        completion_ids_list: list[list[int]],
+    ) -> torch.Tensor:
+        """TRL's rewards of every process's rows, a dropped row's set to NaN (the rows carry
+        `DROPPED_COLUMN` under dynamic sampling). TRL treats a row no reward function scored as
+        unscorable: out of its group's mean and the batch's standard deviation, advantage 0. So
+        a dropped group scales no other group's advantages under `scale_rewards: batch`, as DAPO
+        filters its groups before the advantages."""
+        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        if not inputs or DROPPED_COLUMN not in inputs[0]:
+            return rewards
+        mine = torch.tensor([int(row[DROPPED_COLUMN]) for row in inputs], device=rewards.device)
+        rewards[self.accelerator.gather(mine).bool()] = torch.nan
+        return rewards
+
     def _get_per_token_logps_and_entropies(
         self,
         model: Any,
@@ -381,12 +406,14 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
 
     def _log_step(self, step: StepResult) -> None:
         """The step's telemetry into TRL's metrics (so report_to sees it) and a JSONL, with the
-        mean of each reward over every process's rollouts (TRL's logs of this step)."""
+        mean of each reward over every process's rollouts (TRL's logs of this step) but the
+        dropped ones, which have none (NaN if every group was dropped)."""
         total = sum(len(g.pooled) for g in step.record.groups)
         rewards = np.asarray(
             [list(self._logs["rewards"][name])[-total:] for name in self.reward_func_names],
             dtype=np.float32,
         )
+        scored = ~np.isnan(rewards).all(axis=0)  # dropped rows carry no reward (NaN)
         stats = step_stats(
             step.record,
             self.difficulty.bins,
@@ -394,7 +421,10 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
             self.chat_format,
             self.eos_token_ids,
             dict(step.seconds),
-            {name: float(np.nanmean(rewards[k])) for k, name in enumerate(self.reward_func_names)},
+            {
+                name: float(np.nanmean(rewards[k][scored])) if scored.any() else math.nan
+                for k, name in enumerate(self.reward_func_names)
+            },
             self.args.dynamic_sampling,
         )
         step.record.stats = stats
@@ -604,13 +634,17 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
     # ---------------------------------------------------------------- checkpoints
 
     def traac_state_dict(self) -> dict[str, Any]:
-        """Length windows and calibration window: what a resumed run needs beyond TRL's state."""
+        """Length windows, calibration window and the peer method's state (Laser-D's targets):
+        what a resumed run needs beyond TRL's state."""
         return {
             "length_windows": self.rewards.windows.state_dict(),
             "uniformities": list(self.uniformities),
+            "peer": {} if self.peer is None else self.peer.state_dict(),
         }
 
     def load_traac_state_dict(self, state: dict[str, Any]) -> None:
         self.rewards.windows.load_state_dict(state["length_windows"])
         self.uniformities.clear()
         self.uniformities.extend(state["uniformities"])
+        if self.peer is not None:
+            self.peer.load_state_dict(state.get("peer", {}))
