@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from traac.training.config import TRAACConfig
+from traac.training.methods.registry import METHODS
 from traac.training.modes import MODES, TRAAC_REWARDS, mode_rewards
-from traac.training.peer_rewards import PEERS
 from traac.training.rewards import TraacRewards
 
 DESCRIPTIONS = {  # `--dry-run`'s line of each peer at max_completion_length 4000
@@ -50,14 +50,14 @@ def test_each_mode_binds_its_named_rewards_in_order(mode: str) -> None:
     assert all(f.__self__ is traac for f in funcs if f.__name__ in TRAAC_REWARDS)
     assert (peer is None) == (not c.peer_mode)
     if peer is not None:
-        assert peer.settings == settings and peer.verdicts == traac.verdicts
+        assert peer.run == settings and peer.verdicts == traac.verdicts
         assert funcs == [traac.correctness_reward, traac.format_reward, peer.func]
 
 
 def test_every_peer_is_a_mode_with_its_description() -> None:
-    assert [m for m in MODES if MODES[m].peer] == list(PEERS) == list(DESCRIPTIONS)
-    for name, peer in PEERS.items():
+    assert [m for m in MODES if MODES[m].peer] == list(METHODS) == list(DESCRIPTIONS)
+    for name, peer in METHODS.items():
         mode = MODES[name]
         assert (mode.compresses, mode.bins, mode.rewards[-1]) == (False, True, peer.reward)
         assert config(name).peer_settings().describe() == DESCRIPTIONS[name]
-    assert [name for name, peer in PEERS.items() if peer.budgets] == ["l1_max"]
+    assert [name for name, peer in METHODS.items() if peer.prepare] == ["l1_max"]

@@ -30,7 +30,7 @@ from traac.method.segmentation import split_steps
 from traac.testbed.config import TeacherConfig
 from traac.testbed.traces import teach
 from traac.training.config import TRAACConfig
-from traac.training.peer_rewards import dapo_overlong_punishment
+from traac.training.methods.dapo_overlong import dapo_overlong_punishment
 from traac.training.telemetry import METRICS_FILE, read_metrics, truncate_metrics
 from traac.training.trainer import TRAACTrainer
 

@@ -5,7 +5,8 @@
   trainer resolves `scoring_model` the same way, `traac.common.scoring_model`);
 - datasets may have TRL's and open-r1's layout, `prompt` (text or chat messages) with `answer`
   or `solution` (`traac.data.training.training_rows`);
-- in mode `l1_max` each training row gets its length budget (`with_length_budgets`).
+- a peer method prepares the training rows it needs (L1-Max: each row's length budget,
+  `traac.training.methods.l1_max.with_length_budgets`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from typing import Any
 from traac.common.model_names import resolve_name
 from traac.data.training import training_rows
 from traac.training.config import TRAACConfig
-from traac.training.peer_rewards import with_length_budgets
 
 
 def trainer_inputs(
@@ -28,7 +28,6 @@ def trainer_inputs(
     train_dataset = training_rows(train_dataset)
     if kwargs.get("eval_dataset") is not None:
         kwargs = {**kwargs, "eval_dataset": training_rows(kwargs["eval_dataset"], "eval_dataset")}
-    settings = args.peer_settings() if args.peer_mode else None
-    if settings is not None and settings.peer.budgets and train_dataset is not None:
-        train_dataset = with_length_budgets(train_dataset, settings, args.seed)
+    if args.peer_mode:
+        train_dataset = args.peer_settings().prepare(train_dataset, args.seed)
     return model, train_dataset, kwargs
