@@ -35,7 +35,7 @@ from traac.method.compression import CompressionResult, count_tokens
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
 from traac.method.scoring import closer_query, resolve_layers
-from traac.method.settings import TEST_TIME_TAU, CompressionSettings, FormatSettings
+from traac.method.settings import POLICY_SCORERS, TEST_TIME_TAU, CompressionSettings, FormatSettings
 from traac.pipelines.model_registry import resolve_model
 
 
@@ -153,12 +153,12 @@ def main(argv: list[str]) -> int:
     device, device_map = resolve_placement(args.device, args.device_map)
     traces = read_traces(args.input, think.resolve())
     check_scoring_model(args.scoring_model, settings.scorer, "--scoring-model")
-    if settings.scorer == "confidence":
+    if settings.scorer in POLICY_SCORERS:
         missing = [t.where for t in traces if not t.question]
         if missing:
             raise TraacError(
-                f"{missing[0]}: the confidence scorer reads the model's distribution with the "
-                "question in context; give each line a 'question' field"
+                f"{missing[0]}: the {settings.scorer} scorer reads the model's distribution with "
+                "the question in context; give each line a 'question' field"
             )
 
     path = resolve_model(args.model, make_progress())

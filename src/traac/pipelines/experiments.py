@@ -87,6 +87,8 @@ COMPARE: dict[str, dict[str, Any]] = {
     # Each peer method's variants, from its module (`traac.training.methods`).
     **{label: fields for m in METHODS.values() for label, fields in m.compare},
     "TRAAC, DLER optimiser": {"mode": "traac", "optimizer_profile": "dler"},
+    # Step entropy (arXiv:2508.03346) prunes the steps of lowest entropy in the probe's place.
+    "TRAAC, step-entropy scorer": {"mode": "traac", "scorer": "step_entropy"},
 }
 EXPERIMENTS: dict[str, dict[str, dict[str, Any]]] = {"ablations": ABLATIONS, "compare": COMPARE}
 

@@ -69,6 +69,7 @@ from traac.method.compression import Compressor
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
 from traac.method.rewards import LengthWindows
+from traac.method.settings import POLICY_SCORERS
 from traac.training.checkpoint import load_state, save_state
 from traac.training.compress import StepCompressor, frozen_scorer
 from traac.training.config import TRAACConfig
@@ -192,14 +193,14 @@ class TRAACTrainer(HeldOutEvaluation, GenerationRounds, GRPOTrainer):
 
     def _load_scoring_model(self) -> Any:
         """The model the probe runs through: the frozen reference model, a frozen foreign model
-        (`scoring_model` names one), or the policy (always for the confidence scorer, which
-        reads the policy's own sampling distribution).
+        (`scoring_model` names one), or the policy (always for the confidence and step-entropy
+        scorers, which read the policy's own sampling distribution).
 
         With LoRA the reference is the policy with its adapters disabled, as for TRL's KL term.
         Otherwise, with `beta=0` TRL keeps no reference model; TRAAC then loads a frozen copy of
         the initial policy (the paper's scoring model): `scoring_model: policy` saves its memory.
         """
-        if self.args.scorer in ("random", "confidence") or self.args.scoring_model == "policy":
+        if self.args.scorer in ("random", *POLICY_SCORERS) or self.args.scoring_model == "policy":
             return None  # random reads no model; the policy is looked up at each step
         if self._scorer.foreign:
             return frozen_scorer(self._scorer.path, self.accelerator, self.model.dtype)
