@@ -31,6 +31,8 @@ DESCRIPTIONS = {  # `--dry-run`'s line of each peer at max_completion_length 400
     "laser_d": "Laser-D, arXiv:2505.15612 (hkust-nlp/Laser): +0.5 for a right answer within its "
     "band's target, targets from 1000..4000 step 250, re-chosen every 20 steps (expected right "
     "1); length term x2.66667 (right answer 4 here, 1.5 in the paper)",
+    "gfpo": "GFPO, arXiv:2508.09726: keep 4 of 8 per group by length; no length term; length "
+    "term x4 (right answer 4 here, 1 in the paper)",
 }
 
 
@@ -51,13 +53,16 @@ def test_each_mode_binds_its_named_rewards_in_order(mode: str) -> None:
     assert (peer is None) == (not c.peer_mode)
     if peer is not None:
         assert peer.run == settings and peer.verdicts == traac.verdicts
-        assert funcs == [traac.correctness_reward, traac.format_reward, peer.func]
+        own = [] if peer.func is None else [peer.func]  # GFPO filters, adds no term
+        assert funcs == [traac.correctness_reward, traac.format_reward, *own]
 
 
 def test_every_peer_is_a_mode_with_its_description() -> None:
     assert [m for m in MODES if MODES[m].peer] == list(METHODS) == list(DESCRIPTIONS)
     for name, peer in METHODS.items():
         mode = MODES[name]
-        assert (mode.compresses, mode.bins, mode.rewards[-1]) == (False, True, peer.reward)
+        own = mode.rewards[2:]  # after correctness and format: the method's term, if any
+        assert (mode.compresses, mode.bins, own) == (False, True, (peer.reward,) * bool(own))
+        assert own or peer.reward is None
         assert config(name).peer_settings().describe() == DESCRIPTIONS[name]
     assert [name for name, peer in METHODS.items() if peer.prepare] == ["l1_max"]

@@ -367,7 +367,7 @@ def test_a_foreign_scoring_model_scores_through_its_own_tokenizer(
 ) -> None:
     trainer = make_trainer(quick_testbed, tmp_path, scoring_model=str(smollm2))
     scorer = trainer.compressor.scorer
-    assert scorer.model is trainer._scoring_model
+    assert scorer.model is trainer.probe.model
     assert scorer.model.config.model_type == "llama"  # SmolLM2, not the Qwen3 policy
     assert not any(p.requires_grad for p in scorer.model.parameters())
     assert len(scorer.tokenizer) != len(trainer.tokenizer)
@@ -407,6 +407,7 @@ def test_metrics_are_cut_back_to_the_start_step(tmp_path: Path) -> None:
         ("l1_max", "none"),
         ("dler", "none"),
         ("laser_d", "drop"),
+        ("gfpo", "none"),
         ("traac", "resample"),
     ],
 )
@@ -425,6 +426,16 @@ def test_two_steps_of_each_peer_mode_and_dynamic_sampling(
     records = [json.loads(x) for x in (tmp_path / "out" / METRICS_FILE).read_text().splitlines()]
     assert [r["step"] for r in records] == [1, 2]
     last, groups = records[-1], trainer.last_step.groups
+    if mode == "gfpo":  # no term of its own; each group trains on its 2 shortest of 4
+        assert trainer.reward_func_names == ["correctness_reward", "format_reward"]
+        total = sum(len(g.pooled) for g in groups)
+        logged = [list(trainer._logs["rewards"][n])[-total:] for n in trainer.reward_func_names]
+        left_out = np.isnan(np.asarray(logged, dtype=float)).all(axis=0)
+        for g, group in enumerate(groups):
+            lengths = [len(r.completion_ids) for r in group.pooled]
+            kept = sorted(range(N), key=lambda i: (lengths[i], i))[:2]
+            assert [not x for x in left_out[g * N : (g + 1) * N]] == [i in kept for i in range(N)]
+        return
     name = "length_reward" if mode == "traac" else f"{mode}_length_reward"
     assert trainer.reward_func_names == ["correctness_reward", "format_reward", name]
     assert f"traac/reward/{name}" in last
@@ -639,7 +650,7 @@ def test_a_bf16_recipe_loads_policy_reference_and_scorer_in_bf16(
         quick_testbed, tmp_path, bf16=True, beta=0.001, scoring_model=str(quick_testbed)
     )
     assert trainer.args.model_init_kwargs == {"dtype": "bfloat16"}
-    loaded = [trainer.model, trainer.ref_model, trainer._scoring_model]
+    loaded = [trainer.model, trainer.ref_model, trainer.probe.model]
     assert [m.dtype for m in loaded] == [torch.bfloat16] * 3
     named = small_config(tmp_path, bf16=True, model_init_kwargs={"dtype": "float32"})
     assert named.load_dtype == torch.float32 and small_config(tmp_path).load_dtype is None

@@ -420,6 +420,7 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings, method_fields
             correctness_reward=self.correctness_reward,
             max_completion_length=int(self.max_completion_length),
             easy_threshold=self.difficulty_config().easy_threshold,
+            num_generations=int(self.num_generations),
         )
 
     def peer_settings(self) -> MethodRun:

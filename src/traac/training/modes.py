@@ -48,8 +48,9 @@ MODES: dict[str, Mode] = {
             TRAAC_REWARDS,
         ),
         *(
-            Mode(name, peer.help, False, True, (*TRAAC_REWARDS[:2], peer.reward), peer=True)
+            Mode(name, peer.help, False, True, (*TRAAC_REWARDS[:2], *own), peer=True)
             for name, peer in METHODS.items()
+            for own in ([peer.reward] if peer.reward else [],)
         ),
     )
 }
@@ -69,5 +70,6 @@ def mode_rewards(
     rewards = None
     if peer is not None:
         rewards = peer.rewards(traac.verdicts, num_generations, gather)
-        registry[rewards.func.__name__] = rewards.func
+        if rewards.func is not None:
+            registry[rewards.func.__name__] = rewards.func
     return rewards, [registry[name] for name in mode.rewards]

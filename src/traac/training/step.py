@@ -352,6 +352,15 @@ def rollout_view(r: Rollout, close_ids: Sequence[int], stop: set[int]) -> Rollou
     )
 
 
+def reward_means(rewards: np.ndarray, names: Sequence[str]) -> dict[str, float]:
+    """Each reward's mean over a step's rows (`rewards`: one row per reward function), leaving
+    out the dropped rows, which carry no reward (NaN in every function); NaN if all are."""
+    scored = ~np.isnan(rewards).all(axis=0)
+    if not scored.any():
+        return {name: math.nan for name in names}
+    return {name: float(np.nanmean(rewards[k][scored])) for k, name in enumerate(names)}
+
+
 def step_stats(
     step: TraacStep,
     bins: Sequence[str],

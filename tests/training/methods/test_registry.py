@@ -16,7 +16,7 @@ from traac.training.modes import MODES
 def test_every_settings_field_is_a_config_field_with_its_default_and_help() -> None:
     config = {f.name: f for f in dataclasses.fields(TRAACConfig)}
     declared = [f for cls in settings_classes() for f in dataclasses.fields(cls)]
-    assert len(declared) == len({f.name for f in declared}) == 18  # the 18 fields users write
+    assert len(declared) == len({f.name for f in declared}) == 20  # 18 of the peers, 2 GFPO's
     for f in declared:
         assert config[f.name].default == f.default, f.name
         assert config[f.name].metadata["help"] == f.metadata["help"], f.name
@@ -24,7 +24,8 @@ def test_every_settings_field_is_a_config_field_with_its_default_and_help() -> N
 
 def test_every_method_is_a_mode_and_its_variants_are_compared() -> None:
     for name, method in METHODS.items():
-        assert MODES[name].peer and MODES[name].rewards[-1] == method.reward
+        assert MODES[name].peer
+        assert MODES[name].rewards[2:] == ((method.reward,) if method.reward else ())
         assert method.compare, name
         for label, fields in method.compare:
             assert COMPARE[label] == fields and fields["mode"] == name

@@ -34,6 +34,7 @@ class RunContext:
     correctness_reward: float
     max_completion_length: int
     easy_threshold: float  # a group at this pass rate or above is easy (difficulty bins)
+    num_generations: int = 8  # rollouts per prompt
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class LengthMethod:
     paper: str  # its source, for `--dry-run` and the docs
     help: str  # what its length term does, for `mode`'s help
     correctness: float  # what its paper pays a right answer over a wrong one
-    reward: str  # the name of its reward function (the one TRL logs)
+    reward: str | None  # the name of its reward function (the one TRL logs); None: no term
     settings: type[MethodSettings]
     make: type[GroupReward]  # its reward function's class
     values: Callable[[Any, RunContext], str]  # its resolved values in words, for `--dry-run`
@@ -133,7 +134,10 @@ class GroupReward:
     column, else the verifiers). The terms that need the whole group read GRPO's layout:
     consecutive runs of `num_generations` completions are one prompt's group. Rollouts of one
     group may sit on several processes, so `gather` (`accelerate.utils.gather_object`) merges
-    every process's lengths and verdicts and each process keeps its slice (`rank`)."""
+    every process's lengths and verdicts and each process keeps its slice (`rank`). A method
+    that `filters` (GFPO) says through `retain` which rows GRPO trains on."""
+
+    filters: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -152,9 +156,15 @@ class GroupReward:
         self.rank = rank
 
     @property
-    def func(self) -> Callable[..., list[float]]:
-        """The method's reward function (its name is the one TRL logs)."""
-        return getattr(self, self.run.method.reward)
+    def func(self) -> Callable[..., list[float]] | None:
+        """The method's reward function (its name is the one TRL logs), if it has one."""
+        name = self.run.method.reward
+        return None if name is None else getattr(self, name)
+
+    def retain(self, totals: Sequence[float], lengths: Sequence[int]) -> list[bool] | None:
+        """Which rows of the gathered batch GRPO normalises and trains on, from each row's
+        total reward and length (GFPO's filter); None: all of them."""
+        return None
 
     @property
     def scale(self) -> float:

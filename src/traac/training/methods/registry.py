@@ -8,7 +8,16 @@ import dataclasses
 import typing
 from typing import Any
 
-from traac.training.methods import alp, dapo_overlong, dler, kimi, l1_max, laser_d, shorterbetter
+from traac.training.methods import (
+    alp,
+    dapo_overlong,
+    dler,
+    gfpo,
+    kimi,
+    l1_max,
+    laser_d,
+    shorterbetter,
+)
 from traac.training.methods.base import LengthMethod, MethodRun, RunContext
 
 METHODS: dict[str, LengthMethod] = {
@@ -22,6 +31,7 @@ METHODS: dict[str, LengthMethod] = {
         dler.METHOD,
         dler.DIFFICULTY,
         laser_d.METHOD,
+        gfpo.METHOD,
     )
 }
 
