@@ -582,8 +582,9 @@ def test_dropped_groups_do_not_enter_the_batch_scaling(quick_testbed: Path, tmp_
     reward minus its group's mean, over the standard deviation of the kept rows alone; the
     dropped rows' advantages are 0."""
     trainer = make_trainer(
-        quick_testbed, tmp_path, mode="cr_lr", dynamic_sampling="drop", scale_rewards="batch"
-    )
+        quick_testbed, tmp_path, mode="cr_lr", dynamic_sampling="drop", scale_rewards="batch",
+        per_device_train_batch_size=3 * N,  # TRL's generation batch: the three groups
+    )  # fmt: skip
     rows, prompt_ids, completion_ids = three_groups(trainer)
     trainer.model.train()
     step = trainer.traac_step(rows, prompt_ids, completion_ids, None, N)
