@@ -118,7 +118,7 @@ def test_kimi_weight_scales():
         kimi_length_reward(LENGTHS, CORRECT, weight=-1)
 
 
-# DAPO's band (the formula is TRL's: tests/training/test_peer_rewards.py has the worked example)
+# DAPO's band (the formula is TRL's; the worked example: tests/training/methods/)
 
 
 def test_dapo_default_cache_is_a_fifth():

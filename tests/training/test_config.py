@@ -16,6 +16,7 @@ from traac.method.difficulty import SINGLE_BIN
 from traac.method.formats import AUX_PROMPT
 from traac.pipelines.train import parse
 from traac.training.config import TRAACConfig, TRAACConfigError
+from traac.training.methods.registry import METHODS
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 
@@ -184,10 +185,17 @@ def test_scoring_model_takes_any_model_but_not_with_the_confidence_scorer() -> N
 
 
 def test_peer_defaults_follow_the_response_budget() -> None:
-    p = make(mode="alp", max_completion_length=160).peer_settings()
-    assert (p.alp_beta, p.alp_normalizer, p.dapo_cache_length) == (1.0, 160.0, 32)
-    assert (p.shorterbetter_beta, p.kimi_weight, p.l1_alpha, p.l1_delta) == (0.001, 1.0, 3e-4, 0.5)
-    assert make(mode="alp", alp_normalizer=500.0).peer_settings().alp_normalizer == 500.0
+    config = make(mode="alp", max_completion_length=160)
+    p = config.peer_settings().settings
+    assert (p.alp_beta, p.alp_normalizer) == (1.0, 160.0)
+    run = config.run_context()
+    assert (
+        METHODS["dapo_overlong"].settings.from_values(config).resolved(run).dapo_cache_length == 32
+    )
+    assert (config.shorterbetter_beta, config.kimi_weight, config.l1_alpha, config.l1_delta) == (
+        0.001, 1.0, 3e-4, 0.5,
+    )  # fmt: skip
+    assert make(mode="alp", alp_normalizer=500.0).peer_settings().settings.alp_normalizer == 500.0
     with pytest.raises(TraacError, match=r"^l1_budget_max: 4000 exceeds max_completion_length"):
         make(mode="l1_max", max_completion_length=160)  # the paper's budgets cannot fit
     assert make(mode="l1_max", l1_budget_max=160, max_completion_length=160).l1_budget_max == 160

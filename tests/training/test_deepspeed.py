@@ -87,7 +87,7 @@ class Count(TrainerCallback):
         policy = t.accelerator.unwrap_model(t.model)
         record["stage"] = t.model_wrapped.zero_optimization_stage()
         record["partitioned"] = hasattr(next(policy.parameters()), "ds_shape")
-        models = {"policy": t.model, "reference": t.ref_model, "scorer": t._scoring_model}
+        models = {"policy": t.model, "reference": t.ref_model, "scorer": t.probe.model}
         for role, model in models.items():
             if model is not None:
                 counts[role] = 0

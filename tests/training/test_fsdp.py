@@ -68,7 +68,7 @@ for sharded in (trainer.model,) if lora else (trainer.ref_model, trainer.model):
         fully_shard(layer, mesh=mesh)
     fully_shard(sharded, mesh=mesh)  # the root: embeddings, final norm and head in its group
     sharded._is_fsdp_managed_module = True  # what transformers' own FSDP2 set-up marks
-scorer = trainer.model if lora else trainer._scoring_model
+scorer = trainer.model if lora else trainer.probe.model
 assert isinstance(scorer, FSDPModule) and trainer._collective_forwards
 assert trainer.compressor.scorer.model is scorer  # the probe enters the FSDP root
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -214,9 +215,11 @@ def test_the_probe_through_disabled_adapters_is_the_base_models(
     randomize(policy, "default", seed=0)  # adapters that change the model (B starts at zero)
     with trainer._scoring():  # as the step scores: eval mode, adapters disabled
         through_policy = scores(trainer)
-    trainer._scoring_model = load_model(str(quick_testbed), device="cpu", dtype=torch.float32)
+    trainer.probe = replace(
+        trainer.probe, model=load_model(str(quick_testbed), device="cpu", dtype=torch.float32)
+    )
     base = scores(trainer, trainer._build_compressor())
-    trainer._scoring_model = None
+    trainer.probe = replace(trainer.probe, model=None)
     policy.eval()
     with_adapters = scores(trainer)
     for a, b, c in zip(through_policy, base, with_adapters, strict=True):

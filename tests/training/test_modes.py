@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from traac.training.config import TRAACConfig
+from traac.training.methods.registry import METHODS
 from traac.training.modes import MODES, TRAAC_REWARDS, mode_rewards
-from traac.training.peer_rewards import PEERS
 from traac.training.rewards import TraacRewards
 
 DESCRIPTIONS = {  # `--dry-run`'s line of each peer at max_completion_length 4000
@@ -31,6 +31,8 @@ DESCRIPTIONS = {  # `--dry-run`'s line of each peer at max_completion_length 400
     "laser_d": "Laser-D, arXiv:2505.15612 (hkust-nlp/Laser): +0.5 for a right answer within its "
     "band's target, targets from 1000..4000 step 250, re-chosen every 20 steps (expected right "
     "1); length term x2.66667 (right answer 4 here, 1.5 in the paper)",
+    "gfpo": "GFPO, arXiv:2508.09726: keep 4 of 8 per group by length; no length term; length "
+    "term x4 (right answer 4 here, 1 in the paper)",
 }
 
 
@@ -50,14 +52,17 @@ def test_each_mode_binds_its_named_rewards_in_order(mode: str) -> None:
     assert all(f.__self__ is traac for f in funcs if f.__name__ in TRAAC_REWARDS)
     assert (peer is None) == (not c.peer_mode)
     if peer is not None:
-        assert peer.settings == settings and peer.verdicts == traac.verdicts
-        assert funcs == [traac.correctness_reward, traac.format_reward, peer.func]
+        assert peer.run == settings and peer.verdicts == traac.verdicts
+        own = [] if peer.func is None else [peer.func]  # GFPO filters, adds no term
+        assert funcs == [traac.correctness_reward, traac.format_reward, *own]
 
 
 def test_every_peer_is_a_mode_with_its_description() -> None:
-    assert [m for m in MODES if MODES[m].peer] == list(PEERS) == list(DESCRIPTIONS)
-    for name, peer in PEERS.items():
+    assert [m for m in MODES if MODES[m].peer] == list(METHODS) == list(DESCRIPTIONS)
+    for name, peer in METHODS.items():
         mode = MODES[name]
-        assert (mode.compresses, mode.bins, mode.rewards[-1]) == (False, True, peer.reward)
+        own = mode.rewards[2:]  # after correctness and format: the method's term, if any
+        assert (mode.compresses, mode.bins, own) == (False, True, (peer.reward,) * bool(own))
+        assert own or peer.reward is None
         assert config(name).peer_settings().describe() == DESCRIPTIONS[name]
-    assert [name for name, peer in PEERS.items() if peer.budgets] == ["l1_max"]
+    assert [name for name, peer in METHODS.items() if peer.prepare] == ["l1_max"]

@@ -140,6 +140,7 @@ def test_a_step_result_hands_trl_its_pooled_rollouts_and_new_reward_rows() -> No
     rewarded = result.reward_rows({"evaluation": True})
     assert [r["correct"] for r in rewarded] == result.columns.correct
     assert {r["bin"] for r in rewarded} == {"medium"} and all(r["evaluation"] for r in rewarded)
+    assert [r[step.DROPPED_COLUMN] for r in rewarded] == [False] * N  # read by the reward call
     assert rows == [{"prompt": "q", "answer": "1"}] * N  # new rows; the given ones untouched
 
 

@@ -30,7 +30,7 @@ from traac.method.segmentation import split_steps
 from traac.testbed.config import TeacherConfig
 from traac.testbed.traces import teach
 from traac.training.config import TRAACConfig
-from traac.training.peer_rewards import dapo_overlong_punishment
+from traac.training.methods.dapo_overlong import dapo_overlong_punishment
 from traac.training.telemetry import METRICS_FILE, read_metrics, truncate_metrics
 from traac.training.trainer import TRAACTrainer
 
@@ -367,7 +367,7 @@ def test_a_foreign_scoring_model_scores_through_its_own_tokenizer(
 ) -> None:
     trainer = make_trainer(quick_testbed, tmp_path, scoring_model=str(smollm2))
     scorer = trainer.compressor.scorer
-    assert scorer.model is trainer._scoring_model
+    assert scorer.model is trainer.probe.model
     assert scorer.model.config.model_type == "llama"  # SmolLM2, not the Qwen3 policy
     assert not any(p.requires_grad for p in scorer.model.parameters())
     assert len(scorer.tokenizer) != len(trainer.tokenizer)
@@ -407,6 +407,7 @@ def test_metrics_are_cut_back_to_the_start_step(tmp_path: Path) -> None:
         ("l1_max", "none"),
         ("dler", "none"),
         ("laser_d", "drop"),
+        ("gfpo", "none"),
         ("traac", "resample"),
     ],
 )
@@ -425,6 +426,16 @@ def test_two_steps_of_each_peer_mode_and_dynamic_sampling(
     records = [json.loads(x) for x in (tmp_path / "out" / METRICS_FILE).read_text().splitlines()]
     assert [r["step"] for r in records] == [1, 2]
     last, groups = records[-1], trainer.last_step.groups
+    if mode == "gfpo":  # no term of its own; each group trains on its 2 shortest of 4
+        assert trainer.reward_func_names == ["correctness_reward", "format_reward"]
+        total = sum(len(g.pooled) for g in groups)
+        logged = [list(trainer._logs["rewards"][n])[-total:] for n in trainer.reward_func_names]
+        left_out = np.isnan(np.asarray(logged, dtype=float)).all(axis=0)
+        for g, group in enumerate(groups):
+            lengths = [len(r.completion_ids) for r in group.pooled]
+            kept = sorted(range(N), key=lambda i: (lengths[i], i))[:2]
+            assert [not x for x in left_out[g * N : (g + 1) * N]] == [i in kept for i in range(N)]
+        return
     name = "length_reward" if mode == "traac" else f"{mode}_length_reward"
     assert trainer.reward_func_names == ["correctness_reward", "format_reward", name]
     assert f"traac/reward/{name}" in last
@@ -448,12 +459,21 @@ def test_two_steps_of_each_peer_mode_and_dynamic_sampling(
             for r in formulas[mode](
                 [len(x.completion_ids) for x in g.pooled], [x.correct for x in g.pooled]
             )
+            if not g.dropped  # a dropped row has no reward (out of GRPO's normalisation)
         ]
-        assert last[f"traac/reward/{name}"] == pytest.approx(statistics.fmean(expected), abs=1e-5)
+        logged = last[f"traac/reward/{name}"]
+        if expected:
+            assert logged == pytest.approx(statistics.fmean(expected), abs=1e-5)
+        else:
+            assert math.isnan(logged)
     if mode == "laser_d":  # targets chosen at the first step from candidates 16..64 step 4
         targets = trainer.peer.laser.targets
         assert targets is not None and set(targets.values()) <= set(range(16, 65, 4))
-        assert 0.0 <= last[f"traac/reward/{name}"] <= 0.5 * 4 / 1.5
+        logged = last[f"traac/reward/{name}"]
+        if all(g.dropped for g in groups):  # no row scored: no mean
+            assert math.isnan(logged)
+        else:
+            assert 0.0 <= logged <= 0.5 * 4 / 1.5
     if mode == "l1_max":
         rows = trainer.train_dataset
         assert all(8 <= b <= 64 for b in rows["length_budget"])
@@ -471,6 +491,44 @@ def test_two_steps_of_each_peer_mode_and_dynamic_sampling(
     if sampling == "resample":
         assert last["traac/sampling/resample_rounds"] == trainer.last_step.resample_rounds <= 1
         assert last["traac/sampling/resampled_groups"] == sum(g.resampled for g in groups)
+
+
+class State:
+    def __init__(self, step: int) -> None:
+        self.global_step = step
+
+
+def test_laser_d_resumed_from_its_state_rewards_as_the_uninterrupted_run(
+    quick_testbed: Path, tmp_path: Path
+) -> None:
+    """Laser-D's targets and monitoring sample are in the TRAAC state a checkpoint keeps: a run
+    stopped after step 0 and resumed from its state (through JSON, as `traac_state.json`)
+    rewards steps 1-3 as the run that went on. Candidates 24..96 step 6 (a 96-token cap); the
+    targets are chosen at step 0 (high: 30) and re-chosen at step 3 from steps 1-3."""
+    batches = [  # per step, two groups of N: (lengths, verdicts)
+        ([30, 30, 30, 30, 40, 50, 60, 70], [True] * N + [True, True, False, False]),
+        ([60, 60, 60, 60, 30, 40, 90, 90], [True] * N + [True, False, True, False]),
+        ([66, 66, 66, 66, 36, 36, 36, 36], [True] * N + [True, True, True, False]),
+        ([60, 66, 72, 30, 40, 50, 60, 70], [True] * N + [True, True, False, False]),
+    ]
+
+    def rewards(trainer: TRAACTrainer, step: int) -> list[float]:
+        lengths, correct = batches[step]
+        ids = [[0] * n for n in lengths]
+        return trainer.peer.func(
+            ["x"] * len(ids), completion_ids=ids, correct=correct, trainer_state=State(step)
+        )
+
+    options = {"mode": "laser_d", "laser_monitor_steps": 3}
+    uninterrupted = make_trainer(quick_testbed, tmp_path / "a", **options)
+    stopped = make_trainer(quick_testbed, tmp_path / "b", **options)
+    assert rewards(uninterrupted, 0) == rewards(stopped, 0)
+    state = json.loads(json.dumps(stopped.traac_state_dict()))
+    resumed = make_trainer(quick_testbed, tmp_path / "c", **options)
+    resumed.load_traac_state_dict(state)
+    for step in (1, 2, 3):
+        assert rewards(resumed, step) == rewards(uninterrupted, step), step
+    assert resumed.peer.laser.targets == uninterrupted.peer.laser.targets
 
 
 def three_groups(trainer: TRAACTrainer) -> tuple[list[dict], list[list[int]], list[list[int]]]:
@@ -518,6 +576,36 @@ def test_dynamic_sampling_drops_on_correctness_alone(quick_testbed: Path, tmp_pa
     assert masked["num_items_in_batch"].item() == 5 * N
 
 
+def test_dropped_groups_do_not_enter_the_batch_scaling(quick_testbed: Path, tmp_path: Path) -> None:
+    """Under `scale_rewards: batch` (DAPO's and DLER's), a dropped group is out of the
+    normalisation, as DAPO filters before its advantages: each kept row's advantage is its
+    reward minus its group's mean, over the standard deviation of the kept rows alone; the
+    dropped rows' advantages are 0."""
+    trainer = make_trainer(
+        quick_testbed, tmp_path, mode="cr_lr", dynamic_sampling="drop", scale_rewards="batch",
+        per_device_train_batch_size=3 * N,  # TRL's generation batch: the three groups
+    )  # fmt: skip
+    rows, prompt_ids, completion_ids = three_groups(trainer)
+    trainer.model.train()
+    step = trainer.traac_step(rows, prompt_ids, completion_ids, None, N)
+    assert step.dropped == [True] * 2 * N + [False] * N
+    # The rewards of every row, each scored on its own (no dropped column: nothing masked).
+    texts = [r.text for r in step.rollouts]
+    ids = [r.completion_ids for r in step.rollouts]
+    rows_in = [{**row, "correct": ok} for row, ok in zip(rows, step.columns.correct, strict=True)]
+    weights = trainer.reward_weights.unsqueeze(0)
+    totals = (trainer._calculate_rewards(rows_in, ["q"] * len(rows), texts, ids) * weights).sum(1)
+    kept = totals[2 * N :]
+    # The dropped groups would move the batch's spread: the test can tell the two apart.
+    assert not torch.isclose(totals.std(), kept.std(), rtol=0.05)
+    trainer._sampled_step = lambda inputs: step  # type: ignore[method-assign]
+    output = trainer._generate_and_score_completions(rows)
+    advantages = output["advantages"]
+    assert advantages[: 2 * N].abs().sum() == 0
+    expected = (kept - kept.mean()) / (kept.std() + 1e-4)
+    assert torch.allclose(advantages[2 * N :], expected, atol=1e-4)
+
+
 def test_dynamic_sampling_resamples_the_prompts_of_degenerate_groups(
     quick_testbed: Path, tmp_path: Path
 ) -> None:
@@ -563,7 +651,7 @@ def test_a_bf16_recipe_loads_policy_reference_and_scorer_in_bf16(
         quick_testbed, tmp_path, bf16=True, beta=0.001, scoring_model=str(quick_testbed)
     )
     assert trainer.args.model_init_kwargs == {"dtype": "bfloat16"}
-    loaded = [trainer.model, trainer.ref_model, trainer._scoring_model]
+    loaded = [trainer.model, trainer.ref_model, trainer.probe.model]
     assert [m.dtype for m in loaded] == [torch.bfloat16] * 3
     named = small_config(tmp_path, bf16=True, model_init_kwargs={"dtype": "float32"})
     assert named.load_dtype == torch.float32 and small_config(tmp_path).load_dtype is None

@@ -29,7 +29,7 @@ from traac.commands import (
 from traac.common.outputs import output_file, write_text
 from traac.errors import TraacError
 from traac.method.formats import ChatFormat
-from traac.method.settings import TEST_TIME_TAU, CompressionSettings, FormatSettings
+from traac.method.settings import POLICY_SCORERS, TEST_TIME_TAU, CompressionSettings, FormatSettings
 
 # The options and the input are checked before the model stack (torch) is imported, in `main`.
 
@@ -161,12 +161,12 @@ def main(argv: list[str]) -> int:
 
     device, device_map = resolve_placement(args.device, args.device_map)
     check_scoring_model(args.scoring_model, settings.scorer, "--scoring-model")
-    if settings.scorer == "confidence":
+    if settings.scorer in POLICY_SCORERS:
         missing = [t.where for t in traces if not t.question]
         if missing:
             raise TraacError(
-                f"{missing[0]}: the confidence scorer reads the model's distribution with the "
-                "question in context; give each line a 'question' field"
+                f"{missing[0]}: the {settings.scorer} scorer reads the model's distribution with "
+                "the question in context; give each line a 'question' field"
             )
 
     path = resolve_model(args.model, make_progress())

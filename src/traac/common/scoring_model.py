@@ -37,9 +37,9 @@ def check_scoring_model(name: str | None, scorer: str, field: str = "scoring_mod
         raise TraacError(
             f"{field}: {name!r} is empty; choose reference, policy or a model name or path"
         )
-    if is_foreign(name) and scorer == "confidence":
+    if is_foreign(name) and scorer in ("confidence", "step_entropy"):
         raise TraacError(
-            f"{field}: {name!r} with scorer confidence; the confidence scorer reads the policy's "
+            f"{field}: {name!r} with scorer {scorer}; the {scorer} scorer reads the policy's "
             "own distribution, so score with the policy (reference or policy in a recipe, no "
             f"{field} on a command) or choose another scorer"
         )

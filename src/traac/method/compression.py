@@ -51,7 +51,8 @@ class Scorer(Protocol):
 
     `gated`: whether the uniformity gate decides how much to evict
     (docs/method.md#ablation-scorers: only the attention scorer's scores are selective enough
-    for it).
+    for it). A scorer may set `sums_steps` (step entropy): a step's score is then the sum of its
+    tokens' scores, not their mean.
     """
 
     tokenizer: Any
@@ -193,9 +194,12 @@ def keep_mask(
     return kept.tolist()
 
 
-def step_scores(token_scores: TokenScores, steps: Sequence[Step]) -> np.ndarray:
-    """Mean token score per step, (n,), or (heads, n) for per-head scores; a step no token
-    starts in takes the score of the token that covers its first character (0 if none does)."""
+def step_scores(
+    token_scores: TokenScores, steps: Sequence[Step], *, total: bool = False
+) -> np.ndarray:
+    """Mean token score per step (the sum with `total`), (n,), or (heads, n) for per-head
+    scores; a step no token starts in takes the score of the token that covers its first
+    character (0 if none does)."""
     index = token_step_index(steps, token_scores.offsets)
     scores = np.asarray(token_scores.scores, dtype=np.float64)
     rows = scores.reshape(-1, scores.shape[-1])
@@ -204,9 +208,8 @@ def step_scores(token_scores: TokenScores, steps: Sequence[Step]) -> np.ndarray:
     flat = (np.arange(len(rows))[:, None] * n + index[None, valid]).ravel()
     sums = np.bincount(flat, weights=rows[:, valid].ravel(), minlength=len(rows) * n)
     counts = np.bincount(index[valid], minlength=n)
-    out = np.divide(
-        sums.reshape(len(rows), n), counts, out=np.zeros((len(rows), n)), where=counts > 0
-    )
+    sums = sums.reshape(len(rows), n)
+    out = sums if total else np.divide(sums, counts, out=np.zeros((len(rows), n)), where=counts > 0)
     for k in np.flatnonzero(counts == 0):
         covering = np.flatnonzero(
             (token_scores.offsets[:, 0] <= steps[k].start)
@@ -273,7 +276,9 @@ class Compressor:
                 token_scores = gate_heads(token_scores, scope_steps, self.settings.uniformity_gate)
             else:
                 token_scores = TokenScores(token_scores.offsets, token_scores.scores.mean(axis=0))
-        scores = step_scores(token_scores, scope_steps)
+        scores = step_scores(
+            token_scores, scope_steps, total=getattr(self.scorer, "sums_steps", False)
+        )
         steps = []
         for s in scope_steps:
             a = min(max(s.start, lo), hi) - lo

@@ -14,6 +14,7 @@ from traac.method.compression import Compressor, Scorer
 from traac.method.formats import ChatFormat
 from traac.method.scoring import AttentionScorer, ConfidenceScorer, RandomScorer
 from traac.method.settings import CompressionSettings
+from traac.method.step_entropy import StepEntropyScorer
 
 
 def build_compressor(
@@ -48,5 +49,7 @@ def _scorer(
         return ConfidenceScorer(
             model, tokenizer, settings.confidence_top_k, batch, think_open=fmt.think_open
         )
+    if settings.scorer == "step_entropy":
+        return StepEntropyScorer(model, tokenizer, batch, think_open=fmt.think_open)
     layers = settings.probe_layers or "all"
     return AttentionScorer(model, tokenizer, layers, batch, fmt.think_close, settings.probe_heads)

@@ -10,7 +10,7 @@ trainer's correctness weight is that paper's `c`:
 - `shorterbetter_length_reward` (ShorterBetter, Yi et al. 2025): c = alpha = 2 (or 1);
 - `kimi_length_reward` (Kimi k1.5): added to the correctness reward with a weight;
 - `dapo_cache_length` (DAPO Eq. 13's band; the formula is TRL's own, composed in
-  `traac.training.peer_rewards`);
+  `traac.training.methods`, one module per method);
 - `l1_max_length_reward` (L1-Max, Aggarwal & Welleck 2025): `r - 1[correct]`, so c = 1 gives
   the paper's multiplicative reward; `sample_l1_budget` and `l1_max_prompt` set up its prompts;
 - `dler_length_reward` (DLER, Liu et al. 2025): the truncation penalty, c = 1; `dler_limit` is
@@ -130,7 +130,7 @@ def dapo_cache_length(max_completion_length: int, cache_length: int | None = Non
     `L_max`, and -1 beyond. The paper uses L_max = 20480 and L_cache = 4096 (section 4.1: 16,384
     expected tokens plus a 4,096-token cache); the default keeps that ratio, `floor(L_max * 4096
     / 20480)`, one fifth, so a short run gets a band scaled to its budget. The formula itself is
-    TRL's (`traac.training.peer_rewards.dapo_overlong_punishment`), not copied here.
+    TRL's (`traac.training.methods.dapo_overlong.dapo_overlong_punishment`), not copied here.
     """
     max_len = _check_count("dapo max_completion_length", max_completion_length, minimum=1)
     if cache_length is None:

@@ -1,4 +1,5 @@
-"""Per-token scores for attentive compression: attention from the think closer, confidence, random.
+"""Per-token scores for attentive compression: attention from the think closer, confidence, random
+(step entropy, a policy scorer too, is `traac.method.step_entropy`).
 
 The attention scorer is the heart of TRAAC (docs/method.md#probe): the importance of reasoning
 token j is the attention weight from the probe's closing delimiter to j, averaged over layers and
@@ -278,32 +279,30 @@ class AttentionScorer(_ModelScorer):
         return self._batched(requests, self.layer_scores)
 
 
-class ConfidenceScorer(_ModelScorer):
-    """Score each reasoning token by the policy's confidence when it sampled it (paper appendix,
-    docs/method.md#compression): 1 - H / log k, with H the entropy of the renormalised top-k of the
-    next-token distribution that predicted the token, read WITH the question in context (the
-    request's `context`: prompt + opener, exactly as the policy saw them). Not gated: the least
-    confident steps are evicted at e = tau. Logits are computed a few hundred positions at a
-    time, never (T, vocab).
-    """
+class PolicyScorer(_ModelScorer):
+    """Scores each reasoning token by a value of the next-token distribution that predicted it
+    (`token_value`), read WITH the question in context (the request's `context`: prompt +
+    opener, exactly as the policy saw them). Not gated: the lowest-scored steps are evicted at
+    e = tau. Logits are computed a few hundred positions at a time, never (T, vocab)."""
 
     gated = False
+    name = "policy"
 
     def __init__(
-        self, model: Any, tokenizer: Any, k: int = 20, batch_size: int = 8, think_open: str = ""
+        self, model: Any, tokenizer: Any, batch_size: int = 8, think_open: str = ""
     ) -> None:
         super().__init__(model, tokenizer, batch_size)
-        vocab = vocabulary_size(model)
-        if not 2 <= k <= vocab:
-            raise TraacError(f"confidence_top_k: {k} must lie in [2, {vocab}] (the vocabulary)")
-        self.k = k
         self.opener_length = len(think_open)
+
+    def token_value(self, logits: torch.Tensor) -> torch.Tensor:
+        """(n,) score of each position from its (n, vocab) logits."""
+        raise NotImplementedError
 
     def _text(self, request: ScoreRequest) -> str:
         if request.context is None:
             raise TraacError(
-                "confidence scorer: it reads the policy's own distribution with the question in "
-                "context; give each trace its prompt"
+                f"{self.name} scorer: it reads the policy's own distribution with the question "
+                "in context; give each trace its prompt"
             )
         return request.context + request.reasoning
 
@@ -316,8 +315,8 @@ class ConfidenceScorer(_ModelScorer):
     def token_scores(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
     ) -> torch.Tensor:
-        """(b, T) confidence of each token from the distribution at the position before it;
-        the first position (nothing predicts it) gets 0."""
+        """(b, T) score of each token from the distribution at the position before it; the
+        first position (nothing predicts it) gets 0."""
         layout = _layout(input_ids, attention_mask)
         self._check_length(max(layout.lengths))
         kwargs = _padding_kwargs(layout)
@@ -349,7 +348,27 @@ class ConfidenceScorer(_ModelScorer):
                 logits = head(hidden[row, at : min(at + chunk, last)]).float()
                 if softcap:
                     logits = torch.tanh(logits / softcap) * softcap
-                conf[row, at + 1 : at + 1 + len(logits)] = topk_confidence(logits, self.k)
+                conf[row, at + 1 : at + 1 + len(logits)] = self.token_value(logits)
+
+
+class ConfidenceScorer(PolicyScorer):
+    """The policy's confidence when it sampled each token (paper appendix,
+    docs/method.md#compression): 1 - H / log k, with H the entropy of the renormalised top-k of
+    the next-token distribution that predicted the token."""
+
+    name = "confidence"
+
+    def __init__(
+        self, model: Any, tokenizer: Any, k: int = 20, batch_size: int = 8, think_open: str = ""
+    ) -> None:
+        super().__init__(model, tokenizer, batch_size, think_open)
+        vocab = vocabulary_size(model)
+        if not 2 <= k <= vocab:
+            raise TraacError(f"confidence_top_k: {k} must lie in [2, {vocab}] (the vocabulary)")
+        self.k = k
+
+    def token_value(self, logits: torch.Tensor) -> torch.Tensor:
+        return topk_confidence(logits, self.k)
 
 
 def _body(model: Any) -> Any:

@@ -16,7 +16,9 @@ from typing import Any, ClassVar
 from traac.errors import TraacError
 from traac.method.formats import AUX_PROMPT, CHAT_FORMATS, ChatFormat, resolve_chat_format
 
-SCORERS = ("attention", "confidence", "random")
+SCORERS = ("attention", "confidence", "step_entropy", "random")
+# Scorers that read the policy's own next-token distribution, with the question in context.
+POLICY_SCORERS = ("confidence", "step_entropy")
 STEP_SCOPES = ("probe", "reasoning")
 PROBE_HEADS = ("all", "gated")
 UNIFORMITY_GATE = 0.8
@@ -87,8 +89,10 @@ class CompressionSettings:
         default="attention",
         metadata={"help": "Step scorer: attention (the closer's attention, the paper's) | "
                   "confidence (the policy's top-k confidence, with the question in context) | "
-                  "random. The ablation scorers skip the uniformity gate (e = tau), as the "
-                  "authors' code does.", "choices": SCORERS},
+                  "step_entropy (the policy's entropy summed per step, lowest pruned; "
+                  "arXiv:2508.03346) | random. The scorers but attention skip the uniformity "
+                  "gate (e = tau), as the authors' code does for its ablations.",
+                  "choices": SCORERS},
     )  # fmt: skip
     probe_layers: str | None = field(
         default=None,

@@ -51,10 +51,9 @@ from traac.pipelines.variants import (
     DEFAULT_SEEDS,
     EXPERIMENTS,
     PAPER_RESPONSE_CAP,
-    PaperTokens,
-    PerPaperToken,
     check_variants,
 )
+from traac.training.methods.scale import PaperTokens, PerPaperToken
 from traac.training.telemetry import METRICS_FILE
 
 TIERS = (*TIER_ORDER, "overall")

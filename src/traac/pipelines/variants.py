@@ -5,11 +5,11 @@ torch, so the command checks its options before the training stack loads."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from traac.errors import TraacError
 from traac.pipelines.isolating import ISOLATING
+from traac.training.methods.registry import METHODS
 
 DEFAULT_SEEDS = (0, 1, 2)
 
@@ -18,27 +18,6 @@ DEFAULT_SEEDS = (0, 1, 2)
 # under the testbed's 160-token cap a token stands for 62.5 of the paper's. ALP (N = the
 # response cap), Kimi (min-max) and DAPO (a fifth of the cap) are scale-free already.
 PAPER_RESPONSE_CAP = 10_000
-
-
-@dataclass(frozen=True)
-class PaperTokens:
-    """A token count at the paper's scale: `round(value / scale)` tokens under the recipe's cap."""
-
-    value: float
-
-    def at(self, scale: float) -> int:
-        return round(self.value / scale)
-
-
-@dataclass(frozen=True)
-class PerPaperToken:
-    """A coefficient per token at the paper's scale: `value * scale` per token under the recipe's
-    cap, so that a response's penalty keeps its size."""
-
-    value: float
-
-    def at(self, scale: float) -> float:
-        return self.value * scale
 
 
 ABLATIONS: dict[str, dict[str, Any]] = {
@@ -63,30 +42,11 @@ COMPARE: dict[str, dict[str, Any]] = {
     "CR, dynamic sampling": {"mode": "cr", "dynamic_sampling": "resample"},
     "CR+LR": {"mode": "cr_lr"},
     "CR+LR, dynamic sampling": {"mode": "cr_lr", "dynamic_sampling": "resample"},
-    "ALP": {"mode": "alp"},
-    "ShorterBetter": {"mode": "shorterbetter", "shorterbetter_beta": PerPaperToken(0.001)},
-    "Kimi k1.5": {"mode": "kimi"},
-    "DAPO overlong": {"mode": "dapo_overlong"},
-    "L1-Max": {
-        "mode": "l1_max",
-        "l1_alpha": PerPaperToken(0.0003),
-        "l1_budget_min": PaperTokens(100),
-        "l1_budget_max": PaperTokens(4000),
-    },
-    # DLER is its truncation penalty trained with its optimiser; 4000 tokens is 64 of the
-    # testbed's.
-    "DLER": {
-        "mode": "dler",
-        "optimizer_profile": "dler",
-        "dler_length": PaperTokens(4000),
-    },
-    "DLER, difficulty-aware": {
-        "mode": "dler_difficulty",
-        "optimizer_profile": "dler",
-        "dler_length": PaperTokens(4000),
-    },
-    "Laser-D": {"mode": "laser_d"},  # targets scale with the response cap already
+    # Each peer method's variants, from its module (`traac.training.methods`).
+    **{label: fields for m in METHODS.values() for label, fields in m.compare},
     "TRAAC, DLER optimiser": {"mode": "traac", "optimizer_profile": "dler"},
+    # Step entropy (arXiv:2508.03346) prunes the steps of lowest entropy in the probe's place.
+    "TRAAC, step-entropy scorer": {"mode": "traac", "scorer": "step_entropy"},
     **ISOLATING,
 }
 EXPERIMENTS: dict[str, dict[str, dict[str, Any]]] = {"ablations": ABLATIONS, "compare": COMPARE}

@@ -1,5 +1,6 @@
 """TRAAC's state in TRL's checkpoints: what a resumed run needs beyond TRL's own (the length
-windows of the rewards and the rank calibration's window of uniformities), as JSON.
+windows of the rewards, the rank calibration's window of uniformities and the peer method's
+state, e.g. Laser-D's targets), as JSON.
 
 Rank 0 writes `traac_state.json`; under several processes each rank also writes its own
 (as transformers does with the RNG states), which lets anyone check that the ranks agree, and
@@ -9,10 +10,33 @@ each rank resumes from its own where there is one.
 from __future__ import annotations
 
 import json
+from collections import deque
 from pathlib import Path
 from typing import Any
 
 STATE_FILE = "traac_state.json"  # rank 0's
+
+
+def traac_state(windows: Any, uniformities: deque[float], peer: Any) -> dict[str, Any]:
+    """The state of a run's length windows, calibration window and peer method (None in
+    TRAAC's modes), each with its `state_dict`."""
+    return {
+        "length_windows": windows.state_dict(),
+        "uniformities": list(uniformities),
+        "peer": {} if peer is None else peer.state_dict(),
+    }
+
+
+def load_traac_state(
+    state: dict[str, Any], windows: Any, uniformities: deque[float], peer: Any
+) -> None:
+    """Restore `traac_state`'s values in place (a checkpoint without the peer's loads as one
+    whose method keeps nothing)."""
+    windows.load_state_dict(state["length_windows"])
+    uniformities.clear()
+    uniformities.extend(state["uniformities"])
+    if peer is not None:
+        peer.load_state_dict(state.get("peer", {}))
 
 
 def rank_state_file(rank: int) -> str:

@@ -23,23 +23,94 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelerate import Accelerator
-from accelerate.utils import DistributedType
+from accelerate.logging import get_logger
+from accelerate.utils import DistributedType, is_peft_model
+from torch.distributed.fsdp import FSDPModule
 from transformers import AutoModelForCausalLM
+from transformers.distributed.fsdp import is_fsdp_managed_module
+from transformers.integrations.deepspeed import is_deepspeed_zero3_enabled
 from trl.models import prepare_deepspeed, prepare_fsdp
+from trl.trainer.utils import get_config_model_id
 
 from traac.common.items import Item
+from traac.common.scoring_model import ScoringModel, resolve_scoring_model
 from traac.errors import TraacError
 from traac.method.compression import Compressor
 from traac.method.early_exit import early_exit, with_head
+from traac.method.factory import build_compressor
 from traac.method.first_correct import Accepts, FirstCorrect, first_correct
 from traac.method.formats import ChatFormat
 from traac.method.rewards import Gather
+from traac.method.settings import POLICY_SCORERS
 from traac.training.copies import copy_think
+from traac.training.presets import model_kind
 from traac.training.step import Compression, Rollout, candidate_compressions
 from traac.verification import verify_many
 
 # What a process with nothing to score feeds the scorer so that its forwards match the others'.
 FILLER_REASONING = "."
+logger = get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class ProbeModel:
+    """The model the probe runs through, as one value: what `scoring_model` names (`spec`), the
+    frozen model loaded for it (None: the policy, looked up at each step, or no model for the
+    random scorer) and whether the policy with its adapters disabled stands for the reference
+    (`base`, with LoRA)."""
+
+    spec: ScoringModel
+    model: Any = None
+    base: bool = False
+
+
+def collective_forwards(num_processes: int, models: Sequence[Any]) -> bool:
+    """Whether each forward of `models` is a collective across processes (FSDP, ZeRO-3): then
+    every process must run as many as the others, or the run deadlocks."""
+    if num_processes == 1:
+        return False
+    if is_deepspeed_zero3_enabled():
+        return True
+    # FSDP 1 or 2, however it was applied (accelerate, transformers or `fully_shard`).
+    return any(
+        isinstance(m, FSDPModule) or is_fsdp_managed_module(m) for m in models if m is not None
+    )
+
+
+def probe_model(args: Any, policy: Any, ref_model: Any, accelerator: Accelerator) -> ProbeModel:
+    """The probe's model for a run (`args`: a `TRAACConfig`): the frozen reference model, a
+    frozen foreign model (`scoring_model` names one), or the policy (always for the policy
+    scorers, which read its own sampling distribution). With LoRA the reference is the policy
+    with its adapters disabled, as for TRL's KL term. With `beta=0` TRL keeps no reference
+    model; then a frozen copy of the initial policy is loaded (the paper's scoring model):
+    `scoring_model: policy` saves its memory. A run that does not compress loads nothing."""
+    if not args.compresses:
+        return ProbeModel(resolve_scoring_model(None))
+    spec = resolve_scoring_model(args.scoring_model)
+    if args.scorer in ("random", *POLICY_SCORERS) or args.scoring_model == "policy":
+        return ProbeModel(spec)
+    if spec.foreign:
+        return ProbeModel(spec, frozen_scorer(spec.path, accelerator, policy.dtype))
+    if is_peft_model(policy):
+        return ProbeModel(spec, base=True)
+    if ref_model is not None:
+        return ProbeModel(spec, accelerator.unwrap_model(ref_model))
+    logger.warning(
+        "TRAAC: beta=0 leaves TRL without a reference model; loading a frozen copy of the "
+        "initial policy to score steps (set scoring_model=policy to score with the policy)."
+    )
+    initial = get_config_model_id(policy.config)
+    return ProbeModel(spec, frozen_scorer(initial, accelerator, policy.dtype))
+
+
+def probe_compressor(
+    args: Any, probe: ProbeModel, model: Any, tokenizer: Any, chat_format: ChatFormat
+) -> Compressor:
+    """The run's `Compressor` on `model` (the probe's, else the policy; unwrapped), with the
+    recipe's compression settings, probe layers resolved for that model."""
+    settings = args.compression_settings(*model_kind(model.config))  # type and name
+    tokenizer = probe.spec.tokenizer if probe.spec.foreign else tokenizer
+    return build_compressor(settings, model, tokenizer, chat_format, seed=args.seed)
 
 
 def frozen_scorer(path: str, accelerator: Accelerator, dtype: Any) -> Any:

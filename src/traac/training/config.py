@@ -5,7 +5,8 @@ differs from the paper (format 0.25 + 0.25, length weight W = 1, probe layers = 
 model, every right rollout re-answered, token-mean loss; `traac.training.presets`) unless a
 field is set explicitly: those fields default to `None`, "from preset".
 What each `mode` trains is `traac.training.modes`; the peer methods
-(`traac.training.peer_rewards`) carry their papers' values, and `dynamic_sampling` filters
+(`traac.training.methods`, one module each, whose fields this class inherits) carry their
+papers' values, and `dynamic_sampling` filters
 groups on correctness for every mode. `optimizer_profile` (`traac.training.profiles`) sets
 `scale_rewards`, `epsilon_high`, `loss_type` and `dynamic_sampling` together, for every mode;
 those four default to `None`, "from the profile". Every field is checked once, in
@@ -25,7 +26,6 @@ from traac.common.scoring_model import check_scoring_model
 from traac.errors import TraacError
 from traac.method.difficulty import DifficultyConfig
 from traac.method.early_exit import EARLY_EXIT_MODES
-from traac.method.length_rewards import dapo_cache_length
 from traac.method.rewards import RewardConfig
 from traac.method.settings import (
     CompressionSettings,
@@ -37,8 +37,9 @@ from traac.method.settings import (
 from traac.training.copies import CopySettings
 from traac.training.counts import COUNTS, check_counts
 from traac.training.extra_rewards import check_extra_weights
+from traac.training.methods.base import MethodRun, RunContext
+from traac.training.methods.registry import check_methods, method_fields, method_run
 from traac.training.modes import MODES, Mode
-from traac.training.peer_rewards import PeerSettings, laser_bounds
 from traac.training.precision import DTYPE_NAMES, load_dtype, resolve_bf16
 from traac.training.presets import PRESET_NAMES, apply_preset, authors_probe_layers
 from traac.training.profiles import OPTIMIZER_PROFILES, PROFILE_FIELDS, resolve_profile
@@ -46,19 +47,11 @@ from traac.training.rollouts import ROLLOUT_BATCHINGS, check_refill
 
 DYNAMIC_SAMPLING = ("none", "drop", "resample")
 CALIBRATIONS = ("none", "rank")
-_NONNEGATIVE_FIELDS = ("correctness_reward", "length_weight", "kimi_weight", "l1_delta", "beta")
-# GRPO settings that transformers and TRL accept but no run can use, and the peers' positive
-# coefficients (NaN fails too).
-_POSITIVE_FIELDS = (
-    "learning_rate", "temperature", "max_completion_length", "top_p",
-    "alp_beta", "alp_normalizer", "shorterbetter_beta", "l1_alpha", "dler_easy_scale",
-    "laser_bonus",
-)  # fmt: skip
-_COUNT_FIELDS = (
-    "length_window_steps", "calibration_window", "max_resample_rounds", "l1_budget_min",
-    "dler_length", "laser_monitor_steps", "laser_expected_correct",
-)  # fmt: skip
-_OPTIONAL_COUNT_FIELDS = ("laser_lower", "laser_upper", "laser_interval")
+_NONNEGATIVE_FIELDS = ("correctness_reward", "length_weight", "beta")
+# GRPO settings that transformers and TRL accept but no run can use (NaN fails too); each
+# method's own fields are checked by its settings (`traac.training.methods`).
+_POSITIVE_FIELDS = ("learning_rate", "temperature", "max_completion_length", "top_p")
+_COUNT_FIELDS = ("length_window_steps", "calibration_window", "max_resample_rounds")
 
 
 class TRAACConfigError(TraacError, ValueError):
@@ -76,7 +69,9 @@ def _mode_help() -> str:
 
 
 @dataclass
-class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings, CopySettings):
+class TRAACConfig(  # type: ignore[misc]
+    GRPOConfig, CompressionSettings, FormatSettings, CopySettings, method_fields()
+):
     r"""Configuration of [`TRAACTrainer`]: every `GRPOConfig` field, the compression and think
     format settings the commands share (`traac.method.settings`), what the compressed copies
     are trained on (`traac.training.copies`), and the TRAAC fields below.
@@ -182,25 +177,9 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings, CopySettings)
 
         > Parameters of the peer methods (docs/peer_methods.md)
 
-        alp_beta, alp_normalizer (`float`, *optional*, defaults to `1.0`, `None`):
-            ALP's coefficient beta and normaliser N in tokens (unset: `max_completion_length`).
-        shorterbetter_beta (`float`, *optional*, defaults to `0.001`):
-            ShorterBetter's beta per token.
-        kimi_weight (`float`, *optional*, defaults to `1.0`):
-            The weight of Kimi k1.5's length reward.
-        dapo_cache_length (`int` or `None`, *optional*, defaults to `None`):
-            DAPO's soft-punish band L_cache (unset: a fifth of `max_completion_length`).
-        l1_alpha, l1_delta (`float`, *optional*, defaults to `0.0003`, `0.5`):
-            L1-Max's slope and offset.
-        l1_budget_min, l1_budget_max (`int`, *optional*, defaults to `100`, `4000`):
-            The range of L1-Max's budgets n_gold in tokens.
-        l1_budget_in_prompt (`bool`, *optional*, defaults to `True`):
-            Write "Think for maximum n_gold tokens." into each prompt (L1's protocol).
-        dler_length, dler_easy_scale (`int`, `float`, *optional*, defaults to `4000`, `0.5`):
-            DLER's truncation length L; `dler_difficulty`'s easy groups get floor(L x scale).
-        laser_bonus, laser_monitor_steps, laser_expected_correct (defaults `0.5`, `20`, `1`),
-        laser_lower, laser_upper, laser_interval (unset: 1/4, 1/1, 1/16 of the response cap):
-            Laser-D's reward, schedule and candidate targets (docs/peer_methods.md).
+        Each method's fields (`alp_beta`, `dler_length`, `laser_bonus`, ...) are declared with
+        their defaults, help and checks in its module (`traac.training.methods`), and
+        inherited from the registry (`traac.training.methods.registry.method_fields`).
 
         Telemetry needs no field: every step goes to TRL's logs and to `metrics.jsonl` in
         `output_dir` (`traac.training.telemetry`).
@@ -328,77 +307,6 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings, CopySettings)
                   "(DAPO's max_num_gen_batches)."},
     )  # fmt: skip
 
-    # --- peer methods (docs/peer_methods.md) ---
-    alp_beta: float = field(
-        default=1.0,
-        metadata={"help": "alp: global coefficient beta (traac's choice, see docs)."},
-    )
-    alp_normalizer: float | None = field(
-        default=None,
-        metadata={"help": "alp: normalisation constant N in tokens (unset: "
-                  "max_completion_length, traac's choice)."},
-    )  # fmt: skip
-    shorterbetter_beta: float = field(
-        default=0.001, metadata={"help": "shorterbetter: beta per token (authors' 0.001)."}
-    )
-    kimi_weight: float = field(
-        default=1.0, metadata={"help": "kimi: weight of the length reward (paper gives none)."}
-    )
-    dapo_cache_length: int | None = field(
-        default=None,
-        metadata={"help": "dapo_overlong: soft-punish band L_cache in tokens (unset: a fifth of "
-                  "max_completion_length, the paper's 4096 of 20480)."},
-    )  # fmt: skip
-    l1_alpha: float = field(default=0.0003, metadata={"help": "l1_max: slope alpha (paper)."})
-    l1_delta: float = field(default=0.5, metadata={"help": "l1_max: offset delta (paper)."})
-    l1_budget_min: int = field(
-        default=100, metadata={"help": "l1_max: smallest budget n_gold in tokens (paper 100)."}
-    )
-    l1_budget_max: int = field(
-        default=4000, metadata={"help": "l1_max: largest budget n_gold in tokens (paper 4000)."}
-    )
-    l1_budget_in_prompt: bool = field(
-        default=True,
-        metadata={"help": "l1_max: append \"Think for maximum n_gold tokens.\" to each prompt "
-                  "(L1's protocol); off only for a model that cannot read it."},
-    )  # fmt: skip
-    dler_length: int = field(
-        default=4000,
-        metadata={"help": "dler, dler_difficulty: truncation length L in tokens; a right answer "
-                  "longer earns no correctness reward (the authors' 4000)."},
-    )  # fmt: skip
-    dler_easy_scale: float = field(
-        default=0.5,
-        metadata={"help": "dler_difficulty: a group whose pass rate reaches "
-                  "difficulty.easy_threshold gets "
-                  "the limit floor(L x this) (traac's choice; see docs)."},
-    )  # fmt: skip
-    laser_bonus: float = field(
-        default=0.5, metadata={"help": "laser_d: reward of a right answer within its target."}
-    )
-    laser_lower: int | None = field(
-        default=None,
-        metadata={"help": "laser_d: smallest candidate target in tokens (unset: "
-                  "max_completion_length / 4, the authors' 4096 of 16384)."},
-    )  # fmt: skip
-    laser_upper: int | None = field(
-        default=None,
-        metadata={"help": "laser_d: largest candidate target (unset: max_completion_length)."},
-    )
-    laser_interval: int | None = field(
-        default=None,
-        metadata={"help": "laser_d: step between candidate targets (unset: "
-                  "max_completion_length / 16, the authors' 1024 of 16384)."},
-    )  # fmt: skip
-    laser_monitor_steps: int = field(
-        default=20, metadata={"help": "laser_d: steps between choices of the targets (authors 20)."}
-    )
-    laser_expected_correct: int = field(
-        default=1,
-        metadata={"help": "laser_d: right rollouts a band's target must leave room for "
-                  "(authors 1)."},
-    )  # fmt: skip
-
     def __post_init__(self) -> None:
         try:
             self.preset_pinned = apply_preset(self)  # before the profile: loss_type (presets)
@@ -457,31 +365,16 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings, CopySettings)
                 check_positive(name, getattr(self, name))
         for name in _COUNT_FIELDS:
             check_positive(name, getattr(self, name), integer=True)
-        for name in _OPTIONAL_COUNT_FIELDS:
-            if getattr(self, name) is not None:
-                check_positive(name, getattr(self, name), integer=True)
-        cache = self.dapo_cache_length
-        if cache is not None and not 0 <= cache <= self.max_completion_length:
-            raise TraacError(f"dapo_cache_length: {cache} must lie in [0, max_completion_length "
-                             f"{self.max_completion_length}]")  # fmt: skip
+        check_methods(self, self.run_context())  # every method's fields, whatever the mode
         check_extra_weights(self.extra_reward_funcs, self.extra_reward_weights, self.reward_weights)
-        if self.l1_budget_max < self.l1_budget_min:
-            raise TraacError(f"l1_budget_max: {self.l1_budget_max} is below l1_budget_min "
-                             f"{self.l1_budget_min}")  # fmt: skip
         if self.peer_mode:
-            self.peer_settings().check()  # DLER's limit, Laser-D's candidates within the cap
+            self.peer_settings()  # resolved: DLER's limit, Laser-D's, L1's within the cap
         if self.compression != "scorer" and not self.mode_spec.compresses:
             raise TraacError(f"compression: {self.compression} needs a mode that compresses "
                              f"(traac, compression_no_difficulty), not {self.mode}")  # fmt: skip
         if self.compression == EARLY_EXIT_MODES[1] and self.scorer != "attention":
             raise TraacError(f"compression: {self.compression} reads the attention probe; set "
                              f"scorer attention, not {self.scorer}")  # fmt: skip
-        if self.mode == "l1_max" and self.l1_budget_max > self.max_completion_length:
-            raise TraacError(
-                f"l1_budget_max: {self.l1_budget_max} exceeds max_completion_length "
-                f"{self.max_completion_length}: no response could use that budget; lower "
-                "l1_budget_max (and l1_budget_min) or raise max_completion_length"
-            )
 
     # --- derived settings the trainer reads ---
 
@@ -536,33 +429,16 @@ class TRAACConfig(GRPOConfig, CompressionSettings, FormatSettings, CopySettings)
             window_size=int(self.length_window_steps),
         )
 
-    def peer_settings(self) -> PeerSettings:
-        """The peer method's values, defaults resolved against `max_completion_length`."""
-        max_len = int(self.max_completion_length)
-        lower, upper, interval = laser_bounds(
-            max_len, self.laser_lower, self.laser_upper, self.laser_interval
-        )
-        return PeerSettings(
-            method=self.mode,
+    def run_context(self) -> RunContext:
+        """The run's values every method's settings resolve against."""
+        return RunContext(
             correctness_reward=self.correctness_reward,
-            max_completion_length=max_len,
-            alp_beta=self.alp_beta,
-            alp_normalizer=self.alp_normalizer or float(max_len),
-            shorterbetter_beta=self.shorterbetter_beta,
-            kimi_weight=self.kimi_weight,
-            dapo_cache_length=dapo_cache_length(max_len, self.dapo_cache_length),
-            l1_alpha=self.l1_alpha,
-            l1_delta=self.l1_delta,
-            l1_budget_min=self.l1_budget_min,
-            l1_budget_max=self.l1_budget_max,
-            l1_budget_in_prompt=self.l1_budget_in_prompt,
-            dler_length=self.dler_length,
-            dler_easy_scale=self.dler_easy_scale,
+            max_completion_length=int(self.max_completion_length),
             easy_threshold=self.difficulty_config().easy_threshold,
-            laser_bonus=self.laser_bonus,
-            laser_lower=lower,
-            laser_upper=upper,
-            laser_interval=interval,
-            laser_monitor_steps=self.laser_monitor_steps,
-            laser_expected_correct=self.laser_expected_correct,
+            num_generations=int(self.num_generations),
         )
+
+    def peer_settings(self) -> MethodRun:
+        """The peer method with its values, defaults resolved against the run
+        (`traac.training.methods.registry.method_run`)."""
+        return method_run(self.mode, self, self.run_context())

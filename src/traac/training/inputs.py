@@ -7,7 +7,8 @@
   or `solution`, or any layout `traac train --dataset` reads from a file (`problem` with
   `solution`, ...), prompted as chat messages when the model has a chat template
   (`traac.data.training.training_rows`);
-- in mode `l1_max` each training row gets its length budget (`with_length_budgets`).
+- a peer method prepares the training rows it needs (L1-Max: each row's length budget,
+  `traac.training.methods.l1_max.with_length_budgets`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from traac.common.model_names import resolve_name
 from traac.common.models import load_tokenizer
 from traac.data.training import training_rows
 from traac.training.config import TRAACConfig
-from traac.training.peer_rewards import with_length_budgets
 
 
 def trainer_inputs(
@@ -42,7 +42,6 @@ def trainer_inputs(
     if kwargs.get("eval_dataset") is not None:
         held_out = training_rows(kwargs["eval_dataset"], "eval_dataset", conversational)
         kwargs = {**kwargs, "eval_dataset": held_out}
-    settings = args.peer_settings() if args.peer_mode else None
-    if settings is not None and settings.peer.budgets and train_dataset is not None:
-        train_dataset = with_length_budgets(train_dataset, settings, args.seed)
+    if args.peer_mode and train_dataset is not None:
+        train_dataset = args.peer_settings().prepare(train_dataset, args.seed)
     return model, train_dataset, kwargs

@@ -4,8 +4,8 @@
 A mode says whether correct rollouts are compressed, whether prompts are binned by pass rate
 (else every prompt falls in the one bin `all`), and which named rewards TRL sums, in order. A
 reward's name is its function's, the name TRL logs (`rewards/<name>/mean`): TRAAC's three are
-`TraacRewards`' methods, and each peer method (`traac.training.peer_rewards.PEERS`) brings its
-own length term, so adding a peer touches that table alone.
+`TraacRewards`' methods, and each peer method (`traac.training.methods.registry.METHODS`, one
+module each) brings its own length term, so adding a peer adds no line here.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from traac.method.rewards import Gather
-from traac.training.peer_rewards import PEERS, PeerRewards, PeerSettings
+from traac.training.methods.base import GroupReward, MethodRun
+from traac.training.methods.registry import METHODS
 from traac.training.rewards import TraacRewards
 
 RewardFunc = Callable[..., list[float]]
@@ -47,8 +48,9 @@ MODES: dict[str, Mode] = {
             TRAAC_REWARDS,
         ),
         *(
-            Mode(name, peer.help, False, True, (*TRAAC_REWARDS[:2], peer.reward), peer=True)
-            for name, peer in PEERS.items()
+            Mode(name, peer.help, False, True, (*TRAAC_REWARDS[:2], *own), peer=True)
+            for name, peer in METHODS.items()
+            for own in ([peer.reward] if peer.reward else [],)
         ),
     )
 }
@@ -57,18 +59,17 @@ MODES: dict[str, Mode] = {
 def mode_rewards(
     mode: Mode,
     traac: TraacRewards,
-    peer: PeerSettings | None,
+    peer: MethodRun | None,
     num_generations: int | None,
     gather: Gather | None,
-) -> tuple[PeerRewards | None, list[RewardFunc]]:
+) -> tuple[GroupReward | None, list[RewardFunc]]:
     """The mode's reward functions, in TRL's order, bound to the objects that keep their
-    state: `traac`'s (length windows, memoised verdicts) and, in a peer mode, the peer's
-    `PeerRewards` built here from its settings on the same verdicts."""
+    state: `traac`'s (length windows, memoised verdicts) and, in a peer mode, the method's
+    reward object built here from its resolved settings on the same verdicts."""
     registry: dict[str, RewardFunc] = {name: getattr(traac, name) for name in TRAAC_REWARDS}
     rewards = None
     if peer is not None:
-        rewards = PeerRewards(
-            peer, verdicts=traac.verdicts, num_generations=num_generations, gather=gather
-        )
-        registry[rewards.func.__name__] = rewards.func
+        rewards = peer.rewards(traac.verdicts, num_generations, gather)
+        if rewards.func is not None:
+            registry[rewards.func.__name__] = rewards.func
     return rewards, [registry[name] for name in mode.rewards]

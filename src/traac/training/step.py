@@ -46,6 +46,8 @@ from traac.training.copy_stats import PooledRecord, advantage_ranks, compute_evi
 from traac.training.telemetry import ALL, KindedCandidate, RolloutView, StepStats, scope_stats
 from traac.training.trl_api import TRL_ROLLOUT_MASK
 
+DROPPED_COLUMN = "dropped"  # a reward row of a dropped group (dynamic sampling)
+
 # ------------------------------------------------------------------------------------ records
 
 
@@ -174,14 +176,21 @@ class StepResult:
 
     def reward_rows(self, extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """New rows for TRL's reward call: each row with the step's verdict, bin and
-        compression flag (and `extra`), so the rewards neither verify nor bin again."""
+        compression flag (and `extra`), so the rewards neither verify nor bin again; under
+        dynamic sampling also whether it is dropped (`DROPPED_COLUMN`), which the trainer's
+        reward call reads to leave it out of the normalisation."""
         columns = self.slice.columns
-        return [
+        dropped = self.slice.dropped
+        rows = [
             {**row, "correct": ok, "bin": b, "compressed": c, **(extra or {})}
             for row, ok, b, c in zip(
                 self.rows, columns.correct, columns.bin, columns.compressed, strict=True
             )
         ]
+        if dropped is not None:
+            for row, d in zip(rows, dropped, strict=True):
+                row[DROPPED_COLUMN] = d
+        return rows
 
 
 # ---------------------------------------------------------------------------- the decisions
@@ -394,6 +403,15 @@ def pooled_records(groups: Sequence[Group], advantages: Sequence[float]) -> list
             out.append(PooledRecord(g.index, g.bin, r.compressed, evicted, compute, r.correct,
                                     advantage, rank))  # fmt: skip
     return out
+
+
+def reward_means(rewards: np.ndarray, names: Sequence[str]) -> dict[str, float]:
+    """Each reward's mean over a step's rows (`rewards`: one row per reward function), leaving
+    out the dropped rows, which carry no reward (NaN in every function); NaN if all are."""
+    scored = ~np.isnan(rewards).all(axis=0)
+    if not scored.any():
+        return {name: math.nan for name in names}
+    return {name: float(np.nanmean(rewards[k][scored])) for k, name in enumerate(names)}
 
 
 def step_stats(

@@ -18,6 +18,10 @@ The TRL and transformers hooks overridden, what changes, and why:
   that one call, hands it the pooled ids; afterwards the telemetry, and the dropped rows' mask
   -> the pooled group must be what GRPO normalises and trains on, and TRL has no hook between
   its generation and its scoring that sees the rows.
+- `_calculate_rewards` -> a dropped (or GFPO-filtered) row's rewards become NaN, out of the group
+  means and the batch's standard deviation (advantage 0) -> dynamic sampling drops a group
+  before the normalisation, as DAPO does; masking it afterwards would leave its rewards in the
+  batch scale of every other group (`scale_rewards: batch`).
 - `_get_per_token_logps_and_entropies` -> each chunk of rows is cut to the columns its rows
   use before TRL's forward (`traac.training.padding`) -> TRL pads every rollout to the longest
   of the generation batch, and a micro-batch of short rollouts would pay for the longest in its
@@ -25,9 +29,9 @@ The TRL and transformers hooks overridden, what changes, and why:
 - `evaluation_loop` (transformers', `HeldOutEvaluation`) -> adds per-tier accuracy and lengths
   of the evaluation's rollouts, summed from TRL's eval metrics -> TRL's eval metrics are
   per-batch means, not per-tier counts.
-- `_save_checkpoint` / `_load_optimizer_and_scheduler` -> save and restore the length windows
-  and the calibration window with TRL's state -> a resumed run must reward as the run would
-  have.
+- `_save_checkpoint` / `_load_optimizer_and_scheduler` -> save and restore the length windows,
+  the calibration window and the peer method's state (Laser-D's targets) with TRL's state
+  -> a resumed run must reward as the run would have.
 - `train` (public) -> SIGINT/SIGTERM become checkpoint-and-stop.
 
 Every use of TRL's private API is in the section marked "TRL adapter" below, and named in
@@ -47,39 +51,39 @@ from typing import Any
 import numpy as np
 import torch
 from accelerate.logging import get_logger
-from accelerate.utils import gather_object, is_peft_model
-from torch.distributed.fsdp import FSDPModule
-from transformers.distributed.fsdp import is_fsdp_managed_module
-from transformers.integrations.deepspeed import is_deepspeed_zero3_enabled
+from accelerate.utils import gather_object
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 from trl.extras.profiling import profiling_context
-from trl.trainer.utils import get_config_model_id
 
 from traac.common.items import Item
-from traac.common.scoring_model import resolve_scoring_model
 from traac.data.training import item_from_row
 from traac.errors import TraacError
 from traac.method.compression import Compressor
-from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
 from traac.method.rewards import LengthWindows
-from traac.training.checkpoint import load_state, save_state
-from traac.training.compress import StepCompressor, frozen_scorer
+from traac.training.checkpoint import load_state, load_traac_state, save_state, traac_state
+from traac.training.compress import (
+    StepCompressor,
+    collective_forwards,
+    probe_compressor,
+    probe_model,
+)
 from traac.training.config import TRAACConfig
 from traac.training.evaluation import HeldOutEvaluation
 from traac.training.extra_rewards import with_extra_rewards
 from traac.training.final_model import FinalModel
 from traac.training.inputs import trainer_inputs
 from traac.training.interrupt import StopOnSignal
+from traac.training.left_out import leave_out, mask_rows, unscored
 from traac.training.lora import as_reference, keep_4bit_trainable
 from traac.training.modes import mode_rewards
 from traac.training.padding import trimmed_forward
-from traac.training.presets import model_kind
 from traac.training.rewards import EVALUATION_COLUMN, TraacRewards
 from traac.training.rollouts import refill_rollouts
 from traac.training.rounds import GenerationRounds
 from traac.training.step import (
+    DROPPED_COLUMN,
     Compression,
     Rollout,
     StepResult,
@@ -91,12 +95,12 @@ from traac.training.step import (
     mark_dropped,
     pool,
     replacements,
+    reward_means,
     select_candidates,
     slice_of,
     step_stats,
 )
 from traac.training.telemetry import MetricsFromStart, StepClock, append_metrics
-from traac.training.trl_api import TRL_ROLLOUT_MASK
 from traac.verification import verify_many
 
 logger = get_logger(__name__)
@@ -159,9 +163,7 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
         self.rewards.chat_format = self.chat_format  # known once TRL has the tokenizer
         self.uniformities: deque[float] = deque(maxlen=args.calibration_window)
         self.last_step: TraacStep | None = None
-        self._scores_base = False  # the reference is the policy with its adapters disabled
-        self._scorer = resolve_scoring_model(args.scoring_model if args.compresses else None)
-        self._scoring_model = self._load_scoring_model() if args.compresses else None
+        self.probe = probe_model(args, self.model, self.ref_model, self.accelerator)
         self.compressor = self._build_compressor() if args.compresses else None
         self.step_compressor = None
         if self.compressor is not None:
@@ -186,39 +188,9 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
 
     # ---------------------------------------------------------------- set-up
 
-    def _load_scoring_model(self) -> Any:
-        """The model the probe runs through: the frozen reference model, a frozen foreign model
-        (`scoring_model` names one), or the policy (always for the confidence scorer, which
-        reads the policy's own sampling distribution).
-
-        With LoRA the reference is the policy with its adapters disabled, as for TRL's KL term.
-        Otherwise, with `beta=0` TRL keeps no reference model; TRAAC then loads a frozen copy of
-        the initial policy (the paper's scoring model): `scoring_model: policy` saves its memory.
-        """
-        if self.args.scorer in ("random", "confidence") or self.args.scoring_model == "policy":
-            return None  # random reads no model; the policy is looked up at each step
-        if self._scorer.foreign:
-            return frozen_scorer(self._scorer.path, self.accelerator, self.model.dtype)
-        if is_peft_model(self.model):
-            self._scores_base = True
-            return None
-        if self.ref_model is not None:
-            return self.accelerator.unwrap_model(self.ref_model)
-        logger.warning(
-            "TRAAC: beta=0 leaves TRL without a reference model; loading a frozen copy of the "
-            "initial policy to score steps (set scoring_model=policy to score with the policy)."
-        )
-        initial = get_config_model_id(self.model.config)
-        return frozen_scorer(initial, self.accelerator, self.model.dtype)
-
     def _build_compressor(self) -> Compressor:
-        args = self.args
-        model = self.accelerator.unwrap_model(self._scoring_model or self.model)
-        layers = args.resolved_probe_layers(*model_kind(model.config))  # type and name
-        settings = copy.copy(args)
-        settings.probe_layers = layers
-        tokenizer = self._scorer.tokenizer if self._scorer.foreign else self.tokenizer
-        return build_compressor(settings, model, tokenizer, self.chat_format, seed=args.seed)
+        model = self.accelerator.unwrap_model(self.probe.model or self.model)
+        return probe_compressor(self.args, self.probe, model, self.tokenizer, self.chat_format)
 
     # ================================================================ TRL adapter
     # Every override of a TRL hook and every private TRL attribute this trainer touches.
@@ -226,17 +198,38 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         """The TRAAC step on TRL's rows (`_sampled_step`), then TRL's scoring of its pooled
         rollouts, which TRL's `rollout_func` hands over (`_rollout_of`); then the telemetry,
-        and dynamic sampling's mask on the dropped rows. TRL's rows are left as they were: it
-        scores and trains on new rows, resampled prompts included, with the step's columns."""
+        and the loss mask on the rows TRL scored with no reward (dynamic sampling's dropped
+        rows, GFPO's filtered ones). TRL's rows are left as they were: it scores and trains on
+        new rows, resampled prompts included, with the step's columns."""
         step = self._sampled_step(inputs)
         extra = None if self.model.training else {EVALUATION_COLUMN: True}
         with self._rollout_of(step):
             output = super()._generate_and_score_completions(step.reward_rows(extra))
-        if self.model.training:
-            self._log_step(step)
-        else:
+        if not self.model.training:
             self.record_held_out(step.record)
-        return output if step.dropped is None else self._mask_dropped(output, step.dropped)
+            return output
+        self._log_step(step)
+        unscored = self._unscored(len(step.rollouts))
+        return self._mask_dropped(output, unscored) if any(unscored) else output
+
+    def _calculate_rewards(
+        self,
+        inputs: list[dict[str, Any]],
+        prompts: list[Any],
+        completions: list[Any],
+        completion_ids_list: list[list[int]],
+    ) -> torch.Tensor:
+        """TRL's rewards of every process's rows, the left-out ones NaN (`traac.training.
+        left_out`): dropped rows (`DROPPED_COLUMN`) and those a filtering method (GFPO) drops."""
+        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        gather, device = self.accelerator.gather, rewards.device
+        dropped = retain = lengths = None
+        if inputs and DROPPED_COLUMN in inputs[0]:
+            dropped = gather(torch.tensor([int(r[DROPPED_COLUMN]) for r in inputs], device=device))
+        if self.peer is not None and self.peer.filters and self.model.training:
+            retain = self.peer.retain
+            lengths = gather(torch.tensor([len(x) for x in completion_ids_list], device=device))
+        return leave_out(rewards, dropped, retain, lengths, self.reward_weights)
 
     def _get_per_token_logps_and_entropies(
         self,
@@ -293,16 +286,14 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
             self.rollout_func = None
 
     def _mask_dropped(self, output: dict[str, Any], dropped: list[bool]) -> dict[str, Any]:
-        """Dropped rows contribute nothing to the loss (policy term and KL): their completion
-        mask and advantages are zeroed and the token count TRL normalises by is recounted, over
-        TRL's tool mask too where there is one (every process calls this: the gather matches)."""
-        mask = output["completion_mask"]
-        keep = torch.tensor([not d for d in dropped], device=mask.device)
-        output["completion_mask"] = mask * keep.unsqueeze(1).to(mask.dtype)
-        output["advantages"] = output["advantages"] * keep.to(output["advantages"].dtype)
-        loss_mask = output["completion_mask"] * output.get(TRL_ROLLOUT_MASK[1], 1)
-        output["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
-        return output
+        """The left-out rows out of the loss (`traac.training.left_out.mask_rows`)."""
+        return mask_rows(output, dropped, self.accelerator.gather)
+
+    def _unscored(self, count: int) -> list[bool]:
+        """This process's rows TRL's last reward call left without any reward (TRL's logs)."""
+        total = count * self.accelerator.num_processes
+        logged = [list(self._logs["rewards"][n])[-total:] for n in self.reward_func_names]
+        return unscored(logged, count, self.accelerator.process_index)
 
     def _sample_answers(
         self, prompts: list[list[int]], budget: int
@@ -378,7 +369,8 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
 
     def _log_step(self, step: StepResult) -> None:
         """The step's telemetry into TRL's metrics (so report_to sees it) and a JSONL, with the
-        mean of each reward over every process's rollouts (TRL's logs of this step)."""
+        mean of each reward over every process's rollouts (TRL's logs of this step) but the
+        dropped ones, which have none (NaN if every group was dropped)."""
         total = sum(len(g.pooled) for g in step.record.groups)
         rewards = np.asarray(
             [list(self._logs["rewards"][name])[-total:] for name in self.reward_func_names],
@@ -391,7 +383,7 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
             self.chat_format,
             self.eos_token_ids,
             dict(step.seconds),
-            {name: float(np.nanmean(rewards[k])) for k, name in enumerate(self.reward_func_names)},
+            reward_means(rewards, self.reward_func_names),
             self.args.dynamic_sampling,
             list(self._logs["advantages"])[-total:],  # TRL's, every process's, in pooled order
         )
@@ -569,17 +561,9 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
 
     @property
     def _collective_forwards(self) -> bool:
-        """Whether each forward is a collective across processes (FSDP, ZeRO-3): then every
-        process must run as many as the others, or the run deadlocks."""
-        if self.accelerator.num_processes == 1:
-            return False
-        if is_deepspeed_zero3_enabled():
-            return True
-        # FSDP 1 or 2, however it was applied (accelerate, transformers or `fully_shard`).
-        models = (self.model_wrapped, self.model, self.ref_model, self._scoring_model)
-        return any(
-            isinstance(m, FSDPModule) or is_fsdp_managed_module(m) for m in models if m is not None
-        )
+        """Whether each forward is a collective across processes (`collective_forwards`)."""
+        models = (self.model_wrapped, self.model, self.ref_model, self.probe.model)
+        return collective_forwards(self.accelerator.num_processes, models)
 
     @contextmanager
     def _scoring(self, clock: StepClock | None = None) -> Iterator[None]:
@@ -587,13 +571,13 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
         when it is the scoring model, its adapters disabled when it stands for the reference."""
         policy = self.accelerator.unwrap_model(self.model)
         with (clock or StepClock(self)).phase("score"):
-            if self._scoring_model is not None or self.args.scorer == "random":
+            if self.probe.model is not None or self.args.scorer == "random":
                 yield
                 return
             was_training = policy.training
             policy.eval()
             try:
-                with as_reference(policy, self._scores_base):
+                with as_reference(policy, self.probe.base):
                     yield
             finally:
                 policy.train(was_training)
@@ -601,13 +585,8 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
     # ---------------------------------------------------------------- checkpoints
 
     def traac_state_dict(self) -> dict[str, Any]:
-        """Length windows and calibration window: what a resumed run needs beyond TRL's state."""
-        return {
-            "length_windows": self.rewards.windows.state_dict(),
-            "uniformities": list(self.uniformities),
-        }
+        """What a resumed run needs beyond TRL's state (`traac.training.checkpoint`)."""
+        return traac_state(self.rewards.windows, self.uniformities, self.peer)
 
     def load_traac_state_dict(self, state: dict[str, Any]) -> None:
-        self.rewards.windows.load_state_dict(state["length_windows"])
-        self.uniformities.clear()
-        self.uniformities.extend(state["uniformities"])
+        load_traac_state(state, self.rewards.windows, self.uniformities, self.peer)

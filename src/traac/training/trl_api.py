@@ -12,6 +12,7 @@ TRL_HOOKS: dict[str, tuple[str, ...]] = {
     "_generate_and_score_completions": ("self", "inputs"),
     "_save_checkpoint": ("self", "model", "trial"),
     "_load_optimizer_and_scheduler": ("self", "checkpoint"),
+    "_calculate_rewards": ("self", "inputs", "prompts", "completions", "completion_ids_list"),
     # TRAACTrainer takes the media inputs (all None for text) as **media
     "_get_per_token_logps_and_entropies": (
         "self", "model", "input_ids", "attention_mask", "logits_to_keep", "batch_size",

@@ -144,6 +144,7 @@ def default_specs(num_layers: int, each_layer: bool = True) -> list[ScorerSpec]:
     specs += [ScorerSpec.attention(layers, heads="gated") for layers in ("all", "first_half")]
     specs += [
         ScorerSpec("confidence", CompressionSettings(scorer="confidence")),
+        ScorerSpec("step entropy", CompressionSettings(scorer="step_entropy")),
         ScorerSpec("random", CompressionSettings(scorer="random")),
     ]
     return specs

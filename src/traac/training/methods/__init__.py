@@ -1,0 +1,1 @@
+"""The length-control methods, one module each; `registry.METHODS` names them."""

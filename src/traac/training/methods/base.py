@@ -1,0 +1,221 @@
+"""What every length-control method module defines, and what the trainer builds from it.
+
+A method module (`traac.training.methods.<name>`) holds one method: its settings (a dataclass
+whose fields are `TRAACConfig` fields, with defaults, help and checks), its reward function (a
+`GroupReward` subclass: a TRL reward function over GRPO's groups, whose name is the one TRL
+logs, and whatever it keeps across steps, with `state_dict`) and its `LengthMethod` entry, which
+`traac.training.methods.registry` collects. The config, `--dry-run`, `experiment compare` and
+the docs read the registry.
+
+A paper writes its reward with its own weight on correctness; traac's right answer is worth
+`correctness_reward` in every mode, so each length term is multiplied by
+`correctness_reward / paper weight` (`MethodRun.scale`): each paper's total reward times a
+constant, plus traac's format term, which GRPO's group normalisation leaves as it was.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from traac.errors import TraacError
+from traac.method.rewards import Gather
+from traac.method.settings import check_positive
+
+Group = tuple[list[int], list[bool]]  # one prompt's rollout lengths and verdicts
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What every method's settings resolve against: the run's values outside the method."""
+
+    correctness_reward: float
+    max_completion_length: int
+    easy_threshold: float  # a group at this pass rate or above is easy (difficulty bins)
+    num_generations: int = 8  # rollouts per prompt
+
+
+@dataclass(frozen=True)
+class MethodSettings:
+    """A method's settings: its fields are `TRAACConfig`'s (names users already write). Fields
+    named in `POSITIVE`, `NONNEGATIVE` and `COUNTS` (integers >= 1) are checked for every run,
+    whatever its mode, so a recipe's mistake fails early; None is "unset" and passes. `resolved`
+    fills the defaults that depend on the run and checks what binds only when it trains."""
+
+    POSITIVE: ClassVar[tuple[str, ...]] = ()
+    NONNEGATIVE: ClassVar[tuple[str, ...]] = ()
+    COUNTS: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def from_values(cls, source: Any) -> MethodSettings:
+        """The settings read off an object with the fields (a `TRAACConfig`)."""
+        return cls(**{f.name: getattr(source, f.name) for f in dataclasses.fields(cls)})
+
+    def check(self, run: RunContext) -> None:
+        """Each field's own range (every mode)."""
+        for names, options in (
+            (self.POSITIVE, {}),
+            (self.NONNEGATIVE, {"zero": True}),
+            (self.COUNTS, {"integer": True}),
+        ):
+            for name in names:
+                if getattr(self, name) is not None:
+                    check_positive(name, getattr(self, name), **options)
+
+    def resolved(self, run: RunContext) -> MethodSettings:
+        """Unset values resolved against the run; checks that bind only when training it."""
+        return self
+
+
+@dataclass(frozen=True)
+class LengthMethod:
+    """One length-control method: everything traac knows of it, from its one module."""
+
+    name: str  # the `mode` that trains it
+    paper: str  # its source, for `--dry-run` and the docs
+    help: str  # what its length term does, for `mode`'s help
+    correctness: float  # what its paper pays a right answer over a wrong one
+    reward: str | None  # the name of its reward function (the one TRL logs); None: no term
+    settings: type[MethodSettings]
+    make: type[GroupReward]  # its reward function's class
+    values: Callable[[Any, RunContext], str]  # its resolved values in words, for `--dry-run`
+    # A recipe's training rows as the method needs them (L1-Max: each row's budget), or None.
+    prepare: Callable[[Any, Any, int], Any] | None = None
+    compare: tuple[tuple[str, dict[str, Any]], ...] = ()  # `experiment compare` variants
+
+
+@dataclass(frozen=True)
+class MethodRun:
+    """A method with its settings resolved for one run: what the trainer builds it from."""
+
+    method: LengthMethod
+    settings: Any  # the method's own `MethodSettings`, resolved
+    run: RunContext
+
+    @property
+    def scale(self) -> float:
+        """The factor on the paper's length term: traac's correctness over the paper's."""
+        return self.run.correctness_reward / self.method.correctness
+
+    def describe(self) -> str:
+        """One line for `--dry-run`: the method, its values and the scale."""
+        m, values = self.method, self.method.values(self.settings, self.run)
+        return (
+            f"{m.paper}: {values}; length term x{self.scale:g} (right answer "
+            f"{self.run.correctness_reward:g} here, {m.correctness:g} in the paper)"
+        )
+
+    def rewards(
+        self,
+        verdicts: Callable[..., list[bool]],
+        num_generations: int | None,
+        gather: Gather | None = None,
+        rank: int = 0,
+    ) -> GroupReward:
+        """The method's reward function object, on the trainer's verdicts."""
+        return self.method.make(
+            self, verdicts=verdicts, num_generations=num_generations, gather=gather, rank=rank
+        )
+
+    def prepare(self, dataset: Any, seed: int) -> Any:
+        """The training rows as the method needs them (unchanged for most)."""
+        if self.method.prepare is None or dataset is None:
+            return dataset
+        return self.method.prepare(dataset, self.settings, seed)
+
+
+class GroupReward:
+    """A method's length term as a TRL reward function: `func` (the method named by
+    `LengthMethod.reward`).
+
+    `verdicts(completions, **kwargs)` says which completions are right (the trainer's `correct`
+    column, else the verifiers). The terms that need the whole group read GRPO's layout:
+    consecutive runs of `num_generations` completions are one prompt's group. Rollouts of one
+    group may sit on several processes, so `gather` (`accelerate.utils.gather_object`) merges
+    every process's lengths and verdicts and each process keeps its slice (`rank`). A method
+    that `filters` (GFPO) says through `retain` which rows GRPO trains on."""
+
+    filters: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        run: MethodRun,
+        *,
+        verdicts: Callable[..., list[bool]],
+        num_generations: int | None,
+        gather: Gather | None = None,
+        rank: int = 0,
+    ) -> None:
+        self.run = run
+        self.settings = run.settings
+        self.verdicts = verdicts
+        self.num_generations = num_generations
+        self.gather = gather
+        self.rank = rank
+
+    @property
+    def func(self) -> Callable[..., list[float]] | None:
+        """The method's reward function (its name is the one TRL logs), if it has one."""
+        name = self.run.method.reward
+        return None if name is None else getattr(self, name)
+
+    def retain(self, totals: Sequence[float], lengths: Sequence[int]) -> list[bool] | None:
+        """Which rows of the gathered batch GRPO normalises and trains on, from each row's
+        total reward and length (GFPO's filter); None: all of them."""
+        return None
+
+    @property
+    def scale(self) -> float:
+        return self.run.scale
+
+    def state_dict(self) -> dict[str, Any]:
+        """What the method keeps across steps, for the checkpoint (none unless overridden)."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore `state_dict`'s values (nothing unless overridden)."""
+
+    def per_group(
+        self,
+        completions: list[Any],
+        completion_ids: list[Sequence[int]],
+        kwargs: dict[str, Any],
+        formula: Callable[[list[int], list[bool]], list[float]],
+    ) -> list[float]:
+        """`formula` on every group of the gathered batch; this process's slice, scaled."""
+        groups, offset, count = self.groups(completions, completion_ids, kwargs)
+        out: list[float] = []
+        for lengths, correct in groups:
+            out += formula(lengths, correct)
+        return [self.scale * r for r in out[offset : offset + count]]
+
+    def groups(
+        self, completions: list[Any], completion_ids: list[Sequence[int]], kwargs: dict[str, Any]
+    ) -> tuple[list[Group], int, int]:
+        """Every group of the gathered batch as (lengths, verdicts), the offset of this
+        process's first rollout in it and its count."""
+        n = self.num_generations
+        name = self.run.method.name
+        if n is None:
+            raise TraacError(f"mode {name}: needs num_generations to find groups")
+        local = list(
+            zip(
+                [len(ids) for ids in completion_ids],
+                self.verdicts(completions, **kwargs),
+                strict=True,
+            )
+        )
+        parts: list[list[tuple[int, bool]]] = self.gather([local]) if self.gather else [local]
+        every = [x for part in parts for x in part]
+        if len(every) % n:
+            raise TraacError(
+                f"mode {name}: {len(every)} completions are not whole groups of num_generations={n}"
+            )
+        groups = []
+        for start in range(0, len(every), n):
+            lengths, correct = zip(*every[start : start + n], strict=True)
+            groups.append((list(lengths), list(correct)))
+        offset = sum(len(part) for part in parts[: self.rank])
+        return groups, offset, len(local)

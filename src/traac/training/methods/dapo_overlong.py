@@ -1,0 +1,77 @@
+"""DAPO's soft overlong punishment (Eq. 13, arXiv:2503.14476): TRL's own function, composed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from trl.rewards import get_soft_overlong_punishment
+
+from traac.errors import TraacError
+from traac.method.length_rewards import dapo_cache_length
+from traac.training.methods.base import GroupReward, LengthMethod, MethodSettings, RunContext
+
+
+@dataclass(frozen=True)
+class DAPOOverlongSettings(MethodSettings):
+    dapo_cache_length: int | None = field(
+        default=None,
+        metadata={"help": "dapo_overlong: soft-punish band L_cache in tokens (unset: a fifth of "
+                  "max_completion_length, the paper's 4096 of 20480)."},
+    )  # fmt: skip
+
+    def check(self, run: RunContext) -> None:
+        cache, cap = self.dapo_cache_length, run.max_completion_length
+        if cache is not None and not 0 <= cache <= cap:
+            raise TraacError(
+                f"dapo_cache_length: {cache} must lie in [0, max_completion_length {cap}]"
+            )
+
+    def resolved(self, run: RunContext) -> DAPOOverlongSettings:
+        cap = run.max_completion_length
+        return replace(self, dapo_cache_length=dapo_cache_length(cap, self.dapo_cache_length))
+
+
+def dapo_overlong_punishment(
+    max_completion_length: int, cache_length: int | None = None
+) -> Callable[..., list[float]]:
+    """DAPO's soft overlong punishment (Eq. 13) for a run: TRL's own
+    `trl.rewards.get_soft_overlong_punishment`, composed rather than copied, with L_max the run's
+    `max_completion_length` and L_cache `traac.method.length_rewards.dapo_cache_length` (a fifth
+    of L_max unless given). The result is TRL's callable, a `GRPOTrainer` reward function that
+    reads `completion_ids`; GRPO stops generating at L_max, so a truncated completion gets -1."""
+    cache = dapo_cache_length(max_completion_length, cache_length)
+    return get_soft_overlong_punishment(
+        max_completion_len=max_completion_length, soft_punish_cache=cache
+    )
+
+
+class DAPOOverlongReward(GroupReward):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._punish = dapo_overlong_punishment(
+            self.run.run.max_completion_length, self.settings.dapo_cache_length
+        )
+
+    def dapo_overlong_length_reward(
+        self, completion_ids: list[Sequence[int]], **kwargs: Any
+    ) -> list[float]:
+        """TRL's soft overlong punishment, scaled; it reads each completion's length only."""
+        return [self.scale * r for r in self._punish(completion_ids)]
+
+
+METHOD = LengthMethod(
+    name="dapo_overlong",
+    paper="DAPO Eq. 13, arXiv:2503.14476 (TRL's get_soft_overlong_punishment)",
+    help="DAPO soft overlong punishment, TRL's",
+    correctness=2.0,  # +1 right, -1 wrong
+    reward="dapo_overlong_length_reward",
+    settings=DAPOOverlongSettings,
+    make=DAPOOverlongReward,
+    values=lambda s, run: (
+        f"0 up to {run.max_completion_length - s.dapo_cache_length}, linear to -1 at "
+        f"{run.max_completion_length} tokens (L_cache {s.dapo_cache_length})"
+    ),
+    compare=(("DAPO overlong", {"mode": "dapo_overlong"}),),
+)

@@ -1,0 +1,101 @@
+"""GFPO, Group Filtered Policy Optimization (Shrivastava et al., "Sample More to Think Less",
+arXiv:2508.09726): sample a group, train on the k of its rollouts that are shortest (or that earn
+the most reward per token), so that length is controlled by what GRPO learns from rather than
+by a length penalty in the reward.
+
+The filtered-out rollouts leave the group before its normalisation: their rewards become NaN in
+the trainer's reward call (`TRAACTrainer._calculate_rewards`), which TRL leaves out of the group
+mean and standard deviation (advantage 0), and they are masked out of the loss, as the paper's
+objective sums over the retained set only. The rewards are traac's correctness and format; GFPO
+adds no term of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from traac.errors import TraacError
+from traac.method.settings import check_choice
+from traac.training.methods.base import GroupReward, LengthMethod, MethodSettings, RunContext
+
+GFPO_METRICS = ("length", "token_efficiency")
+
+
+@dataclass(frozen=True)
+class GFPOSettings(MethodSettings):
+    COUNTS = ("gfpo_keep",)
+
+    gfpo_keep: int | None = field(
+        default=None,
+        metadata={"help": "gfpo: rollouts of each group trained on, k (unset: half of "
+                  "num_generations; the paper keeps 8 of 16 or 24)."},
+    )  # fmt: skip
+    gfpo_metric: str = field(
+        default="length",
+        metadata={"help": "gfpo: which k are kept: length (the shortest) | token_efficiency "
+                  "(the most reward per token)."},
+    )  # fmt: skip
+
+    def check(self, run: RunContext) -> None:
+        super().check(run)
+        check_choice("gfpo_metric", self.gfpo_metric, GFPO_METRICS)
+
+    def resolved(self, run: RunContext) -> GFPOSettings:
+        n = run.num_generations
+        keep = self.gfpo_keep or max(2, n // 2)
+        if not 2 <= keep <= n:
+            raise TraacError(
+                f"gfpo_keep: {keep} must lie in [2, num_generations {n}] (a group's standard "
+                "deviation needs two rollouts); lower gfpo_keep or raise num_generations"
+            )
+        return replace(self, gfpo_keep=keep)
+
+
+def retained(
+    totals: Sequence[float], lengths: Sequence[int], n: int, keep: int, metric: str
+) -> list[bool]:
+    """Per rollout of consecutive groups of `n`: whether it is among its group's `keep` shortest
+    (`length`) or highest in total reward per token (`token_efficiency`); ties go to the earlier
+    rollout, and rollouts with no reward (NaN: dropped) are never kept."""
+    out: list[bool] = []
+    for start in range(0, len(totals), n):
+        group = range(start, start + n)
+
+        def rank(i: int) -> tuple[float, int]:
+            if metric == "length":
+                return (float(lengths[i]), i)
+            return (-(totals[i] / max(lengths[i], 1)), i)
+
+        scored = [i for i in group if totals[i] == totals[i]]  # not NaN
+        chosen = set(sorted(scored, key=rank)[:keep])
+        out += [i in chosen for i in group]
+    return out
+
+
+class GFPOFilter(GroupReward):
+    """No reward term: `retain` is the filter the trainer's reward call applies."""
+
+    filters = True
+
+    def retain(self, totals: Sequence[float], lengths: Sequence[int]) -> list[bool]:
+        n = self.num_generations
+        if n is None or len(totals) % n:
+            raise TraacError(f"mode gfpo: {len(totals)} rollouts are not whole groups of {n}")
+        s = self.settings
+        return retained(totals, lengths, n, s.gfpo_keep, s.gfpo_metric)
+
+
+METHOD = LengthMethod(
+    name="gfpo",
+    paper="GFPO, arXiv:2508.09726",
+    help="GFPO: train on the k shortest (or most reward per token) of each group",
+    correctness=1.0,
+    reward=None,
+    settings=GFPOSettings,
+    make=GFPOFilter,
+    values=lambda s, run: (
+        f"keep {s.gfpo_keep} of {run.num_generations} per group by {s.gfpo_metric}; no length term"
+    ),
+    compare=(("GFPO", {"mode": "gfpo", "gfpo_keep": 4}),),
+)

@@ -1,0 +1,58 @@
+"""A method's reward function on hand-built groups: `peer(mode, **settings)` and `call`.
+
+The values are those of docs/peer_methods.md's worked examples: a right answer worth 4, a
+1000-token cap, the easy bin from a pass rate of 0.8."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from traac.training.methods.base import GroupReward, RunContext
+from traac.training.methods.registry import method_run
+from traac.training.rewards import TraacRewards
+
+VALUES: dict[str, Any] = {
+    "alp_beta": 1.0, "alp_normalizer": 1000.0, "shorterbetter_beta": 0.001, "kimi_weight": 1.0,
+    "dapo_cache_length": 200, "l1_alpha": 0.0003, "l1_delta": 0.5, "l1_budget_min": 100,
+    "l1_budget_max": 1000, "l1_budget_in_prompt": True, "dler_length": 250,
+    "dler_easy_scale": 0.5, "laser_bonus": 0.5, "laser_lower": 100, "laser_upper": 500,
+    "laser_interval": 100, "laser_monitor_steps": 20, "laser_expected_correct": 1,
+}  # fmt: skip
+RUN = RunContext(correctness_reward=4.0, max_completion_length=1000, easy_threshold=0.8)
+
+
+class State:
+    """TRL's `trainer_state`, as far as the rewards read it."""
+
+    def __init__(self, step: int) -> None:
+        self.global_step = step
+
+
+@pytest.fixture
+def peer() -> Callable[..., GroupReward]:
+    def make(
+        mode: str, *, num_generations: int = 4, gather: Any = None, rank: int = 0, **values: Any
+    ) -> GroupReward:
+        run = method_run(mode, SimpleNamespace(**{**VALUES, **values}), RUN)
+        return run.rewards(TraacRewards().verdicts, num_generations, gather, rank)
+
+    return make
+
+
+@pytest.fixture
+def call() -> Callable[..., list[float]]:
+    def score(rewards: GroupReward, lengths: list[int], correct: list[bool], **cols: Any) -> list:
+        ids = [[0] * n for n in lengths]
+        return rewards.func(completions=["x"] * len(lengths), completion_ids=ids, correct=correct,
+                            **cols)  # fmt: skip
+
+    return score
+
+
+@pytest.fixture
+def state() -> type[State]:
+    return State

@@ -1,0 +1,64 @@
+"""What every group method shares: the paper's length term times traac's correctness over the
+paper's, groups in GRPO's layout, groups split over processes, whole groups only."""
+
+from __future__ import annotations
+
+import pytest
+
+from traac.errors import TraacError
+
+# Group G of docs/peer_methods.md: four rollouts, the first and third right.
+LENGTHS = [100, 200, 300, 500]
+CORRECT = [True, False, True, False]
+
+
+@pytest.mark.parametrize(
+    ("mode", "scale", "paper_length_part"),
+    [
+        # beta 1, N 1000: every token costs 0.5 / 1000 (docs' table); x4 = 4 / 1
+        ("alp", 4.0, [-0.05, -0.1, -0.15, -0.25]),
+        # SOL = 100, beta 0.001; x2 = 4 / alpha 2
+        ("shorterbetter", 2.0, [0.0, -0.1, -0.2, -0.4]),
+        # lambda = 0.5, 0.25, 0, -0.5; wrong ones capped at 0; x4
+        ("kimi", 4.0, [0.5, 0.0, 0.0, -0.5]),
+    ],
+)
+def test_group_rewards_are_the_worked_examples_times_the_correctness_ratio(
+    peer, call, mode: str, scale: float, paper_length_part: list[float]
+) -> None:
+    rewards = peer(mode)
+    assert rewards.func.__name__ == f"{mode}_length_reward"
+    assert rewards.scale == scale
+    expected = [scale * r for r in paper_length_part]
+    assert call(rewards, LENGTHS, CORRECT) == pytest.approx(expected, abs=1e-12)
+    # Two prompts' groups in one batch are scored apart (GRPO's consecutive layout).
+    both = call(rewards, LENGTHS + LENGTHS[::-1], CORRECT + CORRECT[::-1])
+    assert both == pytest.approx(expected + expected[::-1], abs=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["alp", "shorterbetter", "kimi"])
+def test_groups_straddling_processes_match_one_process(peer, call, mode: str) -> None:
+    """Three groups of 4 over two processes holding 6 rollouts each: the middle group is split.
+    Each process gathers every process's rollouts and keeps its own slice."""
+    lengths = [100, 200, 300, 500, 40, 60, 80, 10, 5, 50, 500, 5000]
+    correct = [True, False, True, False, True, True, False, True, False, False, False, False]
+    whole = call(peer(mode), lengths, correct)
+    pairs = list(zip(lengths, correct, strict=True))
+    halves = [pairs[:6], pairs[6:]]
+
+    def gather(_: list) -> list:
+        return halves  # what accelerate's gather_object([local]) returns on every process
+
+    first = call(peer(mode, gather=gather, rank=0), lengths[:6], correct[:6])
+    second = call(peer(mode, gather=gather, rank=1), lengths[6:], correct[6:])
+    assert first + second == pytest.approx(whole, abs=1e-12)
+
+
+def test_incomplete_groups_are_refused(peer, call) -> None:
+    with pytest.raises(TraacError, match="not whole groups of num_generations=4"):
+        call(peer("kimi"), [1, 2, 3], [True, False, True])
+
+
+def test_stateless_methods_keep_nothing_across_steps(peer) -> None:
+    for mode in ("alp", "shorterbetter", "kimi", "dapo_overlong", "l1_max", "dler"):
+        assert peer(mode).state_dict() == {}

@@ -1,0 +1,39 @@
+"""The registry is the one table: every method's settings fields are `TRAACConfig` fields with
+their defaults and help, every method is a mode, and its variants are `experiment compare`'s."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from traac.pipelines.experiments import COMPARE
+from traac.training.config import TRAACConfig
+from traac.training.methods.registry import METHODS, method_fields, settings_classes
+from traac.training.modes import MODES
+
+
+def test_every_settings_field_is_a_config_field_with_its_default_and_help() -> None:
+    config = {f.name: f for f in dataclasses.fields(TRAACConfig)}
+    declared = [f for cls in settings_classes() for f in dataclasses.fields(cls)]
+    assert len(declared) == len({f.name for f in declared}) == 20  # 18 of the peers, 2 GFPO's
+    for f in declared:
+        assert config[f.name].default == f.default, f.name
+        assert config[f.name].metadata["help"] == f.metadata["help"], f.name
+
+
+def test_every_method_is_a_mode_and_its_variants_are_compared() -> None:
+    for name, method in METHODS.items():
+        assert MODES[name].peer
+        assert MODES[name].rewards[2:] == ((method.reward,) if method.reward else ())
+        assert method.compare, name
+        for label, fields in method.compare:
+            assert COMPARE[label] == fields and fields["mode"] == name
+
+
+def test_a_field_declared_twice_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    twin = dataclasses.make_dataclass("Twin", [("alp_beta", float, dataclasses.field(default=2.0))])
+    method = dataclasses.replace(METHODS["alp"], name="twin", settings=twin)
+    monkeypatch.setitem(METHODS, "twin", method)
+    with pytest.raises(TypeError, match="two methods declare one field"):
+        method_fields()
