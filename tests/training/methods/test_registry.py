@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from traac.pipelines.experiments import COMPARE
+from traac.pipelines.variants import COMPARE
 from traac.training.config import TRAACConfig
 from traac.training.methods.registry import METHODS, method_fields, settings_classes
 from traac.training.modes import MODES
