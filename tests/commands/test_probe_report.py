@@ -42,7 +42,7 @@ def test_every_scorer_and_layer_set_is_reported(
     assert cli_main(argv) == 0
     report = json.loads(out.read_text())
     layers = json.loads((quick_testbed / "config.json").read_text())["num_hidden_layers"]
-    expected = {"attention all", "attention first_half", "confidence", "random"}
+    expected = {"attention all", "attention first_half", "confidence", "random", "step entropy"}
     expected |= {"attention all, gated heads", "attention first_half, gated heads"}
     expected |= {f"attention layer {k}" for k in range(layers)}
     assert set(report) == expected

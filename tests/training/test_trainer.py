@@ -454,7 +454,7 @@ def test_two_steps_of_each_peer_mode_and_dynamic_sampling(
             "dler": lambda n, ok: dler_length_reward(n, ok, limit=32),
         }
         expected = [
-            s.scale * r
+            peer.scale * r
             for g in groups
             for r in formulas[mode](
                 [len(x.completion_ids) for x in g.pooled], [x.correct for x in g.pooled]

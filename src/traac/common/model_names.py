@@ -19,7 +19,7 @@ from pathlib import Path
 
 from traac.errors import TraacError
 
-BUILTIN_MODELS = ("testbed", "testbed-quick", "smollm2-think", "smollm2")
+BUILTIN_MODELS = ("testbed", "testbed-quick", "testbed-tiny", "smollm2-think", "smollm2")
 
 _resolver: Callable[[str], str] | None = None
 
