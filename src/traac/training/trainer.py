@@ -209,8 +209,8 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
             self.record_held_out(step.record)
             return output
         self._log_step(step)
-        unscored = self._unscored(len(step.rollouts))
-        return self._mask_dropped(output, unscored) if any(unscored) else output
+        mine, anywhere = self._unscored(len(step.rollouts))  # every process decides alike
+        return self._mask_dropped(output, mine) if anywhere else output
 
     def _calculate_rewards(
         self,
@@ -289,11 +289,13 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
         """The left-out rows out of the loss (`traac.training.left_out.mask_rows`)."""
         return mask_rows(output, dropped, self.accelerator.gather)
 
-    def _unscored(self, count: int) -> list[bool]:
-        """This process's rows TRL's last reward call left without any reward (TRL's logs)."""
+    def _unscored(self, count: int) -> tuple[list[bool], bool]:
+        """This process's rows TRL's last reward call left without any reward (TRL's logs), and
+        whether any process has one: the masking gathers, so all processes must call it."""
         total = count * self.accelerator.num_processes
         logged = [list(self._logs["rewards"][n])[-total:] for n in self.reward_func_names]
-        return unscored(logged, count, self.accelerator.process_index)
+        mine = unscored(logged, count, self.accelerator.process_index)
+        return mine, any(unscored(logged, total, 0))
 
     def _sample_answers(
         self, prompts: list[list[int]], budget: int
