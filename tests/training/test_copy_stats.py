@@ -12,9 +12,16 @@ from traac.training.copy_stats import (
     by_kind,
     copies_table,
     h1_verdict,
+    pass_rate_table,
     read_records,
 )
-from traac.training.telemetry import METRICS_FILE, StepStats, append_metrics, read_metrics
+from traac.training.telemetry import (
+    METRICS_FILE,
+    ScopeStats,
+    StepStats,
+    append_metrics,
+    read_metrics,
+)
 
 
 def record(copy: bool, compute: int | None, correct: bool, advantage: float, rank: int):
@@ -63,3 +70,17 @@ def test_the_table_per_run_kind_and_span(tmp_path: Path) -> None:
     by_step, _ = copies_table({"a": a}, every=1)
     assert [row[1] for row in by_step.rows] == ["1-1"] * 3 + ["2-2"] * 3
     assert by_step.rows[1][3:5] == ("0", "–")  # no other copy in step 1
+
+
+def scope(pass_rate: float) -> ScopeStats:
+    return ScopeStats(4, 32, pass_rate, *[None] * 9, 0, 0, None, None, None, None)
+
+
+def test_the_originals_pass_rate_per_span(tmp_path: Path) -> None:
+    for k, rate in enumerate([0.75, 0.25, 0.5], 1):
+        append_metrics(tmp_path / "a", StepStats(k, {"all": scope(rate)}))
+    with (tmp_path / "a" / METRICS_FILE).open("a") as f:
+        f.write('{"step": 4, "traac/all/pa')  # a crash cut the last line short
+    rows = pass_rate_table({"a": tmp_path / "a"}, every=2).rows
+    assert rows == [("a", "1-2", "50.0%"), ("a", "3-3", "50.0%")]
+    assert pass_rate_table({"a": tmp_path / "a"}).rows == [("a", "1-3", "50.0%")]

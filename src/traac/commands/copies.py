@@ -9,14 +9,15 @@ from pathlib import Path
 from traac.commands import ArgumentParser
 from traac.console import make_console, print_lines, print_table
 from traac.errors import TraacError
-from traac.training.copy_stats import copies_table
+from traac.training.copy_stats import copies_table, pass_rate_table
 
 DESCRIPTION = """\
 Per run: the compressed copies that lost a computation step (problems whose steps carry labels,
 e.g. the testbed's), the other copies, and the originals pooled beside them: how many, the
 share right, the mean advantage and rank in the group (1: the highest), and the share at rank 1;
 then whether the imitation hypothesis H1 holds (compute-evicted copies right >= 80% and mean
-advantage > +1). Each RUN_DIR is a `traac train` output directory (its metrics.jsonl)."""
+advantage > +1); last, the originals' pass rate (the sampled rollouts' share right), for any
+mode, CR+LR included. Each RUN_DIR is a `traac train` output directory (its metrics.jsonl)."""
 
 
 def build_parser() -> ArgumentParser:
@@ -37,9 +38,11 @@ def main(argv: list[str]) -> int:
     missing = [str(d) for d in args.dirs if not (d / "metrics.jsonl").is_file()]
     if missing:
         raise TraacError(f"no metrics.jsonl in {', '.join(missing)}: pass `traac train` outputs")
-    table, verdicts = copies_table(dict(zip(names, args.dirs, strict=True)), args.every)
+    runs = dict(zip(names, args.dirs, strict=True))
+    table, verdicts = copies_table(runs, args.every)
     console = make_console(stderr=False)
     if table.rows:
         print_table(console, table)
     print_lines(console, verdicts)
+    print_table(console, pass_rate_table(runs, args.every))
     return 0

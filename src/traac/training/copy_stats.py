@@ -23,6 +23,7 @@ from traac.common.tables import Table, fmt, signed
 from traac.method.compression import CompressionResult
 
 COPY_GROUPS = "copy_groups"  # the key of a metrics line's records
+PASS_RATE = "traac/all/pass_rate"  # the originals' share right, every mode's step logs it
 # H1's prediction for the copies that lost a computation step (docs/telemetry.md#copies).
 H1_CORRECT, H1_ADVANTAGE = 0.8, 1.0
 KINDS = ("compute-evicted copies", "other copies", "their groups' originals")
@@ -155,6 +156,30 @@ def copies_table(runs: dict[str, Path], every: int | None = None) -> tuple[Table
                           *_cells(stats))  # fmt: skip
         verdicts.append(f"{name}: {h1_verdict(by_kind([r for _, r in records])[KINDS[0]])}")
     return table, verdicts
+
+
+def pass_rate_table(runs: dict[str, Path], every: int | None = None) -> Table:
+    """Per run and span of `every` steps (default: the whole run), the mean share of the sampled
+    rollouts (the originals, before any copy) that were right: whether the policy got better or
+    worse at the task while it learned to be short, for any mode, CR+LR included."""
+    table = Table(["run", "steps", "originals' pass rate"], title="Originals' pass rate",
+                  left=frozenset({0, 1}))  # fmt: skip
+    for name, directory in runs.items():
+        rates = {}
+        for line in (directory / "metrics.jsonl").read_text().splitlines():
+            try:
+                row = json.loads(line)
+                rates[int(row["step"])] = float(row[PASS_RATE])
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                continue  # a line a crash cut short, or one without the metric
+        last = max(rates, default=0)
+        size = every or max(last, 1)
+        for start in range(0, last, size):
+            span = [rate for step, rate in rates.items() if start < step <= start + size]
+            if span:
+                table.add(name, f"{start + 1}-{min(start + size, last)}",
+                          fmt(100 * statistics.fmean(span), 1, "%"))  # fmt: skip
+    return table
 
 
 def _cells(stats: KindStats) -> list[str]:
