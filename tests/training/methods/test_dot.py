@@ -68,6 +68,14 @@ def test_a_truncated_rollout_is_re_verified_and_loses_its_reward_only_where_the_
     )
 
 
+def test_unset_alpha_is_the_authors_3_at_their_32_rollouts_and_the_same_share_at_8() -> None:
+    """3 x (7 / sqrt(8)) / (31 / sqrt(32)) = 3 x 2.4749 / 5.4801 = 1.3549."""
+    unset = SimpleNamespace(dot_alpha=None, dot_margin=32)
+    for n, alpha in ((32, 3.0), (8, 1.3549)):
+        run = RunContext(1.0, 160, 0.8, num_generations=n)
+        assert method_run("dot", unset, run).settings.dot_alpha == pytest.approx(alpha, abs=1e-4)
+
+
 def test_an_alpha_no_group_can_reach_or_a_margin_over_the_cap_is_one_line_naming_the_field() -> (
     None
 ):
@@ -87,4 +95,4 @@ def test_an_alpha_no_group_can_reach_or_a_margin_over_the_cap_is_one_line_naming
         method_run("dot", SimpleNamespace(dot_alpha=-1.0, dot_margin=32), run)
     # The config refuses the paper's alpha with 8 rollouts before any model loads.
     with pytest.raises(TraacError, match="dot_alpha: 3 never truncates"):
-        TRAACConfig(output_dir="unused", mode="dot", num_generations=8, use_cpu=True)
+        TRAACConfig(output_dir="unused", mode="dot", dot_alpha=3.0, num_generations=8, use_cpu=True)

@@ -16,7 +16,8 @@ answers right.
 Where traac departs: the tokens past T stay in the loss (the authors zero their response mask,
 so only the first T tokens carry the new advantage), and traac's format term reads the whole
 rollout. Within G rollouts no length lies more than (G - 1) / sqrt(G) sample standard deviations
-above the mean, so an alpha at or above that never truncates and is refused.
+above the mean, so an alpha at or above that never truncates and is refused; unset, alpha is the
+authors' 3 at their G = 32 and the same share of that bound at any other G (traac's choice).
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from traac.errors import TraacError
 from traac.training.methods.base import GroupReward, LengthMethod, MethodSettings, RunContext
 from traac.training.methods.scale import PaperTokens
+
+AUTHORS_ALPHA, AUTHORS_GROUP = 3.0, 32  # the runner's alpha and rollouts per prompt
 
 
 def largest_z(n: int) -> float:
@@ -42,10 +45,11 @@ class DOTSettings(MethodSettings):
     POSITIVE = ("dot_alpha",)
     COUNTS = ("dot_margin",)
 
-    dot_alpha: float = field(
-        default=3.0,
+    dot_alpha: float | None = field(
+        default=None,
         metadata={"help": "dot: alpha of the cutoff floor(mean + alpha x std) of an all-right "
-                  "group's lengths (the authors' 3, with 32 rollouts a group)."},
+                  "group's lengths (unset: the authors' 3 at their 32 rollouts a group, the "
+                  "same share of (G - 1) / sqrt(G) at G = num_generations: 1.35 at 8)."},
     )  # fmt: skip
     dot_margin: int = field(
         default=32,
@@ -55,9 +59,12 @@ class DOTSettings(MethodSettings):
 
     def resolved(self, run: RunContext) -> DOTSettings:
         n, cap = run.num_generations, run.max_completion_length
-        if self.dot_alpha >= largest_z(n):
+        alpha = self.dot_alpha
+        if alpha is None:  # the authors' alpha as a share of the largest reachable z-score
+            alpha = AUTHORS_ALPHA * largest_z(n) / largest_z(AUTHORS_GROUP)
+        if alpha >= largest_z(n):
             raise TraacError(
-                f"dot_alpha: {self.dot_alpha:g} never truncates: within num_generations={n} "
+                f"dot_alpha: {alpha:g} never truncates: within num_generations={n} "
                 f"rollouts none lies more than {largest_z(n):.3g} standard deviations above the "
                 f"mean; lower dot_alpha below {largest_z(n):.3g} or raise num_generations"
             )
@@ -66,7 +73,7 @@ class DOTSettings(MethodSettings):
                 f"dot_margin: {self.dot_margin} tokens is not below max_completion_length {cap}: "
                 "nothing could be truncated; lower dot_margin"
             )
-        return self
+        return replace(self, dot_alpha=alpha)
 
 
 def dot_cutoffs(
@@ -129,9 +136,8 @@ class DOTReward(GroupReward):
         return self.verdicts(texts, **columns)
 
 
-# The authors' m is 32 tokens of an 8192-token cap: 39 at traac's 10k paper scale. Their alpha 3
-# is for 32 rollouts a group (at most 5.48 deviations above the mean); with the recipes' 8 (at
-# most 2.47) the same share of that range is 1.35 (traac's choice).
+# The authors' m is 32 tokens of an 8192-token cap: 39 at traac's 10k paper scale; alpha unset
+# (their 3 at 32 rollouts a group, 1.35 at the recipes' 8).
 METHOD = LengthMethod(
     name="dot",
     paper="DOT, arXiv:2601.03969 (Anti-Length Shift)",
@@ -144,5 +150,5 @@ METHOD = LengthMethod(
         f"-1[all right, |y| - T >= m and y[:T] wrong], T = floor(mean + {s.dot_alpha:g} std), "
         f"m {s.dot_margin}"
     ),
-    compare=(("DOT", {"mode": "dot", "dot_alpha": 1.35, "dot_margin": PaperTokens(39)}),),
+    compare=(("DOT", {"mode": "dot", "dot_margin": PaperTokens(39)}),),
 )
