@@ -3,8 +3,8 @@ Multi-stage Training For Adaptive Reasoning", arXiv:2601.02972, ACL Findings 202
 rollout loses reward for the reasoning it wrote after its first correct answer.
 
 The sources read here (the paper's abstract and summaries of it) describe the reward ("penalizes
-tokens generated after the first correct answer") but not its formula, so traac implements the
-form they describe, per right rollout y:
+tokens generated after the first correct answer") but not its formula (one note calls it the share
+of the trace after the first correct answer), so traac implements that form, per right rollout y:
 
     r(y) = 1[correct] - lambda * (think tokens after the first correct step) / (think tokens)
 
