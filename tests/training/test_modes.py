@@ -33,6 +33,12 @@ DESCRIPTIONS = {  # `--dry-run`'s line of each peer at max_completion_length 400
     "1); length term x2.66667 (right answer 4 here, 1.5 in the paper)",
     "gfpo": "GFPO, arXiv:2508.09726: keep 4 of 8 per group by length; no length term; length "
     "term x4 (right answer 4 here, 1 in the paper)",
+    "dot": "DOT, arXiv:2601.03969 (Anti-Length Shift): -1[all right, |y| - T >= m and y[:T] "
+    "wrong], T = floor(mean + 1.35484 std), m 32; length term x4 (right answer 4 here, 1 in the "
+    "paper)",  # alpha 3 x (7 / sqrt(8)) / (31 / sqrt(32)) at 8 rollouts
+    "first_correct": "First-correct-answer penalty, arXiv:2601.02972 (Correct, Concise and "
+    "Complete): -lambda x (think tokens after the first correct step / think tokens) on right "
+    "answers, lambda 0.5; length term x4 (right answer 4 here, 1 in the paper)",
 }
 
 

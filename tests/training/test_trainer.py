@@ -31,6 +31,7 @@ from traac.testbed.config import TeacherConfig
 from traac.testbed.traces import teach
 from traac.training.config import TRAACConfig
 from traac.training.methods.dapo_overlong import dapo_overlong_punishment
+from traac.training.methods.dot import dot_cutoffs
 from traac.training.telemetry import METRICS_FILE, read_metrics, truncate_metrics
 from traac.training.trainer import TRAACTrainer
 
@@ -408,6 +409,8 @@ def test_metrics_are_cut_back_to_the_start_step(tmp_path: Path) -> None:
         ("dler", "none"),
         ("laser_d", "drop"),
         ("gfpo", "none"),
+        ("dot", "none"),
+        ("first_correct", "none"),
         ("traac", "resample"),
     ],
 )
@@ -419,7 +422,7 @@ def test_two_steps_of_each_peer_mode_and_dynamic_sampling(
     trainer = make_trainer(
         quick_testbed, tmp_path, mode=mode, dynamic_sampling=sampling, max_resample_rounds=1,
         max_completion_length=64, l1_budget_min=8, l1_budget_max=64, scorer="random",
-        dler_length=32,
+        dler_length=32, dot_alpha=1.0, dot_margin=1,
     )  # fmt: skip
     trainer.train()
     assert trainer.state.global_step == 2
@@ -474,6 +477,26 @@ def test_two_steps_of_each_peer_mode_and_dynamic_sampling(
             assert math.isnan(logged)
         else:
             assert 0.0 <= logged <= 0.5 * 4 / 1.5
+    if mode in ("dot", "first_correct"):  # they read the text: the run's tokenizer and format
+        assert trainer.peer.tokenizer is trainer.tokenizer
+        assert trainer.peer.chat_format == trainer.chat_format
+    if mode == "dot":  # only the rows its cutoffs mark (4 rollouts: alpha 1 < 1.5) may lose 4
+        marked = sum(
+            cut is not None
+            for g in groups
+            for cut in dot_cutoffs(
+                [len(x.completion_ids) for x in g.pooled],
+                [x.correct for x in g.pooled],
+                alpha=1.0,
+                margin=1,
+            )
+        )
+        total = sum(len(g.pooled) for g in groups)
+        assert -4.0 * marked / total - 1e-6 <= last[f"traac/reward/{name}"] <= 0.0
+    if mode == "first_correct":  # a right rollout loses at most lambda 0.5 x 4, a wrong none
+        right = sum(x.correct for g in groups for x in g.pooled)
+        total = sum(len(g.pooled) for g in groups)
+        assert -2.0 * right / total - 1e-6 <= last[f"traac/reward/{name}"] <= 0.0
     if mode == "l1_max":
         rows = trainer.train_dataset
         assert all(8 <= b <= 64 for b in rows["length_budget"])

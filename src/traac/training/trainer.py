@@ -161,6 +161,8 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
         )
         self.chat_format: ChatFormat = args.resolve(self.tokenizer)
         self.rewards.chat_format = self.chat_format  # known once TRL has the tokenizer
+        if self.peer is not None:  # the methods that read the text (DOT, first_correct)
+            self.peer.bind(self.tokenizer, self.chat_format, args.split_phrases)
         self.uniformities: deque[float] = deque(maxlen=args.calibration_window)
         self.last_step: TraacStep | None = None
         self.probe = probe_model(args, self.model, self.ref_model, self.accelerator)

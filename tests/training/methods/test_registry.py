@@ -16,7 +16,8 @@ from traac.training.modes import MODES
 def test_every_settings_field_is_a_config_field_with_its_default_and_help() -> None:
     config = {f.name: f for f in dataclasses.fields(TRAACConfig)}
     declared = [f for cls in settings_classes() for f in dataclasses.fields(cls)]
-    assert len(declared) == len({f.name for f in declared}) == 20  # 18 of the peers, 2 GFPO's
+    # 18 of the peers, GFPO's 2, DOT's 2, the first-correct penalty's 1
+    assert len(declared) == len({f.name for f in declared}) == 23
     for f in declared:
         assert config[f.name].default == f.default, f.name
         assert config[f.name].metadata["help"] == f.metadata["help"], f.name

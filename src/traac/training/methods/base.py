@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from traac.errors import TraacError
+from traac.method.formats import ChatFormat
 from traac.method.rewards import Gather
 from traac.method.settings import check_positive
 
@@ -135,9 +136,15 @@ class GroupReward:
     consecutive runs of `num_generations` completions are one prompt's group. Rollouts of one
     group may sit on several processes, so `gather` (`accelerate.utils.gather_object`) merges
     every process's lengths and verdicts and each process keeps its slice (`rank`). A method
-    that `filters` (GFPO) says through `retain` which rows GRPO trains on."""
+    that `filters` (GFPO) says through `retain` which rows GRPO trains on. A method that reads
+    the text (DOT re-verifies what it truncates, the first-correct penalty reads the think
+    block) gets the tokenizer, the chat format and the step phrases through `bind`, which the
+    trainer calls once TRL holds the tokenizer."""
 
     filters: ClassVar[bool] = False
+    tokenizer: Any = None
+    chat_format: ChatFormat = ChatFormat()
+    phrases: tuple[str, ...] | None = None  # the recipe's `split_phrases` (None: the default)
 
     def __init__(
         self,
@@ -154,6 +161,13 @@ class GroupReward:
         self.num_generations = num_generations
         self.gather = gather
         self.rank = rank
+
+    def bind(
+        self, tokenizer: Any, chat_format: ChatFormat, phrases: Sequence[str] | None = None
+    ) -> None:
+        """What the run knows once TRL holds the tokenizer (the trainer calls it)."""
+        self.tokenizer, self.chat_format = tokenizer, chat_format
+        self.phrases = None if phrases is None else tuple(phrases)
 
     @property
     def func(self) -> Callable[..., list[float]] | None:

@@ -12,6 +12,8 @@ from traac.training.methods import (
     alp,
     dapo_overlong,
     dler,
+    dot,
+    first_correct_penalty,
     gfpo,
     kimi,
     l1_max,
@@ -32,6 +34,8 @@ METHODS: dict[str, LengthMethod] = {
         dler.DIFFICULTY,
         laser_d.METHOD,
         gfpo.METHOD,
+        dot.METHOD,
+        first_correct_penalty.METHOD,
     )
 }
 
