@@ -302,7 +302,7 @@ def checkpoints(output_dir: str) -> list[str]:
 
 
 def resume_checkpoint(value: str | None, output_dir: str) -> str | None:
-    """The checkpoint `--resume_from_checkpoint` names: a path, or `auto`/`true` for the newest
+    """The checkpoint `--resume-from-checkpoint` names: a path, or `auto`/`true` for the newest
     complete `checkpoint-N` in `output_dir` (None: none yet, a fresh start)."""
     text = (value or "").strip()
     if text.lower() in _NO_RESUME:
@@ -329,7 +329,7 @@ def check_unfinished(checkpoint: str | None, max_steps: int) -> None:
     if step >= max_steps:
         raise TraacError(
             f"resume_from_checkpoint: {checkpoint} is at step {step} and max_steps is {max_steps}, "
-            "so the run is finished; raise --max_steps to train on, or load the model from "
+            "so the run is finished; raise --max-steps to train on, or load the model from "
             "output_dir (or from that checkpoint)"
         )
 
@@ -372,11 +372,11 @@ def check_trainer_arguments(script: TrainScriptArguments, config: TRAACConfig) -
 def check_launch(script: TrainScriptArguments, config: TRAACConfig) -> None:
     """One process that sees several GPUs would train through `nn.DataParallel`, which TRL's
     GRPO trainer refuses after loading the model. A dry run planning a launch
-    (`--dry_run_processes`) is not that process."""
+    (`--dry-run-processes`) is not that process."""
     if config.n_gpu > 1 and script.dry_run_processes is None:
         raise TraacError(
             f"{config.n_gpu} GPUs are visible to one training process; launch one process per GPU "
-            "(accelerate launch --config_file recipes/accelerate/zero2.yaml -m traac.cli train "
+            "(accelerate launch --config-file recipes/accelerate/zero2.yaml -m traac.cli train "
             "...) or train on one: CUDA_VISIBLE_DEVICES=0"
         )
 
@@ -400,7 +400,7 @@ def check_fresh_start(config: TRAACConfig) -> None:
         last = re.sub(r".*/", "", found[-1])
         raise TraacError(
             f"output_dir {config.output_dir} already holds {last}; pass "
-            "--resume_from_checkpoint auto to continue it, or another --output_dir"
+            "--resume-from-checkpoint auto to continue it, or another --output-dir"
         )
 
 
