@@ -40,6 +40,7 @@ from traac.pipelines.recipe import (
     unknown_option,
     unknown_recipe_field,
 )
+from traac.pipelines.recipe_fields import CHECKPOINTING
 from traac.training.checkpoint import STATE_FILE
 from traac.training.config import TRAACConfig
 from traac.training.counts import COUNTS, check_counts
@@ -176,24 +177,15 @@ def _takes(hint: Any, kind: str) -> bool:
     return getattr(origin, "__name__", "") == kind
 
 
-# transformers 5.24 renamed gradient_checkpointing(_kwargs) activation_checkpointing(_kwargs),
-# keeping the old names with a FutureWarning; 5.17 (what the gpu extra installs) knows only the
-# old ones. A recipe may use either: each is read as the name the installed release takes.
-_CHECKPOINTING = {
-    "gradient_checkpointing": "activation_checkpointing",
-    "gradient_checkpointing_kwargs": "activation_checkpointing_kwargs",
-}
-
-
 def _checkpointing_names() -> dict[str, str]:
     """{name a recipe may use: the name the installed transformers takes}."""
     if hasattr(TRAACConfig, "activation_checkpointing"):
-        return dict(_CHECKPOINTING)
-    return {new: old for old, new in _CHECKPOINTING.items()}
+        return dict(CHECKPOINTING)
+    return {new: old for old, new in CHECKPOINTING.items()}
 
 
 class _Parser(TrlParser):
-    """TRL's parser, reading either name of the checkpointing fields (`_CHECKPOINTING`) and
+    """TRL's parser, reading either name of the checkpointing fields (`CHECKPOINTING`) and
     naming the new spelling of the flat difficulty fields (`FLAT_KEYS`). Its errors are one line
     (no usage dump); an unknown field, in the recipe or on the command line, names the nearest
     one; a prefix of an option is never taken for it; a recipe's value of the wrong type is named
@@ -218,7 +210,7 @@ class _Parser(TrlParser):
             args = [_renamed_flag(a, names) for a in args]
         fields = sorted({a.dest for a in self._actions if a.dest != "help"})
         options = {o[2:].replace("-", "_") for a in self._actions for o in a.option_strings}
-        names = {*fields, *options, *_CHECKPOINTING, *_CHECKPOINTING.values()}  # e.g. --no_x
+        names = {*fields, *options, *CHECKPOINTING, *CHECKPOINTING.values()}  # e.g. --no_x
         remember_fields(sorted(names))  # so that later commands name a typo before this parse
         *parsed, from_recipe, from_line = super().parse_args_and_config(
             args, return_remaining_strings=True, separate_remaining_strings=True
