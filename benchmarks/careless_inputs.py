@@ -7,8 +7,9 @@ with another checkout's `src`, e.g. `git archive a401353 src | tar -x -C /tmp/ol
 empty directory with an empty traac cache and the hub offline; a case that has not exited
 after `--timeout` seconds is stopped (before this change some started to train). With
 `--primed` the cache holds TRL's field list, as after any earlier `traac train` on the machine
-(one full parse, timed and printed first); without it a misspelt field or option waits for that
-parse. Prints per case the seconds to exit, the exit code and the number of stderr lines. The tests
+(one full parse, timed and printed first); without it, checkouts before the field list was read
+off the sources (`traac.pipelines.recipe_fields`) wait for that parse to name a misspelt field.
+Prints per case the seconds to exit, the exit code and the number of stderr lines. The tests
 (tests/test_careless_inputs.py) check the behaviour; this measures the time only.
 """
 

@@ -4,7 +4,7 @@ candidates, with tau by tier (the probe report) and by pass-rate bin (training).
 The candidates are sampled as the first TRAAC step samples them (where the policy is still the
 reference that scores them): `--prompts` problems a tier of the RL pool, `--rollouts` samples
 each at temperature 1 with up to `--max-new-tokens` tokens; each group's pass rate picks its bin
-(`DifficultyConfig`), and its right, well-formed rollouts are the candidates. The paper's probe
+(`DifficultySettings`), and its right, well-formed rollouts are the candidates. The paper's probe
 (attention, all layers and heads, gate 0.8, cap 0.8, no calibration) scores each once; the
 eviction rule then runs at each tau. Printed per tier x bin: candidates, their computation
 steps and the share evicted (the compute loss) at the tier's tau and at the bin's tau, with
@@ -27,7 +27,7 @@ from _common import add_model_options, command, load, machine
 from traac.data.testbed_problems import EVAL_SEED, RL_SEED, make_items
 from traac.data.testbed_problems import step_kinds as label_steps
 from traac.method.compression import CompressionResult
-from traac.method.difficulty import DifficultyConfig
+from traac.method.difficulty import DifficultySettings
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
 from traac.method.segmentation import split_steps
@@ -36,7 +36,7 @@ from traac.testbed.measure import generate
 from traac.testbed.traces import step_kinds
 from traac.verification import verify_many
 
-TIER_TAUS = DifficultyConfig().tau  # the probe report's taus by tier are the bins' (0.6/0.4/0.2)
+TIER_TAUS = DifficultySettings().tau  # the probe report's taus by tier are the bins' (0.6/0.4/0.2)
 
 
 def losses(result: CompressionResult) -> tuple[int, int, int, int]:
@@ -88,7 +88,7 @@ def main() -> None:
     torch.manual_seed(args.seed)
     drawn = generate(model, tokenizer, items, args.rollouts, 1.0, args.max_new_tokens, 64)
     verdicts = verify_many([s.item for s in drawn], [s.text for s in drawn])
-    difficulty, chat_format = DifficultyConfig(), ChatFormat()
+    difficulty, chat_format = DifficultySettings(), ChatFormat()
     n = args.rollouts
     candidates = []  # (group, tier, bin, reasoning)
     for g in range(len(items)):

@@ -54,7 +54,7 @@ from traac.evaluation.harness.samples import LengthCounter
 from traac.evaluation.harness.votes import answer_votes
 from traac.method.formats import resolve_chat_format
 from traac.testbed.build import ensure_testbed
-from traac.testbed.config import TeacherConfig
+from traac.testbed.config import TeacherSettings
 from traac.testbed.traces import teach
 from traac.verification import get_pool
 
@@ -67,7 +67,7 @@ def synthesize(root: Path, problems: int, samples: int) -> tuple[Path, list[str]
     rows = []
     for item in load_items(dataset):
         for sample in range(samples):
-            response = teach(item.entry, rng, TeacherConfig()).response()
+            response = teach(item.entry, rng, TeacherSettings()).response()
             rows.append({"id": item.id, "sample": sample, "response": response})
     responses = root / "responses.jsonl"
     responses.write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -40,7 +40,7 @@ from _common import (
     training_data,
 )
 from traac.method.formats import resolve_chat_format
-from traac.method.rewards import RewardConfig
+from traac.method.rewards import RewardSettings
 from traac.pipelines.model_registry import resolve_model
 from traac.training.rewards import TraacRewards
 from traac.training.telemetry import METRICS_FILE
@@ -92,7 +92,7 @@ def main() -> None:
     model = resolve_model("testbed-quick" if opts.quick else opts.model)
     tokenizer, dataset = training_data(model, opts.dataset)
     rewards = TraacRewards(
-        RewardConfig.preset("paper"),
+        RewardSettings.preset("paper"),
         chat_format=resolve_chat_format("auto", tokenizer=tokenizer),
     )
     grpo: list[float] = []

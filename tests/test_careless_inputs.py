@@ -294,6 +294,8 @@ def test_train_help_is_short_names_config_and_the_way_to_trls_fields(capsys: Any
 # imported before the error (it must not be: the check comes first).
 END_TO_END = [
     ["train", "--max_steps", "-5"],
+    ["train", "--lerning_rate", "1e-4"],
+    ["train", "--config", "recipes/nope.yaml"],
     ["train", "--max_ste", "5", "--model_name_or_path", "testbd"],
     ["eval", "--num_samples", "0", "--model", "testbed", "--dataset", "x", "--output", "o"],
     ["generate", "--model", "testbd", "--prompt", "hi"],
@@ -316,20 +318,26 @@ def test_end_to_end_the_error_comes_before_torch(argv: list[str], tmp_path: Path
     assert done.stdout.strip() == "False"  # torch not imported when the error was printed
 
 
-def test_after_one_parse_a_misspelt_field_is_named_before_torch(
+def test_on_a_fresh_cache_a_misspelt_field_is_named_before_torch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The full parse keeps TRL's field list in the cache; a later command names a misspelt
-    field from it without importing torch, in the words of the full parse."""
+    """The field list is read off the sources (`traac.pipelines.recipe_fields`), so a command
+    names a misspelt field without importing torch before any full parse ran on the machine,
+    in the words of the full parse."""
     from traac.pipelines.train import build_parser
 
-    monkeypatch.setenv("TRAAC_CACHE_DIR", str(tmp_path / "c"))
+    monkeypatch.setenv("TRAAC_CACHE_DIR", str(tmp_path / "parsed"))  # the full parse's cache
     with pytest.raises(TraacError, match="no such field; did you mean learning_rate"):
         build_parser().parse_args_and_config(["--config", recipe(tmp_path, learning_rte=1)])
     from traac.pipelines.recipe import precheck
 
+    monkeypatch.setenv("TRAAC_CACHE_DIR", str(tmp_path / "fresh"))
     precheck(["--no-log-on-each-node", "--dry-run", "--gradient_checkpointing", "true"])  # known
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT / "src"),
+        "TRAAC_CACHE_DIR": str(tmp_path / "fresh"),
+    }
     for argv, expected in (
         (["--config", recipe(tmp_path, learning_rte=1)],
          "recipe field learning_rte: no such field; did you mean learning_rate?"),

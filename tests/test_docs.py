@@ -154,6 +154,24 @@ def test_no_tracker_words_where_users_read() -> None:
     assert not found, found
 
 
+UNDERSCORE_OPTION = re.compile(r"--[a-z0-9]+(?:_[a-z0-9]+)+\b")
+OTHER_PROGRAMS = {"--use_both_both"}  # L1's data script (docs/peer_methods.md), not a traac option
+
+
+def test_command_lines_in_the_docs_spell_options_with_dashes() -> None:
+    """Help shows `--a-b`, so the docs do too; `--a_b` stays only in a paragraph that shows both
+    spellings (saying that either is read) or for another program's option."""
+    pages = [*PAGES, *sorted((ROOT / "recipes").rglob("*.yaml"))]
+    found = [
+        f"{p.relative_to(ROOT)}: {option}"
+        for p in pages
+        for paragraph in p.read_text().split("\n\n")
+        for option in UNDERSCORE_OPTION.findall(paragraph)
+        if option not in OTHER_PROGRAMS and option.replace("_", "-") not in paragraph
+    ]
+    assert not found, found
+
+
 def test_import_traac_is_light_and_every_public_name_resolves() -> None:
     """`import traac` loads no torch; each name of `__all__` imports on first use."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}

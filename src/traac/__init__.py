@@ -37,7 +37,7 @@ _EXPORTS: dict[str, str] = {
     "ChatFormat": "traac.method.formats",
     "resolve_chat_format": "traac.method.formats",
     # rewards and metrics
-    "RewardConfig": "traac.method.rewards",
+    "RewardSettings": "traac.method.rewards",
     "LengthWindows": "traac.method.rewards",
     "format_reward": "traac.method.rewards",
     "length_reward": "traac.method.rewards",
@@ -67,7 +67,7 @@ __all__ = [
     "ConfidenceScorer",
     "LengthWindows",
     "RandomScorer",
-    "RewardConfig",
+    "RewardSettings",
     "TRAACConfig",
     "TRAACTrainer",
     "ThinkingGenerator",
@@ -133,7 +133,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; nothing is imported at run
     from traac.method.factory import build_compressor
     from traac.method.formats import ChatFormat, resolve_chat_format
     from traac.method.metrics import auc_oaa, group_stats, oaa, otb_f1
-    from traac.method.rewards import LengthWindows, RewardConfig, format_reward, length_reward
+    from traac.method.rewards import LengthWindows, RewardSettings, format_reward, length_reward
     from traac.method.scoring import AttentionScorer, ConfidenceScorer, RandomScorer
     from traac.method.segmentation import split_steps
     from traac.method.settings import CompressionSettings

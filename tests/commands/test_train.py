@@ -1,5 +1,5 @@
 """`traac train` as a user runs it: the dry-run plan (paper recipes offline, invalid fields), a
-bad dataset row, SIGTERM then `--resume_from_checkpoint auto` against an uninterrupted run, and
+bad dataset row, SIGTERM then `--resume-from-checkpoint auto` against an uninterrupted run, and
 two processes holding the same length windows after every step.
 
 The end-to-end runs sample from the quick testbed, whose weights differ from one CPU to another.
@@ -399,7 +399,7 @@ def test_a_rerun_into_a_folder_with_checkpoints_must_say_it_resumes(
     code = cli_main(local_recipe(tmp_path, Path("testbed"), "testbed:easy?n=4"))
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
-    assert "already holds checkpoint-3" in err and "--resume_from_checkpoint auto" in err
+    assert "already holds checkpoint-3" in err and "--resume-from-checkpoint auto" in err
 
 
 def test_resume_checkpoint_picks_the_newest_complete_one(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from traac.data.testbed_problems import (
     EVAL_SEED,
     RL_SEED,
     Chain,
-    TierConfig,
+    TierSettings,
     make_items,
     parse_spec,
     sft_entries,
@@ -28,7 +28,7 @@ def test_tiers_have_their_chain_lengths_and_task_entries():
     items = make_items("all", 5, seed=3)
     assert [i.tier for i in items] == ["easy"] * 5 + ["medium"] * 5 + ["hard"] * 5
     for item in items:
-        assert _terms(item) == TierConfig().terms[item.tier]
+        assert _terms(item) == TierSettings().terms[item.tier]
         assert item.verifier == "task"
         assert item.data_source == "testbed"
         assert item.entry["metadata"]["source_dataset"] == "chain_sum"

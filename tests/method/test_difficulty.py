@@ -3,7 +3,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from traac.errors import TraacError
-from traac.method.difficulty import SINGLE_BIN, DifficultyConfig, group_pass_rates, pass_rate
+from traac.method.difficulty import SINGLE_BIN, DifficultySettings, group_pass_rates, pass_rate
 
 
 @pytest.mark.parametrize(
@@ -18,11 +18,11 @@ from traac.method.difficulty import SINGLE_BIN, DifficultyConfig, group_pass_rat
     ],
 )
 def test_bins_at_the_default_thresholds(rate, expected):
-    assert DifficultyConfig().bin_of(rate) == expected
+    assert DifficultySettings().bin_of(rate) == expected
 
 
 def test_tau_and_scale_per_bin():
-    cfg = DifficultyConfig()
+    cfg = DifficultySettings()
     assert [cfg.tau_of(b) for b in cfg.bins] == [0.6, 0.4, 0.2]
     assert [cfg.scale_of(b) for b in cfg.bins] == [1.0, 0.75, 0.5]
     # 8 rollouts, 5 right: pass rate 0.625 -> medium -> tau 0.4, scale 0.75
@@ -31,14 +31,14 @@ def test_tau_and_scale_per_bin():
 
 
 def test_no_difficulty_mode_has_one_bin():
-    cfg = DifficultyConfig(enabled=False)
+    cfg = DifficultySettings(enabled=False)
     assert cfg.bins == (SINGLE_BIN,)
     assert {cfg.bin_of(r) for r in (0.0, 0.5, 1.0)} == {SINGLE_BIN}
     assert cfg.tau_of(SINGLE_BIN) == 0.6 and cfg.scale_of(SINGLE_BIN) == 1.0
 
 
 def test_custom_thresholds_and_tables():
-    cfg = DifficultyConfig(
+    cfg = DifficultySettings(
         easy_threshold=0.5,
         medium_threshold=0.5,
         tau={"easy": 0.5, "medium": 0.5, "hard": 0.0},
@@ -63,24 +63,24 @@ def test_custom_thresholds_and_tables():
 )
 def test_validation_names_the_field(kwargs, field):
     with pytest.raises(TraacError, match=field.replace(".", r"\.")):
-        DifficultyConfig(**kwargs)
+        DifficultySettings(**kwargs)
 
 
 def test_from_recipe_fills_what_is_left_out_and_rejects_unknown_keys():
-    assert DifficultyConfig.from_recipe({}, enabled=False).bins == (SINGLE_BIN,)
-    d = DifficultyConfig.from_recipe({"length_scale": {"medium": 0.6}, "single_tau": 0.5})
+    assert DifficultySettings.from_recipe({}, enabled=False).bins == (SINGLE_BIN,)
+    d = DifficultySettings.from_recipe({"length_scale": {"medium": 0.6}, "single_tau": 0.5})
     assert (d.scale_of("medium"), d.scale_of("hard"), d.single_tau) == (0.6, 0.5, 0.5)
-    assert DifficultyConfig.from_recipe(d.to_recipe()) == d
+    assert DifficultySettings.from_recipe(d.to_recipe()) == d
     with pytest.raises(TraacError, match="taus"):
-        DifficultyConfig.from_recipe({"taus": {}})
+        DifficultySettings.from_recipe({"taus": {}})
     with pytest.raises(TraacError, match="enabled"):
-        DifficultyConfig.from_recipe({"enabled": False})  # the training mode's to say
+        DifficultySettings.from_recipe({"enabled": False})  # the training mode's to say
     with pytest.raises(TraacError, match=r"difficulty\.tau: 0\.5 is not a mapping"):
-        DifficultyConfig.from_recipe({"tau": 0.5})
+        DifficultySettings.from_recipe({"tau": 0.5})
 
 
 def test_bad_inputs():
-    cfg = DifficultyConfig()
+    cfg = DifficultySettings()
     with pytest.raises(TraacError, match="pass rate"):
         cfg.bin_of(1.5)
     with pytest.raises(TraacError, match="unknown difficulty bin"):
@@ -98,7 +98,7 @@ def test_group_pass_rates():
 
 @given(st.floats(0, 1), st.floats(0, 1), st.floats(0, 1))
 def test_bins_are_monotone_in_the_pass_rate(a, b, rate):
-    cfg = DifficultyConfig(easy_threshold=max(a, b), medium_threshold=min(a, b))
+    cfg = DifficultySettings(easy_threshold=max(a, b), medium_threshold=min(a, b))
     order = {"hard": 0, "medium": 1, "easy": 2}
     higher = min(1.0, rate + 0.1)
     assert order[cfg.bin_of(rate)] <= order[cfg.bin_of(higher)]

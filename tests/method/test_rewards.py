@@ -6,19 +6,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from traac.errors import TraacError
-from traac.method.difficulty import SINGLE_BIN, DifficultyConfig
+from traac.method.difficulty import SINGLE_BIN, DifficultySettings
 from traac.method.formats import ChatFormat
 from traac.method.rewards import (
     LengthWindows,
-    RewardConfig,
+    RewardSettings,
     format_reward,
     length_reward,
     score_rollouts,
     step_lengths,
 )
 
-PAPER = RewardConfig.preset("paper")
-AUTHORS = RewardConfig.preset("authors")
+PAPER = RewardSettings.preset("paper")
+AUTHORS = RewardSettings.preset("authors")
 
 
 def test_presets():
@@ -33,16 +33,16 @@ def test_presets():
         0.25,
         1,
     )
-    assert RewardConfig.preset("authors", window_size=5).window_size == 5
-    assert RewardConfig.preset("reference") == AUTHORS  # its old name, with a warning
+    assert RewardSettings.preset("authors", window_size=5).window_size == 5
+    assert RewardSettings.preset("reference") == AUTHORS  # its old name, with a warning
     with pytest.raises(TraacError, match="unknown value 'verl'"):
-        RewardConfig.preset("verl")
+        RewardSettings.preset("verl")
     with pytest.raises(TraacError, match=r"rewards\.length_weight"):
-        RewardConfig(length_weight=-1)
+        RewardSettings(length_weight=-1)
     with pytest.raises(TraacError, match=r"rewards\.window_size"):
-        RewardConfig(window_size=0)
+        RewardSettings(window_size=0)
     with pytest.raises(TraacError, match="unknown key"):
-        RewardConfig.preset("paper", weight=3)
+        RewardSettings.preset("paper", weight=3)
 
 
 # --- format ---------------------------------------------------------------------------------------
@@ -204,7 +204,7 @@ def test_score_rollouts_worked_example():
         keys,
         config=PAPER,
         windows=windows,
-        difficulty=DifficultyConfig(),
+        difficulty=DifficultySettings(),
     )
     assert out.correctness == [4.0, 4.0, 0.0, 4.0]
     assert out.format == [1.0, 1.0, 1.0, 0.5]  # two closers: the order half only
@@ -230,13 +230,13 @@ def test_score_rollouts_uses_gather_and_ablations():
         [("math", SINGLE_BIN)],
         config=AUTHORS,
         windows=windows,
-        difficulty=DifficultyConfig(enabled=False),
+        difficulty=DifficultySettings(enabled=False),
         gather=gather,
     )
     assert seen == [[{("math", SINGLE_BIN): [100]}]]
     assert windows.window(("math", SINGLE_BIN)) == [100, 1000]
     assert out.length == [1.0] and out.format == [0.5]
-    only_cr = RewardConfig(use_format=False, use_length=False)
+    only_cr = RewardSettings(use_format=False, use_length=False)
     out = score_rollouts(
         [RESPONSE_OPENS.parse("x")],
         [True],
@@ -244,7 +244,7 @@ def test_score_rollouts_uses_gather_and_ablations():
         [("m", "easy")],
         config=only_cr,
         windows=windows,
-        difficulty=DifficultyConfig(),
+        difficulty=DifficultySettings(),
     )
     assert out.total == [4.0]
     with pytest.raises(TraacError, match="one each per rollout"):
@@ -255,5 +255,5 @@ def test_score_rollouts_uses_gather_and_ablations():
             [("m", "easy")],
             config=PAPER,
             windows=windows,
-            difficulty=DifficultyConfig(),
+            difficulty=DifficultySettings(),
         )

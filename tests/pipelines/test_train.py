@@ -1,6 +1,6 @@
 """`traac train` with LoRA, as a user runs it: the plan's LoRA row, a quantized base refused in
 one line where this machine's bitsandbytes cannot load it (at `--dry-run` a note, at run time
-exit 2 before any weight is read), a SIGTERM then `--resume_from_checkpoint auto` that ends
+exit 2 before any weight is read), a SIGTERM then `--resume-from-checkpoint auto` that ends
 where an uninterrupted run ends, and the saved adapter taken as `--model` by every command, on
 the quick testbed and on SmolLM2.
 

@@ -169,13 +169,13 @@ def test_an_interrupted_sft_resumes_from_its_checkpoint(tmp_path, monkeypatch):
     build leaves no checkpoints behind."""
     from dataclasses import replace
 
-    from traac.testbed.config import MeasureConfig
+    from traac.testbed.config import MeasureSettings
 
     quick = default_config(quick=True)
     config = replace(
         quick,
         train=replace(quick.train, n_traces=16, batch_size=4),  # 4 steps
-        measure=MeasureConfig(n_per_tier=2, samples=1, max_new_tokens=16, batch_size=6),
+        measure=MeasureSettings(n_per_tier=2, samples=1, max_new_tokens=16, batch_size=6),
     )
     stop = {"at": 2}
 
@@ -259,12 +259,12 @@ def _tiny_think_config():
     `--base smollm2` in about a minute, not the model it builds."""
     from dataclasses import replace
 
-    from traac.testbed.config import SMOLLM2_THINK, MeasureConfig
+    from traac.testbed.config import SMOLLM2_THINK, MeasureSettings
 
     return replace(
         SMOLLM2_THINK,
         train=replace(SMOLLM2_THINK.train, n_traces=8, batch_size=4),
-        measure=MeasureConfig(n_per_tier=2, samples=1, max_new_tokens=24, batch_size=6),
+        measure=MeasureSettings(n_per_tier=2, samples=1, max_new_tokens=24, batch_size=6),
     )
 
 

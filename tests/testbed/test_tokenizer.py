@@ -15,7 +15,7 @@ from traac.testbed.tokenizer import EOS, PAD, THINK_CLOSE, THINK_OPEN, build_tok
 
 @pytest.fixture(scope="module")
 def teacher():
-    config = testbed_config.TestbedConfig(train=testbed_config.TrainConfig(n_traces=300))
+    config = testbed_config.TestbedSettings(train=testbed_config.TrainSettings(n_traces=300))
     return teacher_traces(config)
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from traac.data.testbed_problems import Chain
 from traac.method.formats import AUX_PROMPT, ChatFormat
 from traac.method.segmentation import SPLIT_PHRASES, split_steps
-from traac.testbed.config import TeacherConfig
+from traac.testbed.config import TeacherSettings
 from traac.testbed.traces import (
     CONCLUSION,
     GUESS,
@@ -50,7 +50,7 @@ def test_traces_are_segmentable_and_right_unless_slipped_or_guessed(chain, seed)
     operands, operators = chain
     entry = _entry(operands, operators)
     truth = Chain(tuple(operands), tuple(operators)).partials()[-1]
-    trace = teach(entry, random.Random(seed), TeacherConfig(slip_prob=0.2, guess_prob=0.5))
+    trace = teach(entry, random.Random(seed), TeacherSettings(slip_prob=0.2, guess_prob=0.5))
     steps = split_steps(trace.reasoning)
     # every step opens with a split phrase, and the steps are exactly the lines
     assert [s.text for s in steps] == trace.reasoning.splitlines(keepends=True)
@@ -70,7 +70,7 @@ def test_traces_are_segmentable_and_right_unless_slipped_or_guessed(chain, seed)
 @given(chains, st.integers(0, 10**6))
 def test_interrupted_traces_use_the_probe_layout_and_summarise_key_steps(chain, seed):
     operands, operators = chain
-    config = TeacherConfig(interrupt_prob=1.0, guess_prob=0.0)
+    config = TeacherSettings(interrupt_prob=1.0, guess_prob=0.0)
     trace = teach(_entry(operands, operators), random.Random(seed), config)
     if not trace.interrupted:  # no re-checks drawn: nothing to interrupt
         assert trace.n_rechecks == 0
@@ -91,7 +91,7 @@ def test_interrupted_traces_use_the_probe_layout_and_summarise_key_steps(chain, 
 
 def test_rechecks_are_drawn_independently_of_chain_length():
     rng = random.Random(0)
-    config = TeacherConfig(guess_prob=0.0, interrupt_prob=0.0)
+    config = TeacherSettings(guess_prob=0.0, interrupt_prob=0.0)
     by_terms = {
         n: [teach(_entry([1] * n, ["+"] * (n - 1)), rng, config).n_rechecks for _ in range(400)]
         for n in (2, 5)
@@ -117,7 +117,7 @@ def test_step_kinds_label_computations_conclusions_and_rechecks():
 
 def test_teacher_traces_restate_the_answer_after_rechecking():
     rng = random.Random(3)
-    config = TeacherConfig(guess_prob=0.0, interrupt_prob=0.0, slip_prob=0.0)
+    config = TeacherSettings(guess_prob=0.0, interrupt_prob=0.0, slip_prob=0.0)
     for _ in range(50):
         trace = teach(_entry([4, 7, 1], ["-", "+"]), rng, config)
         kinds = step_kinds(trace.reasoning)
@@ -129,7 +129,7 @@ def test_teacher_traces_restate_the_answer_after_rechecking():
 
 def test_a_slip_changes_the_restated_and_boxed_answer():
     rng = random.Random(0)
-    config = TeacherConfig(guess_prob=0.0, interrupt_prob=0.0, slip_prob=1.0, max_rechecks=8)
+    config = TeacherSettings(guess_prob=0.0, interrupt_prob=0.0, slip_prob=1.0, max_rechecks=8)
     slipped = [
         t for t in (teach(_entry([4, 7], ["+"]), rng, config) for _ in range(40)) if t.slipped
     ]

@@ -16,7 +16,7 @@ from traac.data.training import item_from_row, items_to_dataset
 from traac.method.compression import CompressionResult
 from traac.method.formats import CHAT_FORMATS
 from traac.method.segmentation import Step
-from traac.testbed.config import TeacherConfig
+from traac.testbed.config import TeacherSettings
 from traac.testbed.traces import teach
 from traac.training.config import TRAACConfig, TRAACConfigError
 from traac.training.copies import copy_think, loss_masks
@@ -82,7 +82,7 @@ def teacher_group(trainer: TRAACTrainer) -> tuple[list[dict], list[list[int]], l
                                              tokenize=False)  # fmt: skip
     prompt = tokenizer(rendered, add_special_tokens=False)["input_ids"]
     rng = random.Random(0)
-    teacher = TeacherConfig(slip_prob=0.0, guess_prob=0.0, interrupt_prob=0.0)
+    teacher = TeacherSettings(slip_prob=0.0, guess_prob=0.0, interrupt_prob=0.0)
     completions = []
     for _ in range(N):
         trace = teach(item_from_row(row).entry, rng, teacher)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from traac.cli import main as cli_main
-from traac.training.evaluation import HeldOut
+from traac.training.evaluation import HeldOutCounts
 from traac.training.telemetry import METRICS_FILE, RolloutView, read_metrics
 from traac.training.trainer import TRAACTrainer
 
@@ -24,7 +24,7 @@ def view(correct: bool, response: int, think: int) -> RolloutView:
 
 
 def test_counts_per_tier_and_over_all() -> None:
-    held_out = HeldOut()
+    held_out = HeldOutCounts()
     held_out.add(["easy", "hard"], [view(True, 10, 6), view(False, 30, 20)])
     held_out.add(["easy", None], [view(False, 20, 10), view(True, 8, 4)])  # no tier: all only
     assert held_out.metrics() == {

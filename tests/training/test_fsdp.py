@@ -38,7 +38,7 @@ from torch.distributed.fsdp import FSDPModule, fully_shard
 import traac.training.trainer as trainer_module
 from traac.common.models import load_tokenizer
 from traac.data.training import item_from_row, items_to_dataset
-from traac.testbed.config import TeacherConfig
+from traac.testbed.config import TeacherSettings
 from traac.data.testbed_problems import make_items
 from traac.testbed.traces import teach
 from traac.training.config import TRAACConfig
@@ -79,7 +79,8 @@ prompt = tokenizer(rendered, add_special_tokens=False)["input_ids"]
 rng = random.Random(rank)
 traces = []
 while len(traces) < n:
-    trace = teach(item.entry, rng, TeacherConfig(slip_prob=0.0, guess_prob=0.0, interrupt_prob=0.0))
+    sure = TeacherSettings(slip_prob=0.0, guess_prob=0.0, interrupt_prob=0.0)
+    trace = teach(item.entry, rng, sure)
     if trace.n_rechecks >= 3:
         traces.append(trace.response())
 completions = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in traces]

@@ -1,13 +1,13 @@
 import pytest
 
 from traac.errors import TraacError
-from traac.method.difficulty import DifficultyConfig
-from traac.method.rewards import RewardConfig
+from traac.method.difficulty import DifficultySettings
+from traac.method.rewards import RewardSettings
 from traac.training.modes import MODES, mode_rewards
 from traac.training.rewards import EVALUATION_COLUMN, TraacRewards
 
-PAPER = RewardConfig.preset("paper")
-AUTHORS = RewardConfig.preset("authors")
+PAPER = RewardSettings.preset("paper")
+AUTHORS = RewardSettings.preset("authors")
 
 
 def test_trl_reward_functions():
@@ -41,7 +41,7 @@ def test_trl_reward_functions():
 
 
 def test_trl_conversational_completions_and_precomputed_columns():
-    rewards = TraacRewards(AUTHORS, difficulty=DifficultyConfig(enabled=False))
+    rewards = TraacRewards(AUTHORS, difficulty=DifficultySettings(enabled=False))
     completions = [[{"role": "assistant", "content": "<think>r</think>\\boxed{3}"}]]
     assert rewards.correctness_reward(completions, answer=["3"]) == [4.0]
     assert rewards.format_reward(completions) == [0.5]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from traac.method.compression import CompressionResult
-from traac.method.difficulty import SINGLE_BIN, DifficultyConfig
+from traac.method.difficulty import SINGLE_BIN, DifficultySettings
 from traac.method.formats import ChatFormat
 from traac.method.segmentation import Step
 from traac.training import step
@@ -33,13 +33,13 @@ def result(tokens_before: int = 10, tokens_after: int = 6) -> CompressionResult:
 
 def test_bins_follow_the_pass_rate_thresholds() -> None:
     verdicts = [True] * 4 + [True, True, False, True] + [True, False, False, False] + [False] * 4
-    rates, bins = step.bin_groups(verdicts, N, DifficultyConfig())
+    rates, bins = step.bin_groups(verdicts, N, DifficultySettings())
     assert rates == [1.0, 0.75, 0.25, 0.0]
     assert bins == ["easy", "medium", "hard", "hard"]
     # The thresholds are inclusive: 4 of 5 right is exactly 0.8, easy; 3 of 10 is 0.3, medium.
-    assert step.bin_groups([True] * 4 + [False], 5, DifficultyConfig())[1] == ["easy"]
-    assert step.bin_groups([True] * 3 + [False] * 7, 10, DifficultyConfig())[1] == ["medium"]
-    assert step.bin_groups(verdicts, N, DifficultyConfig(enabled=False))[1] == [SINGLE_BIN] * 4
+    assert step.bin_groups([True] * 4 + [False], 5, DifficultySettings())[1] == ["easy"]
+    assert step.bin_groups([True] * 3 + [False] * 7, 10, DifficultySettings())[1] == ["medium"]
+    assert step.bin_groups(verdicts, N, DifficultySettings(enabled=False))[1] == [SINGLE_BIN] * 4
 
 
 def test_selection_takes_only_right_well_formed_rollouts_at_their_bins_tau() -> None:
@@ -49,7 +49,9 @@ def test_selection_takes_only_right_well_formed_rollouts_at_their_bins_tau() -> 
         rollout(2, well_formed=False),
         rollout(3),
     ]
-    chosen = step.select_candidates(rollouts, ["easy", "easy", "easy", "hard"], DifficultyConfig())
+    chosen = step.select_candidates(
+        rollouts, ["easy", "easy", "easy", "hard"], DifficultySettings()
+    )
     assert [(r.origin, tau) for r, tau in chosen] == [(0, 0.6), (3, 0.2)]
 
 

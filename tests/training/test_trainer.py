@@ -27,7 +27,7 @@ from traac.method.length_rewards import (
     shorterbetter_length_reward,
 )
 from traac.method.segmentation import split_steps
-from traac.testbed.config import TeacherConfig
+from traac.testbed.config import TeacherSettings
 from traac.testbed.traces import teach
 from traac.training.config import TRAACConfig
 from traac.training.methods.dapo_overlong import dapo_overlong_punishment
@@ -166,7 +166,7 @@ def teacher_batch(trainer: TRAACTrainer) -> tuple[list[dict], list[list[int]], l
     tokenizer = trainer.processing_class
     dataset = trainer.train_dataset
     rows, prompt_ids, completion_ids = [], [], []
-    teacher = TeacherConfig(slip_prob=0.0, guess_prob=0.0, interrupt_prob=0.0)
+    teacher = TeacherSettings(slip_prob=0.0, guess_prob=0.0, interrupt_prob=0.0)
     rng = random.Random(0)
     for p in range(2):
         row = dataset[p]

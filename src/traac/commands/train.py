@@ -63,7 +63,7 @@ def main(argv: list[str]) -> int:
             outcome = (
                 f"traac train: stopped by {signal.Signals(result.interrupted).name} after step "
                 f"{result.steps}; checkpoint in {result.checkpoint}; continue with "
-                "--resume_from_checkpoint auto"
+                "--resume-from-checkpoint auto"
             )
         print_lines(console, [outcome])
     return 0 if result.interrupted is None else 128 + result.interrupted

@@ -68,7 +68,7 @@ step_labels.register(DATA_SOURCE, step_kinds)  # telemetry labels testbed groups
 
 
 @dataclass(frozen=True)
-class TierConfig:
+class TierSettings:
     """Chain lengths of the three tiers; operands have `digits` digits (1 digit: 0-9)."""
 
     terms: dict[str, int] = field(default_factory=lambda: {"easy": 2, "medium": 3, "hard": 5})
@@ -147,7 +147,7 @@ def make_items(
     n: int,
     seed: int = EVAL_SEED,
     split: Split = "eval",
-    tiers: TierConfig | None = None,
+    tiers: TierSettings | None = None,
 ) -> list[Item]:
     """`n` problems of `tier` (easy|medium|hard, or all: n per tier) from one pool.
 
@@ -155,7 +155,7 @@ def make_items(
     evaluation problems run out, the medium tier's ~1,000) the sample repeats and ids get an
     `-r2`, `-r3` suffix. More than `MAX_N` per tier is refused at once, naming the pool's size.
     """
-    tiers = tiers or TierConfig()
+    tiers = tiers or TierSettings()
     if tier == "all":
         return [item for name in tiers.terms for item in make_items(name, n, seed, split, tiers)]
     if tier not in tiers.terms:
@@ -200,7 +200,7 @@ def sft_entries(n: int, seed: int, min_terms: int, max_terms: int, digits: int) 
     return out
 
 
-def parse_spec(spec: str, split: Split = "eval", tiers: TierConfig | None = None) -> list[Item]:
+def parse_spec(spec: str, split: Split = "eval", tiers: TierSettings | None = None) -> list[Item]:
     """Items for a dataset name `testbed[:TIER][?n=N&seed=S&split=eval|rl]`.
 
     TIER is easy|medium|hard|all (default all; n per tier, default 200). The seed defaults to

@@ -1,11 +1,11 @@
 """Difficulty calibration: a prompt's pass rate over its rollouts picks a bin, and the bin picks
 the compression rate tau and the length-reward scale (docs/method.md#step, step 3, and #rewards).
 
-    cfg = DifficultyConfig()                 # easy >= 0.8 > medium >= 0.3 > hard
+    cfg = DifficultySettings()                 # easy >= 0.8 > medium >= 0.3 > hard
     b = cfg.bin_of(pass_rate([True, True, False, True]))   # "medium"
     cfg.tau_of(b), cfg.scale_of(b)           # 0.4, 0.75
 
-A recipe writes the bins as one mapping, `difficulty:` (`DifficultyConfig.from_recipe`; keys left
+A recipe writes the bins as one mapping, `difficulty:` (`DifficultySettings.from_recipe`; keys left
 out keep the paper's values):
 
     difficulty:
@@ -13,7 +13,7 @@ out keep the paper's values):
       tau: {easy: 0.6, medium: 0.4, hard: 0.2}
       length_scale: {hard: 0.5}
 
-`DifficultyConfig(enabled=False)` is the "no difficulty" ablation: every prompt falls in the one
+`DifficultySettings(enabled=False)` is the "no difficulty" ablation: every prompt falls in the one
 bin `all`, compressed at tau 0.6 (docs/method.md#rewards) with length scale 1.0 (the easy bin's
 scale: with no calibration every correct rollout is pushed to be short at full weight).
 """
@@ -52,7 +52,7 @@ def _default_scale() -> dict[str, float]:
 
 
 @dataclass(frozen=True)
-class DifficultyConfig:
+class DifficultySettings:
     """Bin thresholds on the pass rate, and tau and length scale per bin."""
 
     easy_threshold: float = 0.8
@@ -89,7 +89,7 @@ class DifficultyConfig:
     @classmethod
     def from_recipe(
         cls, values: Mapping[str, Any] | None, *, enabled: bool = True
-    ) -> DifficultyConfig:
+    ) -> DifficultySettings:
         """A recipe's `difficulty` mapping (`RECIPE_KEYS`), naming any unknown key; keys left
         out keep the paper's values, and `tau` and `length_scale` may give some bins only."""
         if values is None:

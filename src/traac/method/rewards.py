@@ -18,11 +18,11 @@ Presets: `paper` (format 0.5 + 0.5, W = 2) and `authors` (the authors' code: 0.2
 
 Two layers. A trainer that has verified its rollouts and binned its prompts calls
 
-    config = RewardConfig.preset("paper")
+    config = RewardSettings.preset("paper")
     windows = LengthWindows(config.window_size)          # save windows.state_dict() in checkpoints
     parsed = [fmt.parse(r) for r in responses]
     out = score_rollouts(parsed, correct, lengths, keys, config=config, windows=windows,
-                         difficulty=DifficultyConfig(), gather=gather_object)
+                         difficulty=DifficultySettings(), gather=gather_object)
     out.total                                            # one float per rollout
 
 with `keys[i] = (data_source, bin)` and, under `accelerate`, `gather=accelerate.utils.gather_object`
@@ -40,7 +40,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from traac.errors import TraacError
-from traac.method.difficulty import DifficultyConfig
+from traac.method.difficulty import DifficultySettings
 from traac.method.formats import ParsedResponse
 from traac.method.settings import check_positive, preset_name
 
@@ -49,7 +49,7 @@ Gather = Callable[[list[Any]], list[Any]]
 
 
 @dataclass(frozen=True)
-class RewardConfig:
+class RewardSettings:
     """Reward weights. `use_format` / `use_length` off give `score_rollouts` the CR-only
     ablation (the trainer sums the rewards its mode names, `traac.training.modes`)."""
 
@@ -74,7 +74,7 @@ class RewardConfig:
         check_positive("rewards.eps", self.eps)
 
     @classmethod
-    def preset(cls, name: str = "paper", **overrides: Any) -> RewardConfig:
+    def preset(cls, name: str = "paper", **overrides: Any) -> RewardSettings:
         """`paper` or `authors`, with any field overridden."""
         name = preset_name("rewards.preset", name)
         if name not in REWARD_PRESETS:
@@ -87,18 +87,18 @@ class RewardConfig:
         return replace(REWARD_PRESETS[name], **overrides)
 
 
-REWARD_PRESETS: dict[str, RewardConfig] = {
-    "paper": RewardConfig(),
-    "authors": RewardConfig(format_count=0.25, format_order=0.25, length_weight=1.0),
+REWARD_PRESETS: dict[str, RewardSettings] = {
+    "paper": RewardSettings(),
+    "authors": RewardSettings(format_count=0.25, format_order=0.25, length_weight=1.0),
 }
 
 
-def correctness_reward(correct: bool, config: RewardConfig) -> float:
+def correctness_reward(correct: bool, config: RewardSettings) -> float:
     """`config.correct` for a right answer, else 0."""
     return config.correct if correct else 0.0
 
 
-def format_reward(parsed: ParsedResponse, config: RewardConfig) -> float:
+def format_reward(parsed: ParsedResponse, config: RewardSettings) -> float:
     """`format_count` for exactly one think block, `format_order` for an opener before a
     closer; the halves are independent (docs/method.md#rewards)."""
     return config.format_count * parsed.one_block + config.format_order * parsed.ordered
@@ -223,8 +223,8 @@ def length_rewards(
     lengths: Sequence[int],
     keys: Sequence[Key],
     *,
-    config: RewardConfig,
-    difficulty: DifficultyConfig,
+    config: RewardSettings,
+    difficulty: DifficultySettings,
     gather: Gather | None = None,
 ) -> list[float]:
     """The length rewards of one step's rollouts, after pushing the step into `windows` (see
@@ -251,9 +251,9 @@ def score_rollouts(
     lengths: Sequence[int],
     keys: Sequence[Key],
     *,
-    config: RewardConfig,
+    config: RewardSettings,
     windows: LengthWindows,
-    difficulty: DifficultyConfig,
+    difficulty: DifficultySettings,
     gather: Gather | None = None,
 ) -> RewardBreakdown:
     """Rewards of one step's rollouts; pushes the step into `windows` first.

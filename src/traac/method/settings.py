@@ -44,7 +44,7 @@ def check_unit(name: str, value: Any) -> None:
 
 def check_tau(name: str, value: Any) -> float:
     """A compression rate tau: a number in [0, 1] (NaN and booleans refused). The one check of
-    tau's range, where a tau enters: a recipe's bins (`DifficultyConfig`), a command's
+    tau's range, where a tau enters: a recipe's bins (`DifficultySettings`), a command's
     `--compress-tau` (its parser) and `ThinkingGenerator`; what they pass on is not checked
     again."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:

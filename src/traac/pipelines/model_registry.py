@@ -29,7 +29,7 @@ from traac.common.models import resolve_model_path
 from traac.common.progress import Progress
 from traac.errors import TraacError
 from traac.testbed.build import CARD, build_cached, cache_path
-from traac.testbed.config import TINY, TestbedConfig, default_config
+from traac.testbed.config import TINY, TestbedSettings, default_config
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class NamedModel:
     cached: Callable[[], Path | None]
 
 
-def _testbed(config: TestbedConfig, description: str) -> NamedModel:
+def _testbed(config: TestbedSettings, description: str) -> NamedModel:
     def cached() -> Path | None:
         path = cache_path(config)
         return path if (path / CARD).exists() else None

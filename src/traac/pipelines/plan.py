@@ -192,8 +192,8 @@ def planned_processes(requested: int | None) -> int:
 
 def processes_line(processes: int, requested: int | None) -> str:
     if requested is not None:
-        return f"{processes} (--dry_run_processes)"
-    return f"{processes} (this launch; --dry_run_processes N plans for N GPUs)"
+        return f"{processes} (--dry-run-processes)"
+    return f"{processes} (this launch; --dry-run-processes N plans for N GPUs)"
 
 
 def batch_lines(config: Any, processes: int) -> list[tuple[str, str]]:
@@ -266,7 +266,7 @@ SHARDINGS = {"none": Sharding(), "zero1": Sharding(zero=1), "zero2": Sharding(ze
 
 
 def launch_sharding(config: Any, requested: str | None) -> tuple[str, Sharding]:
-    """The sharding memory is estimated for: `--dry_run_sharding`, else the recipe's DeepSpeed
+    """The sharding memory is estimated for: `--dry-run-sharding`, else the recipe's DeepSpeed
     config or the accelerate launch's (its environment), else none."""
     if requested is not None:
         if requested not in SHARDINGS:
@@ -300,7 +300,7 @@ def memory_line(script: Any, config: Any, processes: int) -> str:
     sharding = Sharding(processes, sharding.zero, sharding.fsdp)
     estimate = recipe_estimate(model_config, config, script, sharding)
     return (f"{estimate.line()}; sharding {label} over {processes} process(es) "
-            "(--dry_run_sharding, --dry_run_processes)")  # fmt: skip
+            "(--dry-run-sharding, --dry-run-processes)")  # fmt: skip
 
 
 def device_line(config: Any, note: str | None) -> str:
@@ -319,7 +319,7 @@ def sharding_line(config: Any) -> str:
         return "DeepSpeed (from the accelerate launch config)"
     if os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true":
         return "FSDP (from the accelerate launch config)"
-    return "none in the recipe (accelerate launch --config_file may add ZeRO or FSDP)"
+    return "none in the recipe (accelerate launch --config-file may add ZeRO or FSDP)"
 
 
 def traac_line(config: Any) -> str:

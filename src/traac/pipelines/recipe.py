@@ -4,10 +4,11 @@ name, so those mistakes are named in a second rather than after the imports of t
 transformers and TRL. The full parse follows (`traac.pipelines.train.parse`), which checks every
 field again.
 
-Unknown fields need TRL's field list, which takes those imports. Each full parse writes the list
-to the cache (`recipe-fields/`, keyed by the installed TRL and transformers and by traac's
-source), and later checks read it: after one run on a machine a misspelt field is
-named at once too; before it, by the full parse, in the same words.
+Unknown fields are named from the field list `traac.pipelines.recipe_fields` reads off the
+classes' sources without importing them. Where it cannot (a TRL release whose classes lie
+elsewhere), the list a full parse wrote to the cache (`recipe-fields/`, keyed by the installed
+TRL and transformers and by traac's source) serves; before any full parse, the full parse names
+the field, in the same words.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from traac.common.cache import cache_root
 from traac.common.model_names import check_model_name
 from traac.errors import TraacError
 from traac.method.difficulty import FLAT_KEYS
+from traac.pipelines.recipe_fields import declared_fields
 from traac.training.counts import check_counts
 
 _SCORERS = ("reference", "policy")  # scoring_model values that name no model
@@ -107,7 +109,11 @@ def remember_fields(fields: list[str]) -> None:
 
 
 def known_fields() -> list[str] | None:
-    """The field names a full parse wrote for this installation (None: none yet)."""
+    """The field names, read off the classes' sources, else those a full parse wrote for this
+    installation (None: neither)."""
+    declared = declared_fields()
+    if declared is not None:
+        return declared
     try:
         return json.loads(_fields_file().read_text())
     except (OSError, ValueError, metadata.PackageNotFoundError):

@@ -40,6 +40,7 @@ from traac.pipelines.recipe import (
     unknown_option,
     unknown_recipe_field,
 )
+from traac.pipelines.recipe_fields import CHECKPOINTING
 from traac.training.checkpoint import STATE_FILE
 from traac.training.config import TRAACConfig
 from traac.training.counts import COUNTS, check_counts
@@ -176,24 +177,15 @@ def _takes(hint: Any, kind: str) -> bool:
     return getattr(origin, "__name__", "") == kind
 
 
-# transformers 5.24 renamed gradient_checkpointing(_kwargs) activation_checkpointing(_kwargs),
-# keeping the old names with a FutureWarning; 5.17 (what the gpu extra installs) knows only the
-# old ones. A recipe may use either: each is read as the name the installed release takes.
-_CHECKPOINTING = {
-    "gradient_checkpointing": "activation_checkpointing",
-    "gradient_checkpointing_kwargs": "activation_checkpointing_kwargs",
-}
-
-
 def _checkpointing_names() -> dict[str, str]:
     """{name a recipe may use: the name the installed transformers takes}."""
     if hasattr(TRAACConfig, "activation_checkpointing"):
-        return dict(_CHECKPOINTING)
-    return {new: old for old, new in _CHECKPOINTING.items()}
+        return dict(CHECKPOINTING)
+    return {new: old for old, new in CHECKPOINTING.items()}
 
 
 class _Parser(TrlParser):
-    """TRL's parser, reading either name of the checkpointing fields (`_CHECKPOINTING`) and
+    """TRL's parser, reading either name of the checkpointing fields (`CHECKPOINTING`) and
     naming the new spelling of the flat difficulty fields (`FLAT_KEYS`). Its errors are one line
     (no usage dump); an unknown field, in the recipe or on the command line, names the nearest
     one; a prefix of an option is never taken for it; a recipe's value of the wrong type is named
@@ -218,7 +210,7 @@ class _Parser(TrlParser):
             args = [_renamed_flag(a, names) for a in args]
         fields = sorted({a.dest for a in self._actions if a.dest != "help"})
         options = {o[2:].replace("-", "_") for a in self._actions for o in a.option_strings}
-        names = {*fields, *options, *_CHECKPOINTING, *_CHECKPOINTING.values()}  # e.g. --no_x
+        names = {*fields, *options, *CHECKPOINTING, *CHECKPOINTING.values()}  # e.g. --no_x
         remember_fields(sorted(names))  # so that later commands name a typo before this parse
         *parsed, from_recipe, from_line = super().parse_args_and_config(
             args, return_remaining_strings=True, separate_remaining_strings=True
@@ -302,7 +294,7 @@ def checkpoints(output_dir: str) -> list[str]:
 
 
 def resume_checkpoint(value: str | None, output_dir: str) -> str | None:
-    """The checkpoint `--resume_from_checkpoint` names: a path, or `auto`/`true` for the newest
+    """The checkpoint `--resume-from-checkpoint` names: a path, or `auto`/`true` for the newest
     complete `checkpoint-N` in `output_dir` (None: none yet, a fresh start)."""
     text = (value or "").strip()
     if text.lower() in _NO_RESUME:
@@ -329,7 +321,7 @@ def check_unfinished(checkpoint: str | None, max_steps: int) -> None:
     if step >= max_steps:
         raise TraacError(
             f"resume_from_checkpoint: {checkpoint} is at step {step} and max_steps is {max_steps}, "
-            "so the run is finished; raise --max_steps to train on, or load the model from "
+            "so the run is finished; raise --max-steps to train on, or load the model from "
             "output_dir (or from that checkpoint)"
         )
 
@@ -372,11 +364,11 @@ def check_trainer_arguments(script: TrainScriptArguments, config: TRAACConfig) -
 def check_launch(script: TrainScriptArguments, config: TRAACConfig) -> None:
     """One process that sees several GPUs would train through `nn.DataParallel`, which TRL's
     GRPO trainer refuses after loading the model. A dry run planning a launch
-    (`--dry_run_processes`) is not that process."""
+    (`--dry-run-processes`) is not that process."""
     if config.n_gpu > 1 and script.dry_run_processes is None:
         raise TraacError(
             f"{config.n_gpu} GPUs are visible to one training process; launch one process per GPU "
-            "(accelerate launch --config_file recipes/accelerate/zero2.yaml -m traac.cli train "
+            "(accelerate launch --config-file recipes/accelerate/zero2.yaml -m traac.cli train "
             "...) or train on one: CUDA_VISIBLE_DEVICES=0"
         )
 
@@ -400,7 +392,7 @@ def check_fresh_start(config: TRAACConfig) -> None:
         last = re.sub(r".*/", "", found[-1])
         raise TraacError(
             f"output_dir {config.output_dir} already holds {last}; pass "
-            "--resume_from_checkpoint auto to continue it, or another --output_dir"
+            "--resume-from-checkpoint auto to continue it, or another --output-dir"
         )
 
 

@@ -38,7 +38,7 @@ from traac.common.progress import NullProgress, Progress, quiet_libraries
 from traac.common.trainer_progress import TrainerProgress
 from traac.data.testbed_problems import EVAL_SEED, RL_SEED, sft_entries
 from traac.errors import TraacError
-from traac.testbed.config import TestbedConfig, default_config
+from traac.testbed.config import TestbedSettings, default_config
 from traac.testbed.measure import measure, teacher_stats
 from traac.testbed.tokenizer import EOS, PAD, THINK_CLOSE, build_tokenizer, render_prompts
 from traac.testbed.traces import PROMPT_STYLE, Trace, teach
@@ -49,7 +49,7 @@ BASE_GGUF = {"smollm2": smollm2_file}  # each of config.BASES: the GGUF file it 
 SAVE_EVERY_S = 300.0  # SFT checkpoint interval: a quick build never saves, smollm2-think 5 times
 
 
-def cache_path(config: TestbedConfig) -> Path:
+def cache_path(config: TestbedSettings) -> Path:
     return cache_root("testbed") / f"{config.name}-seed{config.seed}-{config.hash()}"
 
 
@@ -62,7 +62,7 @@ def ensure_testbed(
 
 
 def build_cached(
-    config: TestbedConfig, force: bool = False, progress: Progress | None = None
+    config: TestbedSettings, force: bool = False, progress: Progress | None = None
 ) -> Path:
     """Return the cache entry of `config`, building it if missing (or if `force`); concurrent
     callers wait for one build (a file lock the OS releases if its holder dies)."""
@@ -73,7 +73,7 @@ def build_cached(
 
 
 def build_testbed(
-    output: Path, config: TestbedConfig, force: bool = False, progress: Progress | None = None
+    output: Path, config: TestbedSettings, force: bool = False, progress: Progress | None = None
 ) -> dict:
     """Build into `output` atomically: a sibling temporary directory renamed at the end."""
     output = Path(output).expanduser()
@@ -92,14 +92,14 @@ def sft_checkpoints(target: Path) -> Path:
     return target.with_name(f".{target.name}.sft-checkpoints")
 
 
-def _build(work: Path, config: TestbedConfig, progress: Progress | None, target: Path) -> dict:
+def _build(work: Path, config: TestbedSettings, progress: Progress | None, target: Path) -> dict:
     with quiet_libraries():
         card = _build_steps(work, config, progress or NullProgress(), sft_checkpoints(target))
     shutil.rmtree(sft_checkpoints(target), ignore_errors=True)
     return card
 
 
-def teacher_traces(config: TestbedConfig) -> tuple[list[dict], list[Trace]]:
+def teacher_traces(config: TestbedSettings) -> tuple[list[dict], list[Trace]]:
     """The SFT problems (reasoning-gym entries of the SFT pool) and a teacher trace for each."""
     teacher = config.teacher
     entries = sft_entries(
@@ -147,7 +147,9 @@ def tokenize_records(records: list[dict], tokenizer: Any) -> Any:
     )
 
 
-def _build_steps(work: Path, config: TestbedConfig, progress: Progress, checkpoints: Path) -> dict:
+def _build_steps(
+    work: Path, config: TestbedSettings, progress: Progress, checkpoints: Path
+) -> dict:
     clock = _Clock()
     torch.manual_seed(config.seed)
     with progress.phase("testbed: writing teacher traces and training the tokenizer"):
@@ -234,7 +236,7 @@ def _sampling(eos_token_id: int, pad_token_id: int) -> GenerationConfig:
     )
 
 
-def _init_model(config: TestbedConfig, tokenizer: Any) -> Any:
+def _init_model(config: TestbedSettings, tokenizer: Any) -> Any:
     m = config.model
     model_config = Qwen3Config(
         vocab_size=len(tokenizer),
@@ -274,7 +276,7 @@ def _train(
     model: Any,
     tokenizer: Any,
     records: list[dict],
-    config: TestbedConfig,
+    config: TestbedSettings,
     checkpoints: Path,
     progress: Progress,
 ) -> dict:

@@ -13,14 +13,14 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, replace
 
-from traac.data.testbed_problems import SFT_SEED, TierConfig
+from traac.data.testbed_problems import SFT_SEED, TierSettings
 from traac.errors import TraacError
 
 VERSION = 1
 
 
 @dataclass(frozen=True)
-class TeacherConfig:
+class TeacherSettings:
     """How the procedural teacher over- and under-thinks.
 
     Re-checks are drawn uniformly from 0..max_rechecks regardless of the chain, so easy problems
@@ -40,7 +40,7 @@ class TeacherConfig:
 
 
 @dataclass(frozen=True)
-class ModelConfig:
+class TestbedModelSettings:
     """A tiny Qwen3ForCausalLM (same attention code paths as the real Qwen3)."""
 
     hidden_size: int = 128
@@ -53,7 +53,7 @@ class ModelConfig:
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainSettings:
     """SFT with TRL's SFTTrainer on the CPU; `n_traces` teacher traces, `epochs` over them."""
 
     n_traces: int = 36_000
@@ -65,7 +65,7 @@ class TrainConfig:
 
 
 @dataclass(frozen=True)
-class MeasureConfig:
+class MeasureSettings:
     """The card's measurement: fresh evaluation problems, sampled at temperature 1.0."""
 
     n_per_tier: int = 200
@@ -76,15 +76,15 @@ class MeasureConfig:
 
 
 @dataclass(frozen=True)
-class TestbedConfig:
+class TestbedSettings:
     name: str = "full"
     seed: int = SFT_SEED
     base: str | None = None  # a pretrained model to fine-tune (`BASES`), instead of a fresh one
-    tiers: TierConfig = field(default_factory=TierConfig)
-    teacher: TeacherConfig = TeacherConfig()
-    model: ModelConfig = ModelConfig()
-    train: TrainConfig = TrainConfig()
-    measure: MeasureConfig = MeasureConfig()
+    tiers: TierSettings = field(default_factory=TierSettings)
+    teacher: TeacherSettings = TeacherSettings()
+    model: TestbedModelSettings = TestbedModelSettings()
+    train: TrainSettings = TrainSettings()
+    measure: MeasureSettings = MeasureSettings()
 
     def to_dict(self) -> dict:
         out = {"version": VERSION, **asdict(self)}
@@ -100,12 +100,12 @@ class TestbedConfig:
         return hashlib.sha256(blob).hexdigest()[:12]
 
 
-QUICK = TestbedConfig(
+QUICK = TestbedSettings(
     name="quick",
-    model=ModelConfig(hidden_size=64, intermediate_size=192, num_hidden_layers=2,
+    model=TestbedModelSettings(hidden_size=64, intermediate_size=192, num_hidden_layers=2,
                       num_attention_heads=2, num_key_value_heads=1),
-    train=TrainConfig(n_traces=7_000, batch_size=32, learning_rate=6e-3),
-    measure=MeasureConfig(n_per_tier=8, samples=2, max_new_tokens=200),
+    train=TrainSettings(n_traces=7_000, batch_size=32, learning_rate=6e-3),
+    measure=MeasureSettings(n_per_tier=8, samples=2, max_new_tokens=200),
 )  # fmt: skip
 
 # The Python quickstart's model: the quick testbed's architecture and number of SFT steps on
@@ -116,18 +116,18 @@ TINY = replace(QUICK, name="tiny", train=replace(QUICK.train, n_traces=3_500, ba
 # SmolLM2-135M-Instruct fully fine-tuned on the teacher's traces: a real pretrained model that
 # thinks (75 steps; its tokenizer spells the think delimiters in several tokens, kept as is).
 # Its card samples once per problem: generation costs ~25 ms a token on 2 cores.
-SMOLLM2_THINK = TestbedConfig(
+SMOLLM2_THINK = TestbedSettings(
     name="smollm2-think",
     base="smollm2",
-    train=TrainConfig(n_traces=1_200, batch_size=16, learning_rate=2e-4, weight_decay=0.0),
-    measure=MeasureConfig(n_per_tier=60, samples=1, max_new_tokens=256, batch_size=30),
+    train=TrainSettings(n_traces=1_200, batch_size=16, learning_rate=2e-4, weight_decay=0.0),
+    measure=MeasureSettings(n_per_tier=60, samples=1, max_new_tokens=256, batch_size=30),
 )
 BASES = ("smollm2",)  # what `--base` takes; traac.testbed.build loads each
 
 
 def default_config(
     quick: bool = False, seed: int = SFT_SEED, base: str | None = None
-) -> TestbedConfig:
+) -> TestbedSettings:
     """The full testbed (with the properties asked of it), the quick one (for tests, <= 60 s),
     or the thinking fine-tune of a pretrained `base` (`BASES`)."""
     if base is not None:
@@ -136,4 +136,4 @@ def default_config(
         if quick:
             raise TraacError("testbed: --quick builds the tiny model; drop it or drop --base")
         return replace(SMOLLM2_THINK, seed=seed)
-    return replace(QUICK if quick else TestbedConfig(), seed=seed)
+    return replace(QUICK if quick else TestbedSettings(), seed=seed)

@@ -26,7 +26,7 @@ from traac.method.compression import Compressor, ScoreRequest, TokenScores
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
 from traac.method.settings import CompressionSettings
-from traac.testbed.config import TestbedConfig
+from traac.testbed.config import TestbedSettings
 from traac.testbed.tokenizer import THINK_CLOSE, render_prompts
 from traac.testbed.traces import Trace, has_recheck, step_kinds
 from traac.verification import verify_many
@@ -268,7 +268,7 @@ def _probe_report(
 
 
 def measure(
-    model: Any, tokenizer: Any, config: TestbedConfig, progress: Progress | None = None
+    model: Any, tokenizer: Any, config: TestbedSettings, progress: Progress | None = None
 ) -> dict:
     """The properties asked of a built testbed, each with pass/fail against its bound."""
     progress = progress or NullProgress()

@@ -25,7 +25,7 @@ from traac.data.testbed_problems import CONCLUSION, Chain, StepKind
 from traac.data.testbed_problems import step_kinds as testbed_step_kinds
 from traac.method.formats import AUX_PROMPT, ChatFormat
 from traac.method.segmentation import split_steps
-from traac.testbed.config import TeacherConfig
+from traac.testbed.config import TeacherSettings
 
 GUESS = "Hmm, the rest is long, so I will estimate."
 QWEN3_FORMAT = ChatFormat()  # the response opens and closes the think block
@@ -113,7 +113,7 @@ def summary_text(chain: Chain, final: int) -> str:
     return f"{steps}. {answer_text(final)}"
 
 
-def teach(entry: dict[str, Any], rng: random.Random, config: TeacherConfig) -> Trace:
+def teach(entry: dict[str, Any], rng: random.Random, config: TeacherSettings) -> Trace:
     """A trace for one reasoning-gym chain_sum entry, its failure modes drawn from `rng`."""
     chain = Chain.parse(entry["metadata"]["expression"])
     values = chain.partials()

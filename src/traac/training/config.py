@@ -24,9 +24,9 @@ from trl import GRPOConfig
 
 from traac.common.scoring_model import check_scoring_model
 from traac.errors import TraacError
-from traac.method.difficulty import DifficultyConfig
+from traac.method.difficulty import DifficultySettings
 from traac.method.early_exit import EARLY_EXIT_MODES
-from traac.method.rewards import RewardConfig
+from traac.method.rewards import RewardSettings
 from traac.method.settings import (
     CompressionSettings,
     FormatSettings,
@@ -137,7 +137,7 @@ class TRAACConfig(  # type: ignore[misc]
         > Parameters that control difficulty (docs/method.md#step, step 3)
 
         difficulty (`dict` or `None`, *optional*, defaults to `None`):
-            The pass-rate bins (`traac.method.difficulty.DifficultyConfig.from_recipe`), one
+            The pass-rate bins (`traac.method.difficulty.DifficultySettings.from_recipe`), one
             mapping: `easy_threshold` (0.8: a prompt whose pass rate is at least this is easy),
             `medium_threshold` (0.3: at least this, medium; below it, hard), `tau` (the target
             compression rate per bin, `{easy: 0.6, medium: 0.4, hard: 0.2}`), `length_scale`
@@ -409,7 +409,7 @@ class TRAACConfig(  # type: ignore[misc]
         """Whether right rollouts are compressed and re-answered (docs/method.md#step, 4-6)."""
         return self.mode_spec.compresses
 
-    def difficulty_config(self) -> DifficultyConfig:
+    def difficulty_config(self) -> DifficultySettings:
         """Bins, tau and length scale per bin; one bin (`all`) in the modes without difficulty.
         The peer modes keep the bins for telemetry only (nothing of theirs reads a bin)."""
         values = self.difficulty
@@ -418,11 +418,11 @@ class TRAACConfig(  # type: ignore[misc]
                 values = json.loads(values)
             except json.JSONDecodeError as err:
                 raise TraacError(f"difficulty: {values!r} is not JSON ({err.msg})") from None
-        return DifficultyConfig.from_recipe(values, enabled=self.mode_spec.bins)
+        return DifficultySettings.from_recipe(values, enabled=self.mode_spec.bins)
 
-    def reward_config(self) -> RewardConfig:
+    def reward_config(self) -> RewardSettings:
         """TRAAC's reward weights (which rewards a mode sums is `mode_spec.rewards`)."""
-        return RewardConfig.preset(
+        return RewardSettings.preset(
             self.format_preset,
             correct=self.correctness_reward,
             length_weight=self.length_weight,

@@ -44,7 +44,7 @@ COUNTS = "traac_held_out"  # prefix of the per-batch counts in TRL's eval metric
 FIELDS = ("rollouts", "correct", "response_tokens", "think_tokens")
 
 
-class HeldOut:
+class HeldOutCounts:
     """The counts of one evaluation, per tier and over `all`."""
 
     def __init__(self) -> None:
@@ -57,7 +57,7 @@ class HeldOut:
                 metrics[f"{COUNTS}/{tier}/{name}"].append(getattr(counts, name))
 
     @classmethod
-    def pop_metrics(cls, metrics: dict[str, list[float]]) -> HeldOut:
+    def pop_metrics(cls, metrics: dict[str, list[float]]) -> HeldOutCounts:
         """The counts of every batch `to_metrics` appended, summed, and removed from `metrics`
         (TRL would log their per-batch means)."""
         held_out = cls()
@@ -96,13 +96,14 @@ class HeldOutEvaluation:
         metric_key_prefix: str = "eval",
     ) -> Any:
         trainer: Any = self
-        HeldOut.pop_metrics(trainer._metrics["eval"])  # none left by an interrupted evaluation
+        # none left by an interrupted evaluation
+        HeldOutCounts.pop_metrics(trainer._metrics["eval"])
         try:
             output = super().evaluation_loop(  # type: ignore[misc]
                 dataloader, description, prediction_loss_only, ignore_keys, metric_key_prefix
             )
         finally:
-            metrics = HeldOut.pop_metrics(trainer._metrics["eval"]).metrics()
+            metrics = HeldOutCounts.pop_metrics(trainer._metrics["eval"]).metrics()
         output.metrics.update({f"{metric_key_prefix}_{k}": v for k, v in metrics.items()})
         if trainer.accelerator.is_main_process:
             append_eval_metrics(trainer.args.output_dir, trainer.state.global_step, metrics)
@@ -114,7 +115,7 @@ class HeldOutEvaluation:
         trainer: Any = self
         close = trainer.tokenizer.encode(trainer.chat_format.think_close, add_special_tokens=False)
         stop = set(trainer.eos_token_ids)
-        held_out = HeldOut()
+        held_out = HeldOutCounts()
         held_out.add(
             [g.tier for g in step.groups for _ in g.originals],
             [rollout_view(r, close, stop) for g in step.groups for r in g.originals],

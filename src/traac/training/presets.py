@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from traac.method.difficulty import DifficultyConfig
+from traac.method.difficulty import DifficultySettings
 from traac.method.formats import AUX_PROMPT
 from traac.method.rewards import REWARD_PRESETS
 from traac.method.settings import check_choice, preset_name
@@ -76,7 +76,7 @@ AUTHORS: tuple[AuthorsSetting, ...] = (
     AuthorsSetting("eviction_cap", 0.8, f"{EVICTION} (determine_eviction_percentage)",
                    "at most 80% of the steps"),
     AuthorsSetting("uniformity_calibration", "none", EVICTION, "the uniformity as measured"),
-    AuthorsSetting("difficulty", DifficultyConfig().to_recipe(),
+    AuthorsSetting("difficulty", DifficultySettings().to_recipe(),
                    f"{ROLLOUT} (get_difficulty_class, get_reduction_score), "
                    "verl/workers/reward_manager/sumLinear.py",
                    "bins 0.8 / 0.3, tau 0.6 / 0.4 / 0.2, length scale 1 / 0.75 / 0.5"),
@@ -154,5 +154,5 @@ def _plain(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     if isinstance(value, dict):
-        return "the recipe mapping" if value != DifficultyConfig().to_recipe() else "the default"
+        return "the recipe mapping" if value != DifficultySettings().to_recipe() else "the default"
     return str(value)

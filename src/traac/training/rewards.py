@@ -17,12 +17,12 @@ from typing import Any
 
 from traac.data.training import item_from_row
 from traac.errors import TraacError
-from traac.method.difficulty import SINGLE_BIN, DifficultyConfig
+from traac.method.difficulty import SINGLE_BIN, DifficultySettings
 from traac.method.formats import ChatFormat
 from traac.method.rewards import (
     Gather,
     LengthWindows,
-    RewardConfig,
+    RewardSettings,
     correctness_reward,
     format_reward,
     length_rewards,
@@ -51,17 +51,17 @@ class TraacRewards:
 
     def __init__(
         self,
-        config: RewardConfig | None = None,
+        config: RewardSettings | None = None,
         *,
-        difficulty: DifficultyConfig | None = None,
+        difficulty: DifficultySettings | None = None,
         chat_format: ChatFormat | None = None,
         windows: LengthWindows | None = None,
         num_generations: int | None = None,
         gather: Gather | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
-        self.config = config or RewardConfig()
-        self.difficulty = difficulty or DifficultyConfig()
+        self.config = config or RewardSettings()
+        self.difficulty = difficulty or DifficultySettings()
         self.chat_format = chat_format or ChatFormat()
         self.windows = windows or LengthWindows(self.config.window_size)
         self.num_generations = num_generations

@@ -38,7 +38,7 @@ import numpy as np
 
 from traac.common.step_labels import labeller_for
 from traac.method.compression import CompressionResult, Compressor, ScoredTrace, uniformity_rank
-from traac.method.difficulty import DifficultyConfig, group_pass_rates
+from traac.method.difficulty import DifficultySettings, group_pass_rates
 from traac.method.formats import ChatFormat
 from traac.method.metrics import think_tokens_from_ids
 from traac.training.copies import loss_masks
@@ -236,7 +236,7 @@ def replacements(
 
 
 def bin_groups(
-    correct: Sequence[bool], n: int, difficulty: DifficultyConfig
+    correct: Sequence[bool], n: int, difficulty: DifficultySettings
 ) -> tuple[list[float], list[str]]:
     """Each group's pass rate (its N consecutive verdicts) and the bin that rate falls in."""
     pass_rates = group_pass_rates(correct, n)[::n]
@@ -244,7 +244,7 @@ def bin_groups(
 
 
 def select_candidates(
-    rollouts: Sequence[Rollout], bins: Sequence[str], difficulty: DifficultyConfig
+    rollouts: Sequence[Rollout], bins: Sequence[str], difficulty: DifficultySettings
 ) -> list[tuple[Rollout, float]]:
     """The rollouts compression may shorten, with their bin's tau: right and well-formed only
     (a wrong or malformed trace teaches nothing worth keeping shorter). `bins[i]` is the bin of

@@ -1,7 +1,7 @@
 """TRAAC training on the vLLM fake: what the tests add around it, and a launcher for
 `accelerate launch` (several processes, each installing the fake before traac starts).
 
-    accelerate launch --config_file recipes/accelerate/cpu_2proc.yaml \\
+    accelerate launch --config-file recipes/accelerate/cpu_2proc.yaml \\
         tests/fakes/vllm_fake/training.py RUNS.json
 
 RUNS.json lists runs, each {"model": path, "out": folder, "argv": traac CLI arguments}; the runs

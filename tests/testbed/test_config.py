@@ -1,0 +1,33 @@
+"""The testbed's settings key the build cache (`~/.cache/traac/testbed/<name>-seed<n>-<hash>`):
+the hash covers the settings' field names and values, never their class names, so renaming a
+class keeps every cached model while a changed field or value builds a new one."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from traac.testbed.config import SMOLLM2_THINK, TINY, default_config
+
+# The keys of the models built before the settings classes were renamed (`*Config` to
+# `*Settings`); the caches of the testbed and smollm2-think builds are stored under them.
+KEYS = {
+    "full": (default_config(), "ff8770138923"),
+    "quick": (default_config(quick=True), "6c32eb8acad6"),
+    "tiny": (TINY, "02a9e7816114"),
+    "smollm2-think": (default_config(base="smollm2"), "eb8ce6dec65b"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEYS))
+def test_cache_keys_of_the_built_in_testbeds_are_stable(name):
+    settings, key = KEYS[name]
+    assert settings.name == name and settings.hash() == key
+
+
+def test_any_changed_value_changes_the_key():
+    think = default_config(base="smollm2")
+    assert think == SMOLLM2_THINK
+    assert replace(think, train=replace(think.train, epochs=2.0)).hash() != think.hash()
+    assert default_config(seed=1).hash() != default_config().hash()
