@@ -153,16 +153,16 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
         self.last_step: TraacStep | None = None
         self.probe = probe_model(args, self.model, self.ref_model, self.accelerator)
         self.compressor = self._build_compressor() if args.compresses else None
-        self.step_compressor = None
+        step_compressor = None
         if self.compressor is not None:
-            self.step_compressor = StepCompressor(
+            step_compressor = StepCompressor(
                 self.compressor, self.chat_format, self.tokenizer, self.max_completion_length,
                 gather_object, self.uniformities if args.uniformity_calibration == "rank" else None,
                 args.compression, args.copy_pool, args.copy_tags,
             )  # fmt: skip
         self.driver = StepDriver(
             self, tokenizer=self.tokenizer, chat_format=self.chat_format,
-            difficulty=self.difficulty, compressor=self.step_compressor,
+            difficulty=self.difficulty, compressor=step_compressor,
             max_completion_length=self.max_completion_length, seed=args.seed,
             dynamic_sampling=args.dynamic_sampling, max_resample_rounds=args.max_resample_rounds,
             copy_loss=args.copy_loss,
