@@ -470,7 +470,7 @@ def without_timings(record: dict) -> dict:
 def test_sigterm_then_resume_matches_an_uninterrupted_run(
     quick_testbed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
-    monkeypatch.setattr("traac.training.trainer.verify_many", verdict_by_parity)
+    monkeypatch.setattr("traac.training.driver.verify_many", verdict_by_parity)
     every_2 = ("--save_strategy", "steps", "--save_steps", "2")
     a, b = tmp_path / "a", tmp_path / "b"
     assert cli_main(train_args(quick_testbed, a, *every_2)) == 0

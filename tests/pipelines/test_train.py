@@ -116,7 +116,7 @@ def lora_runs(quick_testbed: Path, tmp_path_factory: pytest.TempPathFactory) -> 
             signal.raise_signal(signal.SIGTERM)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("traac.training.trainer.verify_many", verdict_by_parity)
+        patch.setattr("traac.training.driver.verify_many", verdict_by_parity)
         assert cli_main(train_args(quick_testbed, root / "a", *every_2)) == 0
         with pytest.MonkeyPatch.context() as stop:
             stop.setattr(TRAACTrainer, "_log_step", sigterm_during_step_2)
@@ -200,7 +200,7 @@ def test_the_adapter_is_a_model_for_every_command(
 def test_two_lora_steps_on_smollm2_and_eval_loads_the_adapter(
     smollm2: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
-    monkeypatch.setattr("traac.training.trainer.verify_many", verdict_by_parity)
+    monkeypatch.setattr("traac.training.driver.verify_many", verdict_by_parity)
     out = tmp_path / "out"
     argv = [
         "train", "--config", str(RECIPE), "--model_name_or_path", "smollm2",

@@ -41,13 +41,15 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
+import traac.training.driver as driver_module
 import traac.training.trainer as trainer_module
 from traac.cli import main
+from traac.training.rounds import GenerationRounds
 
 RANK = int(os.environ["RANK"])
 REPORT = Path(os.environ["TRAAC_TEST_REPORT"]) / f"rank{RANK}.json"
 STOP_AT = int(os.environ.get("TRAAC_TEST_SIGTERM_STEP", "0"))
-trainer_module.verify_many = lambda items, responses, **kw: [RANK == 0] * len(responses)
+driver_module.verify_many = lambda items, responses, **kw: [RANK == 0] * len(responses)
 Trainer = trainer_module.TRAACTrainer
 record = {"reanswers": [], "forwards": [], "final": None}
 counts = {}
@@ -61,7 +63,7 @@ def write():
     REPORT.write_text(json.dumps(record))
 
 
-regenerate = Trainer._regenerate
+regenerate = GenerationRounds.regenerate
 
 
 def counted_regenerate(self, prompts, prefix_lengths, filler):
@@ -111,7 +113,7 @@ def counted_init(self, *args, **kwargs):
     self.add_callback(Count(self))
 
 
-Trainer._regenerate = counted_regenerate
+GenerationRounds.regenerate = counted_regenerate
 Trainer._log_step = log_then_stop
 Trainer.__init__ = counted_init
 sys.exit(main(sys.argv[1:]))

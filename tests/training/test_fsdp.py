@@ -35,7 +35,7 @@ from torch.distributed.device_mesh import init_device_mesh
 from peft import LoraConfig
 from torch.distributed.fsdp import FSDPModule, fully_shard
 
-import traac.training.trainer as trainer_module
+import traac.training.driver as driver_module
 from traac.common.models import load_tokenizer
 from traac.data.training import item_from_row, items_to_dataset
 from traac.testbed.config import TeacherSettings
@@ -46,7 +46,7 @@ from traac.training.trainer import TRAACTrainer
 
 model, out, n, lora = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "lora"
 rank = int(os.environ["RANK"])  # set by the launcher
-trainer_module.verify_many = lambda items, responses, **kw: [rank == 0] * len(responses)
+driver_module.verify_many = lambda items, responses, **kw: [rank == 0] * len(responses)
 
 tokenizer = load_tokenizer(model)
 tokenizer.padding_side = "left"
@@ -69,7 +69,7 @@ for sharded in (trainer.model,) if lora else (trainer.ref_model, trainer.model):
     fully_shard(sharded, mesh=mesh)  # the root: embeddings, final norm and head in its group
     sharded._is_fsdp_managed_module = True  # what transformers' own FSDP2 set-up marks
 scorer = trainer.model if lora else trainer.probe.model
-assert isinstance(scorer, FSDPModule) and trainer._collective_forwards
+assert isinstance(scorer, FSDPModule) and trainer.collective_forwards
 assert trainer.compressor.scorer.model is scorer  # the probe enters the FSDP root
 
 row = dataset[rank]  # one prompt per process, N rollouts each: the teacher's right traces

@@ -180,7 +180,7 @@ def test_a_step_on_4bit_weights_trains_the_adapters_on_the_cpu(
     are 4-bit, the probe scores the right rollouts (judged by the parity of their length)
     through them with the adapters disabled, and only adapters move."""
     monkeypatch.setattr(
-        "traac.training.trainer.verify_many",
+        "traac.training.driver.verify_many",
         lambda items, texts, **kw: [len(t) % 2 == 1 for t in texts],
     )
     trainer = lora_trainer(
@@ -213,7 +213,7 @@ def test_the_probe_through_disabled_adapters_is_the_base_models(
     trainer = lora_trainer(quick_testbed, tmp_path)
     policy = trainer.accelerator.unwrap_model(trainer.model)
     randomize(policy, "default", seed=0)  # adapters that change the model (B starts at zero)
-    with trainer._scoring():  # as the step scores: eval mode, adapters disabled
+    with trainer.scoring():  # as the step scores: eval mode, adapters disabled
         through_policy = scores(trainer)
     trainer.probe = replace(
         trainer.probe, model=load_model(str(quick_testbed), device="cpu", dtype=torch.float32)

@@ -43,7 +43,7 @@ def trainer(model: Path, tmp_path: Path, tier: str = "medium", **overrides: Any)
 
 
 def prompts(t: TRAACTrainer) -> list[list[int]]:
-    return t._prompt_ids([row["prompt"] for row in t.train_dataset])
+    return t.prompt_ids([row["prompt"] for row in t.train_dataset])
 
 
 def test_greedy_refilled_rollouts_equal_trls_padded_generate(quick_testbed, tmp_path):
@@ -99,7 +99,9 @@ def test_a_traac_step_samples_and_reanswers_through_refill(quick_testbed, tmp_pa
     ids = prompts(t)[:3]
     think = [r.completion_ids[:10] for r in t.last_step.groups[0].originals[:3]]
     calls.clear()
-    answers = t._regenerate([p + k for p, k in zip(ids, think, strict=True)], [10] * 3, ids[0])
+    answers = t.driver.rounds.regenerate(
+        [p + k for p, k in zip(ids, think, strict=True)], [10] * 3, ids[0]
+    )
     assert calls == [(3, t.max_completion_length - 10)]
     assert len(answers) == 3 and all(len(a) <= t.max_completion_length - 10 for a, _ in answers)
 

@@ -144,17 +144,17 @@ def test_cr_mode_through_the_cli(quick_testbed: Path, tmp_path: Path) -> None:
 
 
 def spy_on_answers(trainer: TRAACTrainer) -> list[tuple[list[list[int]], list[list[int]]]]:
-    """Record every (prompts, answers) of `_sample_answers`, the one call into TRL's generation
+    """Record every (prompts, answers) of `sample_answers`, the one call into TRL's generation
     (the adapter's)."""
     calls: list[tuple[list[list[int]], list[list[int]]]] = []
-    sample = trainer._sample_answers
+    sample = trainer.sample_answers
 
     def spy(prompts: list[list[int]], budget: int) -> tuple:
         out = sample(prompts, budget)
         calls.append((prompts, out[0]))
         return out
 
-    trainer._sample_answers = spy  # type: ignore[method-assign]
+    trainer.sample_answers = spy  # type: ignore[method-assign]
     return calls
 
 
@@ -279,13 +279,13 @@ def test_compressed_rollouts_get_nan_sampling_logprobs_on_their_think_block(
         scorer="random",
     )  # fmt: skip: random evicts e = tau of the steps whatever the weights
     # (docs/method.md#ablation-scorers)
-    sample = trainer._sample_answers
+    sample = trainer.sample_answers
 
     def with_logprobs(prompts: list[list[int]], budget: int) -> tuple:
         ids, _ = sample(prompts, budget)
         return ids, [[-0.5] * len(a) for a in ids]
 
-    trainer._sample_answers = with_logprobs  # type: ignore[method-assign]
+    trainer.sample_answers = with_logprobs  # type: ignore[method-assign]
     rows, prompt_ids, completion_ids = teacher_batch(trainer)
     logprobs = [[-1.0] * len(ids) for ids in completion_ids]
     trainer.model.train()
@@ -653,7 +653,7 @@ def test_dynamic_sampling_resamples_the_prompts_of_degenerate_groups(
         group_rows = rows[g * N : (g + 1) * N]
         assert all(r == group_rows[0] for r in group_rows)
         assert any(group_rows[0] == dict(x) for x in trainer.train_dataset)
-        (expected,) = trainer._prompt_ids([group_rows[0]["prompt"]])
+        (expected,) = trainer.prompt_ids([group_rows[0]["prompt"]])
         assert prompt_ids[g * N : (g + 1) * N] == [expected] * N
     assert [r.completion_ids for r in mine[: 2 * N]] == answers
     assert rows[2 * N :] == kept_rows and prompt_ids[2 * N :] == kept_prompts

@@ -19,6 +19,7 @@ from trl import GRPOTrainer
 from traac.common.items import Item
 from traac.data.training import items_to_dataset
 from traac.training.config import TRAACConfig
+from traac.training.host import StepHost
 from traac.training.trainer import TRAACTrainer
 from traac.training.trl_api import (
     TRANSFORMERS_ATTRIBUTES,
@@ -97,6 +98,17 @@ def test_no_private_override_escapes_the_contract() -> None:
     assert overrides <= set(TRL_HOOKS), sorted(overrides - set(TRL_HOOKS))
 
 
+HOST_MEMBERS = {name for name in vars(StepHost) if not name.startswith("_")}
+
+
+def test_the_step_host_is_the_trainers_own_and_shadows_nothing_of_trl() -> None:
+    """`TRAACTrainer` implements every member of `StepHost` (the step driver's view of the run)
+    itself, under names neither TRL nor transformers define: an upgrade that adds one (say a
+    `gather` method) would be shadowed, or shadow ours, silently."""
+    assert HOST_MEMBERS and not HOST_MEMBERS - set(vars(TRAACTrainer))
+    assert not HOST_MEMBERS & (set(dir(GRPOTrainer)) | set(dir(Trainer)))
+
+
 def test_every_private_attribute_read_exists_on_a_built_trainer(
     tmp_path: Path, save_tiny, char_tokenizer
 ) -> None:
@@ -119,3 +131,4 @@ def test_every_private_attribute_read_exists_on_a_built_trainer(
         name for name in TRL_ATTRIBUTES + TRANSFORMERS_ATTRIBUTES if not hasattr(trainer, name)
     ]
     assert not missing
+    assert not HOST_MEMBERS & set(vars(trainer))  # no attribute TRL sets hides a host member

@@ -5,7 +5,7 @@ The scoring forwards are matched across processes: under FSDP or ZeRO-3 every fo
 collective, so a process with fewer candidates scores filler traces until it has run as many
 as the busiest, or the run deadlocks. The rank calibration ranks each uniformity against every
 process's of this step and recent steps'. Each reasoning that lost steps becomes the think
-block (`Compression.prefix_ids`) that the trainer regenerates an answer after; under
+block (`Compression.prefix_ids`) that the driver regenerates an answer after; under
 `copy_pool: all_correct` so does every candidate, whole or not (`traac.training.copies`).
 
 The early-exit compressions (`compression: early_exit | early_exit_attention_weights`,
@@ -154,7 +154,7 @@ class StepCompressor:
         """Every scored candidate (rollout, tau), with its prompt's token ids `prompts[i]` (and
         its item `items[i]`, which the early exits verify against); those that lost steps carry
         their new think block. With `pad` the forwards are padded to the busiest process's
-        count (with `filler_prompt`'s context); `scoring` is entered around them (the trainer
+        count (with `filler_prompt`'s context); `scoring` is entered around them (the host
         times them and puts the policy in eval mode)."""
         reasonings = [self.chat_format.parse(r.text).reasoning for r, _ in candidates]
         splits: dict[int, FirstCorrect] = {}

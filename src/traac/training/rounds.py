@@ -15,67 +15,72 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelerate.utils import gather_object
+from traac.method.formats import ChatFormat
+from traac.training.host import StepHost
+
+
+def generation_group(
+    num_processes: int, collective: bool, vllm_mode: str | None, tensor_parallel: int = 1
+) -> int:
+    """How many consecutive processes must hand the generation backend as many prompts each:
+    all, for vLLM's server mode (one gathered request, its answers sliced back evenly) and
+    sharded forwards (`collective`: each one a collective); a tensor-parallel group for
+    colocated vLLM (one gathered call per group); else 1, each process generating on its own.
+    `vllm_mode` is None without vLLM."""
+    if vllm_mode == "server":
+        return num_processes
+    if vllm_mode is not None:
+        return tensor_parallel
+    return num_processes if collective else 1
 
 
 class GenerationRounds:
-    """Mixed into `TRAACTrainer`, whose TRL adapter supplies `_sample_answers` (one answer per
-    prompt from TRL's backend) and `_collective_forwards`."""
+    """The rounds of one run, through its host's backend (`StepHost.sample_answers`)."""
 
-    args: Any
-    accelerator: Any
-    chat_format: Any
-    tokenizer: Any
-    use_vllm: bool
-    max_completion_length: int
+    def __init__(
+        self, host: StepHost, chat_format: ChatFormat, tokenizer: Any, max_completion_length: int
+    ) -> None:
+        self.host = host
+        self.chat_format = chat_format
+        self.tokenizer = tokenizer
+        self.max_completion_length = max_completion_length
 
-    @property
-    def _generation_group(self) -> int:
-        """How many consecutive processes must hand the generation backend as many prompts
-        each: all, for vLLM's server mode (one gathered request, its answers sliced back evenly)
-        and sharded forwards (each one a collective); a tensor-parallel group for colocated vLLM
-        (one gathered call per group); else 1, each process generating on its own."""
-        if self.use_vllm:
-            if self.args.vllm_mode == "server":
-                return self.accelerator.num_processes
-            return self.args.vllm_tensor_parallel_size
-        return self.accelerator.num_processes if self._collective_forwards else 1
-
-    def _regenerate(
+    def regenerate(
         self, prompts: list[list[int]], prefix_lengths: list[int], filler: list[int]
     ) -> list[tuple[list[int], list[float] | None]]:
         """Answers sampled by the generation backend after each compressed think block (`filler`:
-        a prompt of the step, for `_generate_padded`).
+        a prompt of the step, for `generate_padded`).
 
         The token budget keeps every compressed rollout within `max_completion_length`.
         """
-        shortest = gather_object([min(prefix_lengths)] if prefix_lengths else [])
+        shortest = self.host.gather([min(prefix_lengths)] if prefix_lengths else [])
         if not shortest:
             return []
-        sampled = self._generate_padded(prompts, self.max_completion_length - min(shortest), filler)
+        sampled = self.generate_padded(prompts, self.max_completion_length - min(shortest), filler)
         out = []
         for (ids, lps), prefix_length in zip(sampled, prefix_lengths, strict=True):
             limit = self.max_completion_length - prefix_length
             out.append((list(ids[:limit]), None if lps is None else list(lps[:limit])))
         return out
 
-    def _generate_padded(
+    def generate_padded(
         self, prompts: list[list[int]], budget: int, filler: list[int]
     ) -> list[tuple[list[int], list[float] | None]]:
         """One completion per prompt, up to `budget` tokens, as (ids, sampling log-probs or
         None). Every process calls it. Where the backend needs as many prompts from each process
-        of a group (`_generation_group`), a shorter list is padded with the prompt `filler` and
-        an empty think block, which the model answers at once, and those completions dropped."""
-        counts = gather_object([len(prompts)])
-        size = self._generation_group
-        first = self.accelerator.process_index // size * size
+        of a group (`StepHost.generation_group`), a shorter list is padded with the prompt
+        `filler` and an empty think block, which the model answers at once, and those
+        completions dropped."""
+        counts = self.host.gather([len(prompts)])
+        size = self.host.generation_group
+        first = self.host.rank // size * size
         target = max(counts[first : first + size])
         if target == 0:
             return []
         closed = self.chat_format.answer_prefix("")  # an empty think block
         empty_think = self.tokenizer(closed, add_special_tokens=False)["input_ids"]
         batch = list(prompts) + [filler + empty_think] * (target - len(prompts))
-        ids, logprobs = self._sample_answers(batch, budget)
+        ids, logprobs = self.host.sample_answers(batch, budget)
         return [
             (list(ids[k]), None if logprobs is None else list(logprobs[k]))
             for k in range(len(prompts))

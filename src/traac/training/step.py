@@ -4,15 +4,15 @@ One step, on a batch of prompts with N sampled rollouts each (GRPO's group, laid
 consecutively: rollout i belongs to group i // N):
 
 1. **Verify.** Every rollout gets a verdict and a parse of its think block (`make_rollouts`;
-   the trainer decodes and verifies, as it owns the tokenizer and the verifiers' items).
+   the driver decodes and verifies, as it holds the tokenizer and the verifiers' items).
 2. **Resample** (optional, `dynamic_sampling: resample`). A group whose verdicts all agree
    (`degenerate`) has no correctness signal; it gets a fresh training prompt (`replacements`)
-   and the trainer samples its N rollouts again.
+   and the driver samples its N rollouts again.
 3. **Bin.** Each group's pass rate picks its bin (`bin_groups`), and the bin picks the
    compression rate tau and the length-reward scale.
 4. **Select and compress.** Only the right, well-formed rollouts are candidates
-   (`select_candidates`). The trainer scores their steps (a forward per trace), the eviction
-   rule drops steps at the bin's tau (`candidate_compressions`), and the trainer samples a new
+   (`select_candidates`). The driver scores their steps (a forward per trace), the eviction
+   rule drops steps at the bin's tau (`candidate_compressions`), and the driver samples a new
    answer after each compressed think block (`compressed_completions`).
 5. **Pool.** Per group, originals and compressed copies are shuffled with a seed of (seed,
    step, group) and cut back to N (`pool`): GRPO trains on that group, in full.
@@ -23,7 +23,8 @@ Each process then keeps its slice of the pooled batch (`slice_of`): the rollouts
 and the columns its reward functions read (`StepColumns`). The whole step on one process is one
 value, `StepResult`, which the trainer hands to TRL's scoring, the loss mask and the telemetry
 (`step_stats`). Everything here is a pure function of gathered data, so every process takes the same
-decision; the trainer (`traac.training.trainer`) keeps the TRL hooks and the generation.
+decision; the driver (`traac.training.driver`) runs them in order and does the generation
+through its host, and the trainer (`traac.training.trainer`) keeps the TRL hooks.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ import statistics
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -300,15 +300,17 @@ class MetricsFromStart(TrainerCallback):
 
 
 class StepClock:
-    """The time of a step's phases, for TRL's profiling (report_to) and the step's telemetry."""
+    """The time of a step's phases, for TRL's profiling (report_to) and the step's telemetry;
+    without a trainer (a step driven by a test's host), the times alone."""
 
-    def __init__(self, trainer: Any) -> None:
+    def __init__(self, trainer: Any = None) -> None:
         self.trainer = trainer
         self.seconds: defaultdict[str, float] = defaultdict(float)
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
-        with profiling_context(self.trainer, f"traac.{name}"):
+        trainer = self.trainer
+        with nullcontext() if trainer is None else profiling_context(trainer, f"traac.{name}"):
             begin = time.perf_counter()
             yield
             self.seconds[name] += time.perf_counter() - begin

@@ -2,13 +2,14 @@
 
 TRL keeps the GRPO loss, the KL term, the generation backends (transformers, vLLM),
 accelerate/DeepSpeed, logging and checkpointing. The step's records and decisions (verify, bin,
-select, evict, pool, drop) are `traac.training.step`: read the step there. This module is what
-the step needs from a live run: the work that crosses processes (sampling, resampling, the
-scoring forwards, the answers regenerated after compressed think blocks, on the same backend;
-which layouts pad those rounds: `traac.training.rounds`) and the gathers that let every process
-take the same decisions on every process's rollouts. The step is one value (`StepResult`),
-made and consumed inside one TRL hook; each process keeps its slice of the pooled batch, which
-TRL scores and trains on in full.
+select, evict, pool, drop) are `traac.training.step`; their order, and the work that crosses
+processes (resampling, the scoring forwards, the re-answers after compressed think blocks), is
+`traac.training.driver`, which reaches the run through the `StepHost` Protocol
+(`traac.training.host`). This trainer is that host over TRL: its generation backend (vLLM woken
+once per step), its tokenization, its processes, its training set, the probe's model; and it
+hands the step's result to TRL's scoring and loss. The step is one value (`StepResult`), made
+and consumed inside one TRL hook; each process keeps its slice of the pooled batch, which TRL
+scores and trains on in full.
 
 The TRL and transformers hooks overridden, what changes, and why:
 
@@ -43,7 +44,7 @@ from __future__ import annotations
 
 import copy
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -56,8 +57,6 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 from trl.extras.profiling import profiling_context
 
-from traac.common.items import Item
-from traac.data.training import item_from_row
 from traac.errors import TraacError
 from traac.method.compression import Compressor
 from traac.method.formats import ChatFormat
@@ -70,6 +69,7 @@ from traac.training.compress import (
     probe_model,
 )
 from traac.training.config import TRAACConfig
+from traac.training.driver import StepDriver
 from traac.training.evaluation import HeldOutEvaluation
 from traac.training.extra_rewards import with_extra_rewards
 from traac.training.final_model import FinalModel
@@ -81,32 +81,20 @@ from traac.training.modes import mode_rewards
 from traac.training.padding import trimmed_forward
 from traac.training.rewards import EVALUATION_COLUMN, TraacRewards
 from traac.training.rollouts import refill_rollouts
-from traac.training.rounds import GenerationRounds
+from traac.training.rounds import generation_group
 from traac.training.step import (
     DROPPED_COLUMN,
-    Compression,
-    Rollout,
     StepResult,
     TraacStep,
-    bin_groups,
-    compressed_completions,
-    make_rollouts,
-    mark_copies,
-    mark_dropped,
-    pool,
-    replacements,
     reward_means,
-    select_candidates,
-    slice_of,
     step_stats,
 )
 from traac.training.telemetry import MetricsFromStart, StepClock, append_metrics
-from traac.verification import verify_many
 
 logger = get_logger(__name__)
 
 
-class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer):
+class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
     """GRPO with difficulty-aware attentive compression of correct rollouts (TRAAC).
 
     Arguments are `GRPOTrainer`'s; `args` is a `TRAACConfig`, `model` may be a name traac knows
@@ -167,13 +155,20 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
         self.last_step: TraacStep | None = None
         self.probe = probe_model(args, self.model, self.ref_model, self.accelerator)
         self.compressor = self._build_compressor() if args.compresses else None
-        self.step_compressor = None
+        step_compressor = None
         if self.compressor is not None:
-            self.step_compressor = StepCompressor(
+            step_compressor = StepCompressor(
                 self.compressor, self.chat_format, self.tokenizer, self.max_completion_length,
                 gather_object, self.uniformities if args.uniformity_calibration == "rank" else None,
                 args.compression, args.copy_pool, args.copy_tags,
             )  # fmt: skip
+        self.driver = StepDriver(
+            self, tokenizer=self.tokenizer, chat_format=self.chat_format,
+            difficulty=self.difficulty, compressor=step_compressor,
+            max_completion_length=self.max_completion_length, seed=args.seed,
+            dynamic_sampling=args.dynamic_sampling, max_resample_rounds=args.max_resample_rounds,
+            copy_loss=args.copy_loss,
+        )  # fmt: skip
         self.stop_on_signal = StopOnSignal()
         self.add_callback(self.stop_on_signal)
         self.add_callback(MetricsFromStart())
@@ -299,7 +294,7 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
         mine = unscored(logged, count, self.accelerator.process_index)
         return mine, any(unscored(logged, total, 0))
 
-    def _sample_answers(
+    def sample_answers(
         self, prompts: list[list[int]], budget: int
     ) -> tuple[list[list[int]], list[list[float]] | None]:
         """One answer per prompt from TRL's generation backend, capped at `budget` tokens."""
@@ -318,7 +313,7 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
         with torch.no_grad(), self.accelerator.autocast():
             return self.refill(model, prompt_ids, budget, self.state.global_step), None
 
-    def _prompt_ids(self, prompts: list[Any]) -> list[list[int]]:
+    def prompt_ids(self, prompts: list[Any]) -> list[list[int]]:
         """Token ids of dataset prompts, exactly as TRL tokenizes them for generation."""
         if not prompts:
             return []
@@ -418,7 +413,9 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
             if state is not None:
                 self.load_traac_state_dict(state)
 
-    # ================================================================ the TRAAC step
+    # ================================================================ the step's host
+    # `StepHost` (`traac.training.host`) over this run, for the step's driver; what crosses TRL's
+    # private API (`sample_answers`, `prompt_ids`) is in the adapter above.
 
     def traac_step(
         self,
@@ -429,148 +426,51 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GenerationRounds, GRPOTrainer)
         n: int,
         clock: StepClock | None = None,
     ) -> StepResult:
-        """docs/method.md#step, 2-6 (`traac.training.step`), on this process's sampled rollouts
-        (dataset rows, prompt and completion token ids, sampling log-probs if any, `n` per
-        prompt): verify, resample, bin, compress, re-answer, pool, drop. Returns the step as a
-        value: this process's slice of the pooled groups, its rows and prompt ids (resampled
-        ones replaced in new lists; the arguments are left as they were) and every process's
-        groups, which `last_step` also holds for inspection. Compression and dynamic sampling
-        run only while the model is in training mode; `clock` times the phases."""
+        """The TRAAC step on this process's sampled rollouts (`StepDriver.step`: dataset rows,
+        prompt and completion token ids, sampling log-probs if any, `n` per prompt); its record
+        also goes to `last_step`, for inspection. `clock` times the phases."""
         clock = StepClock(self) if clock is None else clock
-        rows, prompt_ids = list(rows), [list(ids) for ids in prompt_ids]
-        offset = self.accelerator.process_index * len(rows)
-        items = [item_from_row(row) for row in rows]
-        local = self._rollouts(items, completion_ids, logprobs, offset, clock)
-        originals: list[Rollout] = gather_object(local)
-        sampling = self.args.dynamic_sampling if self.model.training else "none"
-        resampled, rounds = [0] * (len(originals) // n), 0
-        if sampling == "resample":
-            originals, resampled, rounds = self._resample(
-                rows, items, prompt_ids, local, originals, n, offset, clock
-            )
-        sources: list[str] = gather_object([item.data_source for item in items])
-        tiers: list[str | None] = gather_object([item.tier for item in items])
-        rates, bins = bin_groups([r.correct for r in originals], n, self.difficulty)
-        compressions: list[Compression] = []
-        compressed: list[Rollout] = []
-        if self.model.training and self.step_compressor is not None:
-            candidates = select_candidates(
-                local, [bins[r.origin // n] for r in local], self.difficulty
-            )
-            mine = self.step_compressor(
-                candidates,
-                [prompt_ids[r.origin - offset] for r, _ in candidates],
-                prompt_ids[0],
-                pad=self._collective_forwards,  # as many scoring forwards as every other process
-                scoring=self._scoring(clock),
-                items=[items[r.origin - offset] for r, _ in candidates],  # the early exits'
-            )
-            used = [c for c in mine if c.used]
-            with clock.phase("regenerate"):
-                answers = self._regenerate(
-                    [prompt_ids[c.origin - offset] + c.prefix_ids for c in used],
-                    [len(c.prefix_ids) for c in used],
-                    prompt_ids[0],
-                )
-            ids, lps = compressed_completions(used, answers)
-            new = self._rollouts([items[c.origin - offset] for c in used], ids, lps, 0, clock)
-            mark_copies(new, used)
-            compressions = gather_object(mine)
-            compressed = gather_object(new)
-
-        step = self.state.global_step
-        seed = (self.args.seed, step)
-        groups = pool(originals, compressed, compressions, sources, rates, bins, n, seed, tiers)
-        mark_dropped(groups, resampled, sampling)
-        record = TraacStep(step + 1, groups, resample_rounds=rounds)
-        self.last_step = record  # for inspection only: no hook reads it
-        return StepResult(
-            record,
-            rows,
-            prompt_ids,
-            slice_of(groups, offset, len(rows), n, sampling, self.args.copy_loss),
-            logprobs is not None,
-            clock.seconds,
-        )
-
-    def _resample(
-        self,
-        rows: list[dict[str, Any]],
-        items: list[Item],
-        prompt_ids: list[list[int]],
-        local: list[Rollout],
-        originals: list[Rollout],
-        n: int,
-        offset: int,
-        clock: StepClock,
-    ) -> tuple[list[Rollout], list[int], int]:
-        """DAPO's dynamic sampling: while some groups' verdicts all agree (at most
-        `max_resample_rounds` times), give each such group a training prompt drawn at random
-        (`replacements`) and sample its N rollouts afresh; each process samples the rows it
-        holds. `rows`, `items`, `prompt_ids` and `local` (the step's own lists) are updated in
-        place. Returns the gathered originals, how often each group was replaced, and the
-        rounds run."""
-        originals: list[Rollout] = gather_object(local)
-        n_groups = len(originals) // n
-        replaced = [0] * n_groups
-        rounds = 0
-        for round_ in range(1, self.args.max_resample_rounds + 1):
-            seed = (self.args.seed, self.state.global_step, round_)
-            picks = replacements(originals, n, len(self.train_dataset), seed)
-            if not picks:
-                break
-            fresh = {g: dict(self.train_dataset[k]) for g, k in picks.items()}
-            mine = [i for i in range(len(rows)) if (offset + i) // n in fresh]
-            for i in mine:
-                rows[i] = dict(fresh[(offset + i) // n])
-                items[i] = item_from_row(rows[i])
-            new_ids = self._prompt_ids([rows[i]["prompt"] for i in mine])
-            for i, ids in zip(mine, new_ids, strict=True):
-                prompt_ids[i] = ids
-            with clock.phase("resample"):
-                outputs = self._generate_padded(
-                    [prompt_ids[i] for i in mine], self.max_completion_length, prompt_ids[0]
-                )
-            new = self._rollouts(
-                [items[i] for i in mine],
-                [ids for ids, _ in outputs],
-                None if not outputs or outputs[0][1] is None else [lp for _, lp in outputs],
-                0,
-                clock,
-            )
-            for i, rollout in zip(mine, new, strict=True):
-                rollout.origin = offset + i
-                local[i] = rollout
-            originals = gather_object(local)
-            for g in picks:
-                replaced[g] += 1
-            rounds = round_
-        return originals, replaced, rounds
-
-    def _rollouts(
-        self,
-        items: Sequence[Item],
-        completion_ids: Sequence[list[int]],
-        logprobs: Sequence[list[float] | None] | None,
-        origin: int,
-        clock: StepClock,
-    ) -> list[Rollout]:
-        """Decode, parse and verify rollouts (`origin`: global index of the first)."""
-        if not completion_ids:
-            return []
-        texts = self.tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
-        with clock.phase("verify"):
-            correct = verify_many(items, texts, think_close=self.chat_format.think_close)
-        return make_rollouts(completion_ids, logprobs, texts, correct, self.chat_format, origin)
+        step = self.driver.step(rows, prompt_ids, completion_ids, logprobs, n, clock)
+        self.last_step = step.record  # for inspection only: no hook reads it
+        return step
 
     @property
-    def _collective_forwards(self) -> bool:
+    def rank(self) -> int:
+        return self.accelerator.process_index
+
+    @property
+    def training(self) -> bool:
+        return self.model.training
+
+    @property
+    def global_step(self) -> int:
+        return self.state.global_step
+
+    @property
+    def collective_forwards(self) -> bool:
         """Whether each forward is a collective across processes (`collective_forwards`)."""
         models = (self.model_wrapped, self.model, self.ref_model, self.probe.model)
         return collective_forwards(self.accelerator.num_processes, models)
 
+    @property
+    def generation_group(self) -> int:
+        """`traac.training.rounds.generation_group` for this run's backend."""
+        mode = self.args.vllm_mode if self.use_vllm else None
+        return generation_group(self.accelerator.num_processes, self.collective_forwards,
+                                mode, self.args.vllm_tensor_parallel_size)  # fmt: skip
+
+    @property
+    def dataset_size(self) -> int:
+        return len(self.train_dataset)
+
+    def dataset_row(self, index: int) -> dict[str, Any]:
+        return dict(self.train_dataset[index])
+
+    def gather(self, values: list[Any]) -> list[Any]:
+        return gather_object(values)
+
     @contextmanager
-    def _scoring(self, clock: StepClock | None = None) -> Iterator[None]:
+    def scoring(self, clock: StepClock | None = None) -> Iterator[None]:
         """Around the scoring forwards: their time, and the policy in eval mode (no dropout)
         when it is the scoring model, its adapters disabled when it stands for the reference."""
         policy = self.accelerator.unwrap_model(self.model)
