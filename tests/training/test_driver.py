@@ -21,11 +21,11 @@ import pytest
 
 from traac.data.testbed_problems import make_items
 from traac.data.training import item_from_row, items_to_dataset
-from traac.method.difficulty import DifficultyConfig
+from traac.method.difficulty import DifficultySettings
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
 from traac.method.settings import CompressionSettings
-from traac.testbed.config import TeacherConfig
+from traac.testbed.config import TeacherSettings
 from traac.testbed.traces import teach
 from traac.training.compress import StepCompressor
 from traac.training.driver import StepDriver
@@ -182,7 +182,7 @@ def driver(host: StepHost, tokenizer: Any, **options: Any) -> StepDriver:
             MAX_LENGTH, host.gather,
         )  # fmt: skip
     return StepDriver(
-        host, tokenizer=tokenizer, chat_format=FORMAT, difficulty=DifficultyConfig(),
+        host, tokenizer=tokenizer, chat_format=FORMAT, difficulty=DifficultySettings(),
         compressor=compressor, max_completion_length=MAX_LENGTH, seed=SEED, **options,
     )  # fmt: skip
 
@@ -313,10 +313,10 @@ def teacher(g: int, gold: str, rows: list[dict[str, Any]]) -> list[str]:
     rng = random.Random(g)
     out = []
     for k in range(N):
-        trace = teach(item.entry, rng, TeacherConfig(slip_prob=0.0, guess_prob=0.0,
+        trace = teach(item.entry, rng, TeacherSettings(slip_prob=0.0, guess_prob=0.0,
                                                      interrupt_prob=0.0))  # fmt: skip
         while trace.n_rechecks < 3:
-            trace = teach(item.entry, rng, TeacherConfig(slip_prob=0.0, guess_prob=0.0,
+            trace = teach(item.entry, rng, TeacherSettings(slip_prob=0.0, guess_prob=0.0,
                                                          interrupt_prob=0.0))  # fmt: skip
         text = trace.response()
         if g == 1 and k == N - 1:

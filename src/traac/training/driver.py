@@ -16,7 +16,7 @@ from typing import Any
 
 from traac.common.items import Item
 from traac.data.training import item_from_row
-from traac.method.difficulty import DifficultyConfig
+from traac.method.difficulty import DifficultySettings
 from traac.method.formats import ChatFormat
 from traac.training.compress import StepCompressor
 from traac.training.host import StepHost
@@ -53,7 +53,7 @@ class StepDriver:
         *,
         tokenizer: Any,
         chat_format: ChatFormat,
-        difficulty: DifficultyConfig,
+        difficulty: DifficultySettings,
         compressor: StepCompressor | None,
         max_completion_length: int,
         seed: int,
