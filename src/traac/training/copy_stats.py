@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -108,15 +108,20 @@ def to_json(records: Sequence[PooledRecord]) -> list[dict]:
     return [asdict(r) for r in records]
 
 
-def read_records(metrics: Path) -> tuple[list[tuple[int, PooledRecord]], int]:
-    """(step, record) for every record of a run's `metrics.jsonl`, and the run's last step (a
-    line a crash cut short is skipped)."""
-    out, last = [], 0
+def metric_rows(metrics: Path) -> Iterator[dict]:
+    """Each line of a run's `metrics.jsonl` (none if it is missing), a line a crash cut short
+    skipped."""
     for line in metrics.read_text().splitlines() if metrics.is_file() else []:
         try:
-            row = json.loads(line)
+            yield json.loads(line)
         except json.JSONDecodeError:
             continue
+
+
+def read_records(metrics: Path) -> tuple[list[tuple[int, PooledRecord]], int]:
+    """(step, record) for every record of a run's `metrics.jsonl`, and the run's last step."""
+    out, last = [], 0
+    for row in metric_rows(metrics):
         last = max(last, int(row["step"]))
         out += [(int(row["step"]), PooledRecord(**r)) for r in row.get(COPY_GROUPS, [])]
     return out, last
@@ -165,13 +170,9 @@ def pass_rate_table(runs: dict[str, Path], every: int | None = None) -> Table:
     table = Table(["run", "steps", "originals' pass rate"], title="Originals' pass rate",
                   left=frozenset({0, 1}))  # fmt: skip
     for name, directory in runs.items():
-        rates = {}
-        for line in (directory / "metrics.jsonl").read_text().splitlines():
-            try:
-                row = json.loads(line)
-                rates[int(row["step"])] = float(row[PASS_RATE])
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                continue  # a line a crash cut short, or one without the metric
+        rates = {int(row["step"]): float(row[PASS_RATE])
+                 for row in metric_rows(directory / "metrics.jsonl")
+                 if row.get(PASS_RATE) is not None}  # fmt: skip
         last = max(rates, default=0)
         size = every or max(last, 1)
         for start in range(0, last, size):
