@@ -1,7 +1,7 @@
 """What the benchmarks share: the `--model` / `--threads` options and the model they load, the
-prompts, a bare `model.generate` loop, alternating timed runs, timed training steps, and the
-machine and command lines each prints beside its figures (so that a reader can tell where
-they came from and rerun them).
+prompts, a bare `model.generate` loop, alternating timed runs, timed training steps, a fresh
+`python` process timed as a user starts it, and the machine and command lines each prints beside
+its figures (so that a reader can tell where they came from and rerun them).
 
 Benchmarks run as scripts (`python benchmarks/NAME.py`), so this file is on their path.
 """
@@ -12,11 +12,15 @@ import argparse
 import itertools
 import os
 import platform
+import resource
 import shlex
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +50,44 @@ def command(argv: Sequence[str] | None = None) -> str:
     """The command line that reproduces the run (`argv`: the options, default the script's)."""
     args = sys.argv[1:] if argv is None else argv
     return f"command: {shlex.join(['python', f'benchmarks/{Path(sys.argv[0]).name}', *args])}"
+
+
+@dataclass(frozen=True)
+class Fresh:
+    """One fresh process: wall seconds, exit code (or "timeout"), stderr lines, CPU seconds."""
+
+    seconds: float
+    code: str
+    stderr_lines: int
+    cpu: float
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def fresh_process(
+    argv: Sequence[str], src: Path, cache: Path, timeout: float, files: dict[str, str] | None = None
+) -> Fresh:
+    """`python ARGV` as a user runs it: `src` on the path, an empty directory holding `files`,
+    the traac cache at `cache` and the hub offline, stopped after `timeout` seconds."""
+    with tempfile.TemporaryDirectory() as where:
+        for name, text in (files or {}).items():
+            Path(where, name).write_text(text)
+        env = {**os.environ, "PYTHONPATH": str(src), "TRAAC_CACHE_DIR": str(cache),
+               "HF_HUB_OFFLINE": "1"}  # fmt: skip
+        start, used = time.perf_counter(), children_cpu()
+        try:
+            done = subprocess.run(
+                [sys.executable, *argv], capture_output=True, text=True,
+                env=env, cwd=where, timeout=timeout,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return Fresh(time.perf_counter() - start, "timeout", 0, children_cpu() - used)
+        seconds, lines = time.perf_counter() - start, len(done.stderr.strip().splitlines())
+        return Fresh(seconds, str(done.returncode), lines, children_cpu() - used)
 
 
 def add_model_options(parser: argparse.ArgumentParser, model: str, threads: int = 0) -> None:

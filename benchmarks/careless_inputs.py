@@ -16,14 +16,10 @@ Prints per case the seconds to exit, the exit code and the number of stderr line
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-from _common import command, machine
+from _common import command, fresh_process, machine
 
 ROOT = Path(__file__).resolve().parents[1]
 TYPO_RECIPE = "model_name_or_path: testbed\nlearning_rte: 1.0e-5\n"
@@ -46,24 +42,6 @@ CASES = [
 PRIME = "from traac.pipelines.train import build_parser; build_parser().parse_args_and_config([])"
 
 
-def run(src: Path, argv: list[str], timeout: float, cache: Path) -> tuple[float, str, int]:
-    """(seconds, exit code or 'timeout', stderr lines) of one case in a fresh directory."""
-    with tempfile.TemporaryDirectory() as where:
-        Path(where, "typo.yaml").write_text(TYPO_RECIPE)
-        env = {**os.environ, "PYTHONPATH": str(src), "TRAAC_CACHE_DIR": str(cache),
-               "HF_HUB_OFFLINE": "1"}  # fmt: skip
-        start = time.perf_counter()
-        try:
-            done = subprocess.run(
-                [sys.executable, *argv], capture_output=True, text=True,
-                env=env, cwd=where, timeout=timeout,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
-            return time.perf_counter() - start, "timeout", 0
-        seconds = time.perf_counter() - start
-        return seconds, str(done.returncode), len(done.stderr.strip().splitlines())
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, help="another checkout's src to compare with")
@@ -76,16 +54,18 @@ def main() -> None:
     caches = {name: Path(tempfile.mkdtemp()) for name, _ in columns}  # empty: nothing built
     if args.primed:
         for name, src in columns:
-            seconds, code, _ = run(src, ["-c", PRIME], 600, caches[name])
-            print(f"{name}: one full parse (caches the field list) {seconds:.1f} s, exit {code}")
+            done = fresh_process(["-c", PRIME], src, caches[name], 600)
+            print(f"{name}: one full parse (caches the field list) {done.seconds:.1f} s, "
+                  f"exit {done.code}")  # fmt: skip
     print("| command | " + " | ".join(f"{n} s | {n} exit | {n} stderr lines" for n, _ in columns)
           + " |")  # fmt: skip
     print("|---|" + "---:|---:|---:|" * len(columns))
     for argv in CASES:
         cells = []
         for name, src in columns:
-            seconds, code, lines = run(src, ["-m", "traac.cli", *argv], args.timeout, caches[name])
-            cells.append(f"{seconds:.1f} | {code} | {lines}")
+            done = fresh_process(["-m", "traac.cli", *argv], src, caches[name], args.timeout,
+                                 files={"typo.yaml": TYPO_RECIPE})  # fmt: skip
+            cells.append(f"{done.seconds:.1f} | {done.code} | {done.stderr_lines}")
         print(f"| traac {' '.join(argv)} | " + " | ".join(cells) + " |", flush=True)
 
 

@@ -17,15 +17,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-from _common import command, machine
+from _common import Fresh, command, fresh_process, machine
 
 ROOT = Path(__file__).resolve().parents[1]
 FLOOR = ["-c", "pass"]
@@ -36,29 +32,6 @@ CASES = [
      "--output", "o"],
     ["train", "--lerning_rate", "1e-4"],
 ]  # fmt: skip
-
-
-def cpu() -> float:
-    """CPU seconds (user + system) of the finished child processes so far."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def run(src: Path, argv: list[str], timeout: float) -> tuple[float, str, int, float]:
-    """(seconds, exit code or 'timeout', stderr lines, CPU seconds) of one fresh process."""
-    with tempfile.TemporaryDirectory() as where:
-        env = {**os.environ, "PYTHONPATH": str(src), "TRAAC_CACHE_DIR": str(Path(where, "cache")),
-               "HF_HUB_OFFLINE": "1"}  # fmt: skip
-        start, used = time.perf_counter(), cpu()
-        try:
-            done = subprocess.run(
-                [sys.executable, *argv], capture_output=True, text=True,
-                env=env, cwd=where, timeout=timeout,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
-            return time.perf_counter() - start, "timeout", 0, cpu() - used
-        seconds, lines = time.perf_counter() - start, len(done.stderr.splitlines())
-        return seconds, str(done.returncode), lines, cpu() - used
 
 
 def load() -> str:
@@ -75,15 +48,19 @@ def main() -> None:
     print(command())
     print(f"load average before: {load()}")
     sources = [("after", ROOT / "src")] + ([("before", args.before)] if args.before else [])
-    runs: dict[tuple[str, ...], list[tuple[float, str, int, float]]] = {}
+    runs: dict[tuple[str, ...], list[Fresh]] = {}
+
+    def run(key: tuple[str, ...], src: Path, argv: list[str]) -> None:
+        with tempfile.TemporaryDirectory() as cache:  # empty: a fresh install
+            runs.setdefault(key, []).append(fresh_process(argv, src, Path(cache), args.timeout))
+
     for _ in range(args.rounds):  # interleaved: each round runs the floor and every case once
-        runs.setdefault(("floor",), []).append(run(ROOT / "src", FLOOR, args.timeout))
+        run(("floor",), ROOT / "src", FLOOR)
         for name, src in sources:
             for argv in CASES:
-                runs.setdefault((name, *argv), []).append(run(src, ["-m", "traac.cli", *argv],
-                                                              args.timeout))  # fmt: skip
-    floor = statistics.median(r[0] for r in runs[("floor",)])
-    floor_cpu = statistics.median(r[3] for r in runs[("floor",)])
+                run((name, *argv), src, ["-m", "traac.cli", *argv])
+    floor = statistics.median(r.seconds for r in runs[("floor",)])
+    floor_cpu = statistics.median(r.cpu for r in runs[("floor",)])
     print(f"load average after: {load()}")
     print(f"floor `python -c pass`: {floor:.2f} s, CPU {floor_cpu:.2f} s (median of {args.rounds})")
     print("| source | command | seconds (median) | runs | x floor | CPU s | exit | stderr lines |")
@@ -91,11 +68,11 @@ def main() -> None:
     for key, results in runs.items():
         if key == ("floor",):
             continue
-        seconds = statistics.median(r[0] for r in results)
-        used = statistics.median(r[3] for r in results)
-        each = " ".join(f"{r[0]:.1f}" for r in results)
-        codes = ",".join(sorted({r[1] for r in results}))
-        lines = ",".join(sorted({str(r[2]) for r in results}))
+        seconds = statistics.median(r.seconds for r in results)
+        used = statistics.median(r.cpu for r in results)
+        each = " ".join(f"{r.seconds:.1f}" for r in results)
+        codes = ",".join(sorted({r.code for r in results}))
+        lines = ",".join(sorted({str(r.stderr_lines) for r in results}))
         print(f"| {key[0]} | traac {' '.join(key[1:])} | {seconds:.2f} | {each} | "
               f"{seconds / floor:.1f} | {used:.2f} | {codes} | {lines} |")  # fmt: skip
 
