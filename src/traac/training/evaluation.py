@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from traac.method.formats import ChatFormat
 from traac.training.step import TraacStep, rollout_view
 from traac.training.telemetry import ALL, RolloutView, append_eval_metrics
 
@@ -85,7 +86,17 @@ class HeldOutCounts:
 
 class HeldOutEvaluation:
     """Mixin of `TRAACTrainer` (before `GRPOTrainer` in its bases): transformers' evaluation
-    loop, plus the per-tier metrics of the rollouts it sampled."""
+    loop, plus the per-tier metrics of the rollouts it sampled. The annotations below are what
+    it reads of the trainer (transformers', TRL's and `TRAACTrainer`'s own attributes), named
+    here so that the mixin uses nothing it does not declare."""
+
+    args: Any
+    state: Any
+    accelerator: Any
+    tokenizer: Any
+    chat_format: ChatFormat
+    eos_token_ids: list[int]
+    _metrics: dict[str, dict[str, list[float]]]
 
     def evaluation_loop(
         self,
@@ -95,29 +106,27 @@ class HeldOutEvaluation:
         ignore_keys: list[str] | None = None,
         metric_key_prefix: str = "eval",
     ) -> Any:
-        trainer: Any = self
         # none left by an interrupted evaluation
-        HeldOutCounts.pop_metrics(trainer._metrics["eval"])
+        HeldOutCounts.pop_metrics(self._metrics["eval"])
         try:
             output = super().evaluation_loop(  # type: ignore[misc]
                 dataloader, description, prediction_loss_only, ignore_keys, metric_key_prefix
             )
         finally:
-            metrics = HeldOutCounts.pop_metrics(trainer._metrics["eval"]).metrics()
+            metrics = HeldOutCounts.pop_metrics(self._metrics["eval"]).metrics()
         output.metrics.update({f"{metric_key_prefix}_{k}": v for k, v in metrics.items()})
-        if trainer.accelerator.is_main_process:
-            append_eval_metrics(trainer.args.output_dir, trainer.state.global_step, metrics)
+        if self.accelerator.is_main_process:
+            append_eval_metrics(self.args.output_dir, self.state.global_step, metrics)
         return output
 
     def record_held_out(self, step: TraacStep) -> None:
         """Count the verified rollouts of an evaluation batch (every process's groups, each
         counted under its problem's tier) into TRL's eval metrics."""
-        trainer: Any = self
-        close = trainer.tokenizer.encode(trainer.chat_format.think_close, add_special_tokens=False)
-        stop = set(trainer.eos_token_ids)
+        close = self.tokenizer.encode(self.chat_format.think_close, add_special_tokens=False)
+        stop = set(self.eos_token_ids)
         held_out = HeldOutCounts()
         held_out.add(
             [g.tier for g in step.groups for _ in g.originals],
             [rollout_view(r, close, stop) for g in step.groups for r in g.originals],
         )
-        held_out.to_metrics(trainer._metrics["eval"])
+        held_out.to_metrics(self._metrics["eval"])
