@@ -57,6 +57,18 @@ def test_compare_plans_every_method_and_seed_from_one_recipe(tmp_path: Path) -> 
     assert all(r.directory.parent == tmp_path / "runs" for r in runs)
 
 
+def test_step_entropy_is_paired_with_the_probe_and_with_its_answer_only_copies(
+    tmp_path: Path,
+) -> None:
+    runs = {r.variant: r for r in settings(tmp_path, seeds=[0]).plan()}
+    run = runs["TRAAC, step entropy, answer-only copies"]
+    masked = run.recipe.parse(Path("testbed"), run.directory)[1]
+    assert (masked.scorer, masked.copy_loss) == ("step_entropy", "answer_only")
+    pairs = {(baseline, variant) for _, baseline, variant in CONTRASTS["compare"]}
+    assert ("TRAAC", "TRAAC, step-entropy scorer") in pairs
+    assert ("TRAAC, step-entropy scorer", "TRAAC, step entropy, answer-only copies") in pairs
+
+
 def test_the_run_store_is_shared_by_the_experiments(tmp_path: Path) -> None:
     """CR+LR is in both experiments: one directory, trained once whichever asks first."""
     compare = {(r.variant, r.seed): r.directory for r in settings(tmp_path).plan()}

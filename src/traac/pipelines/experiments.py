@@ -97,6 +97,12 @@ CONTRASTS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("DLER's optimiser, TRAAC's reward", "TRAAC", "TRAAC, DLER optimiser"),
         ("TRAAC under DLER's optimiser against CR+LR", "CR+LR", "TRAAC, DLER optimiser"),
         ("difficulty-aware truncation", "DLER", "DLER, difficulty-aware"),
+        ("step entropy in the probe's place", "TRAAC", "TRAAC, step-entropy scorer"),
+        (
+            "copies' think blocks masked, step-entropy scorer",
+            "TRAAC, step-entropy scorer",
+            "TRAAC, step entropy, answer-only copies",
+        ),
         *ISOLATING_CONTRASTS,
     ),
 }

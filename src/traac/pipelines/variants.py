@@ -47,6 +47,13 @@ COMPARE: dict[str, dict[str, Any]] = {
     "TRAAC, DLER optimiser": {"mode": "traac", "optimizer_profile": "dler"},
     # Step entropy (arXiv:2508.03346) prunes the steps of lowest entropy in the probe's place.
     "TRAAC, step-entropy scorer": {"mode": "traac", "scorer": "step_entropy"},
+    # The same with the copies' think blocks masked: on the testbed step entropy evicts the
+    # computation steps the probe keeps, so this is where masking can be tested there.
+    "TRAAC, step entropy, answer-only copies": {
+        "mode": "traac",
+        "scorer": "step_entropy",
+        "copy_loss": "answer_only",
+    },
     **ISOLATING,
 }
 EXPERIMENTS: dict[str, dict[str, dict[str, Any]]] = {"ablations": ABLATIONS, "compare": COMPARE}
