@@ -15,14 +15,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _common import command, cpu_name
+from _common import children_cpu, command, cpu_name
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = """
@@ -41,13 +40,12 @@ def readme_block() -> str:
 def run(script: Path, cache: Path, work: Path) -> tuple[float, float, dict]:
     """(wall s, CPU s, the step's log) of one run of the quickstart in a fresh process."""
     env = {**os.environ, "TRAAC_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT / "src")}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    used = children_cpu()
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", PROBE, str(script)], cwd=work, env=env,
                           capture_output=True, text=True)  # fmt: skip
     wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu = children_cpu() - used
     if done.returncode != 0:
         sys.exit(f"the quickstart failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     line = next(x for x in done.stdout.splitlines() if x.startswith("QUICKSTART "))

@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import shutil
 import subprocess
 import sys
@@ -37,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import traac.evaluation.harness.overthinking as overthinking
-from _common import command, machine
+from _common import children_cpu, command, machine
 from traac.common.models import load_tokenizer
 from traac.data.datasets import load_items
 from traac.evaluation.harness.records import summarize
@@ -137,7 +136,7 @@ def cli_rereport(directory: Path, args: list[str]) -> tuple[float, float]:
     """Wall and CPU (user + system, with the children it waited for) seconds of `traac eval
     ARGS --output DIR` in a fresh process (a re-report when DIR holds every sample): on a loaded
     machine the wall time is mostly waiting for a core."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    used = children_cpu()
     start = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "traac.cli", "eval", *args, "--output", str(directory)],
@@ -146,8 +145,7 @@ def cli_rereport(directory: Path, args: list[str]) -> tuple[float, float]:
         env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
     wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu = children_cpu() - used
     return wall, cpu
 
 
