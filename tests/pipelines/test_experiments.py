@@ -12,7 +12,7 @@ import pytest
 
 from traac import cli
 from traac.errors import TraacError
-from traac.evaluation.harness.records import EvalSummary
+from traac.evaluation.harness.records import EvalSummary, SampleRecord
 from traac.method.metrics import GroupStats
 from traac.pipelines.experiments import (
     CONTRASTS,
@@ -67,6 +67,12 @@ def test_step_entropy_is_paired_with_the_probe_and_with_its_answer_only_copies(
     pairs = {(baseline, variant) for _, baseline, variant in CONTRASTS["compare"]}
     assert ("TRAAC", "TRAAC, step-entropy scorer") in pairs
     assert ("TRAAC, step-entropy scorer", "TRAAC, step entropy, answer-only copies") in pairs
+
+
+def test_the_answer_only_copies_are_paired_with_the_length_reward_they_must_beat() -> None:
+    pairs = {(baseline, variant) for _, baseline, variant in CONTRASTS["compare"]}
+    assert ("CR+LR", "TRAAC, answer-only copies") in pairs
+    assert ("TRAAC", "TRAAC, answer-only copies") in pairs
 
 
 def test_the_run_store_is_shared_by_the_experiments(tmp_path: Path) -> None:
@@ -135,6 +141,8 @@ def test_the_base_model_is_the_recipes(tmp_path: Path) -> None:
     assert settings(tmp_path).model == "testbed-quick"
     s = ExperimentSettings.make("compare", tmp_path / "c", think, False, ["TRAAC"], [0], None, 40)
     assert s.model == "smollm2-think" and s.held_out.per_tier == 40
+    assert s.title == "TRAAC and its peers on smollm2-think"
+    assert settings(tmp_path, "ablations").title == "Ablations on the testbed"
     (run,) = s.plan()
     assert run.directory != settings(tmp_path, variants=["TRAAC"], seeds=[0]).plan()[0].directory
     with pytest.raises(TraacError, match=r"^--held-out: 0 problems a tier"):
@@ -189,9 +197,40 @@ def test_effects_are_differences_paired_by_seed() -> None:
         assert r.accuracy[tier] == Stat(3.0, pytest.approx(1.0))
         assert r.length[tier] == Stat(-17.0, pytest.approx(3.0))  # -20 and -14
     assert r.auc_oaa == Stat(2.5, pytest.approx(1.5))
+    assert effect.pooled is None  # no samples given
     row = effects_table_of([effect]).rows[0]
     assert row[:3] == ("format and length rewards", "CR+LR − CR", "2")
-    assert row[-3:] == ("+3.0 ± 1.0", "-17.0 ± 3.0", "+2.5 ± 1.5")
+    assert row[-5:] == ("+3.0 ± 1.0", "-17.0 ± 3.0", "+2.5 ± 1.5", "–", "–")
+
+
+def record(pid: str, sample: int, correct: bool, length: int) -> SampleRecord:
+    return SampleRecord(pid, sample, "", correct, length, length - 1, True)
+
+
+def test_effects_pair_problems_over_the_shared_seeds_samples() -> None:
+    """Each problem's samples of every seed both variants ran are pooled, then paired: problem
+    p1 goes from 0/4 to 3/4 right (+75), p2 stays 4/4 (0), so +37.5 points; seed 2, which the
+    baseline lacks, is left out of both sides."""
+    summaries = {
+        "CR": {0: summary(60.0, 50.0, 40.0), 1: summary(70.0, 40.0, 45.0)},
+        "CR+LR": {0: summary(64.0, 30.0, 44.0), 1: summary(72.0, 26.0, 46.0), 2: summary(0, 1, 0)},
+    }
+    records = {
+        "CR": {seed: [record("p1", k, False, 40), record("p2", k, True, 20)]
+               for seed in (0, 1) for k in (0, 1)},
+        "CR+LR": {0: [record("p1", 0, True, 30), record("p1", 1, True, 30),
+                      record("p2", 0, True, 10), record("p2", 1, True, 10)],
+                  1: [record("p1", 0, True, 30), record("p1", 1, False, 30),
+                      record("p2", 0, True, 10), record("p2", 1, True, 10)],
+                  2: [record("p1", 0, False, 500), record("p2", 0, False, 500)]},
+    }  # fmt: skip
+    (effect,) = paired_effects(CONTRASTS["compare"], summaries, records)
+    pooled = effect.pooled
+    assert pooled is not None and pooled.accuracy.items == 2
+    assert pooled.accuracy.delta == pytest.approx(37.5)
+    assert pooled.response_tokens.delta == pytest.approx(-10.0)  # -10 on both problems
+    row = effects_table_of([effect]).rows[0]
+    assert row[-2:] == (pooled.accuracy.cell(2), "-10.0* [-10.0, -10.0]")
 
 
 def test_run_seconds_are_recorded_once_and_read_back(tmp_path: Path) -> None:

@@ -6,7 +6,8 @@ recipe, step budget and sampling, once per seed; only the fields of its variant 
 evaluated on the same held-out problems (`HeldOut`, as the demo), and the report gives per
 variant the accuracy and mean length per tier and overall, and AUC_OAA, each as mean ± standard
 error over the seeds, plus a Pareto plot of accuracy against length, and the effect of each one
-change the experiment isolates (`CONTRASTS`: one variant minus another, paired by seed).
+change the experiment isolates (`CONTRASTS`: one variant minus another, paired by seed, and
+paired over the held-out problems with the shared seeds' samples pooled).
 
 Every (variant, seed) configuration is parsed before anything trains, so a bad field fails in
 seconds. Runs live in a store shared by the experiments (`--runs`, default `runs/` beside the
@@ -32,7 +33,10 @@ from traac.common.outputs import output_dir, write_text
 from traac.common.progress import NullProgress, Progress
 from traac.common.tables import Table, fmt, signed
 from traac.errors import TraacError
-from traac.evaluation.harness.records import TIER_ORDER, EvalSummary
+from traac.evaluation.harness.paired import Comparison, compare
+from traac.evaluation.harness.records import TIER_ORDER, EvalSummary, SampleRecord
+from traac.evaluation.harness.runner import SAMPLES_FILE
+from traac.evaluation.harness.samples import SamplesFile
 from traac.evaluation.reports.plots import pareto_plot
 from traac.pipelines.isolating import ISOLATING_CONTRASTS
 from traac.pipelines.model_registry import resolve_model
@@ -96,6 +100,7 @@ CONTRASTS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("compression with difficulty", "CR+LR", "TRAAC"),
         ("DLER's optimiser, TRAAC's reward", "TRAAC", "TRAAC, DLER optimiser"),
         ("TRAAC under DLER's optimiser against CR+LR", "CR+LR", "TRAAC, DLER optimiser"),
+        ("TRAAC with answer-only copies against CR+LR", "CR+LR", "TRAAC, answer-only copies"),
         ("difficulty-aware truncation", "DLER", "DLER, difficulty-aware"),
         ("step entropy in the probe's place", "TRAAC", "TRAAC, step-entropy scorer"),
         (
@@ -106,7 +111,7 @@ CONTRASTS: dict[str, tuple[tuple[str, str, str], ...]] = {
         *ISOLATING_CONTRASTS,
     ),
 }
-TITLES = {"ablations": "Ablations on the testbed", "compare": "TRAAC and its peers on the testbed"}
+TITLES = {"ablations": "Ablations", "compare": "TRAAC and its peers"}
 
 
 @dataclass(frozen=True)
@@ -189,6 +194,12 @@ class ExperimentSettings:
                     raise TraacError(f"{variant} (seed {seed}): {err}") from None
                 out.append(Run(variant, seed, recipe, directory, fields))
         return out
+
+    @property
+    def title(self) -> str:
+        """The report's title: the experiment and the model every variant starts from."""
+        testbed = self.model in ("testbed", "testbed-quick")
+        return f"{TITLES[self.name]} on {'the testbed' if testbed else self.model}"
 
     def eval_dir(self, directory: Path) -> Path:
         h = self.held_out
@@ -279,12 +290,15 @@ def seed_numbers(summary: EvalSummary) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Effect:
-    """What one change does: `variant` minus `baseline`, paired by seed."""
+    """What one change does: `variant` minus `baseline`, paired by seed (`result`), and paired
+    over the problems with the shared seeds' samples pooled (`pooled`: overall accuracy and
+    length with 95% intervals that resample problems, not seeds; None without samples)."""
 
     change: str
     baseline: str
     variant: str
     result: VariantResult
+    pooled: Comparison | None = None
 
 
 @dataclass(frozen=True)
@@ -314,6 +328,7 @@ def run_experiment(
         base_dir = settings.eval_dir(settings.runs / f"base-{_dir_name(settings.model)}")
         summaries[BASE] = {0: settings.held_out.evaluate(base, base_dir, progress)}
     seconds: dict[str, dict[int, float | None]] = {}
+    records: dict[str, dict[int, list[SampleRecord]]] = {}
     for run in runs:
         stage = f"{run.variant}, seed {run.seed}"
         trained_before = run.recipe.trained(run.directory / "model")
@@ -328,13 +343,15 @@ def run_experiment(
                 run_seconds(run.directory, stages.seconds[stage], finished=False)
             raise
         summaries.setdefault(run.variant, {})[run.seed] = summary
+        samples = SamplesFile(settings.eval_dir(run.directory) / SAMPLES_FILE).read()
+        records.setdefault(run.variant, {})[run.seed] = list(samples.values())
         took = None if trained_before else stages.seconds[stage]
         seconds.setdefault(run.variant, {})[run.seed] = run_seconds(run.directory, took)
     results = {name: VariantResult.of(s) for name, s in summaries.items()}
     front = pareto_front({name: (r.accuracy["overall"].mean, r.length["overall"].mean)
                           for name, r in results.items()})  # fmt: skip
-    table = experiment_table(results, TITLES[settings.name])
-    effects = paired_effects(CONTRASTS[settings.name], summaries)
+    table = experiment_table(results, settings.title)
+    effects = paired_effects(CONTRASTS[settings.name], summaries, records)
     effects_table = effects_table_of(effects) if effects else None
     result = ExperimentResult(table, results, front, effects, effects_table, seconds, [])
     result.files.extend(write_report(settings, runs, result, stages.seconds))
@@ -362,16 +379,37 @@ def run_seconds(directory: Path, took: float | None, finished: bool = True) -> f
 
 
 def paired_effects(
-    contrasts: Sequence[tuple[str, str, str]], summaries: Mapping[str, Mapping[int, EvalSummary]]
+    contrasts: Sequence[tuple[str, str, str]],
+    summaries: Mapping[str, Mapping[int, EvalSummary]],
+    records: Mapping[str, Mapping[int, Sequence[SampleRecord]]] | None = None,
 ) -> list[Effect]:
-    """Each contrast whose two variants ran with a seed in common, as an `Effect`."""
+    """Each contrast whose two variants ran with a seed in common, as an `Effect`; with the
+    runs' sample `records` (variant -> seed -> records), also paired over problems."""
     effects = []
     for change, baseline, variant in contrasts:
         if baseline in summaries and variant in summaries:
             result = VariantResult.difference(summaries[variant], summaries[baseline])
             if result is not None:
-                effects.append(Effect(change, baseline, variant, result))
+                pooled = pooled_comparison(records or {}, variant, baseline, result.seeds)
+                effects.append(Effect(change, baseline, variant, result, pooled))
     return effects
+
+
+def pooled_comparison(
+    records: Mapping[str, Mapping[int, Sequence[SampleRecord]]],
+    variant: str,
+    baseline: str,
+    seeds: Sequence[int],
+) -> Comparison | None:
+    """`variant` against `baseline` over the problems both answered, each side's samples of
+    `seeds` pooled (k samples a problem and seed: k x seeds a problem). Pooling seeds averages
+    their noise on each problem; the interval still resamples problems only, so the spread
+    between seeds is what the by-seed effect shows."""
+
+    def pool(name: str) -> list[SampleRecord]:
+        return [r for seed in seeds for r in records.get(name, {}).get(seed, ())]
+
+    return compare(pool(variant), pool(baseline))
 
 
 def pareto_front(points: Mapping[str, tuple[float, float]]) -> list[str]:
@@ -396,14 +434,16 @@ def effects_table_of(effects: Sequence[Effect]) -> Table:
     """One row per change: the variant minus its baseline, mean ± s.e. of the paired
     differences (accuracy and AUC_OAA in points, length in tokens)."""
     table = Table(
-        ["change", "variant − baseline", "seeds", *tier_columns(TIERS), "AUC_OAA"],
-        title="Effects: variant minus baseline, paired by seed",
+        ["change", "variant − baseline", "seeds", *tier_columns(TIERS), "AUC_OAA",
+         "overall Δ Acc, problems paired [95%]", "overall Δ Len [95%]"],
+        title="Effects: variant minus baseline, paired by seed and over problems",
         left=frozenset({0, 1}),
-    )
+    )  # fmt: skip
     for e in effects:
-        r = e.result
+        r, c = e.result, e.pooled
+        pooled = ("–", "–") if c is None else (c.accuracy.cell(2), c.response_tokens.cell(1))
         table.add(e.change, f"{e.variant} − {e.baseline}", str(len(r.seeds)),
-                  *result_cells(r, sign=True))  # fmt: skip
+                  *result_cells(r, sign=True), *pooled)  # fmt: skip
     return table
 
 
@@ -429,12 +469,12 @@ def write_report(
             for name, r in result.results.items()
         },
         out / f"{settings.name}_pareto.png",
-        title=f"{TITLES[settings.name]}: accuracy against length (mean ± s.e. over seeds)",
+        title=f"{settings.title}: accuracy against length (mean ± s.e. over seeds)",
     )  # fmt: skip
     total = sum(seconds.values())
     held = settings.held_out
     md = (
-        f"# {TITLES[settings.name]}\n\n"
+        f"# {settings.title}\n\n"
         f"Recipe `{settings.recipe}`{' (--quick)' if settings.quick else ''}, seeds "
         f"{', '.join(map(str, settings.seeds))}; held-out problems `{held.dataset}`, "
         f"{held.num_samples} sample(s) each, at most {held.max_new_tokens} tokens. Cells: mean "
@@ -517,9 +557,12 @@ def effects_markdown(table: Table | None) -> str:
     if table is None:
         return ""
     return (
-        "## Effects, paired by seed\n\n"
+        "## Effects, paired by seed and over problems\n\n"
         "Each row is one change: the variant minus its baseline, seed by seed (both runs of a "
         "pair start from the same model with the same seed), as mean ± standard error of those "
-        "differences. Accuracy and AUC_OAA in points, length in "
-        f"tokens.\n\n{table.markdown()}\n\n"
+        "differences. Accuracy and AUC_OAA in points, length in tokens. The last two columns "
+        "pair the held-out problems instead: each problem's mean over the samples of every "
+        "shared seed, variant minus baseline, averaged over the problems, with a 95% bootstrap "
+        "interval that resamples problems (not seeds; * where it excludes 0).\n\n"
+        f"{table.markdown()}\n\n"
     )
