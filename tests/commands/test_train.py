@@ -25,7 +25,7 @@ from traac.errors import TraacError
 from traac.pipelines.train import resume_checkpoint
 from traac.training import packages
 from traac.training.checkpoint import STATE_FILE, rank_state_file
-from traac.training.telemetry import METRICS_FILE
+from traac.training.metrics_file import METRICS_FILE
 from traac.training.trainer import TRAACTrainer
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,7 +21,7 @@ import torch
 from safetensors.torch import load_file
 
 from traac.cli import main as cli_main
-from traac.training.telemetry import METRICS_FILE
+from traac.training.metrics_file import METRICS_FILE
 from traac.training.trainer import TRAACTrainer
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "testbed.yaml"

@@ -12,7 +12,8 @@ import pytest
 
 from traac.cli import main as cli_main
 from traac.training.evaluation import HeldOutCounts
-from traac.training.telemetry import METRICS_FILE, RolloutView, read_metrics
+from traac.training.metrics_file import METRICS_FILE
+from traac.training.telemetry import RolloutView, read_metrics
 from traac.training.trainer import TRAACTrainer
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "testbed.yaml"

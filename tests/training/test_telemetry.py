@@ -17,7 +17,8 @@ from traac.data.testbed_problems import make_items
 from traac.data.training import items_to_dataset
 from traac.training.config import TRAACConfig
 from traac.training.copy_stats import COPY_GROUPS, KINDS, by_kind
-from traac.training.telemetry import ALL, METRICS_FILE, read_metrics
+from traac.training.metrics_file import METRICS_FILE
+from traac.training.telemetry import ALL, read_metrics
 from traac.training.trainer import TRAACTrainer
 
 pytestmark = pytest.mark.slow

@@ -32,7 +32,7 @@ from traac.testbed.traces import teach
 from traac.training.config import TRAACConfig
 from traac.training.methods.dapo_overlong import dapo_overlong_punishment
 from traac.training.methods.dot import dot_cutoffs
-from traac.training.telemetry import METRICS_FILE, read_metrics, truncate_metrics
+from traac.training.metrics_file import METRICS_FILE
 from traac.training.trainer import TRAACTrainer
 
 pytestmark = pytest.mark.slow
@@ -378,21 +378,6 @@ def test_a_foreign_scoring_model_scores_through_its_own_tokenizer(
     assert words == ["First,", "Then", "So", "Wait,"]
     assert len(trace.scores) == len(trace.steps) and np.isfinite(trace.scores).all()
     assert trace.scores.sum() > 0  # SmolLM2's attention reached the steps through the offsets
-
-
-def test_metrics_are_cut_back_to_the_start_step(tmp_path: Path) -> None:
-    path = tmp_path / METRICS_FILE
-    truncate_metrics(path, 3)  # no file yet: nothing to do
-    assert not path.exists()
-    lines = [json.dumps({"step": s, "traac/all/pass_rate": s / 10}) for s in (1, 2, 3, 4)]
-    path.write_text("\n".join(lines) + '\n{"step": 5, "traac/pa')  # the crash cut the last line
-    truncate_metrics(path, 2)
-    assert path.read_text() == "\n".join(lines[:2]) + "\n"
-    assert [(s.step, s.scopes["all"].pass_rate) for s in read_metrics(path)] == [(1, 0.1), (2, 0.2)]
-    truncate_metrics(path, 2)
-    assert path.read_text() == "\n".join(lines[:2]) + "\n"
-    truncate_metrics(path, 0)  # a fresh run into the same output_dir starts a new file
-    assert path.read_text() == ""
 
 
 # ---------------------------------------------------------------- peer modes, dynamic sampling

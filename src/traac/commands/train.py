@@ -38,7 +38,7 @@ def main(argv: list[str]) -> int:
     from traac.console import make_console, make_progress, print_lines
     from traac.pipelines.plan import make_plan
     from traac.pipelines.train import parse_recipe, train
-    from traac.training.telemetry import METRICS_FILE
+    from traac.training.metrics_file import METRICS_FILE
 
     dry_run = _asks_dry_run(argv)
     script, config, device_note = parse_recipe(argv, dry_run)

@@ -58,7 +58,7 @@ from traac.pipelines.variants import (
     check_variants,
 )
 from traac.training.methods.scale import PaperTokens, PerPaperToken
-from traac.training.telemetry import METRICS_FILE
+from traac.training.metrics_file import METRICS_FILE
 
 TIERS = (*TIER_ORDER, "overall")
 BASE = "Base"

@@ -13,14 +13,14 @@ highest advantage; ties share the best rank). The step writes the records into i
 
 from __future__ import annotations
 
-import json
 import statistics
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from traac.common.tables import Table, fmt, signed
 from traac.method.compression import CompressionResult
+from traac.training.metrics_file import METRICS_FILE, metric_rows
 
 COPY_GROUPS = "copy_groups"  # the key of a metrics line's records
 PASS_RATE = "traac/all/pass_rate"  # the originals' share right, every mode's step logs it
@@ -108,16 +108,6 @@ def to_json(records: Sequence[PooledRecord]) -> list[dict]:
     return [asdict(r) for r in records]
 
 
-def metric_rows(metrics: Path) -> Iterator[dict]:
-    """Each line of a run's `metrics.jsonl` (none if it is missing), a line a crash cut short
-    skipped."""
-    for line in metrics.read_text().splitlines() if metrics.is_file() else []:
-        try:
-            yield json.loads(line)
-        except json.JSONDecodeError:
-            continue
-
-
 def read_records(metrics: Path) -> tuple[list[tuple[int, PooledRecord]], int]:
     """(step, record) for every record of a run's `metrics.jsonl`, and the run's last step."""
     out, last = [], 0
@@ -171,7 +161,7 @@ def pass_rate_table(runs: dict[str, Path], every: int | None = None) -> Table:
                   left=frozenset({0, 1}))  # fmt: skip
     for name, directory in runs.items():
         rates = {int(row["step"]): float(row[PASS_RATE])
-                 for row in metric_rows(directory / "metrics.jsonl")
+                 for row in metric_rows(directory / METRICS_FILE)
                  if row.get(PASS_RATE) is not None}  # fmt: skip
         last = max(rates, default=0)
         size = every or max(last, 1)

@@ -18,8 +18,6 @@ docs/telemetry.md lists them all. Every held-out evaluation during training adds
 from __future__ import annotations
 
 import json
-import math
-import os
 import statistics
 import time
 from collections import Counter, defaultdict
@@ -35,10 +33,9 @@ from trl.extras.profiling import profiling_context
 from traac.method.compression import CompressionResult
 from traac.method.metrics import compression_stats
 from traac.training.copy_stats import COPY_GROUPS, PooledRecord, step_metrics, to_json
+from traac.training.metrics_file import EVAL_SPLIT, METRICS_FILE, metric_rows, truncate_metrics
 
-METRICS_FILE = "metrics.jsonl"
 ALL = "all"  # the scope of the whole pooled group
-EVAL_SPLIT = "eval"  # the `split` of a held-out evaluation's line
 TIERS = ("easy", "medium", "hard")  # the testbed's tiers, whose compute loss is kept apart
 
 
@@ -250,39 +247,11 @@ def append_eval_metrics(output_dir: str | Path, step: int, metrics: Mapping[str,
 def read_metrics(path: str | Path) -> list[StepStats]:
     """The training steps of a `metrics.jsonl` (a line a crash cut short is skipped, and so
     are the held-out evaluations' lines)."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        step = _step_of(line)
-        if math.isfinite(step):
-            row = json.loads(line)
-            if row.get("split") != EVAL_SPLIT:
-                out.append(StepStats.from_flat(int(step), row))
-    return out
-
-
-def truncate_metrics(path: Path, last_step: int) -> None:
-    """Drop the lines of a metrics JSONL whose step is after `last_step` (atomic replace); a
-    line a crash cut short is dropped too."""
-    if not path.exists():
-        return
-    lines = path.read_text().splitlines()
-    kept = [line for line in lines if _step_of(line) <= last_step]
-    if len(kept) == len(lines):
-        return
-    tmp = path.with_suffix(".jsonl.tmp")
-    tmp.write_text("".join(f"{line}\n" for line in kept))
-    os.replace(tmp, path)
-
-
-def _step_of(line: str) -> float:
-    """The step of a metrics line; infinity for a line that is not a whole record."""
-    try:
-        return json.loads(line)["step"]
-    except (json.JSONDecodeError, KeyError, TypeError):
-        return math.inf
+    return [
+        StepStats.from_flat(int(row["step"]), row)
+        for row in metric_rows(path)
+        if row.get("split") != EVAL_SPLIT
+    ]
 
 
 class MetricsFromStart(TrainerCallback):
