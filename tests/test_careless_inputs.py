@@ -48,6 +48,12 @@ def recipe(tmp_path: Path, text: str | None = None, **fields: Any) -> str:
     return str(path)
 
 
+def other_recipe(tmp_path: Path, **fields: Any) -> str:
+    """A second recipe file beside `recipe`'s."""
+    (tmp_path / "other").mkdir(exist_ok=True)
+    return recipe(tmp_path / "other", **fields)
+
+
 # (id, argv builder taking tmp_path, text the one line must hold)
 CASES: list[tuple[str, Any, str]] = [
     # --- train: counts, checked before TRL is imported ---
@@ -192,6 +198,11 @@ CASES: list[tuple[str, Any, str]] = [
      "--variants: unknown ['GRPO']"),
     ("experiment misspelt name", lambda t: ["experiment", "ablation"],
      "invalid choice: 'ablation'"),
+    ("experiment continue-from missing", lambda t: ["experiment", "compare", "--config",
+     recipe(t), "--continue-from", "no.yaml"], "--continue-from no.yaml: no such recipe file"),
+    ("experiment continue-from other recipe", lambda t: ["experiment", "compare", "--config",
+     recipe(t), "--continue-from", other_recipe(t, beta=0.5)],
+     "in beta, output_dir; only max_steps may differ"),
     # --- probe-report ---
     ("probe-report eval-n zero", lambda t: ["probe-report", "--eval_n", "0"],
      "--eval-n 0: must be at least 1"),

@@ -1,12 +1,12 @@
 """`traac experiment {ablations,compare} [--config RECIPE] [--output DIR] [--runs DIR]
-[--seeds N ...] [--variants NAME ...] [--held-out N] [--quick]`."""
+[--seeds N ...] [--variants NAME ...] [--held-out N] [--continue-from RECIPE] [--quick]`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from traac.commands import ArgumentParser
-from traac.pipelines.recipe import read_recipe
+from traac.pipelines.recipe import check_continuable, read_recipe
 from traac.pipelines.variants import ABLATIONS, COMPARE, DEFAULT_SEEDS, EXPERIMENTS, check_variants
 
 
@@ -35,6 +35,14 @@ def build_parser() -> ArgumentParser:
     p.add_argument(
         "--held-out", type=int, help="held-out problems per tier (default 100; --quick 10)"
     )
+    p.add_argument(
+        "--continue-from",
+        type=Path,
+        metavar="RECIPE",
+        help="start each run from the newest checkpoint of the same run of RECIPE in --runs, "
+        "a recipe alike but for fewer max_steps (under a constant learning rate after warm-up, "
+        "the run trained straight through)",
+    )
     p.add_argument("--quick", action="store_true", help="tiny settings: a smoke test")
     return p
 
@@ -43,6 +51,8 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     check_variants(args.name, args.variants, args.seeds, args.held_out)
     read_recipe(args.config)  # the file and its YAML, before the training stack loads
+    if args.continue_from is not None:
+        check_continuable(args.config, args.continue_from)
     from traac.console import make_console, make_progress, print_table
     from traac.pipelines.experiments import ExperimentSettings, run_experiment
 
@@ -55,6 +65,7 @@ def main(argv: list[str]) -> int:
         args.seeds,
         args.runs,
         args.held_out,
+        args.continue_from,
     )
     console = make_console()
     result = run_experiment(settings, make_progress(console))

@@ -38,8 +38,14 @@ from traac.evaluation.harness.records import TIER_ORDER, EvalSummary, SampleReco
 from traac.evaluation.harness.runner import SAMPLES_FILE
 from traac.evaluation.harness.samples import SamplesFile
 from traac.evaluation.reports.plots import pareto_plot
+from traac.pipelines.continuation import (
+    Continuation,
+    check_steps,
+    plan_continuations,
+)
 from traac.pipelines.isolating import ISOLATING_CONTRASTS
 from traac.pipelines.model_registry import resolve_model
+from traac.pipelines.recipe import check_continuable
 from traac.pipelines.stages import (
     QUICK_TRAINING,
     HeldOut,
@@ -137,6 +143,7 @@ class ExperimentSettings:
     held_out: HeldOut = field(default_factory=HeldOut)
     train_overrides: dict[str, Any] = field(default_factory=dict)
     model: str = "testbed"  # the base model every variant starts from: a name or a path
+    continue_from: Path | None = None  # a recipe whose runs these continue (continuation.py)
 
     @classmethod
     def make(
@@ -149,6 +156,7 @@ class ExperimentSettings:
         seeds: Sequence[int] | None = None,
         runs: Path | None = None,
         held_out_per_tier: int | None = None,
+        continue_from: Path | None = None,
     ) -> ExperimentSettings:
         """The full study, or with `quick` a smoke test of every stage (two steps on eight
         problems, ten held-out problems per tier). The base model is the recipe's
@@ -160,6 +168,8 @@ class ExperimentSettings:
         if held_out_per_tier is not None:
             held_out = replace(held_out, per_tier=held_out_per_tier)
         check_recipe(recipe)
+        if continue_from is not None:
+            check_continuable(recipe, continue_from)
         model = str(yaml.safe_load(recipe.read_text()).get("model_name_or_path", "testbed"))
         return cls(
             name=name,
@@ -172,6 +182,7 @@ class ExperimentSettings:
             held_out=held_out,
             train_overrides=dict(QUICK_TRAINING) if quick else {},
             model="testbed-quick" if quick and model == "testbed" else model,
+            continue_from=continue_from,
         )
 
     def plan(self) -> list[Run]:
@@ -200,6 +211,21 @@ class ExperimentSettings:
         """The report's title: the experiment and the model every variant starts from."""
         testbed = self.model in ("testbed", "testbed-quick")
         return f"{TITLES[self.name]} on {'the testbed' if testbed else self.model}"
+
+    def continuations(self, runs: Sequence[Run]) -> list[Continuation]:
+        """The runs to start from `continue_from`'s runs' checkpoints, checked before any work."""
+        if self.continue_from is None:
+            return []
+        source = replace(self, recipe=self.continue_from, continue_from=None)
+        ours, theirs = (Recipe(r, self.train_overrides).parse(Path(self.model), self.runs)[1]
+                        for r in (self.recipe, self.continue_from))  # fmt: skip
+        check_steps(self.continue_from, ours, theirs)
+        sources = {(r.variant, r.seed): r.directory / "model" for r in source.plan()}
+        return plan_continuations(
+            [(f"{r.variant}, seed {r.seed}", r.directory / "model", sources[r.variant, r.seed])
+             for r in runs],
+            self.continue_from,
+        )  # fmt: skip
 
     def eval_dir(self, directory: Path) -> Path:
         h = self.held_out
@@ -319,7 +345,10 @@ def run_experiment(
     `<name>.json` and `<name>_pareto.png` into the output directory."""
     progress = progress or NullProgress()
     runs = settings.plan()
+    continuations = settings.continuations(runs)
     output_dir(settings.output)  # writable, before any work
+    for continuation in continuations:
+        continuation.seed()
     stages = Stages()
     with stages.stage(settings.model):
         base = Path(resolve_model(settings.model, progress))
@@ -475,7 +504,9 @@ def write_report(
     held = settings.held_out
     md = (
         f"# {settings.title}\n\n"
-        f"Recipe `{settings.recipe}`{' (--quick)' if settings.quick else ''}, seeds "
+        f"Recipe `{settings.recipe}`{' (--quick)' if settings.quick else ''}"
+        f"{f', runs continued from `{settings.continue_from}`' if settings.continue_from else ''}"
+        ", seeds "
         f"{', '.join(map(str, settings.seeds))}; held-out problems `{held.dataset}`, "
         f"{held.num_samples} sample(s) each, at most {held.max_new_tokens} tokens. Cells: mean "
         "± standard error over seeds (the base model is evaluated once). Length in tokens; "

@@ -32,22 +32,38 @@ from traac.training.counts import check_counts
 _SCORERS = ("reference", "policy")  # scoring_model values that name no model
 
 
-def read_recipe(path: Path) -> dict[str, Any]:
-    """The recipe's mapping, or one line naming what keeps it from being one."""
+def read_recipe(path: Path, flag: str = "--config") -> dict[str, Any]:
+    """The recipe's mapping, or one line naming what keeps it from being one (and the option
+    `flag` that gave the path)."""
     if not path.is_file():
-        raise TraacError(f"--config {path}: no such recipe file")
+        raise TraacError(f"{flag} {path}: no such recipe file")
     try:
         recipe = yaml.safe_load(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as err:
-        raise TraacError(f"--config {path}: not UTF-8 text ({err.reason})") from None
+        raise TraacError(f"{flag} {path}: not UTF-8 text ({err.reason})") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(err, "problem", None) or type(err).__name__
-        raise TraacError(f"--config {path}: not valid YAML ({problem}{where})") from None
+        raise TraacError(f"{flag} {path}: not valid YAML ({problem}{where})") from None
     if not isinstance(recipe, dict):
-        raise TraacError(f"--config {path}: a recipe is a YAML mapping of field: value")
+        raise TraacError(f"{flag} {path}: a recipe is a YAML mapping of field: value")
     return recipe
+
+
+def check_continuable(recipe: Path, source: Path) -> None:
+    """`source`, whose runs `recipe`'s continue (`traac.pipelines.continuation`): the two files
+    alike but for `max_steps`."""
+    ours, theirs = read_recipe(recipe), read_recipe(source, "--continue-from")
+    differ = sorted(
+        key for key in ours.keys() | theirs.keys()
+        if key != "max_steps" and ours.get(key) != theirs.get(key)
+    )  # fmt: skip
+    if differ:
+        raise TraacError(
+            f"--continue-from {source}: it differs from --config {recipe} in "
+            f"{', '.join(differ)}; only max_steps may differ (or drop --continue-from)"
+        )
 
 
 def config_path(argv: list[str]) -> Path | None:
