@@ -31,10 +31,14 @@ def test_on_smollm2_think_each_variant_runs_what_it_names(tmp_path: Path) -> Non
     assert (authors.probe_layers, authors.copy_pool, authors.loss_type) == (
         "first_half", "all_correct", "dapo",
     )  # fmt: skip
-    assert (authors.format_preset, authors.length_weight) == ("authors", 1.0)
+    assert (authors.format_preset, authors.length_weight, authors.copy_loss) == (
+        "authors", 1.0, "full",
+    )  # fmt: skip
     assert configs["TRAAC, first-half probe"].probe_layers == "first_half"
     assert configs["TRAAC, first-half probe"].copy_pool == "evicted"  # the paper's otherwise
     assert configs["TRAAC, answer-only copies"].copy_loss == "answer_only"
+    assert configs["TRAAC, paper's copies"].copy_loss == "full"
+    assert configs["TRAAC, first-half probe"].copy_loss == "answer_only"  # the recipe's
     assert configs["TRAAC, all-correct pool"].copy_pool == "all_correct"
     assert configs["TRAAC, double tags"].copy_tags == "double"
     assert configs["TRAAC, batch-scaled rewards"].scale_rewards == "batch"

@@ -82,6 +82,10 @@ def test_the_dry_run_names_each_authors_setting_and_what_overrode_it(tmp_path: P
     (paper,) = preset_rows(make(tmp_path), "x")
     assert paper == (
         "preset paper",
-        "format_preset paper, length_weight 2, probe_layers all, copy_pool evicted",
+        "format_preset paper, length_weight 2, probe_layers all, copy_pool evicted, copy_loss full",
+    )
+    masked = dict(preset_rows(make(tmp_path, preset="authors", copy_loss="answer_only"), "x"))
+    assert masked["authors: copy_loss"].startswith(
+        "answer_only, the recipe's: overrides the authors' full"
     )
     assert set(PRESET_FILLS["paper"]) < set(PRESET_FILLS["authors"])  # + the authors' loss

@@ -99,8 +99,8 @@ class TRAACConfig(  # type: ignore[misc]
             left unset (`traac.training.profiles`). Works with every mode.
         preset (`str`, *optional*, defaults to `"paper"`):
             `paper` or `authors` (the authors' code; `reference`, its old name, still works):
-            the values of `format_preset`, `length_weight`, `probe_layers`, `copy_pool` and
-            (authors, with no `optimizer_profile` set) `loss_type` left unset
+            the values of `format_preset`, `length_weight`, `probe_layers`, `copy_pool`,
+            `copy_loss` and (authors, with no `optimizer_profile` set) `loss_type` left unset
             (`traac.training.presets`).
 
         > Parameters that control compression (with `traac.method.settings.CompressionSettings`:
@@ -124,9 +124,10 @@ class TRAACConfig(  # type: ignore[misc]
             last `calibration_window` correct rollouts' before the gate.
         calibration_window (`int`, *optional*, defaults to `512`):
             Recent uniformities the rank calibration compares with.
-        copy_loss (`str`, *optional*, defaults to `"full"`):
+        copy_loss (`str` or `None`, *optional*, defaults to `None`):
             `full` (the paper) or `answer_only`: a compressed copy's think block is masked
-            from the loss and only its re-answer trained on (`traac.training.copies`).
+            from the loss and only its re-answer trained on (`traac.training.copies`); unset,
+            the preset's (`full` for both).
         copy_pool (`str` or `None`, *optional*, defaults to `None`):
             Which candidates are re-answered and pooled: `evicted` (those that lost a step) or
             `all_correct` (every one, the authors' code); unset, the preset's.
@@ -227,7 +228,7 @@ class TRAACConfig(  # type: ignore[misc]
     preset: str = field(
         default="paper",
         metadata={"help": "paper | authors (the authors' code): the values of the fields left "
-                  "unset (format_preset, length_weight, probe_layers, copy_pool; authors also "
+                  "unset (format_preset, length_weight, probe_layers, copy_pool, copy_loss; authors also "
                   "loss_type dapo, the token mean, unless optimizer_profile is set)."},
     )  # fmt: skip
     compression: str = field(

@@ -40,12 +40,13 @@ class CopySettings:
     """Which copies are made, their tags, and how they enter the loss; `TRAACConfig` inherits
     it."""
 
-    copy_loss: str = field(
-        default="full",
-        metadata={"help": "full (the paper: a compressed copy is trained on in full, its think "
-                  "block included) | answer_only (beyond the paper: its think block is masked "
-                  "from the loss, policy and KL terms and the token count alike, and only the "
-                  "re-answer is trained on).", "choices": COPY_LOSSES},
+    copy_loss: str | None = field(
+        default=None,
+        metadata={"help": "full (the paper and the authors' code: a compressed copy is trained "
+                  "on in full, its think block included) | answer_only (beyond the paper: its "
+                  "think block is masked from the loss, policy and KL terms and the token count "
+                  "alike, and only the re-answer is trained on). Unset: the preset's (full). A "
+                  "mode that makes no copies leaves it alone.", "choices": COPY_LOSSES},
     )  # fmt: skip
     copy_pool: str | None = field(
         default=None,
@@ -62,22 +63,22 @@ class CopySettings:
     )  # fmt: skip
 
     def __post_init__(self) -> None:
-        check_choice("copy_loss", self.copy_loss, COPY_LOSSES)
+        if self.copy_loss is not None:
+            check_choice("copy_loss", self.copy_loss, COPY_LOSSES)
         if self.copy_pool is not None:
             check_choice("copy_pool", self.copy_pool, COPY_POOLS)
         check_choice("copy_tags", self.copy_tags, COPY_TAGS)
 
     def check_copies(self, compresses: bool, mode: str) -> None:
-        """The copy settings against the mode: a mode that makes no copies takes none (the
-        pool rule, which a preset fills for every mode, is left alone)."""
-        for name, default in (("copy_loss", "full"), ("copy_tags", "single")):
-            value = getattr(self, name)
-            if value != default and not compresses:
-                raise TraacError(
-                    f"{name}: {value} acts on compressed copies, which mode {mode} does not "
-                    f"make; set {name} {default} or a mode that compresses (traac, "
-                    "compression_no_difficulty)"
-                )
+        """The copy settings against the mode: a mode that makes no copies takes no double
+        tags. The pool rule and the loss rule, which a preset fills for every mode, are left
+        alone, so one recipe serves TRAAC and the modes it is compared with."""
+        if self.copy_tags != "single" and not compresses:
+            raise TraacError(
+                f"copy_tags: {self.copy_tags} acts on compressed copies, which mode {mode} does "
+                "not make; set copy_tags single or a mode that compresses (traac, "
+                "compression_no_difficulty)"
+            )
 
 
 def copy_think(

@@ -32,10 +32,10 @@ R1_DISTILL = "r1-distill"  # in the model's name or path: a DeepSeek-R1 distill
 # default optimiser profile's (grpo: each rollout averaged over its own tokens).
 PRESET_FILLS: dict[str, dict[str, Any]] = {
     "paper": {"format_preset": "paper", "length_weight": 2.0, "probe_layers": "all",
-              "copy_pool": "evicted"},
+              "copy_pool": "evicted", "copy_loss": "full"},
     # probe_layers None: the authors' rule per model (`authors_probe_layers`)
     "authors": {"format_preset": "authors", "length_weight": 1.0, "probe_layers": None,
-                "copy_pool": "all_correct", "loss_type": "dapo"},
+                "copy_pool": "all_correct", "copy_loss": "full", "loss_type": "dapo"},
 }  # fmt: skip
 
 
@@ -60,6 +60,8 @@ AUTHORS: tuple[AuthorsSetting, ...] = (
                    "first half for any other model"),
     AuthorsSetting("copy_pool", "all_correct", f"{ROLLOUT} (summary_inputs)",
                    "every right, well-formed rollout re-answered, evicted or not"),
+    AuthorsSetting("copy_loss", "full", f"{ROLLOUT} (the re-answered responses join the batch)",
+                   "a copy trained on in full, its think block included"),
     AuthorsSetting("loss_type", "dapo", "verl/trainer/config/actor/actor.yaml",
                    "verl's loss_agg_mode token-mean, which the training scripts keep"),
     AuthorsSetting("scorer", "attention", "scripts/train/run_qwen3-4b-with-summary-linear-"
