@@ -228,8 +228,9 @@ class TRAACConfig(  # type: ignore[misc]
     preset: str = field(
         default="paper",
         metadata={"help": "paper | authors (the authors' code): the values of the fields left "
-                  "unset (format_preset, length_weight, probe_layers, copy_pool, copy_loss; authors also "
-                  "loss_type dapo, the token mean, unless optimizer_profile is set)."},
+                  "unset (format_preset, length_weight, probe_layers, copy_pool, copy_loss; "
+                  "authors also loss_type dapo, the token mean, unless optimizer_profile is "
+                  "set)."},
     )  # fmt: skip
     compression: str = field(
         default="scorer",
