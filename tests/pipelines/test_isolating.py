@@ -37,8 +37,7 @@ def test_on_smollm2_think_each_variant_runs_what_it_names(tmp_path: Path) -> Non
     assert configs["TRAAC, first-half probe"].probe_layers == "first_half"
     assert configs["TRAAC, first-half probe"].copy_pool == "evicted"  # the paper's otherwise
     assert configs["TRAAC, answer-only copies"].copy_loss == "answer_only"
-    assert configs["TRAAC, paper's copies"].copy_loss == "full"
-    assert configs["TRAAC, first-half probe"].copy_loss == "answer_only"  # the recipe's
+    assert configs["TRAAC, first-half probe"].copy_loss == "full"  # the paper's otherwise
     assert configs["TRAAC, all-correct pool"].copy_pool == "all_correct"
     assert configs["TRAAC, double tags"].copy_tags == "double"
     assert configs["TRAAC, batch-scaled rewards"].scale_rewards == "batch"

@@ -4,9 +4,8 @@ and the contrasts the report pairs them by: each against TRAAC as the recipe has
 
 Each name is short enough to type: `--variants "TRAAC, answer-only copies"`. A recipe's pinned
 fields stay (a preset fills only unset ones), so the authors' preset names its first-half probe
-and its copies trained on in full explicitly: `recipes/smollm2-think.yaml` pins every layer and
-masks the copies' think blocks. On that recipe "TRAAC" is TRAAC with answer-only copies and
-"TRAAC, paper's copies" the paper's; on the testbed's, the other way round.
+and its copies trained on in full explicitly: `recipes/smollm2-think.yaml` pins every layer, and
+a recipe may mask the copies' think blocks (`copy_loss: answer_only`).
 """
 
 from __future__ import annotations
@@ -16,9 +15,6 @@ from typing import Any
 ISOLATING: dict[str, dict[str, Any]] = {
     # The copies' re-answers trained on, their think blocks masked (beyond the paper).
     "TRAAC, answer-only copies": {"mode": "traac", "copy_loss": "answer_only"},
-    # The paper's copies, trained on in full: TRAAC itself where the recipe keeps the paper's
-    # (recipes/testbed.yaml), the change back where it masks them (recipes/smollm2-think.yaml).
-    "TRAAC, paper's copies": {"mode": "traac", "copy_loss": "full"},
     # The authors' code (docs/method.md#presets), with the first half of the layers probed.
     "TRAAC, authors preset": {
         "mode": "traac",
@@ -37,7 +33,6 @@ ISOLATING: dict[str, dict[str, Any]] = {
 }
 ISOLATING_CONTRASTS: tuple[tuple[str, str, str], ...] = (
     ("copies' think blocks masked from the loss", "TRAAC", "TRAAC, answer-only copies"),
-    ("copies' think blocks trained on (the paper)", "TRAAC", "TRAAC, paper's copies"),
     ("the authors' code, first-half probe", "TRAAC", "TRAAC, authors preset"),
     ("first half of the layers probed", "TRAAC", "TRAAC, first-half probe"),
     ("every right rollout re-answered", "TRAAC", "TRAAC, all-correct pool"),
