@@ -137,7 +137,7 @@ def copies_table(runs: dict[str, Path], every: int | None = None) -> tuple[Table
     table = Table(columns, title="Compressed copies and their groups", left=frozenset({0, 1, 2}))
     verdicts = []
     for name, directory in runs.items():
-        records, last = read_records(directory / "metrics.jsonl")
+        records, last = read_records(directory / METRICS_FILE)
         if not records:
             verdicts.append(f"{name}: no step with a compressed copy in {directory}")
             continue
