@@ -1,5 +1,5 @@
-"""The oracle compressions: a trace cut after its first correct step, and that prefix joined to
-a compression of the rest."""
+"""The compressions that know the first correct step: a trace cut after it, that prefix joined
+to a compression of the rest, and `after_answer`, which keeps whole a trace with no such step."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from traac.method.compression import CompressionResult, count_tokens
-from traac.method.early_exit import early_exit, with_head
+from traac.method.early_exit import AFTER_ANSWER, early_exit, kept_whole, scored_part, with_head
 from traac.method.first_correct import first_correct
 from traac.method.segmentation import Step
 
@@ -71,3 +71,16 @@ def test_the_prefix_is_kept_whole_and_the_rest_compressed() -> None:
     assert (result.uniformity, result.eviction_fraction, result.rule_uniformity) == (0.7, 0.4, 0.7)
     assert result.scores.tolist() == [0.0, 0.5, 0.1, 0.4]
     assert result.n_evicted == 1 and result.tokens_after == 31 - 14
+
+
+def test_after_answer_scores_what_follows_the_answer_and_nothing_without_one() -> None:
+    [found] = first_correct([REASONING], gold("9"))
+    [missing] = first_correct([REASONING], gold("7"))
+    for compression in ("early_exit_attention_weights", AFTER_ANSWER):
+        assert scored_part(found, compression) == found.tail
+    assert found.tail == "Wait, let me verify: 2 + 3 = 5, 5 + 4 = 9. So the answer is 9."
+    assert scored_part(missing, "early_exit_attention_weights") == REASONING  # from its start
+    assert scored_part(missing, AFTER_ANSWER) == ""  # every step precedes the answer: kept
+    whole = kept_whole(missing, Words())
+    assert not whole.compressed and whole.text == REASONING
+    assert whole.tokens_before == whole.tokens_after == count_tokens(Words(), REASONING)

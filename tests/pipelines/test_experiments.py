@@ -40,7 +40,8 @@ def test_compare_plans_every_method_and_seed_from_one_recipe(tmp_path: Path) -> 
     runs = settings(tmp_path).plan()
     assert [(r.variant, r.seed) for r in runs] == [(v, s) for v in COMPARE for s in (0, 1, 2)]
     modes = {r.variant: r.recipe.overrides["mode"] for r in runs}
-    assert set(modes.values()) == {"traac", "cr", "cr_lr", "alp", "shorterbetter", "kimi",
+    assert set(modes.values()) == {"traac", "cr", "cr_lr", "traac_no_compression", "alp",
+                                   "shorterbetter", "kimi",
                                    "dapo_overlong", "l1_max", "dler", "dler_difficulty",
                                    "laser_d", "gfpo", "dot", "first_correct"}  # fmt: skip
     # DLER trains under its own optimiser, as does the TRAAC run that isolates it.

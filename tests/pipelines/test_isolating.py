@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from traac.pipelines.experiments import CONTRASTS, ExperimentSettings
+from traac.pipelines.experiments import ExperimentSettings
 from traac.pipelines.isolating import ISOLATING, ISOLATING_CONTRASTS
-from traac.pipelines.variants import COMPARE
+from traac.pipelines.variants import COMPARE, CONTRASTS
 
 ROOT = Path(__file__).resolve().parents[2]
 

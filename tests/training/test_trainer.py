@@ -94,6 +94,7 @@ def count_window_pushes(trainer: TRAACTrainer) -> list[dict]:
         ("traac", "random"),
         ("cr_lr", "attention"),
         ("compression_no_difficulty", "attention"),
+        ("traac_no_compression", "attention"),
     ],
 )
 def test_two_steps_of_each_mode_and_scorer(
@@ -107,7 +108,7 @@ def test_two_steps_of_each_mode_and_scorer(
     records = [json.loads(line) for line in lines]
     assert [r["step"] for r in records] == [1, 2]
     assert trainer.reward_func_names == ["correctness_reward", "format_reward", "length_reward"]
-    bins = ("easy", "medium", "hard") if mode == "traac" else ("all",)
+    bins = ("easy", "medium", "hard") if trainer.args.mode_spec.bins else ("all",)
     for record in records:
         assert sum(record[f"traac/{b}/prompts"] for b in bins) == 2
         assert record["traac/all/prompts"] == 2 and record["traac/all/rollouts"] == 2 * N
@@ -665,7 +666,9 @@ def test_a_bf16_recipe_loads_policy_reference_and_scorer_in_bf16(
     assert named.load_dtype == torch.float32 and small_config(tmp_path).load_dtype is None
 
 
-@pytest.mark.parametrize("compression", ["early_exit", "early_exit_attention_weights"])
+@pytest.mark.parametrize(
+    "compression", ["early_exit", "early_exit_attention_weights", "after_answer"]
+)
 def test_early_exits_keep_each_candidate_through_its_first_verified_step(
     quick_testbed: Path, tmp_path: Path, compression: str
 ) -> None:
@@ -693,6 +696,58 @@ def test_early_exits_keep_each_candidate_through_its_first_verified_step(
         if compression == "early_exit":
             assert c.used and kept == head
             assert c.result.kept == [k <= first for k in range(len(steps))]
+
+
+def test_after_answer_keeps_whole_a_candidate_that_never_states_its_answer(
+    quick_testbed: Path, tmp_path: Path
+) -> None:
+    """Where no step states the answer, every step comes before it: `after_answer` evicts
+    none of them (a candidate kept whole, no copy), where the authors' oracle with attention
+    scores the whole trace."""
+    trainer = make_trainer(
+        quick_testbed, tmp_path, max_completion_length=200, compression="after_answer"
+    )
+    rows, prompt_ids, completion_ids = teacher_batch(trainer)
+    tokenizer = trainer.processing_class
+    gold = str(item_from_row(rows[0]).answer)
+    silent = "<think>Add them up. Carry the tens. Check again.</think>\\boxed{" + gold + "}"
+    completion_ids[0] = [*tokenizer(silent, add_special_tokens=False)["input_ids"],
+                         tokenizer.eos_token_id]  # fmt: skip
+    trainer.model.train()
+    trainer.traac_step(rows, prompt_ids, completion_ids, None, N)
+    by_origin = {c.origin: c for g in trainer.last_step.groups for c in g.compressions}
+    assert len(by_origin) == 2 * N - 2  # every right, well-formed candidate has its record
+    whole = by_origin[0]
+    assert not whole.result.compressed and whole.result.text == whole.result.reasoning
+    assert not whole.prefix_ids  # nothing evicted: no copy under the evicted pool
+
+
+def test_without_compression_rewards_as_traac_on_a_step_with_no_copies(
+    quick_testbed: Path, tmp_path: Path
+) -> None:
+    """The control arm is TRAAC less compression: on a step where TRAAC evicts nothing (tau 0
+    in every bin, so no copy), the two bin the same groups and reward every rollout alike;
+    CR+LR (one bin at scale 1) rewards the medium group's right rollouts differently."""
+    no_eviction = {"tau": {"easy": 0.0, "medium": 0.0, "hard": 0.0}}
+    rewards, bins = {}, {}
+    for mode, extra in (("traac", {"difficulty": no_eviction}),
+                        ("traac_no_compression", {}), ("cr_lr", {})):  # fmt: skip
+        trainer = make_trainer(
+            quick_testbed, tmp_path / mode, mode=mode, max_completion_length=200, **extra
+        )
+        rows, prompt_ids, completion_ids = teacher_batch(trainer)
+        trainer.model.train()
+        step = trainer.traac_step(rows, prompt_ids, completion_ids, None, N)
+        assert not any(r.compressed for r in step.rollouts)
+        out = trainer._calculate_rewards(
+            step.reward_rows(), [r["prompt"] for r in step.rows],
+            [r.text for r in step.rollouts], step.completion_ids,
+        )  # fmt: skip
+        rewards[mode] = {r.origin: out[i].tolist() for i, r in enumerate(step.rollouts)}
+        bins[mode] = [g.bin for g in trainer.last_step.groups]
+    assert bins["traac"] == bins["traac_no_compression"] == ["easy", "medium"]
+    assert rewards["traac_no_compression"] == rewards["traac"]
+    assert rewards["cr_lr"] != rewards["traac"] and bins["cr_lr"] == ["all", "all"]
 
 
 def test_two_steps_of_early_exit_attention_under_the_dler_profile(

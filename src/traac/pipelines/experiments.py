@@ -31,6 +31,7 @@ import yaml
 
 from traac.common.outputs import output_dir, write_text
 from traac.common.progress import NullProgress, Progress
+from traac.common.provenance import provenance
 from traac.common.tables import Table, fmt, signed
 from traac.errors import TraacError
 from traac.evaluation.harness.paired import Comparison, compare
@@ -43,7 +44,6 @@ from traac.pipelines.continuation import (
     check_steps,
     plan_continuations,
 )
-from traac.pipelines.isolating import ISOLATING_CONTRASTS
 from traac.pipelines.model_registry import resolve_model
 from traac.pipelines.recipe import check_continuable
 from traac.pipelines.stages import (
@@ -58,9 +58,11 @@ from traac.pipelines.stages import (
 )
 from traac.pipelines.train import check_recipe
 from traac.pipelines.variants import (
+    CONTRASTS,
     DEFAULT_SEEDS,
     EXPERIMENTS,
     PAPER_RESPONSE_CAP,
+    TITLES,
     check_variants,
 )
 from traac.training.methods.scale import PaperTokens, PerPaperToken
@@ -69,6 +71,7 @@ from traac.training.metrics_file import METRICS_FILE
 TIERS = (*TIER_ORDER, "overall")
 BASE = "Base"
 RUN_SECONDS = "seconds.json"  # in a run's directory: what training and evaluating it took
+PROVENANCE = "provenance.json"  # in a run's directory: each invocation that worked on it
 
 
 def variant_overrides(fields: Mapping[str, Any], response_cap: int) -> dict[str, Any]:
@@ -78,46 +81,6 @@ def variant_overrides(fields: Mapping[str, Any], response_cap: int) -> dict[str,
         key: value.at(scale) if isinstance(value, PaperTokens | PerPaperToken) else value
         for key, value in fields.items()
     }
-
-
-# The one change each pair isolates: (what changed, baseline, variant). The report gives the
-# variant minus the baseline seed by seed: both runs of a pair start from the same model with
-# the same seed, so what varies with the seed alone cancels in their difference.
-CONTRASTS: dict[str, tuple[tuple[str, str, str], ...]] = {
-    "ablations": (
-        ("format and length rewards", "CR", "CR+LR"),
-        ("compression, one bin", "CR+LR", "CR+LR+compression (no difficulty)"),
-        ("difficulty bins", "CR+LR+compression (no difficulty)", "TRAAC"),
-        ("compression with difficulty", "CR+LR", "TRAAC"),
-        ("attention, not random", "TRAAC, random scorer", "TRAAC"),
-        ("attention, not confidence", "TRAAC, confidence scorer", "TRAAC"),
-        ("attention, not the oracle early exit", "TRAAC, early exit (oracle)", "TRAAC"),
-        (
-            "attention after the oracle prefix",
-            "TRAAC, early exit (oracle)",
-            "TRAAC, early exit + attention",
-        ),
-    ),
-    "compare": (
-        ("format and length rewards", "CR", "CR+LR"),
-        ("dynamic sampling, correctness reward alone", "CR", "CR, dynamic sampling"),
-        ("dynamic sampling with format and length rewards", "CR+LR", "CR+LR, dynamic sampling"),
-        ("dynamic sampling with TRAAC", "TRAAC", "TRAAC, dynamic sampling"),
-        ("compression with difficulty", "CR+LR", "TRAAC"),
-        ("DLER's optimiser, TRAAC's reward", "TRAAC", "TRAAC, DLER optimiser"),
-        ("TRAAC under DLER's optimiser against CR+LR", "CR+LR", "TRAAC, DLER optimiser"),
-        ("TRAAC with answer-only copies against CR+LR", "CR+LR", "TRAAC, answer-only copies"),
-        ("difficulty-aware truncation", "DLER", "DLER, difficulty-aware"),
-        ("step entropy in the probe's place", "TRAAC", "TRAAC, step-entropy scorer"),
-        (
-            "copies' think blocks masked, step-entropy scorer",
-            "TRAAC, step-entropy scorer",
-            "TRAAC, step entropy, answer-only copies",
-        ),
-        *ISOLATING_CONTRASTS,
-    ),
-}
-TITLES = {"ablations": "Ablations", "compare": "TRAAC and its peers"}
 
 
 @dataclass(frozen=True)
@@ -370,12 +333,15 @@ def run_experiment(
         except KeyboardInterrupt:  # the checkpoint is saved; so is the time this leg took
             if not trained_before:
                 run_seconds(run.directory, stages.seconds[stage], finished=False)
+                record_leg(run.directory)
             raise
         summaries.setdefault(run.variant, {})[run.seed] = summary
         samples = SamplesFile(settings.eval_dir(run.directory) / SAMPLES_FILE).read()
         records.setdefault(run.variant, {})[run.seed] = list(samples.values())
         took = None if trained_before else stages.seconds[stage]
         seconds.setdefault(run.variant, {})[run.seed] = run_seconds(run.directory, took)
+        if took is not None:
+            record_leg(run.directory)
     results = {name: VariantResult.of(s) for name, s in summaries.items()}
     front = pareto_front({name: (r.accuracy["overall"].mean, r.length["overall"].mean)
                           for name, r in results.items()})  # fmt: skip
@@ -405,6 +371,16 @@ def run_seconds(directory: Path, took: float | None, finished: bool = True) -> f
     output_dir(directory)  # stopped before training made it: the time spent still counts
     write_text(path, json.dumps({"seconds": total, "finished": finished}) + "\n", "run time")
     return total
+
+
+def record_leg(directory: Path) -> None:
+    """Add this invocation's provenance (commit, CPU, command, time) to the run's legs."""
+    path = directory / PROVENANCE
+    try:
+        legs = list(json.loads(path.read_text())["legs"])
+    except (OSError, ValueError, KeyError, TypeError):
+        legs = []  # the first leg, or a damaged record: the legs from now on are still kept
+    write_text(path, json.dumps({"legs": [*legs, provenance()]}, indent=1) + "\n", "provenance")
 
 
 def paired_effects(

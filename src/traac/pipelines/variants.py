@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from traac.errors import TraacError
-from traac.pipelines.isolating import ISOLATING
+from traac.pipelines.isolating import ISOLATING, ISOLATING_CONTRASTS
 from traac.training.methods.registry import METHODS
 
 DEFAULT_SEEDS = (0, 1, 2)
@@ -24,6 +24,8 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "CR": {"mode": "cr"},
     "CR+LR": {"mode": "cr_lr"},
     "CR+LR+compression (no difficulty)": {"mode": "compression_no_difficulty"},
+    # The control the paper never ran: difficulty calibration without compression.
+    "TRAAC without compression": {"mode": "traac_no_compression"},
     "TRAAC": {"mode": "traac"},
     "TRAAC, random scorer": {"mode": "traac", "scorer": "random"},
     "TRAAC, confidence scorer": {"mode": "traac", "scorer": "confidence"},
@@ -42,6 +44,10 @@ COMPARE: dict[str, dict[str, Any]] = {
     "CR, dynamic sampling": {"mode": "cr", "dynamic_sampling": "resample"},
     "CR+LR": {"mode": "cr_lr"},
     "CR+LR, dynamic sampling": {"mode": "cr_lr", "dynamic_sampling": "resample"},
+    "TRAAC without compression": {"mode": "traac_no_compression"},
+    # Beyond the paper: the probe evicts only steps after the first one the verifier accepts,
+    # so a copy loses re-checks, never computation, and trains its think block.
+    "TRAAC, after-answer compression": {"mode": "traac", "compression": "after_answer"},
     # Each peer method's variants, from its module (`traac.training.methods`).
     **{label: fields for m in METHODS.values() for label, fields in m.compare},
     "TRAAC, DLER optimiser": {"mode": "traac", "optimizer_profile": "dler"},
@@ -57,6 +63,60 @@ COMPARE: dict[str, dict[str, Any]] = {
     **ISOLATING,
 }
 EXPERIMENTS: dict[str, dict[str, dict[str, Any]]] = {"ablations": ABLATIONS, "compare": COMPARE}
+
+
+# The one change each pair isolates: (what changed, baseline, variant). The report gives the
+# variant minus the baseline seed by seed: both runs of a pair start from the same model with
+# the same seed, so what varies with the seed alone cancels in their difference.
+CONTRASTS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "ablations": (
+        ("format and length rewards", "CR", "CR+LR"),
+        ("difficulty bins, no compression", "CR+LR", "TRAAC without compression"),
+        ("compression over difficulty calibration", "TRAAC without compression", "TRAAC"),
+        ("compression, one bin", "CR+LR", "CR+LR+compression (no difficulty)"),
+        ("difficulty bins", "CR+LR+compression (no difficulty)", "TRAAC"),
+        ("compression with difficulty", "CR+LR", "TRAAC"),
+        ("attention, not random", "TRAAC, random scorer", "TRAAC"),
+        ("attention, not confidence", "TRAAC, confidence scorer", "TRAAC"),
+        ("attention, not the oracle early exit", "TRAAC, early exit (oracle)", "TRAAC"),
+        (
+            "attention after the oracle prefix",
+            "TRAAC, early exit (oracle)",
+            "TRAAC, early exit + attention",
+        ),
+    ),
+    "compare": (
+        ("format and length rewards", "CR", "CR+LR"),
+        ("dynamic sampling, correctness reward alone", "CR", "CR, dynamic sampling"),
+        ("dynamic sampling with format and length rewards", "CR+LR", "CR+LR, dynamic sampling"),
+        ("dynamic sampling with TRAAC", "TRAAC", "TRAAC, dynamic sampling"),
+        ("compression with difficulty", "CR+LR", "TRAAC"),
+        ("DLER's optimiser, TRAAC's reward", "TRAAC", "TRAAC, DLER optimiser"),
+        ("TRAAC under DLER's optimiser against CR+LR", "CR+LR", "TRAAC, DLER optimiser"),
+        ("TRAAC with answer-only copies against CR+LR", "CR+LR", "TRAAC, answer-only copies"),
+        ("difficulty bins, no compression", "CR+LR", "TRAAC without compression"),
+        ("compression over difficulty calibration", "TRAAC without compression", "TRAAC"),
+        (
+            "answer-only copies over difficulty calibration",
+            "TRAAC without compression",
+            "TRAAC, answer-only copies",
+        ),
+        (
+            "after-answer compression over difficulty calibration",
+            "TRAAC without compression",
+            "TRAAC, after-answer compression",
+        ),
+        ("difficulty-aware truncation", "DLER", "DLER, difficulty-aware"),
+        ("step entropy in the probe's place", "TRAAC", "TRAAC, step-entropy scorer"),
+        (
+            "copies' think blocks masked, step-entropy scorer",
+            "TRAAC, step-entropy scorer",
+            "TRAAC, step entropy, answer-only copies",
+        ),
+        *ISOLATING_CONTRASTS,
+    ),
+}
+TITLES = {"ablations": "Ablations", "compare": "TRAAC and its peers"}
 
 
 def check_variants(

@@ -8,9 +8,9 @@ process's of this step and recent steps'. Each reasoning that lost steps becomes
 block (`Compression.prefix_ids`) that the driver regenerates an answer after; under
 `copy_pool: all_correct` so does every candidate, whole or not (`traac.training.copies`).
 
-The early-exit compressions (`compression: early_exit | early_exit_attention_weights`,
-`traac.method.early_exit`) first find each candidate's first correct step: its parsed answers
-are checked against the candidate's own item by `verify_many`, time-bounded in the
+The compressions that keep a prefix (`compression: early_exit | early_exit_attention_weights
+| after_answer`, `traac.method.early_exit`) first find each candidate's first correct step: its
+parsed answers are checked against the candidate's own item by `verify_many`, time-bounded in the
 verification pool like every verification.
 """
 
@@ -36,7 +36,7 @@ from traac.common.items import Item
 from traac.common.scoring_model import ScoringModel, resolve_scoring_model
 from traac.errors import TraacError
 from traac.method.compression import Compressor
-from traac.method.early_exit import early_exit, with_head
+from traac.method.early_exit import AFTER_ANSWER, early_exit, kept_whole, scored_part, with_head
 from traac.method.factory import build_compressor
 from traac.method.first_correct import Accepts, FirstCorrect, first_correct
 from traac.method.formats import ChatFormat
@@ -167,8 +167,8 @@ class StepCompressor:
             out = [Compression(r.origin, early_exit(splits[r.origin], self.tokenizer), tau)
                    for r, tau in candidates]  # fmt: skip
             return self._prefixes(out)
-        if splits:  # early_exit_attention_weights: only what follows the prefix is scored
-            reasonings = [splits[r.origin].tail for r, _ in candidates]
+        if splits:  # only what follows the prefix is scored (`scored_part`)
+            reasonings = [scored_part(splits[r.origin], self.compression) for r, _ in candidates]
         contexts = [self.context(p) for p in prompts]
         if pad:
             real = sum(bool(r.strip()) for r in reasonings)
@@ -185,6 +185,10 @@ class StepCompressor:
         for c in out:
             if c.origin in splits:
                 c.result = with_head(splits[c.origin], c.result, self.tokenizer)
+        if self.compression == AFTER_ANSWER:  # a candidate with nothing to score is kept whole
+            done = {c.origin: c for c in out}
+            out = [done.get(r.origin) or Compression(r.origin, kept_whole(splits[r.origin],
+                   self.tokenizer), tau) for r, tau in candidates]  # fmt: skip
         return self._prefixes(out)
 
     def _prefixes(self, out: list[Compression]) -> list[Compression]:

@@ -25,7 +25,7 @@ from trl import GRPOConfig
 from traac.common.scoring_model import check_scoring_model
 from traac.errors import TraacError
 from traac.method.difficulty import DifficultySettings
-from traac.method.early_exit import EARLY_EXIT_MODES
+from traac.method.early_exit import EARLY_EXIT_MODES, PREFIX_COMPRESSIONS
 from traac.method.rewards import RewardSettings
 from traac.method.settings import (
     CompressionSettings,
@@ -39,7 +39,7 @@ from traac.training.counts import COUNTS, check_counts
 from traac.training.extra_rewards import check_extra_weights
 from traac.training.methods.base import MethodRun, RunContext
 from traac.training.methods.registry import check_methods, method_fields, method_run
-from traac.training.modes import MODES, Mode
+from traac.training.modes import MODES, Mode, compressing_modes
 from traac.training.precision import DTYPE_NAMES, load_dtype, resolve_bf16
 from traac.training.presets import PRESET_NAMES, apply_preset, authors_probe_layers
 from traac.training.profiles import OPTIMIZER_PROFILES, PROFILE_FIELDS, resolve_profile
@@ -87,9 +87,10 @@ class TRAACConfig(  # type: ignore[misc]
 
         mode (`str`, *optional*, defaults to `"traac"`):
             What is trained (`traac.training.modes`): `traac`; the ablations `cr` (correctness
-            only), `cr_lr` (+ format + length, one bin, no compression) and
-            `compression_no_difficulty` (one bin at `difficulty.single_tau`); or a peer method
-            (`alp`, `shorterbetter`, `kimi`, `dapo_overlong`, `l1_max`, `dler`,
+            only), `cr_lr` (+ format + length, one bin, no compression),
+            `compression_no_difficulty` (one bin at `difficulty.single_tau`) and the control
+            `traac_no_compression` (TRAAC's bins and length rewards, no compression); or a peer
+            method (`alp`, `shorterbetter`, `kimi`, `dapo_overlong`, `l1_max`, `dler`,
             `dler_difficulty`, `laser_d`) whose length term replaces TRAAC's length reward and
             compression.
         optimizer_profile (`str` or `None`, *optional*, defaults to `None`):
@@ -107,8 +108,10 @@ class TRAACConfig(  # type: ignore[misc]
         > `scorer`, `probe_heads`, `step_scope`, `uniformity_gate`, `eviction_cap`, ...)
 
         compression (`str`, *optional*, defaults to `"scorer"`):
-            `scorer` (the scorer's), or the authors' oracle ablations (`traac.method.early_exit`):
-            `early_exit` or `early_exit_attention_weights`.
+            `scorer` (the scorer's), the authors' oracle ablations (`traac.method.early_exit`):
+            `early_exit` or `early_exit_attention_weights`, or `after_answer` (beyond the
+            paper: the scorer evicts only steps after the first one the verifier accepts, and
+            a trace with no such step is kept whole).
         scoring_model (`str`, *optional*, defaults to `"reference"`):
             The model the probe runs through: `reference` (TRL's frozen KL reference model, or
             a frozen copy of the initial policy when `beta=0`), `policy`, or any other model
@@ -237,7 +240,8 @@ class TRAACConfig(  # type: ignore[misc]
         metadata={"help": "scorer (the scorer field's compression) | early_exit (oracle: cut the "
                   "think block after its first step whose answer the verifier accepts) | "
                   "early_exit_attention_weights (keep that prefix, compress the rest with the "
-                  "attention probe at the bin's tau)."},
+                  "attention probe at the bin's tau) | after_answer (beyond the paper: the "
+                  "scorer evicts only steps after that prefix; a trace with none is kept whole)."},
     )  # fmt: skip
     scoring_model: str = field(
         default="reference",
@@ -317,7 +321,7 @@ class TRAACConfig(  # type: ignore[misc]
             CompressionSettings.__post_init__(self)
             FormatSettings.__post_init__(self)
             CopySettings.__post_init__(self)
-            self.check_copies(self.compresses, self.mode)
+            self.check_copies(self.compresses, self.mode, compressing_modes())
             self.bf16 = resolve_bf16(self.bf16, self.fp16, self.use_cpu)
         except TraacError as error:  # a ValueError too, as transformers' own checks raise
             raise TRAACConfigError(str(error)) from None
@@ -349,7 +353,7 @@ class TRAACConfig(  # type: ignore[misc]
             "uniformity_calibration": CALIBRATIONS,
             "dynamic_sampling": DYNAMIC_SAMPLING,
             "scale_rewards": ("group", "batch", "none"),
-            "compression": ("scorer", *EARLY_EXIT_MODES),
+            "compression": ("scorer", *PREFIX_COMPRESSIONS),
             "rollout_batching": ROLLOUT_BATCHINGS,
         }
         for name, allowed in choices.items():
@@ -373,7 +377,7 @@ class TRAACConfig(  # type: ignore[misc]
             self.peer_settings()  # resolved: DLER's limit, Laser-D's, L1's within the cap
         if self.compression != "scorer" and not self.mode_spec.compresses:
             raise TraacError(f"compression: {self.compression} needs a mode that compresses "
-                             f"(traac, compression_no_difficulty), not {self.mode}")  # fmt: skip
+                             f"({', '.join(compressing_modes())}), not {self.mode}")  # fmt: skip
         if self.compression == EARLY_EXIT_MODES[1] and self.scorer != "attention":
             raise TraacError(f"compression: {self.compression} reads the attention probe; set "
                              f"scorer attention, not {self.scorer}")  # fmt: skip

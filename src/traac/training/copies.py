@@ -69,15 +69,16 @@ class CopySettings:
             check_choice("copy_pool", self.copy_pool, COPY_POOLS)
         check_choice("copy_tags", self.copy_tags, COPY_TAGS)
 
-    def check_copies(self, compresses: bool, mode: str) -> None:
+    def check_copies(self, compresses: bool, mode: str, compressing: Sequence[str]) -> None:
         """The copy settings against the mode: a mode that makes no copies takes no double
-        tags. The pool rule and the loss rule, which a preset fills for every mode, are left
-        alone, so one recipe serves TRAAC and the modes it is compared with."""
+        tags (`compressing`: the modes that do, for the message). The pool rule and the loss
+        rule, which a preset fills for every mode, are left alone, so one recipe serves TRAAC
+        and the modes it is compared with."""
         if self.copy_tags != "single" and not compresses:
             raise TraacError(
                 f"copy_tags: {self.copy_tags} acts on compressed copies, which mode {mode} does "
-                "not make; set copy_tags single or a mode that compresses (traac, "
-                "compression_no_difficulty)"
+                f"not make; set copy_tags single or a mode that compresses "
+                f"({', '.join(compressing)})"
             )
 
 

@@ -40,6 +40,15 @@ MODES: dict[str, Mode] = {
         Mode("traac", "difficulty-aware attentive compression", True, True, TRAAC_REWARDS),
         Mode("cr", "correctness only", False, False, TRAAC_REWARDS[:1]),
         Mode("cr_lr", "+format+length, one bin, no compression", False, False, TRAAC_REWARDS),
+        # The control the paper never ran: TRAAC less compression, so that what attentive
+        # compression adds over difficulty calibration is one contrast (docs/method.md#modes).
+        Mode(
+            "traac_no_compression",
+            "TRAAC's bins, per-bin length scales and windows; no compression",
+            False,
+            True,
+            TRAAC_REWARDS,
+        ),
         Mode(
             "compression_no_difficulty",
             "one bin, difficulty.single_tau",
@@ -54,6 +63,11 @@ MODES: dict[str, Mode] = {
         ),
     )
 }
+
+
+def compressing_modes() -> list[str]:
+    """The modes that compress right rollouts, for the messages that name them."""
+    return [name for name, mode in MODES.items() if mode.compresses]
 
 
 def mode_rewards(
