@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The verdict study's runs for one seed, every arm on this machine, two at a time with one thread
+# each, niced. Run from a worktree at the study's commit (records/smollm2-think-verdict/README.md):
+#   records/smollm2-think-verdict/run.sh SEED STORE OUT
+# A rerun resumes: finished runs are kept in STORE, a stopped one continues from its checkpoint.
+# The paper's TRAAC runs for seeds 0-2 only (ARMS_PAPER); the after-answer variant for seeds 0-2
+# first, all five if its 3-seed mean beats TRAAC without compression (docs/results.md#verdict).
+set -uo pipefail
+seed=$1 store=$2 out=$3
+here=$(cd "$(dirname "$0")" && pwd)
+traac=${TRAAC:-.venv/bin/traac}
+run() {  # one arm of this seed
+  nice -n 10 "$traac" experiment compare --config "$here/recipe.yaml" --variants "$1" \
+    --seeds "$seed" --held-out 40 --runs "$store" --output "$out/$(echo "$1" | tr -c 'a-zA-Z0-9\n' _)-s$seed"
+}
+lane_a=("CR+LR" "TRAAC, answer-only copies")
+lane_b=("TRAAC without compression" "TRAAC, after-answer compression")
+if [ "$seed" -le 2 ]; then lane_a+=("TRAAC"); fi
+base="$store/base-smollm2-think/eval-40x4-256t-2026/summary.json"
+( for arm in "${lane_a[@]}"; do run "$arm"; done ) &
+( until [ -f "$base" ]; do sleep 30; done; for arm in "${lane_b[@]}"; do run "$arm"; done ) &
+wait
