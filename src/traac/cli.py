@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "experiment": "Testbed experiments: the paper's ablations, TRAAC against its peers",
     "probe-report": "How well each step scorer finds a model's redundant steps",
     "copies": "What a training run's compressed copies did to their groups (H1)",
+    "records": "The kept run records behind a results table: keep them, recompute the table",
 }
 
 

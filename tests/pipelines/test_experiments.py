@@ -14,20 +14,22 @@ from traac import cli
 from traac.errors import TraacError
 from traac.evaluation.harness.records import EvalSummary, SampleRecord
 from traac.method.metrics import GroupStats
-from traac.pipelines.experiments import (
-    CONTRASTS,
-    ExperimentSettings,
+from traac.pipelines.experiment_results import (
     Stat,
-    compression_markdown,
     effects_table_of,
     paired_effects,
     pareto_front,
+    tier_effects_table,
+)
+from traac.pipelines.experiments import (
+    ExperimentSettings,
+    compression_markdown,
     run_experiment,
     run_key,
     run_seconds,
 )
 from traac.pipelines.stages import HeldOut, Recipe
-from traac.pipelines.variants import ABLATIONS, COMPARE, EXPERIMENTS
+from traac.pipelines.variants import ABLATIONS, COMPARE, CONTRASTS, EXPERIMENTS
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "testbed.yaml"
 
@@ -199,9 +201,14 @@ def test_effects_are_differences_paired_by_seed() -> None:
         assert r.length[tier] == Stat(-17.0, pytest.approx(3.0))  # -20 and -14
     assert r.auc_oaa == Stat(2.5, pytest.approx(1.5))
     assert effect.pooled is None  # no samples given
-    row = effects_table_of([effect]).rows[0]
+    row = tier_effects_table([effect]).rows[0]
     assert row[:3] == ("format and length rewards", "CR+LR − CR", "2")
-    assert row[-5:] == ("+3.0 ± 1.0", "-17.0 ± 3.0", "+2.5 ± 1.5", "–", "–")
+    assert row[-3:] == ("+3.0 ± 1.0", "-17.0 ± 3.0", "+2.5 ± 1.5")
+    # Seed level: effects +4 and +2, t(0.975, 1) = 12.706 x sd 1.414 / sqrt 2 = 12.706.
+    row = effects_table_of([effect]).rows[0]
+    assert row[3:5] == ("+4.00, +2.00", "+3.00 [-9.71, +15.71]")
+    assert row[5:7] == ("-20.0, -14.0", "-17.0 [-55.1, +21.1]")
+    assert row[-2:] == ("–", "–")  # no samples given
 
 
 def record(pid: str, sample: int, correct: bool, length: int) -> SampleRecord:
@@ -231,7 +238,8 @@ def test_effects_pair_problems_over_the_shared_seeds_samples() -> None:
     assert pooled.accuracy.delta == pytest.approx(37.5)
     assert pooled.response_tokens.delta == pytest.approx(-10.0)  # -10 on both problems
     row = effects_table_of([effect]).rows[0]
-    assert row[-2:] == (pooled.accuracy.cell(2), "-10.0* [-10.0, -10.0]")
+    # The problem bootstrap holds the models fixed: never starred, even where it excludes 0.
+    assert row[-2:] == (pooled.accuracy.cell(2, mark=False), "-10.0 [-10.0, -10.0]")
 
 
 def test_run_seconds_are_recorded_once_and_read_back(tmp_path: Path) -> None:

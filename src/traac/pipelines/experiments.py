@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -32,10 +30,9 @@ import yaml
 from traac.common.outputs import output_dir, write_text
 from traac.common.progress import NullProgress, Progress
 from traac.common.provenance import provenance
-from traac.common.tables import Table, fmt, signed
+from traac.common.tables import Table
 from traac.errors import TraacError
-from traac.evaluation.harness.paired import Comparison, compare
-from traac.evaluation.harness.records import TIER_ORDER, EvalSummary, SampleRecord
+from traac.evaluation.harness.records import EvalSummary, SampleRecord
 from traac.evaluation.harness.runner import SAMPLES_FILE
 from traac.evaluation.harness.samples import SamplesFile
 from traac.evaluation.reports.plots import pareto_plot
@@ -43,6 +40,17 @@ from traac.pipelines.continuation import (
     Continuation,
     check_steps,
     plan_continuations,
+)
+from traac.pipelines.experiment_results import (
+    TIERS,
+    Effect,
+    VariantResult,
+    effects_markdown,
+    effects_table_of,
+    experiment_table,
+    paired_effects,
+    pareto_front,
+    seconds_markdown,
 )
 from traac.pipelines.model_registry import resolve_model
 from traac.pipelines.recipe import check_continuable
@@ -52,8 +60,6 @@ from traac.pipelines.stages import (
     Recipe,
     Stages,
     compression_table,
-    tier_columns,
-    tier_rows,
     training_compression,
 )
 from traac.pipelines.train import check_recipe
@@ -68,7 +74,6 @@ from traac.pipelines.variants import (
 from traac.training.methods.scale import PaperTokens, PerPaperToken
 from traac.training.metrics_file import METRICS_FILE
 
-TIERS = (*TIER_ORDER, "overall")
 BASE = "Base"
 RUN_SECONDS = "seconds.json"  # in a run's directory: what training and evaluating it took
 PROVENANCE = "provenance.json"  # in a run's directory: each invocation that worked on it
@@ -190,6 +195,11 @@ class ExperimentSettings:
             self.continue_from,
         )  # fmt: skip
 
+    @property
+    def base_eval_dir(self) -> Path:
+        """Where the base model is evaluated, once for every experiment on the store."""
+        return self.eval_dir(self.runs / f"base-{_dir_name(self.model)}")
+
     def eval_dir(self, directory: Path) -> Path:
         h = self.held_out
         return directory / f"eval-{h.per_tier}x{h.num_samples}-{h.max_new_tokens}t-{h.seed}"
@@ -210,84 +220,6 @@ def run_key(recipe_text: str, overrides: Mapping[str, Any], base: str) -> str:
     )
     digest = hashlib.sha256(blob.encode()).hexdigest()[:12]
     return f"{overrides.get('mode', 'recipe')}-seed{overrides.get('seed', 0)}-{digest}"
-
-
-@dataclass(frozen=True)
-class Stat:
-    """Mean and standard error over seeds (None with one seed)."""
-
-    mean: float
-    se: float | None
-
-    @classmethod
-    def of(cls, values: Sequence[float]) -> Stat:
-        se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else None
-        return cls(statistics.fmean(values), se)
-
-    def cell(self, sign: bool = False) -> str:
-        mean = signed(self.mean) if sign else fmt(self.mean)
-        return mean if self.se is None else f"{mean} ± {fmt(self.se)}"
-
-
-@dataclass(frozen=True)
-class VariantResult:
-    """One variant over its seeds: accuracy and length per tier, AUC_OAA (overall)."""
-
-    seeds: tuple[int, ...]
-    accuracy: dict[str, Stat]
-    length: dict[str, Stat]
-    auc_oaa: Stat
-
-    @classmethod
-    def of(cls, summaries: Mapping[int, EvalSummary]) -> VariantResult:
-        return cls._over_seeds({seed: seed_numbers(s) for seed, s in summaries.items()})
-
-    @classmethod
-    def difference(
-        cls, variant: Mapping[int, EvalSummary], baseline: Mapping[int, EvalSummary]
-    ) -> VariantResult | None:
-        """`variant` minus `baseline` seed by seed, over the seeds both have (None if none)."""
-        seeds = [seed for seed in variant if seed in baseline]
-        if not seeds:
-            return None
-        numbers = {}
-        for seed in seeds:
-            v, b = seed_numbers(variant[seed]), seed_numbers(baseline[seed])
-            numbers[seed] = {key: v[key] - b[key] for key in v}
-        return cls._over_seeds(numbers)
-
-    @classmethod
-    def _over_seeds(cls, numbers: Mapping[int, Mapping[str, float]]) -> VariantResult:
-        def stat(key: str) -> Stat:
-            return Stat.of([n[key] for n in numbers.values()])
-
-        return cls(
-            seeds=tuple(numbers),
-            accuracy={t: stat(f"{t} Acc") for t in TIERS},
-            length={t: stat(f"{t} Len") for t in TIERS},
-            auc_oaa=stat("AUC_OAA"),
-        )
-
-
-def seed_numbers(summary: EvalSummary) -> dict[str, float]:
-    """One evaluation's numbers by column name: Acc and Len per tier and overall, AUC_OAA."""
-    rows = tier_rows(summary)
-    acc = {f"{t} Acc": rows[t].accuracy for t in TIERS}
-    return {**acc, **{f"{t} Len": rows[t].mean_length for t in TIERS},
-            "AUC_OAA": summary.overall.auc_oaa}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Effect:
-    """What one change does: `variant` minus `baseline`, paired by seed (`result`), and paired
-    over the problems with the shared seeds' samples pooled (`pooled`: overall accuracy and
-    length with 95% intervals that resample problems, not seeds; None without samples)."""
-
-    change: str
-    baseline: str
-    variant: str
-    result: VariantResult
-    pooled: Comparison | None = None
 
 
 @dataclass(frozen=True)
@@ -317,7 +249,7 @@ def run_experiment(
         base = Path(resolve_model(settings.model, progress))
     summaries: dict[str, dict[int, EvalSummary]] = {}
     with stages.stage("evaluate base"):
-        base_dir = settings.eval_dir(settings.runs / f"base-{_dir_name(settings.model)}")
+        base_dir = settings.base_eval_dir
         summaries[BASE] = {0: settings.held_out.evaluate(base, base_dir, progress)}
     seconds: dict[str, dict[int, float | None]] = {}
     records: dict[str, dict[int, list[SampleRecord]]] = {}
@@ -383,80 +315,6 @@ def record_leg(directory: Path) -> None:
     write_text(path, json.dumps({"legs": [*legs, provenance()]}, indent=1) + "\n", "provenance")
 
 
-def paired_effects(
-    contrasts: Sequence[tuple[str, str, str]],
-    summaries: Mapping[str, Mapping[int, EvalSummary]],
-    records: Mapping[str, Mapping[int, Sequence[SampleRecord]]] | None = None,
-) -> list[Effect]:
-    """Each contrast whose two variants ran with a seed in common, as an `Effect`; with the
-    runs' sample `records` (variant -> seed -> records), also paired over problems."""
-    effects = []
-    for change, baseline, variant in contrasts:
-        if baseline in summaries and variant in summaries:
-            result = VariantResult.difference(summaries[variant], summaries[baseline])
-            if result is not None:
-                pooled = pooled_comparison(records or {}, variant, baseline, result.seeds)
-                effects.append(Effect(change, baseline, variant, result, pooled))
-    return effects
-
-
-def pooled_comparison(
-    records: Mapping[str, Mapping[int, Sequence[SampleRecord]]],
-    variant: str,
-    baseline: str,
-    seeds: Sequence[int],
-) -> Comparison | None:
-    """`variant` against `baseline` over the problems both answered, each side's samples of
-    `seeds` pooled (k samples a problem and seed: k x seeds a problem). Pooling seeds averages
-    their noise on each problem; the interval still resamples problems only, so the spread
-    between seeds is what the by-seed effect shows."""
-
-    def pool(name: str) -> list[SampleRecord]:
-        return [r for seed in seeds for r in records.get(name, {}).get(seed, ())]
-
-    return compare(pool(variant), pool(baseline))
-
-
-def pareto_front(points: Mapping[str, tuple[float, float]]) -> list[str]:
-    """The names no other point beats: none as accurate or more and as short or shorter,
-    better on one of the two."""
-
-    def beats(a: tuple[float, float], b: tuple[float, float]) -> bool:
-        return a[0] >= b[0] and a[1] <= b[1] and a != b
-
-    return [n for n, p in points.items() if not any(beats(q, p) for q in points.values())]
-
-
-def experiment_table(results: Mapping[str, VariantResult], title: str) -> Table:
-    """One row per variant: Acc and Len per tier and overall, AUC_OAA, mean ± s.e. over seeds."""
-    table = Table(["variant", "seeds", *tier_columns(TIERS), "AUC_OAA"], title=title)
-    for name, r in results.items():
-        table.add(name, str(len(r.seeds)), *result_cells(r))
-    return table
-
-
-def effects_table_of(effects: Sequence[Effect]) -> Table:
-    """One row per change: the variant minus its baseline, mean ± s.e. of the paired
-    differences (accuracy and AUC_OAA in points, length in tokens)."""
-    table = Table(
-        ["change", "variant − baseline", "seeds", *tier_columns(TIERS), "AUC_OAA",
-         "overall Δ Acc, problems paired [95%]", "overall Δ Len [95%]"],
-        title="Effects: variant minus baseline, paired by seed and over problems",
-        left=frozenset({0, 1}),
-    )  # fmt: skip
-    for e in effects:
-        r, c = e.result, e.pooled
-        pooled = ("–", "–") if c is None else (c.accuracy.cell(2), c.response_tokens.cell(1))
-        table.add(e.change, f"{e.variant} − {e.baseline}", str(len(r.seeds)),
-                  *result_cells(r, sign=True), *pooled)  # fmt: skip
-    return table
-
-
-def result_cells(r: VariantResult, sign: bool = False) -> list[str]:
-    cells = [c for t in TIERS for c in (r.accuracy[t].cell(sign), r.length[t].cell(sign))]
-    return [*cells, r.auc_oaa.cell(sign)]
-
-
 def write_report(
     settings: ExperimentSettings,
     runs: Sequence[Run],
@@ -490,7 +348,7 @@ def write_report(
         f"{result.table.markdown()}\n\n"
         f"Pareto front (overall accuracy against length): {', '.join(result.pareto_front)}.\n\n"
         f"![Pareto plot]({plot.name})\n\n"
-        f"{effects_markdown(result.effects_table)}"
+        f"{effects_markdown(result.effects)}"
         f"{compression_markdown(runs)}"
         f"{seconds_markdown(result.seconds)}"
         f"Time of this invocation (runs found in the store are reused and take about 0 s): "
@@ -542,34 +400,4 @@ def compression_markdown(runs: Sequence[Run]) -> str:
         "of the candidates' computation steps evicted (docs/telemetry.md).\n\n"
         + "\n\n".join(tables)
         + "\n\n"
-    )
-
-
-def seconds_markdown(seconds: Mapping[str, Mapping[int, float | None]]) -> str:
-    """Each variant's runs' wall seconds by seed, as recorded when they were trained."""
-    if not seconds:
-        return ""
-    cells = [
-        f"{variant} {' / '.join('–' if s is None else f'{s:.0f}' for s in by_seed.values())}"
-        for variant, by_seed in seconds.items()
-    ]
-    return (
-        "Wall seconds of each run, training and evaluation, seed by seed as recorded when it "
-        "was trained (– where not recorded); what else ran on the machine then changes them: "
-        f"{'; '.join(cells)}.\n\n"
-    )
-
-
-def effects_markdown(table: Table | None) -> str:
-    if table is None:
-        return ""
-    return (
-        "## Effects, paired by seed and over problems\n\n"
-        "Each row is one change: the variant minus its baseline, seed by seed (both runs of a "
-        "pair start from the same model with the same seed), as mean ± standard error of those "
-        "differences. Accuracy and AUC_OAA in points, length in tokens. The last two columns "
-        "pair the held-out problems instead: each problem's mean over the samples of every "
-        "shared seed, variant minus baseline, averaged over the problems, with a 95% bootstrap "
-        "interval that resamples problems (not seeds; * where it excludes 0).\n\n"
-        f"{table.markdown()}\n\n"
     )

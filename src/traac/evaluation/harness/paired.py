@@ -35,10 +35,12 @@ class PairedDiff:
         """Does the interval exclude 0?"""
         return self.low > 0 or self.high < 0
 
-    def cell(self, digits: int = 1) -> str:
-        mark = MARK if self.significant else ""
+    def cell(self, digits: int = 1, mark: bool = True) -> str:
+        """`+1.46* [+0.20, +2.70]`; `mark` False where this interval is not the one that
+        decides (a method comparison's is seed-level: `traac.evaluation.harness.seeds`)."""
+        star = MARK if mark and self.significant else ""
         return (
-            f"{signed(self.delta, digits)}{mark} "
+            f"{signed(self.delta, digits)}{star} "
             f"[{signed(self.low, digits)}, {signed(self.high, digits)}]"
         )
 

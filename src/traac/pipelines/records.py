@@ -1,0 +1,217 @@
+"""Kept run records: the evidence behind a results table, in the repository, so that a figure
+outlives the machine whose run store made it.
+
+A study directory (`records/<study>/`) holds the recipe every run trained from (`recipe.yaml`)
+and, per run, what its figures are computed from:
+
+    base/run.json, base/samples.jsonl.gz
+    runs/<variant>/seed<k>/run.json           variant, seed, fields, run key, held-out
+                                              settings, wall seconds, provenance (commit, CPU,
+                                              command) of each invocation that worked on it
+    runs/<variant>/seed<k>/samples.jsonl.gz   the held-out evaluation, one line a sample
+    runs/<variant>/seed<k>/metrics.jsonl.gz   the training telemetry, one line a step
+
+`keep` copies the finished runs of an experiment's store in (gzip with no timestamp, so the same
+run gives the same bytes); `load` reads them back; `study_tables` recomputes the experiment's
+tables from the samples alone: accuracy, length, AUC_OAA (at the held-out response cap, as the
+experiment's report) and underthinking need neither the model nor its tokenizer, so a later
+traac recomputes the same figures whatever its summary format.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from traac.common.outputs import output_dir
+from traac.common.tables import Table
+from traac.errors import TraacError
+from traac.evaluation.harness.overthinking import overthink_stats, underthinking
+from traac.evaluation.harness.records import EvalSummary, SampleRecord, summarize
+from traac.evaluation.harness.runner import SAMPLES_FILE
+from traac.pipelines.experiment_results import (
+    Effect,
+    VariantResult,
+    experiment_table,
+    paired_effects,
+)
+from traac.pipelines.experiments import (
+    BASE,
+    PROVENANCE,
+    RUN_SECONDS,
+    ExperimentSettings,
+)
+from traac.pipelines.variants import CONTRASTS
+from traac.training.metrics_file import METRICS_FILE
+
+RECIPE = "recipe.yaml"
+RUN = "run.json"
+SAMPLES = "samples.jsonl.gz"
+METRICS = "metrics.jsonl.gz"
+
+
+def slug(variant: str) -> str:
+    """A variant's name as a directory name."""
+    return "".join(c if c.isalnum() else "-" for c in variant.lower()).strip("-").replace("--", "-")
+
+
+def _gzip(source: Path, target: Path) -> None:
+    """`source` gzipped into `target`, byte for byte the same for the same input."""
+    with (
+        source.open("rb") as src,
+        target.open("wb") as raw,
+        gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as out,
+    ):
+        shutil.copyfileobj(src, out)
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def keep(settings: ExperimentSettings, into: Path) -> list[str]:
+    """Copy every finished run of `settings` (trained and evaluated in its store) and the base
+    model's evaluation into the study directory `into`, whose `recipe.yaml` must be the
+    experiment's recipe; returns the runs kept (a run already kept is written again)."""
+    recipe = into / RECIPE
+    if not recipe.is_file() or recipe.read_bytes() != settings.recipe.read_bytes():
+        raise TraacError(f"records: {recipe} must be a copy of --config {settings.recipe}, the "
+                         "recipe the runs trained from; copy it there first")  # fmt: skip
+    held = asdict(settings.held_out)
+    kept = []
+    base_eval = settings.base_eval_dir
+    if (base_eval / SAMPLES_FILE).is_file():
+        target = output_dir(into / "base")
+        _gzip(base_eval / SAMPLES_FILE, target / SAMPLES)
+        run = {"variant": BASE, "model": settings.model, "held_out": held}
+        (target / RUN).write_text(json.dumps(run, indent=1) + "\n")
+    for run in settings.plan():
+        samples = settings.eval_dir(run.directory) / SAMPLES_FILE
+        summary = settings.eval_dir(run.directory) / "summary.json"
+        if not (summary.is_file() and samples.is_file()):
+            continue  # not finished: kept when it is
+        target = output_dir(into / "runs" / slug(run.variant) / f"seed{run.seed}")
+        _gzip(samples, target / SAMPLES)
+        metrics = run.directory / "model" / METRICS_FILE
+        if metrics.is_file():
+            _gzip(metrics, target / METRICS)
+        record = {
+            "variant": run.variant,
+            "seed": run.seed,
+            "fields": dict(run.fields),
+            "run_key": run.directory.name,
+            "recipe_sha256": hashlib.sha256(recipe.read_bytes()).hexdigest(),
+            "held_out": held,
+            "seconds": (_json(run.directory / RUN_SECONDS) or {}).get("seconds"),
+            "legs": (_json(run.directory / PROVENANCE) or {}).get("legs", []),
+        }
+        (target / RUN).write_text(json.dumps(record, indent=1, default=str) + "\n")
+        kept.append(f"{run.variant}, seed {run.seed}")
+    return kept
+
+
+@dataclass(frozen=True)
+class KeptRun:
+    """One kept run: its record (`run.json`) and its evaluation samples."""
+
+    variant: str
+    seed: int
+    record: dict[str, Any]
+    samples: list[SampleRecord]
+
+    @property
+    def t_max(self) -> int:
+        """The held-out response cap, AUC_OAA's t_max in the experiments' reports."""
+        return int(self.record["held_out"]["max_new_tokens"])
+
+
+def read_samples(path: Path) -> list[SampleRecord]:
+    """The sample records of a kept `samples.jsonl.gz`."""
+    try:
+        with gzip.open(path, "rt") as lines:
+            return [SampleRecord.from_json(json.loads(line)) for line in lines if line.strip()]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise TraacError(f"records: {path} is not a kept samples file ({err})") from None
+
+
+def _kept(directory: Path) -> KeptRun:
+    record = _json(directory / RUN)
+    if not isinstance(record, dict) or "variant" not in record or "held_out" not in record:
+        raise TraacError(f"records: {directory / RUN} is missing or not a run record")
+    samples = read_samples(directory / SAMPLES)
+    return KeptRun(record["variant"], int(record.get("seed", 0)), record, samples)
+
+
+def load(study: Path) -> tuple[KeptRun | None, list[KeptRun]]:
+    """The base model's kept evaluation (None if not kept) and every kept run, in the order of
+    their directories (variant, then seed)."""
+    if not (study / RECIPE).is_file():
+        raise TraacError(f"records: {study} is not a study directory (no {RECIPE}); give "
+                         "records/<study>")  # fmt: skip
+    base = _kept(study / "base") if (study / "base" / RUN).is_file() else None
+    runs = [_kept(d.parent) for d in sorted((study / "runs").glob(f"*/seed*/{RUN}"))]
+    return base, sorted(runs, key=lambda r: (r.variant, r.seed))
+
+
+def sample_summary(run: KeptRun) -> EvalSummary:
+    """A kept run's summary from its samples alone: accuracy, lengths, AUC_OAA at the
+    held-out cap and underthinking (the overthinking that needs the tokenizer is left out)."""
+    samples = run.samples
+    summary = summarize(samples, dataset=run.record["held_out"].get("dataset", "held-out"),
+                        model=run.variant, t_max=run.t_max, length_unit="tokens")  # fmt: skip
+    return replace(summary, overthinking=overthink_stats([], *underthinking(samples)))
+
+
+@dataclass(frozen=True)
+class StudyTables:
+    """A study's tables, recomputed from its kept records."""
+
+    table: Table
+    results: dict[str, VariantResult]
+    effects: list[Effect]
+    t_max: int
+
+
+def study_tables(
+    base: KeptRun | None,
+    runs: Sequence[KeptRun],
+    title: str,
+    contrasts: Sequence[tuple[str, str, str]] = CONTRASTS["compare"],
+    order: Sequence[str] = (),
+) -> StudyTables:
+    """The experiment's variant table and its effects, seed-level, from kept records; variants
+    in `order` first (then as found)."""
+    if not runs:
+        raise TraacError("records: no kept run to tabulate")
+    summaries: dict[str, dict[int, EvalSummary]] = {}
+    records: dict[str, dict[int, list[SampleRecord]]] = {}
+    if base is not None:
+        summaries[BASE] = {0: sample_summary(base)}
+    for run in runs:
+        summaries.setdefault(run.variant, {})[run.seed] = sample_summary(run)
+        records.setdefault(run.variant, {})[run.seed] = run.samples
+    names = [n for n in (BASE, *order) if n in summaries]
+    names += [n for n in summaries if n not in names]
+    results = {name: VariantResult.of(summaries[name]) for name in names}
+    t_max = {run.t_max for run in runs}
+    if len(t_max) != 1:
+        raise TraacError(f"records: runs evaluated at different response caps {sorted(t_max)}")
+    effects = paired_effects(contrasts, summaries, records)
+    return StudyTables(experiment_table(results, title), results, effects, t_max.pop())
+
+
+def seconds_by_run(runs: Sequence[KeptRun]) -> Mapping[str, Mapping[int, float | None]]:
+    """Each kept run's recorded wall seconds, by variant and seed."""
+    out: dict[str, dict[int, float | None]] = {}
+    for run in runs:
+        out.setdefault(run.variant, {})[run.seed] = run.record.get("seconds")
+    return out

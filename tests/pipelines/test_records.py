@@ -1,0 +1,110 @@
+"""Kept run records: copied out of a run store, read back, and tabulated with seed-level
+intervals whose values are worked by hand."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from traac.cli import main as cli_main
+from traac.errors import TraacError
+from traac.evaluation.harness.records import SampleRecord
+from traac.evaluation.harness.runner import SAMPLES_FILE
+from traac.pipelines.experiments import PROVENANCE, RUN_SECONDS, ExperimentSettings
+from traac.pipelines.records import RECIPE, keep, load, slug, study_tables
+from traac.training.metrics_file import METRICS_FILE
+
+ROOT = Path(__file__).resolve().parents[2]
+VARIANTS = ("CR+LR", "TRAAC without compression")
+TIERS = ["easy"] * 4 + ["medium"] * 3 + ["hard"] * 3  # ten problems, one sample each
+
+
+def samples(right: int, length: int) -> str:
+    """Ten problems, the first `right` answered right, every response `length` tokens with a
+    closed think block of half of it."""
+    rows = [SampleRecord(f"p{i}", 0, "<think>a</think>\\boxed{1}", i < right, length,
+                         length // 2, True, tier=tier).to_json()
+            for i, tier in enumerate(TIERS)]  # fmt: skip
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+def fake_store(tmp_path: Path) -> ExperimentSettings:
+    """A run store as `traac experiment compare` leaves it, for two variants over three seeds:
+    CR+LR gets 5 of 10 right at 50 tokens in every seed; the control 6, 7 and 8 of 10 at 40
+    tokens (effects +10, +20, +30 points and -10 tokens, seed by seed)."""
+    study = tmp_path / "study"
+    study.mkdir()
+    shutil.copy(ROOT / "recipes" / "testbed.yaml", study / RECIPE)
+    settings = ExperimentSettings.make("compare", tmp_path / "out", study / RECIPE, False,
+                                       VARIANTS, [0, 1, 2], tmp_path / "store", 10)  # fmt: skip
+    for run in settings.plan():
+        evaluation = settings.eval_dir(run.directory)
+        evaluation.mkdir(parents=True)
+        control = run.variant == VARIANTS[1]
+        right, length = (6 + run.seed, 40) if control else (5, 50)
+        (evaluation / SAMPLES_FILE).write_text(samples(right, length))
+        (evaluation / "summary.json").write_text("{}\n")
+        (run.directory / "model").mkdir()
+        (run.directory / "model" / METRICS_FILE).write_text('{"step": 1}\n')
+        (run.directory / RUN_SECONDS).write_text('{"seconds": 12.5, "finished": true}\n')
+        (run.directory / PROVENANCE).write_text('{"legs": [{"code": {"commit": "abc"}}]}\n')
+    settings.base_eval_dir.mkdir(parents=True)
+    (settings.base_eval_dir / SAMPLES_FILE).write_text(samples(3, 80))
+    return settings
+
+
+def test_kept_records_give_the_seed_level_effect_worked_by_hand(tmp_path: Path) -> None:
+    settings = fake_store(tmp_path)
+    study = settings.recipe.parent
+    kept = keep(settings, study)
+    assert len(kept) == 6
+    run = study / "runs" / slug(VARIANTS[1]) / "seed2"
+    record = json.loads((run / "run.json").read_text())
+    assert (record["seed"], record["seconds"], record["legs"]) == (
+        2,
+        12.5,
+        [{"code": {"commit": "abc"}}],
+    )
+    assert gzip.decompress((run / "metrics.jsonl.gz").read_bytes()) == b'{"step": 1}\n'
+    first = (run / "samples.jsonl.gz").read_bytes()
+    keep(settings, study)  # kept again: the same bytes
+    assert (run / "samples.jsonl.gz").read_bytes() == first
+
+    base, runs = load(study)
+    assert base is not None and len(runs) == 6
+    tables = study_tables(base, runs, "t", order=VARIANTS)
+    assert list(tables.results) == ["Base", *VARIANTS] and tables.t_max == 256
+    assert tables.results["CR+LR"].accuracy["overall"].mean == 50.0
+    (effect,) = [e for e in tables.effects if e.baseline == "CR+LR"]
+    acc, length = (
+        effect.result.accuracy["overall"].interval,
+        effect.result.length["overall"].interval,
+    )
+    # +10, +20, +30: mean 20, sd 10, t(0.975, 2) = 4.3027 -> half-width 24.84.
+    assert acc.effects == (10.0, 20.0, 30.0)
+    assert (acc.low, acc.high) == (pytest.approx(-4.841, abs=1e-3), pytest.approx(44.841, abs=1e-3))
+    assert not acc.significant
+    # -10 tokens in every seed: no spread, an interval of one point that excludes 0.
+    assert (length.mean, length.low, length.high, length.significant) == (-10.0, -10.0, -10.0, True)
+
+
+def test_records_show_prints_the_tables_and_keep_names_its_mistakes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = fake_store(tmp_path)
+    study = settings.recipe.parent
+    assert cli_main(["records", "keep", str(study), "--runs", str(settings.runs), "--variants",
+                     *VARIANTS, "--seeds", "0", "1", "2", "--held-out", "10"]) == 0  # fmt: skip
+    assert "kept 6 run(s)" in capsys.readouterr().out
+    assert cli_main(["records", "show", str(study), "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("AUC_OAA at t_max 256.") and "+10.00, +20.00, +30.00" in out
+    assert "+20.00 [-4.84, +44.84]" in out and "-10.0* [-10.0, -10.0]" in out
+    assert cli_main(["records", "show", str(tmp_path)]) == 2  # no recipe.yaml
+    assert "holds no recipe.yaml" in capsys.readouterr().err
+    with pytest.raises(TraacError, match="no kept run"):
+        study_tables(None, [], "t")
