@@ -62,6 +62,9 @@ def main(argv: list[str]) -> int:
     from traac.pipelines.records import load, study_tables
 
     base, runs = load(args.study)
+    if not runs:
+        print("No run is kept yet.")
+        return 0
     tables = study_tables(base, runs, f"{args.study.name} (kept records)", order=list(COMPARE))
     effects = [effects_table_of(tables.effects)] if tables.effects else []
     if args.markdown:
