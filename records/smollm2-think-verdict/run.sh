@@ -13,8 +13,10 @@ run() {  # one arm of this seed
   nice -n 10 "$traac" experiment compare --config "$here/recipe.yaml" --variants "$1" \
     --seeds "$seed" --held-out 40 --runs "$store" --output "$out/$(echo "$1" | tr -c 'a-zA-Z0-9\n' _)-s$seed"
 }
-lane_a=("CR+LR" "TRAAC, answer-only copies")
-lane_b=("TRAAC without compression" "TRAAC, after-answer compression")
+# The after-answer variant first: its first 10 steps show (`traac copies`) whether its copies
+# lose any computation step before the rest of the study leans on it.
+lane_a=("CR+LR" "TRAAC without compression")
+lane_b=("TRAAC, after-answer compression" "TRAAC, answer-only copies")
 if [ "$seed" -le 2 ]; then lane_a+=("TRAAC"); fi
 base="$store/base-smollm2-think/eval-40x4-256t-2026/summary.json"
 ( for arm in "${lane_a[@]}"; do run "$arm"; done ) &
