@@ -4,7 +4,7 @@
 #   records/smollm2-think-verdict/run.sh SEED STORE OUT
 # A rerun resumes: finished runs are kept in STORE, a stopped one continues from its checkpoint.
 # The paper's TRAAC runs for seeds 0-2 only (ARMS_PAPER); the after-answer variant for seeds 0-2
-# first, all five if its 3-seed mean beats TRAAC without compression (docs/results.md#verdict).
+# first, all five (AFTER_ANSWER_ALL=1) if its 3-seed mean beats TRAAC without compression.
 set -uo pipefail
 seed=$1 store=$2 out=$3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,7 +16,10 @@ run() {  # one arm of this seed
 # The after-answer variant first: its first 10 steps show (`traac copies`) whether its copies
 # lose any computation step before the rest of the study leans on it.
 lane_a=("CR+LR" "TRAAC without compression")
-lane_b=("TRAAC, after-answer compression" "TRAAC, answer-only copies")
+lane_b=("TRAAC, answer-only copies")
+if [ "$seed" -le 2 ] || [ "${AFTER_ANSWER_ALL:-0}" = 1 ]; then
+  lane_b=("TRAAC, after-answer compression" "${lane_b[@]}")
+fi
 if [ "$seed" -le 2 ]; then lane_a+=("TRAAC"); fi
 base="$store/base-smollm2-think/eval-40x4-256t-2026/summary.json"
 ( for arm in "${lane_a[@]}"; do run "$arm"; done ) &
