@@ -137,12 +137,10 @@ def test_t_max_and_official_scoring_need_tokens(tmp_path, otb_files, capsys):
 
 
 def test_g_pass_at_k_through_traac_eval(tmp_path):
-    dataset = write(
-        tmp_path / "set.jsonl",
-        [{"id": "a", "question": "a?", "answer": "1"}, {"id": "b", "question": "b?", "answer": "2"}],
-    )
-    right = {"a": [True, False, True, False], "b": [True, True, False, True]}  # c = 2 and 3
     gold = {"a": "1", "b": "2"}
+    rows = [{"id": i, "question": f"{i}?", "answer": a} for i, a in gold.items()]
+    dataset = write(tmp_path / "set.jsonl", rows)
+    right = {"a": [True, False, True, False], "b": [True, True, False, True]}  # c = 2 and 3
     responses = write(
         tmp_path / "r.jsonl",
         [

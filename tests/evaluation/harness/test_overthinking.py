@@ -337,8 +337,7 @@ def test_token_efficiency_and_reasoning_switches() -> None:
     item, response, *_ = LABELLED[0]
     silent = next(label for label in LABELLED if label[0].id == "r3")  # states no answer
     wrong = (
-        "<think>Alternatively, 3 + 1 = 5. But wait, another way: ALTERNATIVELY 5.</think>"
-        "\\boxed{5}"
+        "<think>Alternatively, 3 + 1 = 5. But wait, another way: ALTERNATIVELY 5.</think>\\boxed{5}"
     )
     records = [
         Record(item.id, 0, response),  # first correct step "First, 3 + 1 = 4." of 23 words
