@@ -29,6 +29,7 @@ PAPER_T_MAX = 10_000
 # How OptimalThinkingBench's O, U and F1 are computed: the paper's way (AUC_OAA at t_max over
 # responses, full credit) or the official code's (`traac.evaluation.harness.otb_official`).
 OTB_SCORINGS = ("paper", "official")
+OTB_OFFICIAL_T = 1000  # the official code's T, hard-coded there (its t_max option is unused)
 
 
 def _nonempty(name: str, values: Sequence[Any]) -> None:

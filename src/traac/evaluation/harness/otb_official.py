@@ -8,7 +8,7 @@ Per question, over its samples:
   called as the official code calls it (`tokenizer(text)["input_ids"]`, special tokens
   included); a response that never closes its think block counts whole;
 - overthinking half: score = mean(correct) * max(0, T - mean(think tokens)) / T with T = 1000
-  (`OFFICIAL_T`; the official `--t_max` option is read and never used). Correctness is traac's
+  (`OTB_OFFICIAL_T`; the official t_max option is read and never used). Correctness is traac's
   rule-based verdict where the official code asks an LLM judge; a response whose think block never
   closed is judged on its whole text, as the judge reads it there, so it can score;
 - underthinking half: score = mean over samples of reasoning-gym's `score_answer`, partial
@@ -37,11 +37,9 @@ from traac.common.items import Item
 from traac.data.datasets import OTB_OVERTHINK, OTB_UNDERTHINK
 from traac.evaluation.harness.records import EvalSummary, OTBScore, SampleRecord
 from traac.method.formats import ChatFormat
-from traac.method.metrics import otb_f1
+from traac.method.metrics import OTB_OFFICIAL_T, otb_f1
 from traac.verification import DEFAULT_TIMEOUT, get_pool, verify_answers
 from traac.verification.screening import task_answer_allowed
-
-OFFICIAL_T = 1000  # the official code's T, hard-coded there
 
 
 def official_answer(response: str, task: str) -> str:
@@ -122,7 +120,7 @@ def official_otb(
     def over_score(rs: list[SampleRecord]) -> float:
         acc = statistics.fmean(correct[r.key] for r in rs)
         think = statistics.fmean(tokens[r.key] for r in rs)
-        return acc * max(0.0, OFFICIAL_T - think) / OFFICIAL_T
+        return acc * max(0.0, OTB_OFFICIAL_T - think) / OTB_OFFICIAL_T
 
     o = _macro(per_question(over, over_score))
     u = _macro(per_question(under, lambda rs: statistics.fmean(credit[r.key] for r in rs)))

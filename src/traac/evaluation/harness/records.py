@@ -24,7 +24,7 @@ from traac.evaluation.harness.metrics import (
     string_vote,
 )
 from traac.evaluation.harness.overthinking import OverthinkStats, overthinking_table
-from traac.method.metrics import GroupStats, by_group, group_stats, otb_f1
+from traac.method.metrics import OTB_OFFICIAL_T, GroupStats, by_group, group_stats, otb_f1
 
 TIER_ORDER = ("easy", "medium", "hard")
 SUMMARY_VERSION = 2
@@ -115,8 +115,8 @@ class OTBScore:
         if self.scoring == "official":
             return (
                 f"OptimalThinkingBench, official scoring (facebookresearch/RAM projects/otb: per "
-                f"question mean(correct) x max(0, 1000 - mean think tokens) / 1000; "
-                f"reasoning-gym partial credit): O {self.overthink:.2f}, U "
+                f"question mean(correct) x max(0, T - mean think tokens) / T, T = "
+                f"{OTB_OFFICIAL_T}; reasoning-gym partial credit): O {self.overthink:.2f}, U "
                 f"{self.underthink:.2f}, F1 {self.f1:.2f}"
             )
         return (
