@@ -52,6 +52,7 @@ from traac.evaluation.harness.runner import (
 from traac.evaluation.harness.samples import LengthCounter
 from traac.evaluation.harness.votes import answer_votes
 from traac.method.formats import resolve_chat_format
+from traac.method.metrics import PAPER_T_MAX
 from traac.testbed.build import ensure_testbed
 from traac.testbed.config import TeacherSettings
 from traac.testbed.traces import teach
@@ -111,7 +112,7 @@ def timed_rereport(directory: Path) -> dict[str, Any]:
             records,
             dataset=settings.dataset,
             model="m",
-            t_max=settings.max_new_tokens,
+            t_max=PAPER_T_MAX,  # `traac eval`'s default
             length_unit=counter.unit,
             votes=votes,
         )

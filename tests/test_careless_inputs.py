@@ -155,6 +155,12 @@ CASES: list[tuple[str, Any, str]] = [
     ("eval limit zero", lambda t: ["eval", "--model", "testbed", "--dataset", "x",
                                    "--output", str(t / "o"), "--limit", "0"],
      "--limit 0: must be at least 1"),
+    ("eval t-max zero", lambda t: ["eval", "--model", "testbed", "--dataset", "x",
+                                   "--output", str(t / "o"), "--t-max", "0"],
+     "--t-max 0: must be at least 1"),
+    ("eval otb scoring", lambda t: ["eval", "--model", "testbed", "--dataset", "x",
+                                    "--output", str(t / "o"), "--otb-scoring", "leaderboard"],
+     "--otb-scoring: invalid choice"),
     # --- generate ---
     ("generate tokens zero", lambda t: ["generate", "--prompt", "hi", "--max_new_tokens", "0"],
      "--max-new-tokens 0: must be at least 1"),
@@ -187,6 +193,8 @@ CASES: list[tuple[str, Any, str]] = [
      "uniformity_gate: 2.0 must be a number in [0, 1]"),
     # --- report ---
     ("report missing dir", lambda t: ["report", str(t / "nothing")], "is not a directory"),
+    ("report t-max zero", lambda t: ["report", str(t), "--t-max", "0"],
+     "--t-max 0: must be at least 1"),
     ("report names", lambda t: ["report", str(t), "--names", "a", "b"],
      "2 --names for 1 directories"),
     # --- experiment ---

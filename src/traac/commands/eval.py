@@ -25,6 +25,7 @@ from traac.common.sampling import check_sampling
 from traac.errors import TraacError
 from traac.evaluation.harness.prompts import PROMPT_STYLES, default_prompt_style
 from traac.evaluation.inference.engines import BACKENDS, BATCHINGS, CALL_REQUESTS
+from traac.method.metrics import OTB_SCORINGS, PAPER_T_MAX
 from traac.method.settings import CompressionSettings, FormatSettings
 
 # Every option is checked before anything heavy is imported (`check_args`); the model stack (the
@@ -76,7 +77,22 @@ def build_parser() -> ArgumentParser:
         "--max-new-tokens",
         type=int,
         default=10000,
-        help="response budget, also t_max of AUC_OAA (default 10000, the paper's)",
+        help="response budget in tokens (default 10000, the paper's); AUC_OAA's t_max is "
+        "--t-max, not this",
+    )
+    p.add_argument(
+        "--t-max",
+        type=int,
+        help=f"t_max of AUC_OAA in think tokens (default {PAPER_T_MAX}, the paper's; needs "
+        "lengths in tokens: a model, or --tokenizer with --responses)",
+    )
+    p.add_argument(
+        "--otb-scoring",
+        choices=OTB_SCORINGS,
+        default="paper",
+        help="OptimalThinkingBench O, U and F1: paper (AUC_OAA at --t-max over responses, full "
+        "credit) or official (facebookresearch/RAM projects/otb: per question, T = 1000, "
+        "partial credit; needs a tokenizer); docs/evaluation.md",
     )
     p.add_argument(
         "--batch-size", type=int, default=8, help="prompts per generation batch (default 8)"
@@ -147,7 +163,7 @@ def build_parser() -> ArgumentParser:
 def check_args(args: argparse.Namespace) -> None:
     """Every option that can be checked without a model, before torch is imported."""
     for flag in ("num_samples", "batch_size", "limit", "max_new_tokens", "think_budget",
-                 "tensor_parallel_size", "max_model_len"):  # fmt: skip
+                 "tensor_parallel_size", "max_model_len", "t_max"):  # fmt: skip
         check_count("--" + flag.replace("_", "-"), getattr(args, flag))
     check_sampling(args.temperature, args.top_p, args.max_new_tokens)
     fraction = args.gpu_memory_utilization
@@ -158,6 +174,17 @@ def check_args(args: argparse.Namespace) -> None:
     if args.scoring_model is not None:
         check_model("--scoring-model", args.scoring_model)
     check_input("--responses", args.responses)
+    words = args.responses is not None and args.tokenizer is None
+    if words and args.t_max is not None:
+        raise TraacError(
+            f"--t-max {args.t_max}: t_max counts think tokens, but without --tokenizer the "
+            "lengths are whitespace words; add --tokenizer NAME (or drop --t-max)"
+        )
+    if words and args.otb_scoring == "official":
+        raise TraacError(
+            "--otb-scoring official counts think tokens with the model's tokenizer; add "
+            "--tokenizer NAME"
+        )
     compression = settings_from(args, CompressionSettings)
     settings_from(args, FormatSettings)
     check_test_time_scorer(args.scoring_model, args.compress_tau, compression.scorer)
@@ -298,6 +325,8 @@ def main(argv: list[str]) -> int:
         make_backend=backend if model else None,
         tokenizer=tokenizer,
         progress=make_progress(console),
+        t_max=PAPER_T_MAX if args.t_max is None else args.t_max,
+        otb_scoring=args.otb_scoring,
     )
     title = f"{result.summary.model} on {settings.dataset}"  # as in summary.md
     print_blocks(make_console(stderr=False), summary_blocks(result.summary, title))

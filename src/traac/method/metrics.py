@@ -6,6 +6,7 @@
 - `oaa(correct, think, t)`: mean of correct_i * [think_i < t] (None never counts).
 - `auc_oaa(correct, think, t_max)`: (1/t_max) * integral over [0, t_max] of OAA_t, in closed form
   mean_i(correct_i * max(0, t_max - think_i) / t_max); None contributes 0.
+- `PAPER_T_MAX`: the paper's t_max (10,000 tokens), the default of `traac eval --t-max`.
 - `otb_f1(auc_oaa, acc_ut)`: OptimalThinkingBench F1, the harmonic mean of the two.
 - `group_stats` / `by_group`: accuracy, lengths, closure and AUC_OAA of a group of samples (all
   of them, or per difficulty tier, source or task).
@@ -21,6 +22,14 @@ from typing import Any
 
 from traac.errors import TraacError
 from traac.method.compression import CompressionResult
+
+# The paper's t_max of AUC_OAA (its maximum response length): `traac eval` and `traac report`
+# score at it unless told otherwise; decoupled from the response budget (`--max-new-tokens`).
+PAPER_T_MAX = 10_000
+# How OptimalThinkingBench's O, U and F1 are computed: the paper's way (AUC_OAA at t_max over
+# responses, full credit) or the official code's (`traac.evaluation.harness.otb_official`).
+OTB_SCORINGS = ("paper", "official")
+OTB_OFFICIAL_T = 1000  # the official code's T, hard-coded there (its t_max option is unused)
 
 
 def _nonempty(name: str, values: Sequence[Any]) -> None:

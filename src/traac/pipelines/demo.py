@@ -132,11 +132,12 @@ class DemoSettings:
         num_samples: int | None = None,
         max_new_tokens: int | None = None,
     ) -> DemoSettings:
-        held = HeldOut(10, 1, 160) if quick else HeldOut()
-        held = HeldOut(
-            eval_n or held.per_tier,
-            num_samples or held.num_samples,
-            max_new_tokens or held.max_new_tokens,
+        held = HeldOut(10, 1, 160, t_max=160) if quick else HeldOut()
+        held = replace(
+            held,
+            per_tier=eval_n or held.per_tier,
+            num_samples=num_samples or held.num_samples,
+            max_new_tokens=max_new_tokens or held.max_new_tokens,
         )
         sweep = BudgetSweep(per_tier=3, num_samples=1) if quick else BudgetSweep()
         return cls(output, recipe, quick, held, dict(QUICK_TRAINING) if quick else {}, sweep)
@@ -358,7 +359,8 @@ def write_report(settings: DemoSettings, base_model: Path, trained_model: Path) 
     report = (
         f"# traac demo\n\nHeld-out testbed problems: `{held.dataset}`, "
         f"{held.num_samples} samples each, temperature 1.0, at most "
-        f"{held.max_new_tokens} new tokens. Acc in %, Len = mean response tokens; each Δ is "
+        f"{held.max_new_tokens} new tokens; AUC_OAA at t_max = {held.t_max} tokens. Acc in %, "
+        "Len = mean response tokens; each Δ is "
         "computed from the unrounded values, so it can differ by 0.1 from the difference of "
         "the rounded columns.\n\n"
         f"{tables[0].markdown()}\n\n## avg@k, pass@k, maj@k, lengths, overthinking\n\n"

@@ -132,7 +132,7 @@ class ExperimentSettings:
         check_variants(name, variants, seeds, held_out_per_tier)
         table = EXPERIMENTS[name]
         seeds = tuple(DEFAULT_SEEDS if seeds is None else seeds)
-        held_out = HeldOut(10, 1, 160) if quick else HeldOut()
+        held_out = HeldOut(10, 1, 160, t_max=160) if quick else HeldOut()
         if held_out_per_tier is not None:
             held_out = replace(held_out, per_tier=held_out_per_tier)
         check_recipe(recipe)
@@ -344,7 +344,7 @@ def write_report(
         f"{', '.join(map(str, settings.seeds))}; held-out problems `{held.dataset}`, "
         f"{held.num_samples} sample(s) each, at most {held.max_new_tokens} tokens. Cells: mean "
         "± standard error over seeds (the base model is evaluated once). Length in tokens; "
-        "AUC_OAA overall, in percent.\n\n"
+        f"AUC_OAA overall, in percent, at t_max = {held.t_max} tokens.\n\n"
         f"{result.table.markdown()}\n\n"
         f"Pareto front (overall accuracy against length): {', '.join(result.pareto_front)}.\n\n"
         f"![Pareto plot]({plot.name})\n\n"

@@ -14,7 +14,9 @@ from traac.evaluation.harness.metrics import (
     Sample,
     bootstrap_mean_ci,
     default_ks,
+    g_pass_at_k,
     majority_index,
+    mg_pass_at_k,
     pass_at_k,
     sampling_stats,
     spread,
@@ -37,6 +39,34 @@ from traac.evaluation.harness.metrics import (
 def test_pass_at_k_is_the_unbiased_estimator(n: int, c: int, k: int, expected: float) -> None:
     assert pass_at_k(n, c, k) == pytest.approx(expected)
     assert pass_at_k(n, c, k) == pytest.approx(1 - math.comb(n - c, k) / math.comb(n, k))
+
+
+# G-Pass@k_tau = P(at least m = max(ceil(k tau), 1) right among k of n drawn, c right), counted by
+# hand: n = 5, c = 3, k = 3 draws C(5,3) = 10 sets; 1 of them holds 3 right, C(3,2) C(2,1) = 6
+# hold 2, C(3,1) C(2,2) = 3 hold 1, none holds 0.
+@pytest.mark.parametrize(
+    ("tau", "expected"),
+    [
+        (0.0, 1.0),  # m = 1: every set holds one right (pass@3)
+        (0.25, 1.0),  # m = ceil(0.75) = 1
+        (0.5, (6 + 1) / 10),  # m = ceil(1.5) = 2
+        (0.75, 1 / 10),  # m = ceil(2.25) = 3
+        (1.0, 1 / 10),  # m = 3
+    ],
+)
+def test_g_pass_at_k_is_lightevals_hypergeometric_tail(tau: float, expected: float) -> None:
+    assert g_pass_at_k(5, 3, 3, tau) == pytest.approx(expected, abs=1e-15)
+
+
+def test_mg_pass_at_k_by_hand() -> None:
+    # i from ceil(3/2) + 1 = 3 to 3: (2/3) P(3 right) = (2/3)(1/10)
+    assert mg_pass_at_k(5, 3, 3) == pytest.approx(2 / 3 * 1 / 10)
+    # n = 6, c = 4, k = 4: i = 3, 4; P(>= 3) = (C(4,3) C(2,1) + 1) / C(6,4) = 9/15, P(4) = 1/15
+    assert mg_pass_at_k(6, 4, 4) == pytest.approx(2 / 4 * (9 / 15 + 1 / 15))
+    assert mg_pass_at_k(6, 4, 1) == 0.0  # lighteval: the sum over (1, 1] is empty
+    assert g_pass_at_k(6, 1, 4, 0.5) == 0.0  # m = 2 > c: lighteval's guard
+    with pytest.raises(TraacError, match="G-Pass@k"):
+        g_pass_at_k(3, 1, 4, 0.5)
 
 
 def test_pass_at_k_refuses_impossible_counts() -> None:

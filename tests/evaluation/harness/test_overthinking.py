@@ -14,6 +14,7 @@ import pytest
 
 from traac.common.items import Item
 from traac.evaluation.harness.overthinking import (
+    efficiency,
     find_overthinking,
     is_recheck,
     overthink_stats,
@@ -332,6 +333,27 @@ def test_tokens_after_and_the_stats() -> None:
     assert stats.underthinking is None
 
 
+def test_token_efficiency_and_reasoning_switches() -> None:
+    item, response, *_ = LABELLED[0]
+    silent = next(label for label in LABELLED if label[0].id == "r3")  # states no answer
+    wrong = (
+        "<think>Alternatively, 3 + 1 = 5. But wait, another way: ALTERNATIVELY 5.</think>\\boxed{5}"
+    )
+    records = [
+        Record(item.id, 0, response),  # first correct step "First, 3 + 1 = 4." of 23 words
+        Record(item.id, 1, wrong, correct=False),  # wrong: 0, whatever it says
+        Record(silent[0].id, 0, silent[1]),  # right, no step states it: 0, as EvalScope scores it
+    ]
+    items = {item.id: item, silent[0].id: silent[0]}
+    found = find_overthinking(records, items, words)
+    eff, switches = efficiency(records, found)
+    assert eff == pytest.approx((6 / 23 + 0 + 0) / 3)
+    # alternatively (twice, case-folded), but wait, another way: 4 in the wrong response
+    assert switches == pytest.approx((0 + 4 + 0) / 3)
+    overall, _ = overthinking_by_tier(records, items, words)
+    assert (overall.token_efficiency, overall.switches) == (eff, switches)
+
+
 def test_underthinking_counts_early_stops_against_the_problems_right_median() -> None:
     six = "<think>" + "Then 1 + 1 = 2.\n" * 6 + "</think>2"
     four = "<think>" + "Then 1 + 1 = 2.\n" * 4 + "</think>2"
@@ -398,3 +420,11 @@ def test_traac_eval_writes_and_reads_back_the_new_numbers(tmp_path: Path) -> Non
     # A summary written before these numbers existed still reads (without them).
     old = {k: v for k, v in s.to_json().items() if "sampling" not in k and "overthink" not in k}
     assert EvalSummary.from_json(old).sampling is None
+    # nor those written before G-Pass@k, token efficiency and switches
+    data = s.to_json()
+    for key in ("g_pass_at", "mg_pass_at"):
+        del data["sampling"][key]
+    for key in ("token_efficiency", "switches"):
+        del data["overthinking"][key]
+    older = EvalSummary.from_json(data)
+    assert older.sampling.mg_pass_at == {} and older.overthinking.switches is None

@@ -454,7 +454,7 @@ def test_summary_auc_oaa_and_otb_f1():
     summary = summarize(over + under, dataset="otb", model="m", t_max=1000, length_unit="tokens")
     auc = 100 * (1.0 + 0.5) / 4
     assert summary.by_source["otb-overthink"].auc_oaa == pytest.approx(auc)
-    assert summary.otb.underthink_accuracy == pytest.approx(50.0)
+    assert summary.otb.underthink == pytest.approx(50.0) and summary.otb.scoring == "paper"
     assert summary.otb.f1 == pytest.approx(2 * auc * 50 / (auc + 50))
     assert summary.overall.mean_think_tokens == pytest.approx((0 + 500 + 900 + 10 + 100 + 100) / 6)
 

@@ -70,7 +70,7 @@ def make_runs(root: Path) -> None:
             settings = EvalSettings(
                 dataset=str(root / f"{dataset}.jsonl"), responses=str(path), max_new_tokens=1000
             )
-            run_eval(settings, root / model / dataset)
+            run_eval(settings, root / model / dataset, t_max=1000)
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +91,29 @@ def test_tables_follow_the_paper_layout(runs):
     assert "| traac | +50.00 | -79.6% | +12.50 | -41.5% | +31.25 | -58.8% |" in report
     assert "| base | 100.00 | 402 | 25.00 | 802 |" in report  # easy and hard tiers
     # OTB: base AUC = (1 * (1000 - 500) / 1000 + 0) / 2 = 25, underthink 50 -> F1 33.33.
-    assert "| base | otb | 50.00 | 501 | 25.00 | 50.00 | 501 | 33.33 |" in report
+    assert "| base | otb | paper | 50.00 | 501 | 25.00 | 50.00 | 501 | 50.00 | 33.33 |" in report
+    assert "O = AUC_OAA at t_max = 1000 words" in report
+
+
+def test_the_report_recomputes_auc_oaa_at_its_own_t_max(runs, tmp_path):
+    """--t-max moves AUC_OAA and the paper's OTB score, recomputed from the samples; a run in
+    words is refused an explicit one and keeps its own without."""
+    # the runs count words; a copy that says it counted tokens is recomputed
+    copy = tmp_path / "base" / "otb"
+    shutil.copytree(runs / "base" / "otb", copy)
+    data = json.loads((copy / "summary.json").read_text())
+    (copy / "summary.json").write_text(json.dumps({**data, "length_unit": "tokens of a tok"}))
+    at = load_models([tmp_path / "base"], t_max=10_000)[0].runs["otb"].summary
+    auc = 100 * (1.0 * (10_000 - 500) / 10_000) / 2  # o0 right at 500 think units, o1 wrong
+    assert at.t_max == 10_000
+    assert at.by_source["otb-overthink"].auc_oaa == pytest.approx(auc)
+    assert at.otb.overthink == pytest.approx(auc)
+    assert at.otb.f1 == pytest.approx(2 * auc * 50 / (auc + 50))
+    assert load_models([tmp_path / "base"])[0].runs["otb"].summary.t_max == 1000
+    with pytest.raises(TraacError, match="counted whitespace words"):
+        load_models([runs / "base"], t_max=10_000)
+    kept = load_models([runs / "base"], t_max=10_000, words_keep_theirs=True)
+    assert kept[0].runs["otb"].summary.t_max == 1000
 
 
 def test_tables_and_tiers_are_data_the_report_is_written_from(runs):

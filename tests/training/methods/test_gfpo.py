@@ -27,10 +27,10 @@ def test_the_k_shortest_of_each_group_are_kept_ties_to_the_earlier() -> None:
     ]  # fmt: skip
 
 
-def test_token_efficiency_keeps_the_most_reward_per_token() -> None:
+def test_reward_per_token_keeps_the_most_reward_per_token() -> None:
     # reward / length: 0.08, 0.1, 0.0, 0.4 -> keep the last two
     totals, lengths = [4.0, 4.0, 0.0, 4.0], [50, 40, 5, 10]
-    assert retained(totals, lengths, 4, 2, "token_efficiency") == [False, True, False, True]
+    assert retained(totals, lengths, 4, 2, "reward_per_token") == [False, True, False, True]
 
 
 def test_rows_without_a_reward_are_never_kept() -> None:
@@ -44,6 +44,9 @@ def test_settings_default_to_half_the_group_and_are_checked() -> None:
         GFPOSettings(gfpo_keep=5).resolved(RUN)
     with pytest.raises(TraacError, match="gfpo_metric"):
         GFPOSettings(gfpo_metric="fast").check(RUN)
+    # the filter's old name now means EvalScope's evaluation measure: the recipe is told
+    with pytest.raises(TraacError, match="'token_efficiency' is now called 'reward_per_token'"):
+        GFPOSettings(gfpo_metric="token_efficiency").check(RUN)
 
 
 def test_the_filter_has_no_reward_term_and_filters_whole_groups() -> None:

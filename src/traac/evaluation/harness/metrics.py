@@ -10,6 +10,14 @@ Definitions (those of lighteval's `AvgAtN`, `PassAtK` and `MajAtN`, checked agai
   the same interval);
 - pass@k: the unbiased estimator of Chen et al. (2021), 1 - C(n - c, k) / C(n, k) for a
   problem with c right samples of n, averaged over problems, for k up to the smallest n;
+- G-Pass@k_tau (Liu et al. 2024, "Are Your LLMs Capable of Stable Reasoning?"; lighteval's
+  `GPassAtK`): the chance that at least m = max(ceil(k tau), 1) of k samples drawn without
+  replacement from n, c of them right, are right, the hypergeometric tail
+  sum_{j >= m} C(c, j) C(n - c, k - j) / C(n, k) (lighteval: `hypergeom.sf(m - 1, n, c, k)`,
+  here in exact integers), 0 where m > min(c, k); for tau in `G_PASS_TAUS`, averaged over
+  problems. tau 0 gives m = 1, which is pass@k;
+- mG-Pass@k: (2 / k) times the sum over i from ceil(k / 2) + 1 to k of the tail at m = i, the
+  area under G-Pass@k_tau for tau in (0.5, 1]; as in lighteval, mG-Pass@1 is 0 (an empty sum);
 - maj@k: the most frequent answer among a problem's first k samples (by sample index), right
   when the samples that gave it are. Each sample's `vote` names its answer: the group the
   item's verifier puts it in (`traac.verification.votes`: `\\frac{1}{2}`, `1/2` and `0.5` are
@@ -28,7 +36,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -49,6 +57,33 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     if n - c < k:
         return 1.0
     return 1.0 - math.prod(1.0 - k / m for m in range(n - c + 1, n + 1))
+
+
+G_PASS_TAUS = (0.0, 0.25, 0.5, 0.75, 1.0)  # lighteval's thresholds
+
+
+def _at_least(n: int, c: int, k: int, m: int) -> float:
+    """P(at least m right among k of n drawn without replacement, c right); 0 where m >
+    min(c, k), as lighteval's guard has it."""
+    if m > min(c, k):
+        return 0.0
+    hits = sum(math.comb(c, j) * math.comb(n - c, k - j) for j in range(m, min(c, k) + 1))
+    return hits / math.comb(n, k)
+
+
+def g_pass_at_k(n: int, c: int, k: int, tau: float) -> float:
+    """G-Pass@k_tau of one problem: at least max(ceil(k tau), 1) of k draws right."""
+    if not 0 <= c <= n or not 1 <= k <= n or not 0.0 <= tau <= 1.0:
+        raise TraacError(f"G-Pass@k: need 0 <= c <= n, 1 <= k <= n, 0 <= tau <= 1, got "
+                         f"n={n} c={c} k={k} tau={tau}")  # fmt: skip
+    return _at_least(n, c, k, max(math.ceil(k * tau), 1))
+
+
+def mg_pass_at_k(n: int, c: int, k: int) -> float:
+    """mG-Pass@k of one problem: (2 / k) * sum over i in (ceil(k / 2), k] of the tail at i."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise TraacError(f"mG-Pass@k: need 0 <= c <= n and 1 <= k <= n, got n={n} c={c} k={k}")
+    return 2.0 / k * sum(_at_least(n, c, k, i) for i in range(math.ceil(k / 2) + 1, k + 1))
 
 
 def default_ks(n: int) -> list[int]:
@@ -145,6 +180,9 @@ class SamplingStats:
     think_wrong: Spread
     truncated_rate: float | None  # responses cut at the token limit (None: not recorded)
     unclosed_rate: float
+    # k -> tau -> G-Pass@k_tau, k -> mG-Pass@k (percent; empty in summaries written before them)
+    g_pass_at: dict[int, dict[float, float]] = field(default_factory=dict)
+    mg_pass_at: dict[int, float] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, row: Mapping[str, Any]) -> SamplingStats:
@@ -158,6 +196,11 @@ class SamplingStats:
             maj_at={int(k): v for k, v in row["maj_at"].items()},
             truncated_rate=row.get("truncated_rate"),
             unclosed_rate=row["unclosed_rate"],
+            g_pass_at={
+                int(k): {float(t): v for t, v in taus.items()}
+                for k, taus in row.get("g_pass_at", {}).items()
+            },
+            mg_pass_at={int(k): v for k, v in row.get("mg_pass_at", {}).items()},
             **spreads,
         )
 
@@ -221,6 +264,19 @@ def sampling_stats(samples: Sequence[Sample], ks: Sequence[int] | None = None) -
             for k in ks
         },
         maj_at={k: over_items(lambda g, k=k: majority(g, k)) for k in ks},
+        g_pass_at={
+            k: {
+                tau: over_items(
+                    lambda g, k=k, tau=tau: g_pass_at_k(len(g), sum(s.correct for s in g), k, tau)
+                )
+                for tau in G_PASS_TAUS
+            }
+            for k in ks
+        },
+        mg_pass_at={
+            k: over_items(lambda g, k=k: mg_pass_at_k(len(g), sum(s.correct for s in g), k))
+            for k in ks
+        },
         response_right=spread([s.response_tokens for s in right]),
         response_wrong=spread([s.response_tokens for s in wrong]),
         think_right=spread([s.think_tokens for s in right]),
@@ -241,18 +297,24 @@ def _spread_cell(s: Spread) -> str:
 
 
 def sampling_table(groups: Mapping[str, SamplingStats], label: str = "group") -> Table:
-    """avg@k with its interval, pass@k and maj@k, one row per group."""
+    """avg@k with its interval, pass@k, maj@k, and G-Pass@k and mG-Pass@k at the row's k (its
+    samples per problem), one row per group."""
     ks = sorted({k for s in groups.values() for k in s.pass_at})
+    taus = [t for t in G_PASS_TAUS if t > 0]  # tau 0 is pass@k, in its own column
     table = Table(
         [label, "items", "k", "avg@k (%)", "95% CI", *[f"pass@{k}" for k in ks],
-         *[f"maj@{k}" for k in ks if k > 1]],
+         *[f"maj@{k}" for k in ks if k > 1], *[f"G-Pass@k τ={t:g}" for t in taus],
+         "mG-Pass@k"],
     )  # fmt: skip
     for name, s in groups.items():
+        k = s.samples_per_item  # G-Pass at the row's k, all its samples
+        at = s.g_pass_at.get(k, {})
         table.add(
-            name, str(s.n_items), str(s.samples_per_item), fmt(s.avg, 2),
+            name, str(s.n_items), str(k), fmt(s.avg, 2),
             f"{s.avg_ci[0]:.1f}–{s.avg_ci[1]:.1f}",
             *[fmt(s.pass_at.get(k), 2) for k in ks],
             *[fmt(s.maj_at.get(k), 2) for k in ks if k > 1],
+            *[fmt(at.get(t), 2) for t in taus], fmt(s.mg_pass_at.get(k), 2),
         )  # fmt: skip
     return table
 

@@ -9,6 +9,11 @@
   reached only after the closer) counts in `right` but not in `found`, and not in the means.
 - For every wrong response of a problem that some response got right: underthinking when it
   closed its think block with fewer steps than the median right response of that problem.
+- Token efficiency (EvalScope's ThinkEval `token_efficiency`): per response, the think tokens up
+  to the end of its first correct step over all its think tokens; 0 for a wrong response and
+  for a right one none of whose steps states the answer; the mean over all responses.
+- Reasoning switches (EvalScope's `thought_num`, its underthinking signal): per response, the
+  occurrences of `SWITCH_PHRASES` in its lower-cased think block; the mean over all responses.
 
 A step's answer is read per item: for a numeric gold (math and reasoning-gym items) the step's
 last boxed value or number (`step_answer`); otherwise the step's whole text, which the verifier
@@ -43,6 +48,13 @@ _RECHECK = re.compile(
     + r")(?!\w)"
 )  # fmt: skip
 
+# EvalScope's switch phrases (ThinkEval's `switch_tokens`), counted as substrings of the
+# lower-cased think block as it counts them.
+SWITCH_PHRASES: tuple[str, ...] = (
+    "alternatively", "but wait", "let me reconsider", "another way", "another approach",
+    "another method", "another angle",
+)  # fmt: skip
+
 # Texts -> their lengths in the run's unit (tokens of its tokenizer, or words).
 CountMany = Callable[[Sequence[str]], list[int]]
 
@@ -61,6 +73,12 @@ class Response(Protocol):
 def is_recheck(step: str) -> bool:
     """Does the step open with a checking phrase?"""
     return _RECHECK.match(step) is not None
+
+
+def switches(reasoning: str) -> int:
+    """Reasoning switches in a think block: occurrences of `SWITCH_PHRASES`, case-folded."""
+    text = reasoning.lower()
+    return sum(text.count(phrase) for phrase in SWITCH_PHRASES)
 
 
 def reasoning_of(response: str, think_open: str = "<think>", think_close: str = "</think>") -> str:
@@ -93,6 +111,7 @@ class Overthought:
     answer) and what follows it."""
 
     id: str
+    sample: int
     tier: str | None
     steps: int
     first_correct: int | None
@@ -100,6 +119,7 @@ class Overthought:
     rechecks_after: int
     think_tokens: int
     tokens_after: int
+    tokens_to_first: int  # think tokens up to the end of the first correct step (0: none)
 
 
 @dataclass(frozen=True)
@@ -118,10 +138,15 @@ class OverthinkStats:
     share_after: float | None
     eligible_wrong: int
     underthinking: float | None
+    # over all responses (None in summaries written before them): EvalScope's token efficiency
+    # (a fraction, as it prints it) and reasoning switches per response
+    token_efficiency: float | None = None
+    switches: float | None = None
 
     @classmethod
     def from_json(cls, row: Mapping[str, Any]) -> OverthinkStats:
-        return cls(**{k: row[k] for k in cls.__dataclass_fields__})
+        later = ("token_efficiency", "switches")  # absent from older summaries
+        return cls(**{k: row.get(k) if k in later else row[k] for k in cls.__dataclass_fields__})
 
 
 def find_overthinking(
@@ -150,7 +175,11 @@ def find_overthinking(
     tails = [
         _tail(text, steps, hit) for text, steps, hit in zip(reasonings, traces, found, strict=True)
     ]
-    lengths = count([*reasonings, *tails])
+    heads = [
+        "" if hit is None else text[: steps[hit].end]
+        for text, steps, hit in zip(reasonings, traces, found, strict=True)
+    ]
+    lengths = count([*reasonings, *tails, *heads])
     out = []
     for k, r in enumerate(right):
         steps, hit = traces[k], found[k]
@@ -158,6 +187,7 @@ def find_overthinking(
         out.append(
             Overthought(
                 id=r.id,
+                sample=r.sample,
                 tier=r.tier,
                 steps=len(steps),
                 first_correct=hit,
@@ -165,6 +195,7 @@ def find_overthinking(
                 rechecks_after=sum(is_recheck(s.text) for s in after),
                 think_tokens=lengths[k],
                 tokens_after=lengths[len(right) + k],
+                tokens_to_first=lengths[2 * len(right) + k],
             )
         )
     return out
@@ -195,8 +226,34 @@ def underthinking(
     return eligible, early
 
 
-def overthink_stats(found: Sequence[Overthought], eligible: int, early: int) -> OverthinkStats:
-    """Means over the responses with a first correct step; underthinking from its counts."""
+def efficiency(
+    records: Sequence[Response],
+    found: Sequence[Overthought],
+    *,
+    think_open: str = "<think>",
+    think_close: str = "</think>",
+) -> tuple[float | None, float | None]:
+    """(token efficiency, switches per response), means over all `records`; `found` holds the
+    right ones' first correct steps (`find_overthinking`). None without records."""
+    if not records:
+        return None, None
+    hits = {(o.id, o.sample): o for o in found if o.first_correct is not None}
+    ratios = []
+    for r in records:
+        o = hits.get((r.id, r.sample)) if r.correct else None
+        ratios.append(o.tokens_to_first / o.think_tokens if o and o.think_tokens else 0.0)
+    counts = [switches(reasoning_of(r.response, think_open, think_close)) for r in records]
+    return statistics.fmean(ratios), statistics.fmean(counts)
+
+
+def overthink_stats(
+    found: Sequence[Overthought],
+    eligible: int,
+    early: int,
+    efficient: tuple[float | None, float | None] = (None, None),
+) -> OverthinkStats:
+    """Means over the responses with a first correct step; underthinking from its counts;
+    `efficient`: token efficiency and switches over all responses (`efficiency`)."""
     hits = [o for o in found if o.first_correct is not None]
 
     def mean(values: Sequence[float]) -> float | None:
@@ -214,6 +271,8 @@ def overthink_stats(found: Sequence[Overthought], eligible: int, early: int) -> 
         share_after=mean([100.0 * o.tokens_after / o.think_tokens for o in hits if o.think_tokens]),
         eligible_wrong=eligible,
         underthinking=100.0 * early / eligible if eligible else None,
+        token_efficiency=efficient[0],
+        switches=efficient[1],
     )
 
 
@@ -228,12 +287,17 @@ def overthinking_by_tier(
     """Overall and per tier (tiers in first-seen order; none when no record has one)."""
     delimiters = {"think_open": think_open, "think_close": think_close}
     found = find_overthinking(records, items, count, **delimiters)
-    overall = overthink_stats(found, *underthinking(records, **delimiters))
+    overall = overthink_stats(
+        found,
+        *underthinking(records, **delimiters),
+        efficiency(records, found, **delimiters),
+    )
     tiers: dict[str, OverthinkStats] = {}
     for tier in dict.fromkeys(r.tier for r in records if r.tier is not None):
         mine = [r for r in records if r.tier == tier]
+        theirs = [o for o in found if o.tier == tier]
         tiers[tier] = overthink_stats(
-            [o for o in found if o.tier == tier], *underthinking(mine, **delimiters)
+            theirs, *underthinking(mine, **delimiters), efficiency(mine, theirs, **delimiters)
         )
     return overall, tiers
 
@@ -245,7 +309,8 @@ def overthinking_table(
     it lies, the steps and think tokens after it, and underthinking."""
     table = Table(
         [label, "right", "found (%)", "first step", "steps", "after", "re-checks", "other",
-         f"think after ({unit})", "share after (%)", "wrong", "underthinking (%)"],
+         f"think after ({unit})", "share after (%)", "wrong", "underthinking (%)",
+         "token eff.", "switches"],
     )  # fmt: skip
     for name, s in groups.items():
         table.add(
@@ -253,5 +318,6 @@ def overthinking_table(
             fmt(s.first_step, 2), fmt(s.steps, 2), fmt(s.steps_after, 2),
             fmt(s.rechecks_after, 2), fmt(s.other_after, 2), fmt(s.tokens_after),
             fmt(s.share_after), str(s.eligible_wrong), fmt(s.underthinking),
+            fmt(s.token_efficiency, 3), fmt(s.switches, 2),
         )  # fmt: skip
     return table

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from traac.common.tables import Table, fmt
@@ -24,7 +24,7 @@ from traac.evaluation.harness.metrics import (
     string_vote,
 )
 from traac.evaluation.harness.overthinking import OverthinkStats, overthinking_table
-from traac.method.metrics import GroupStats, by_group, group_stats, otb_f1
+from traac.method.metrics import OTB_OFFICIAL_T, GroupStats, by_group, group_stats, otb_f1
 
 TIER_ORDER = ("easy", "medium", "hard")
 SUMMARY_VERSION = 2
@@ -89,12 +89,41 @@ class SampleRecord:
 
 @dataclass(frozen=True)
 class OTBScore:
-    """OptimalThinkingBench: AUC_OAA on its overthinking half, accuracy on its underthinking
-    half, and their F1 (all in percent)."""
+    """OptimalThinkingBench: its overthinking half's score O, its underthinking half's U and
+    their F1 (all in percent). `scoring` says how: `paper` (O = AUC_OAA at the summary's t_max
+    over responses, U = accuracy) or `official` (the official code's per-question product of
+    means at T = 1000 and reasoning-gym's partial credit: `evaluation.harness.otb_official`)."""
 
-    auc_oaa: float
-    underthink_accuracy: float
+    overthink: float
+    underthink: float
     f1: float
+    scoring: str = "paper"
+
+    @classmethod
+    def from_json(cls, row: Mapping[str, Any]) -> OTBScore:
+        """Summaries written before `scoring` existed name O and U `auc_oaa` and
+        `underthink_accuracy`, and were scored the paper's way."""
+        return cls(
+            overthink=row["overthink"] if "overthink" in row else row["auc_oaa"],
+            underthink=row["underthink"] if "underthink" in row else row["underthink_accuracy"],
+            f1=row["f1"],
+            scoring=row.get("scoring", "paper"),
+        )
+
+    def sentence(self, t_max: int, unit: str) -> str:
+        """The line summary.md and `traac eval` print, naming the scoring."""
+        if self.scoring == "official":
+            return (
+                f"OptimalThinkingBench, official scoring (facebookresearch/RAM projects/otb: per "
+                f"question mean(correct) x max(0, T - mean think tokens) / T, T = "
+                f"{OTB_OFFICIAL_T}; reasoning-gym partial credit): O {self.overthink:.2f}, U "
+                f"{self.underthink:.2f}, F1 {self.f1:.2f}"
+            )
+        return (
+            f"OptimalThinkingBench, paper scoring: AUC_OAA {self.overthink:.2f} (t_max = "
+            f"{t_max} {unit}), UnderthinkingBench accuracy {self.underthink:.2f}, "
+            f"F1 {self.f1:.2f}"
+        )
 
 
 @dataclass(frozen=True)
@@ -134,6 +163,11 @@ class EvalSummary:
     def in_tokens(self) -> bool:
         return self.length_unit.startswith("tokens")
 
+    @property
+    def short_unit(self) -> str:
+        """'tokens' or 'words', for captions."""
+        return "tokens" if self.in_tokens else "words"
+
     def to_json(self) -> dict[str, Any]:
         return {_json_name(k): v for k, v in asdict(self).items()}
 
@@ -159,7 +193,7 @@ class EvalSummary:
                 by_tier=groups("by_difficulty"),
                 by_source=groups("by_source"),
                 by_task=groups("by_task"),
-                otb=OTBScore(**otb) if otb else None,
+                otb=OTBScore.from_json(otb) if otb else None,
                 truncated_rate=data.get("truncated_rate"),
                 interrupted_rate=data.get("interrupted_rate"),
                 notes=list(data.get("notes", [])),
@@ -205,43 +239,19 @@ def summarize(
     (`traac.evaluation.harness.votes.answer_votes`), or answer strings without them."""
     if not records:
         raise TraacError("nothing to summarise: no samples")
-
-    def stats(rs: Sequence[SampleRecord]) -> GroupStats:
-        return group_stats(*_columns(rs), t_max)
-
-    def split(label: str) -> dict[str, GroupStats]:
-        kept = [r for r in records if getattr(r, label) is not None]
-        if not kept:
-            return {}
-        found = by_group([str(getattr(r, label)) for r in kept], *_columns(kept), t_max)
-        if label != "tier" and len(found) < 2:
-            return {}
-        order = sorted(found, key=lambda g: (TIER_ORDER.index(g) if g in TIER_ORDER else 9, g))
-        return {str(g): found[g] for g in order}
-
     by_sample: dict[int, list[bool]] = {}
     for r in records:
         by_sample.setdefault(r.sample, []).append(r.correct)
     per_run = {k: 100.0 * statistics.fmean(v) for k, v in sorted(by_sample.items())}
-    sources = split("data_source")
-    otb = None
-    if OTB_OVERTHINK in sources and OTB_UNDERTHINK in sources:
-        auc, acc_ut = sources[OTB_OVERTHINK].auc_oaa, sources[OTB_UNDERTHINK].accuracy
-        otb = OTBScore(auc, acc_ut, otb_f1(auc, acc_ut))
     finished = [r for r in records if r.finish_reason is not None]
     budgeted = [r for r in records if r.interrupted is not None]
     return EvalSummary(
         dataset=dataset,
         model=model,
-        overall=stats(records),
-        t_max=t_max,
         length_unit=length_unit,
         accuracy_by_sample=per_run,
         accuracy_std_over_samples=statistics.stdev(per_run.values()) if len(per_run) > 1 else 0.0,
-        by_tier=split("tier"),
-        by_source=sources,
-        by_task=split("task"),
-        otb=otb,
+        **_groups(records, t_max),
         truncated_rate=(
             100.0 * statistics.fmean(r.finish_reason == "length" for r in finished)
             if finished
@@ -259,6 +269,46 @@ def summarize(
         tokenizer_id=tokenizer_id,
         votes=votes,
     )
+
+
+def _groups(records: Sequence[SampleRecord], t_max: int) -> dict[str, Any]:
+    """The fields of a summary that AUC_OAA enters: overall and per tier, source and task
+    where they vary, and the paper's OptimalThinkingBench F1 when both of its halves are in."""
+
+    def split(label: str) -> dict[str, GroupStats]:
+        kept = [r for r in records if getattr(r, label) is not None]
+        if not kept:
+            return {}
+        found = by_group([str(getattr(r, label)) for r in kept], *_columns(kept), t_max)
+        if label != "tier" and len(found) < 2:
+            return {}
+        order = sorted(found, key=lambda g: (TIER_ORDER.index(g) if g in TIER_ORDER else 9, g))
+        return {str(g): found[g] for g in order}
+
+    sources = split("data_source")
+    otb = None
+    if OTB_OVERTHINK in sources and OTB_UNDERTHINK in sources:
+        auc, acc_ut = sources[OTB_OVERTHINK].auc_oaa, sources[OTB_UNDERTHINK].accuracy
+        otb = OTBScore(auc, acc_ut, otb_f1(auc, acc_ut))
+    return {
+        "overall": group_stats(*_columns(records), t_max),
+        "t_max": t_max,
+        "by_tier": split("tier"),
+        "by_source": sources,
+        "by_task": split("task"),
+        "otb": otb,
+    }
+
+
+def at_t_max(summary: EvalSummary, records: Sequence[SampleRecord], t_max: int) -> EvalSummary:
+    """The summary with AUC_OAA (and the paper's OTB score) recomputed from its records at
+    another t_max (`traac report --t-max`); an official OTB score, whose T is fixed, is kept."""
+    if t_max == summary.t_max:
+        return summary
+    fields_ = _groups(records, t_max)
+    if summary.otb is not None and summary.otb.scoring != "paper":
+        fields_["otb"] = summary.otb
+    return replace(summary, **fields_)
 
 
 def field_samples(records: Sequence[SampleRecord], votes: Votes | None = None) -> list[Sample]:
@@ -308,7 +358,7 @@ def _columns(records: Sequence[SampleRecord]) -> tuple[list[str], list[bool], li
 
 def summary_table(summary: EvalSummary) -> Table:
     """The headline numbers, then one row per tier, source and task."""
-    unit = "tokens" if summary.in_tokens else "words"
+    unit = summary.short_unit
     table = Table(
         ["group", "items", "samples", "Acc (%)", f"Len ({unit})", f"Think ({unit})",
          "closed (%)", "AUC_OAA (%)"],
@@ -339,15 +389,11 @@ def summary_blocks(summary: EvalSummary, title: str) -> list[str | Table]:
     lines: list[str | Table] = [
         f"# {title}",
         f"{s.n_items} items, {s.n_samples} samples; lengths in {summary.length_unit}; "
-        f"AUC_OAA with t_max = {summary.t_max}.",
+        f"AUC_OAA with t_max = {summary.t_max} {summary.short_unit}.",
         summary_table(summary),
     ]
     if summary.otb:
-        o = summary.otb
-        lines += [
-            f"OptimalThinkingBench: AUC_OAA {o.auc_oaa:.2f}, UnderthinkingBench accuracy "
-            f"{o.underthink_accuracy:.2f}, F1 {o.f1:.2f}",
-        ]
+        lines += [summary.otb.sentence(summary.t_max, summary.short_unit)]
     if len(summary.accuracy_by_sample) > 1:
         runs = ", ".join(f"{a:.2f}" for a in summary.accuracy_by_sample.values())
         lines += [
@@ -368,7 +414,7 @@ def field_blocks(summary: EvalSummary) -> list[str | Table]:
     """avg@k, pass@k and maj@k, the length split, and overthinking, overall and per tier."""
     if summary.sampling is None:
         return []
-    unit = "tokens" if summary.in_tokens else "words"
+    unit = summary.short_unit
     groups = {
         "all": summary.sampling,
         **{f"tier: {t}": s for t, s in summary.sampling_by_tier.items()},

@@ -28,6 +28,7 @@ from traac.common.progress import NullProgress, Progress
 from traac.data.datasets import load_items
 from traac.data.files import json_value, read_text
 from traac.errors import TraacError
+from traac.evaluation.harness.otb_official import with_official_otb
 from traac.evaluation.harness.overthinking import overthinking_by_tier
 from traac.evaluation.harness.prompts import PROMPT_STYLES, build_prompt
 from traac.evaluation.harness.records import (
@@ -41,6 +42,7 @@ from traac.evaluation.harness.votes import answer_votes
 from traac.evaluation.inference import engines
 from traac.evaluation.inference.generation import Backend, Sampling, check_sampling
 from traac.method.formats import resolve_chat_format
+from traac.method.metrics import OTB_SCORINGS, PAPER_T_MAX
 
 SAMPLES_FILE = "samples.jsonl"
 RUN_FILE = "run.json"
@@ -397,8 +399,13 @@ def run_eval(
     make_backend: Callable[[Any], Backend] | None = None,
     tokenizer: Any = None,
     progress: Progress | None = None,
+    t_max: int = PAPER_T_MAX,
+    otb_scoring: str = "paper",
 ) -> RunResult:
     """Evaluate (or score) into `output`, resuming what is there; writes the summary files.
+
+    `t_max` (AUC_OAA's, in the run's length unit) and `otb_scoring` (`OTB_SCORINGS`) shape only
+    the summary, not the samples: a rerun may change them and rewrites the summary.
 
     `make_backend(tokenizer)` builds the generation backend (generation mode only), so that
     argument checks and the dataset fail fast before a model is loaded. run.json is written
@@ -411,6 +418,12 @@ def run_eval(
         raise TraacError(f"--limit {limit} must be >= 1")
     if batch_size < 1:
         raise TraacError(f"--batch-size {batch_size} must be >= 1")
+    if isinstance(t_max, bool) or not isinstance(t_max, int) or t_max < 1:
+        raise TraacError(f"--t-max {t_max!r}: must be a whole number of tokens, at least 1")
+    if otb_scoring not in OTB_SCORINGS:
+        raise TraacError(f"--otb-scoring {otb_scoring!r}: use one of {', '.join(OTB_SCORINGS)}")
+    if otb_scoring == "official" and tokenizer is None:
+        raise TraacError("--otb-scoring official counts think tokens: give a tokenizer")
     output_dir(output)
     with run_lock(output):
         check_run_file(output, settings)
@@ -456,12 +469,14 @@ def run_eval(
             records,
             dataset=settings.dataset,
             model=str(settings.model or settings.responses),
-            t_max=settings.max_new_tokens,
+            t_max=t_max,
             length_unit=counter.unit,
             notes=notes,
             tokenizer_id=counter.tokenizer_id,
             votes=answer_votes(records, items, chat_format.think_close),
         )
         summary = with_overthinking(summary, records, items, counter)
+        if otb_scoring == "official":
+            summary = with_official_otb(summary, records, items, tokenizer, chat_format)
         write_summary(output, summary, title=f"{summary.model} on {settings.dataset}")
         return RunResult(summary, records, done_before=len(records) - new, new=new, notes=notes)

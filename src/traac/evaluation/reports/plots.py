@@ -253,11 +253,12 @@ def oaa_curves(models: Sequence[Model], path: Path) -> Path:
             auc = run.summary.overall.auc_oaa if run else 0.0
             if run and run.summary.otb:  # OptimalThinkingBench: OAA is the overthinking half's
                 records = [r for r in records if r.data_source == OTB_OVERTHINK]
-                auc = run.summary.otb.auc_oaa
+                auc = run.summary.by_source[OTB_OVERTHINK].auc_oaa
             if not records:
                 continue
             ts, values = oaa_curve(records, run.summary.t_max)
-            ax.plot(ts, values, color=color, label=f"{model.name} (AUC {auc:.1f})")
+            label = f"{model.name} (AUC {auc:.1f}, t_max {run.summary.t_max})"
+            ax.plot(ts, values, color=color, label=label)
         ax.set_title(dataset)
         ax.set_xlabel(f"think budget t ({unit_of(models)})")
         ax.set_ylabel("OAA_t (%): right within t")

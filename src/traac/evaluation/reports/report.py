@@ -16,11 +16,9 @@ it), beside the model's run without a budget on the same dataset.
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
 from traac.common.tables import Table, fmt, signed
 from traac.errors import TraacError
@@ -35,145 +33,12 @@ from traac.evaluation.harness.paired import MARK, Comparison, compare, paired_ta
 from traac.evaluation.harness.records import (
     MAJ_RULE,
     TIER_ORDER,
-    EvalSummary,
-    SampleRecord,
     field_samples,
     tiers_in,
 )
-from traac.evaluation.harness.runner import (
-    RUN_FILE,
-    SAMPLES_FILE,
-    SUMMARY_JSON,
-    SamplesFile,
-    read_summary,
-)
+from traac.evaluation.reports.runs import Model, Run
+from traac.evaluation.reports.runs import load_models as load_models  # where callers find it
 from traac.method.metrics import GroupStats
-
-
-@dataclass
-class Run:
-    """One evaluation directory: a model on a dataset, with a think budget and a test-time
-    compression tau where run.json says it was made with them."""
-
-    path: Path
-    dataset: str  # short label: a file's stem, else the spec
-    summary: EvalSummary
-    think_budget: int | None = None
-    compress_tau: float | None = None
-
-    def records(self) -> list[SampleRecord]:
-        """The per-sample records (for curves and distributions)."""
-        return list(SamplesFile(self.path / SAMPLES_FILE).read().values())
-
-    @property
-    def mode(self) -> str:
-        """How the think block ends: `truncate` (plain, or interrupted and answered as
-        written) or `compress` (pruned by the probe first)."""
-        return "truncate" if self.compress_tau is None else "compress"
-
-    def stale(self) -> str | None:
-        """Why the summary may not describe the samples, if it may not: a rerun that added
-        samples and was stopped before its summary leaves the old one beside a longer file."""
-        samples, summary = self.path / SAMPLES_FILE, self.path / SUMMARY_JSON
-        if not samples.exists() or samples.stat().st_mtime <= summary.stat().st_mtime:
-            return None
-        held, counted = len(self.records()), self.summary.overall.n_samples
-        if held == counted:
-            return None
-        return (
-            f"{self.path}: {SUMMARY_JSON} counts {counted} samples but {SAMPLES_FILE}, written "
-            f"after it, holds {held}; rerun `traac eval` into it to bring the summary up to date"
-        )
-
-
-@dataclass
-class Model:
-    """A row of the table: a name, its runs by dataset label, and its think-budget runs."""
-
-    name: str
-    runs: dict[str, Run] = field(default_factory=dict)
-    budget_runs: list[Run] = field(default_factory=list)
-
-
-def dataset_label(spec: str) -> str:
-    """A column title for a dataset spec: a file's stem, else the spec without options."""
-    name = spec.split("?", 1)[0]
-    if name.endswith((".json", ".jsonl", ".parquet")):
-        return Path(name).stem
-    return name
-
-
-def load_models(dirs: Sequence[Path], names: Sequence[str] | None = None) -> list[Model]:
-    """One row per directory: a run directory (summary.json) is a model with one dataset; any
-    other directory is a model whose subdirectories are its runs, one per dataset."""
-    if names and len(names) != len(dirs):
-        raise TraacError(f"report: {len(names)} --names for {len(dirs)} directories")
-    models = []
-    for k, directory in enumerate(dirs):
-        if not directory.is_dir():
-            raise TraacError(f"report: {str(directory)!r} is not a directory")
-        if (directory / SUMMARY_JSON).exists():
-            found = [directory]
-        else:
-            found = sorted(d for d in directory.iterdir() if (d / SUMMARY_JSON).exists())
-            if not found:
-                raise TraacError(
-                    f"report: {str(directory)!r} has no summary.json, nor subdirectories with "
-                    "one; pass `traac eval --output` directories"
-                )
-        model = Model(name=names[k] if names else _row_name(directory))
-        for run in map(_load_run, found):
-            if run.think_budget is not None:
-                _add_budget_run(model, run)
-            elif run.dataset in model.runs:
-                raise TraacError(
-                    f"report: {model.name} has two runs on {run.dataset} "
-                    f"({model.runs[run.dataset].path} and {run.path}); keep one of them"
-                )
-            else:
-                model.runs[run.dataset] = run
-        models.append(model)
-    return models
-
-
-def _add_budget_run(model: Model, run: Run) -> None:
-    for other in model.budget_runs:
-        if _sweep_key(other) == _sweep_key(run):
-            raise TraacError(
-                f"report: {model.name} has two runs on {run.dataset} at think budget "
-                f"{run.think_budget} ({run.mode}): {other.path} and {run.path}; keep one of them"
-            )
-    model.budget_runs.append(run)
-
-
-def _sweep_key(run: Run) -> tuple[str, int | None, float | None]:
-    return run.dataset, run.think_budget, run.compress_tau
-
-
-def _load_run(directory: Path) -> Run:
-    summary = read_summary(directory)
-    settings = _run_settings(directory)
-    return Run(
-        path=directory,
-        dataset=dataset_label(summary.dataset),
-        summary=summary,
-        think_budget=settings.get("think_budget"),
-        compress_tau=settings.get("compress_tau"),
-    )
-
-
-def _run_settings(directory: Path) -> dict:
-    """The settings of run.json ({} where the directory has none, or an unreadable one)."""
-    try:
-        settings = json.loads((directory / RUN_FILE).read_text())["settings"]
-    except (OSError, json.JSONDecodeError, KeyError, TypeError):
-        return {}
-    return settings if isinstance(settings, dict) else {}
-
-
-def _row_name(directory: Path) -> str:
-    """A directory's row name: its own name (results/base -> base)."""
-    return directory.resolve().name
 
 
 def unit_of(models: Sequence[Model]) -> str:
@@ -262,9 +127,9 @@ def _percent(value: float, base: float) -> str:
 def otb_table(models: Sequence[Model]) -> Table | None:
     """OverthinkingBench / UnderthinkingBench / F1 for runs that hold both halves."""
     table = Table(
-        ["Model", "Dataset", "Overthink Acc", "Overthink Len", "AUC_OAA", "Underthink Acc",
-         "Underthink Len", "F1"],
-        left=frozenset({0, 1}),
+        ["Model", "Dataset", "Scoring", "Overthink Acc", "Overthink Len", "O", "Underthink Acc",
+         "Underthink Len", "U", "F1"],
+        left=frozenset({0, 1, 2}),
     )  # fmt: skip
     for model in models:
         for dataset, run in model.runs.items():
@@ -274,11 +139,26 @@ def otb_table(models: Sequence[Model]) -> Table | None:
             src = run.summary.by_source
             over, under = src["otb-overthink"], src["otb-underthink"]
             table.add(
-                model.name, dataset, fmt(over.accuracy, 2), _length(over.mean_response_tokens),
-                fmt(otb.auc_oaa, 2), fmt(under.accuracy, 2), _length(under.mean_response_tokens),
-                fmt(otb.f1, 2),
+                model.name, dataset, otb.scoring, fmt(over.accuracy, 2),
+                _length(over.mean_response_tokens), fmt(otb.overthink, 2),
+                fmt(under.accuracy, 2), _length(under.mean_response_tokens),
+                fmt(otb.underthink, 2), fmt(otb.f1, 2),
             )  # fmt: skip
     return table if table.rows else None
+
+
+OTB_CAPTION = (
+    "OptimalThinkingBench: O and U by each run's scoring: paper (O = AUC_OAA at t_max = "
+    "{t_max} {unit} over responses, U = accuracy) or official (the official code's: per question "
+    "mean(correct) x max(0, 1000 - mean think tokens) / 1000, U with reasoning-gym's partial "
+    "credit); F1 = 2OU / (O + U):"
+)
+
+
+def t_max_of(models: Sequence[Model]) -> str:
+    """The t_max the runs' AUC_OAA are at (several, comma-separated, where they differ)."""
+    found = sorted({r.summary.t_max for m in models for r in m.runs.values()})
+    return ", ".join(map(str, found))
 
 
 def tier_table(models: Sequence[Model]) -> Table | None:
@@ -499,7 +379,7 @@ def report_tables(models: Sequence[Model]) -> list[ReportTable]:
         out.append(ReportTable("change", caption, change_table(models)))
     optional = (
         ("difficulty", "By difficulty tier (pooled over datasets):", tier_table(models)),
-        ("otb", "OptimalThinkingBench:", otb_table(models)),
+        ("otb", OTB_CAPTION.format(t_max=t_max_of(models), unit=unit), otb_table(models)),
         (
             "budget",
             "Think budget sweep: accuracy (%) when think blocks are interrupted at the budget "

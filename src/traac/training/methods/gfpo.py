@@ -19,7 +19,10 @@ from traac.errors import TraacError
 from traac.method.settings import check_choice
 from traac.training.methods.base import GroupReward, LengthMethod, MethodSettings, RunContext
 
-GFPO_METRICS = ("length", "token_efficiency")
+GFPO_METRICS = ("length", "reward_per_token")
+# Called `token_efficiency` before: that name is EvalScope's evaluation measure now
+# (docs/evaluation.md), so a recipe that still says it is told the new name.
+_RENAMED = {"token_efficiency": "reward_per_token"}
 
 
 @dataclass(frozen=True)
@@ -33,12 +36,18 @@ class GFPOSettings(MethodSettings):
     )  # fmt: skip
     gfpo_metric: str = field(
         default="length",
-        metadata={"help": "gfpo: which k are kept: length (the shortest) | token_efficiency "
-                  "(the most reward per token)."},
+        metadata={"help": "gfpo: which k are kept: length (the shortest) | reward_per_token "
+                  "(the most reward per token; the paper's Token Efficiency filter)."},
     )  # fmt: skip
 
     def check(self, run: RunContext) -> None:
         super().check(run)
+        if self.gfpo_metric in _RENAMED:
+            raise TraacError(
+                f"gfpo_metric: {self.gfpo_metric!r} is now called "
+                f"{_RENAMED[self.gfpo_metric]!r} (token efficiency names an evaluation measure); "
+                "use that"
+            )
         check_choice("gfpo_metric", self.gfpo_metric, GFPO_METRICS)
 
     def resolved(self, run: RunContext) -> GFPOSettings:
@@ -56,7 +65,7 @@ def retained(
     totals: Sequence[float], lengths: Sequence[int], n: int, keep: int, metric: str
 ) -> list[bool]:
     """Per rollout of consecutive groups of `n`: whether it is among its group's `keep` shortest
-    (`length`) or highest in total reward per token (`token_efficiency`); ties go to the earlier
+    (`length`) or highest in total reward per token (`reward_per_token`); ties go to the earlier
     rollout, and rollouts with no reward (NaN: dropped) are never kept."""
     out: list[bool] = []
     for start in range(0, len(totals), n):

@@ -1,0 +1,179 @@
+"""`traac eval --responses` scored the benchmarks' own ways, on hand-made files whose every figure
+is computed by hand below: AUC_OAA at a t_max of its own, G-Pass@k and mG-Pass@k, and
+OptimalThinkingBench's official O, U and F1. A word-level tokenizer makes tokens whitespace
+words, so the think lengths are counted by eye."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from traac.cli import main
+from traac.data.datasets import reasoning_gym_items
+from traac.evaluation.harness.otb_official import official_answer, task_credit
+from traac.evaluation.harness.runner import read_summary
+
+
+@pytest.fixture(scope="module")
+def word_tokenizer(tmp_path_factory) -> Path:
+    """A tokenizer whose tokens are whitespace-separated words (no special tokens added)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordLevel({"[UNK]": 0, "hmm": 1}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    path = tmp_path_factory.mktemp("words")
+    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]").save_pretrained(path)
+    (path / "config.json").write_text('{"model_type": "gpt2"}')  # `--tokenizer` reads a model dir
+    return path
+
+
+def think(words: int, answer: str, closed: bool = True) -> str:
+    """A response whose text before the closer is `words` words ("<think>" is one)."""
+    head = "<think> " + "hmm " * (words - 1)
+    return head + ("</think> " if closed else "") + f"\\boxed{{{answer}}}"
+
+
+def write(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def evaluate(tmp_path: Path, name: str, dataset: Path, responses: Path, *extra: str) -> int:
+    argv = ["eval", "--dataset", str(dataset), "--responses", str(responses)]
+    return main([*argv, "--output", str(tmp_path / name), *extra])
+
+
+# OTB: two overthinking questions, one overthinking-math question, two underthinking ones; two
+# samples each: (answer given, think words, closed).
+OTB_ROWS = [
+    ("o1", "2", "otb-overthink"), ("o2", "3", "otb-overthink"),
+    ("m1", "4", "otb-overthink-math"),
+    ("u1", "5", "otb-underthink"), ("u2", "6", "otb-underthink"),
+]  # fmt: skip
+OTB_SAMPLES = {
+    "o1": [("2", 100, True), ("2", 300, True)],
+    "o2": [("3", 200, True), ("9", 600, True)],
+    "m1": [("4", 400, True), ("4", 201, False)],  # never closed: 201 + the box, all thinking
+    "u1": [("5", 10, True), ("9", 10, True)],
+    "u2": [("6", 10, True), ("6", 10, True)],
+}
+
+
+@pytest.fixture
+def otb_files(tmp_path: Path) -> tuple[Path, Path]:
+    dataset = write(
+        tmp_path / "otb.jsonl",
+        [{"id": i, "question": f"{i}?", "answer": a, "data_source": s} for i, a, s in OTB_ROWS],
+    )
+    responses = write(
+        tmp_path / "otb-responses.jsonl",
+        [
+            {"id": i, "sample": k, "response": think(words, answer, closed)}
+            for i, samples in OTB_SAMPLES.items()
+            for k, (answer, words, closed) in enumerate(samples)
+        ],
+    )
+    return dataset, responses
+
+
+def test_auc_oaa_is_at_its_own_t_max_whatever_the_response_budget(
+    tmp_path, otb_files, word_tokenizer
+):
+    dataset, responses = otb_files
+    tok = ["--tokenizer", str(word_tokenizer)]
+    # The paper's AUC_OAA over otb-overthink's responses (right, think words):
+    # o1 (1, 100), (1, 300); o2 (1, 200), (0, 600).
+    at_1000 = 100 * (0.9 + 0.7 + 0.8 + 0.0) / 4
+    at_10000 = 100 * (0.99 + 0.97 + 0.98 + 0.0) / 4
+    assert evaluate(tmp_path, "t1000", dataset, responses, *tok, "--t-max", "1000") == 0
+    summary = read_summary(tmp_path / "t1000")
+    assert summary.t_max == 1000
+    assert summary.by_source["otb-overthink"].auc_oaa == pytest.approx(at_1000)
+    under = 100 * 3 / 4  # u1 one of two right, u2 both
+    assert summary.otb.scoring == "paper" and summary.otb.underthink == pytest.approx(under)
+    assert summary.otb.f1 == pytest.approx(2 * at_1000 * under / (at_1000 + under))
+    assert "t_max = 1000 tokens" in (tmp_path / "t1000" / "summary.md").read_text()
+    # the default is the paper's 10,000, and the response budget no longer moves it
+    for budget in ("50", "5000"):
+        assert evaluate(tmp_path, f"b{budget}", dataset, responses, *tok,
+                        "--max-new-tokens", budget) == 0  # fmt: skip
+    small, large = read_summary(tmp_path / "b50"), read_summary(tmp_path / "b5000")
+    assert small.t_max == large.t_max == 10_000
+    assert small.overall.auc_oaa == large.overall.auc_oaa
+    assert small.by_source["otb-overthink"].auc_oaa == pytest.approx(at_10000)
+
+
+def test_official_otb_scoring_by_hand(tmp_path, otb_files, word_tokenizer):
+    dataset, responses = otb_files
+    extra = ["--tokenizer", str(word_tokenizer), "--otb-scoring", "official"]
+    assert evaluate(tmp_path, "official", dataset, responses, *extra) == 0
+    otb = read_summary(tmp_path / "official").otb
+    # Per question mean(correct) * max(0, 1000 - mean think words) / 1000:
+    o1 = 1.0 * (1000 - 200) / 1000  # right twice, 100 and 300 words
+    o2 = 0.5 * (1000 - 400) / 1000  # right once, 200 and 600 words
+    m1 = 1.0 * (1000 - 301) / 1000  # the unclosed one is judged whole: right, 202 words
+    general = (o1 + o2 + m1) / 3  # every overthinking row, math included
+    o = (general + m1) / 2  # averaged with the math rows: m1 counts twice
+    u = (0.5 + 1.0) / 2  # no reasoning-gym task: each sample's verdict
+    assert otb.scoring == "official"
+    assert otb.overthink == pytest.approx(100 * o) and otb.underthink == pytest.approx(100 * u)
+    assert otb.f1 == pytest.approx(100 * 2 * o * u / (o + u))
+    text = (tmp_path / "official" / "summary.md").read_text()
+    assert "official scoring" in text and f"F1 {100 * 2 * o * u / (o + u):.2f}" in text
+
+
+def test_t_max_and_official_scoring_need_tokens(tmp_path, otb_files, capsys):
+    dataset, responses = otb_files
+    assert evaluate(tmp_path, "a", dataset, responses, "--t-max", "1000") == 2
+    assert evaluate(tmp_path, "b", dataset, responses, "--otb-scoring", "official") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2
+    assert "--t-max 1000" in err[0] and "--tokenizer" in err[0]
+    assert "--otb-scoring official" in err[1] and "--tokenizer" in err[1]
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_g_pass_at_k_through_traac_eval(tmp_path):
+    gold = {"a": "1", "b": "2"}
+    rows = [{"id": i, "question": f"{i}?", "answer": a} for i, a in gold.items()]
+    dataset = write(tmp_path / "set.jsonl", rows)
+    right = {"a": [True, False, True, False], "b": [True, True, False, True]}  # c = 2 and 3
+    responses = write(
+        tmp_path / "r.jsonl",
+        [
+            {"id": i, "sample": k, "response": think(3, gold[i] if ok else "7")}
+            for i, row in right.items()
+            for k, ok in enumerate(row)
+        ],
+    )
+    assert evaluate(tmp_path, "run", dataset, responses) == 0
+    s = read_summary(tmp_path / "run").sampling
+    # k = 4 of n = 4: every draw holds all c right. G-Pass@4_tau = [c >= max(ceil(4 tau), 1)].
+    assert s.g_pass_at[4] == pytest.approx({0.0: 100, 0.25: 100, 0.5: 100, 0.75: 50, 1.0: 0})
+    # mG-Pass@4 = (2/4) * ([c >= 3] + [c >= 4]): a 0, b 0.5.
+    assert s.mg_pass_at[4] == pytest.approx(100 * (0 + 0.5) / 2)
+    # k = 2: P(both right) = C(c, 2) / C(4, 2): a 1/6, b 3/6; at least one = pass@2.
+    both = (1 / 6 + 3 / 6) / 2
+    assert s.g_pass_at[2][0.75] == pytest.approx(100 * both)
+    assert s.g_pass_at[2][1.0] == pytest.approx(100 * both)
+    assert s.g_pass_at[2][0.5] == pytest.approx(s.pass_at[2])
+    assert s.mg_pass_at[2] == pytest.approx(100 * both)  # (2/2) * P(both), i = 2 only
+    assert s.mg_pass_at[1] == 0  # lighteval's empty sum
+    table = (tmp_path / "run" / "summary.md").read_text()
+    assert "G-Pass@k τ=0.75" in table and "mG-Pass@k" in table
+
+
+def test_official_underthinking_credit_is_partial_and_reads_the_first_box():
+    [item] = reasoning_gym_items("letter_counting", size=1, seed=0)
+    gold = item.answer
+    # reasoning-gym's default scorer: an answer holding the oracle scores len(gold) / len(it)
+    assert task_credit(f"<think>ok</think> \\boxed{{{gold * 2}}}", item) == pytest.approx(0.5)
+    assert task_credit(f"<think>\\boxed{{x{gold}}}</think> \\boxed{{{gold}}}", item) == (
+        pytest.approx(len(gold) / (len(gold) + 1))  # the first box, inside the think block
+    )
+    assert task_credit(f"no box {gold}", item) == pytest.approx(len(gold) / len(f"no box {gold}"))
+    assert official_answer("\\boxed{a}b} \\boxed{c}", "x") == "a"
+    assert official_answer("\\boxed{A # B x}", "ab") == "A # B "  # others blanked, runs halved
