@@ -130,8 +130,10 @@ class KeptRun:
 
     @property
     def t_max(self) -> int:
-        """The held-out response cap, AUC_OAA's t_max in the experiments' reports."""
-        return int(self.record["held_out"]["max_new_tokens"])
+        """AUC_OAA's t_max in the experiment's report (the held-out response cap where the
+        record predates `HeldOut.t_max`)."""
+        held = self.record["held_out"]
+        return int(held.get("t_max", held["max_new_tokens"]))
 
 
 def read_samples(path: Path) -> list[SampleRecord]:
