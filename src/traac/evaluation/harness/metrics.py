@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy.stats import hypergeom
 
 from traac.common.tables import Table, fmt
 from traac.errors import TraacError
@@ -63,12 +64,11 @@ G_PASS_TAUS = (0.0, 0.25, 0.5, 0.75, 1.0)  # lighteval's thresholds
 
 
 def _at_least(n: int, c: int, k: int, m: int) -> float:
-    """P(at least m right among k of n drawn without replacement, c right); 0 where m >
-    min(c, k), as lighteval's guard has it."""
+    """P(at least m right among k of n drawn without replacement, c right): scipy's
+    hypergeometric tail, as lighteval computes it; 0 where m > min(c, k), as its guard has it."""
     if m > min(c, k):
         return 0.0
-    hits = sum(math.comb(c, j) * math.comb(n - c, k - j) for j in range(m, min(c, k) + 1))
-    return hits / math.comb(n, k)
+    return float(hypergeom.sf(m - 1, n, c, k))
 
 
 def g_pass_at_k(n: int, c: int, k: int, tau: float) -> float:
