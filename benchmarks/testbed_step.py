@@ -270,7 +270,7 @@ def main() -> None:
     for name, src in variants.items():
         commit = subprocess.run(["git", "-C", str(src), "log", "-1", "--format=%h %s"],
                                 capture_output=True, text=True).stdout.strip()  # fmt: skip
-        print(f"{name}: {src} ({commit[:70]})")
+        print(f"{name}: {src} ({commit[:70] or 'not a git checkout'})")
     for kind in kinds:
         results: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
         for _ in range(opts.rounds):
