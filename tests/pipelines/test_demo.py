@@ -27,7 +27,8 @@ pytestmark = pytest.mark.slow
 
 def test_quick_demo_writes_report_summary_plots_and_viewer(quick_testbed, tmp_path):
     out = tmp_path / "demo"
-    assert cli.main(["demo", "--quick", "--output", str(out), "--config", str(RECIPE)]) == 0
+    argv = ["demo", "--quick", "--output", str(out), "--config", str(RECIPE), "--budget-sweep"]
+    assert cli.main(argv) == 0
     summary = json.loads((out / "summary.json").read_text())
     for model in ("base", "traac"):
         rows = summary["models"][model]
@@ -56,9 +57,16 @@ def test_quick_demo_writes_report_summary_plots_and_viewer(quick_testbed, tmp_pa
     assert "<html" in page.lower()
     # pruned under the recipe's own rule (all layers, gated heads), which the page names
     assert "probe layers all, heads gated," in page and "ranked among" not in page
+    assert "- not a goal: compress beats truncate under a think budget: " in report
     # a rerun resumes: nothing is retrained, the same numbers come back
-    assert cli.main(["demo", "--quick", "--output", str(out), "--config", str(RECIPE)]) == 0
+    assert cli.main(argv) == 0
     assert json.loads((out / "summary.json").read_text())["models"] == summary["models"]
+    # without --budget-sweep (the default) no sweep stage, section or goal
+    assert cli.main(argv[:-1]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert "think budget sweep" not in summary["stage_seconds"]
+    assert "compress beats truncate at half the base think length" not in summary["targets"]
+    assert "## Think budget sweep" not in (out / "report.md").read_text()
 
 
 def test_demo_bad_recipe_is_one_line_error(tmp_path, capsys):
@@ -127,15 +135,15 @@ def test_targets_and_tier_rows():
         "easy": TierRow(95.0, 40.0),  # -50%
         "medium": TierRow(85.0, 60.0),
         "hard": TierRow(61.0, 96.0),  # -20%
-        "overall": TierRow(82.0, 60.0),  # +2 points, -40%
+        "overall": TierRow(82.0, 70.0),  # +2 points, -30%
     }
     goals = targets(base, trained)
     assert all(g.met for g in goals.values())
-    trained["overall"] = TierRow(81.9, 60.1)  # just short of both
+    trained["overall"] = TierRow(81.9, 70.1)  # just short of both
     goals = targets(base, trained)
     assert not goals["overall accuracy >= base + 2 points"].met
-    assert not goals["overall length -40% or more"].met
-    trained["overall"] = TierRow(82.0, 60.0)
+    assert not goals["overall length -30% or more"].met
+    trained["overall"] = TierRow(82.0, 70.0)
     assert goals["easy length cut >= 1.5x hard cut"].value == pytest.approx(2.5)
     trained["hard"] = TierRow(59.0, 96.0)
     assert not targets(base, trained)["hard accuracy >= base"].met
@@ -157,6 +165,9 @@ def test_demo_settings_quick_and_full(tmp_path):
     assert quick.recipe_with_overrides.overrides == QUICK_TRAINING
     full = DemoSettings.make(tmp_path, quick=False, recipe=RECIPE, num_samples=2)
     assert full.held_out == HeldOut(num_samples=2) and full.train_overrides == {}
+    assert quick.sweep is None and full.sweep is None  # opt-in: `--budget-sweep`
+    swept = DemoSettings.make(tmp_path, quick=False, recipe=RECIPE, budget_sweep=True)
+    assert swept.sweep == BudgetSweep()
     missing = DemoSettings.make(tmp_path, quick=True, recipe=tmp_path / "no.yaml")
     with pytest.raises(TraacError, match="no such recipe"):
         missing.recipe_with_overrides  # noqa: B018

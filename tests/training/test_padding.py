@@ -58,3 +58,37 @@ def test_trimmed_forward_equals_trls_forward(tiny_model, chunk: int) -> None:
         assert widths == [4 + 3, 9 + 12]
     if chunk == 1:
         assert widths == [3 + 2, 4 + 3, 9 + 12, 6 + 7]
+
+
+def test_length_sorted_chunks_give_each_row_its_own_values_and_gradient(tiny_model) -> None:
+    """`length_rows`: the rows scored shortest first, in chunks of that many, each cut to its
+    own longest row; every row's log-probs (and their gradient) come back in the row's place."""
+    model = tiny_model(vocab_size=64)
+    add_fused_lm_head(model, temperature=1.0, outputs=("log_probs", "entropy"))
+    trl = SimpleNamespace(accelerator=Accelerator(cpu=True))
+    # A long row between two short ones: batch order pairs each short row with a long one.
+    lengths = [(3, 2), (9, 12), (4, 3), (6, 7)]
+    ids, mask = batch(lengths, prompt_width=9, completion_width=12)
+    widths: list[int] = []
+
+    def forward(i, m, keep):
+        widths.append(i.size(1))
+        return GRPOTrainer._get_per_token_logps_and_entropies(trl, model, i, m, keep, None, True)
+
+    plain, plain_entropy, _ = trimmed_forward(forward, ids, mask, 12, 1)
+    widths.clear()
+    ours, our_entropy, _ = trimmed_forward(forward, ids, mask, 12, None, length_rows=2)
+    assert widths == [4 + 3, 9 + 12]  # (rows 0, 2), then (rows 3, 1)
+    completion = mask[:, 9:].bool()
+    torch.testing.assert_close(ours[completion], plain[completion], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(our_entropy[completion], plain_entropy[completion])
+    assert (ours[~completion] == 0).all()
+    # the loss's gradient reaches the weights through the reordering, as the plain one does
+    weight = next(model.parameters())
+    grads = []
+    for rows in (None, 2):
+        model.zero_grad()
+        lp, _, _ = trimmed_forward(forward, ids, mask, 12, 1, length_rows=rows)
+        lp[completion].sum().backward()
+        grads.append(weight.grad.clone())
+    torch.testing.assert_close(grads[0], grads[1], atol=1e-5, rtol=1e-4)

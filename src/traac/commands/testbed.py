@@ -6,6 +6,8 @@
 Without `--output` the model goes to the cache (`$TRAAC_CACHE_DIR/testbed`, default
 `~/.cache/traac/testbed`) under a key of its config's hash: what every other command uses when
 given `--model testbed` or no model at all. A second build with the same config returns at once.
+The full testbed (seed 0) comes with the package, built (docs/testbed.md#shipped): its first
+build unpacks it in a second; `--force` builds it from the teacher's traces instead.
 `--base smollm2` fine-tunes SmolLM2-135M-Instruct on the same teacher traces instead: a real
 pretrained model that thinks (`--model smollm2-think` everywhere).
 """
@@ -131,7 +133,9 @@ def _print_card(card: dict[str, Any], path: Path) -> None:
         f"{train['parameters']:,} parameters, {train['steps']} SFT steps in "
         f"{train['seconds']:.0f} s, build {card['build_seconds']:.0f} s "
         f"(load average {card['load_average'][0]:.1f})"
-    )
+        + (f"; unpacked from the package's {card['shipped']['archive']}" if "shipped" in card
+           else "")
+    )  # fmt: skip
     console.print(f"model: {path}")
 
 

@@ -40,6 +40,7 @@ from traac.data.testbed_problems import EVAL_SEED, RL_SEED, sft_entries
 from traac.errors import TraacError
 from traac.testbed.config import TestbedSettings, default_config
 from traac.testbed.measure import measure, teacher_stats
+from traac.testbed.shipped import is_shipped, unpack_shipped
 from traac.testbed.tokenizer import EOS, PAD, THINK_CLOSE, build_tokenizer, render_prompts
 from traac.testbed.traces import PROMPT_STYLE, Trace, teach
 
@@ -64,12 +65,18 @@ def ensure_testbed(
 def build_cached(
     config: TestbedSettings, force: bool = False, progress: Progress | None = None
 ) -> Path:
-    """Return the cache entry of `config`, building it if missing (or if `force`); concurrent
-    callers wait for one build (a file lock the OS releases if its holder dies)."""
+    """Return the cache entry of `config`: if missing, the shipped model where the package holds
+    one (`traac.testbed.shipped`), else built; `force` builds it anew, shipped or not.
+    Concurrent callers wait for one build (a file lock the OS releases if its holder dies)."""
     target = cache_path(config)
-    return cached_entry(
-        target, CARD, lambda work: _build(work, config, progress, target), force=force
-    )
+
+    def make(work: Path) -> dict:
+        if not force and is_shipped(config):
+            with (progress or NullProgress()).phase("testbed: unpacking the shipped model"):
+                return unpack_shipped(config, work, CARD)
+        return _build(work, config, progress, target)
+
+    return cached_entry(target, CARD, make, force=force)
 
 
 def build_testbed(

@@ -297,6 +297,13 @@ class TRAACConfig(  # type: ignore[misc]
                   "top_p only)."},
     )  # fmt: skip
 
+    logprob_rows: int | None = field(
+        default=None,
+        metadata={"help": "Rows per log-prob forward (reference, old policy, loss), sorted by "
+                  "length so that each chunk is cut to its own longest row "
+                  "(traac.training.padding); unset: TRL's chunks, in batch order."},
+    )  # fmt: skip
+
     # --- dynamic sampling (every mode) ---
     dynamic_sampling: str | None = field(
         default=None,
@@ -371,6 +378,8 @@ class TRAACConfig(  # type: ignore[misc]
                 check_positive(name, getattr(self, name))
         for name in _COUNT_FIELDS:
             check_positive(name, getattr(self, name), integer=True)
+        if self.logprob_rows is not None:
+            check_positive("logprob_rows", self.logprob_rows, integer=True)
         check_methods(self, self.run_context())  # every method's fields, whatever the mode
         check_extra_weights(self.extra_reward_funcs, self.extra_reward_weights, self.reward_weights)
         if self.peer_mode:

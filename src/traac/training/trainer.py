@@ -249,7 +249,9 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
         def forward(ids: torch.Tensor, mask: torch.Tensor, keep: int) -> Any:
             return parent(model, ids, mask, keep, None, compute_entropy, compute_aux_loss)
 
-        return trimmed_forward(forward, input_ids, attention_mask, logits_to_keep, batch_size)
+        return trimmed_forward(
+            forward, input_ids, attention_mask, logits_to_keep, batch_size, self.args.logprob_rows
+        )
 
     def _sampled_step(self, inputs: list[dict[str, Any]]) -> StepResult:
         """N rollouts of each row's prompt from TRL's generation backend, then the step."""

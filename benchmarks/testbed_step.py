@@ -1,0 +1,288 @@
+"""Where the testbed's time goes: the TRAAC GRPO step of `recipes/testbed.yaml` and the testbed's
+SFT step, by phase, each variant in a child process; `--against SRC` runs another checkout's
+`src` (e.g. the previous commit's worktree) beside this one, alternating, in the same run.
+
+GRPO (`--grpo`, the default): `--steps` optimizer steps of the recipe (4 prompts x 8 rollouts,
+160 new tokens, the attention probe), the first `--warmup` of them untimed. Phases, per step:
+
+  generation     the step's 32 rollouts (and any resampled ones)
+  verification   parsing and verifying the rollouts (and the compressed copies)
+  probe          the attention probe's forwards over the compression candidates
+  re-answers     the answers after compressed think blocks
+  ref log-probs  the reference model's log-probs (TRL)
+  TRL scoring    the rest of TRL's `_prepare_inputs`: tokenizing, rewards, advantages,
+                 TRAAC's telemetry and the step's records
+  loss forward   the policy's log-probs with gradients and the GRPO loss
+  backward       the rest of the micro-step
+  optimizer+TRL  the rest of the optimizer step: clipping, AdamW, scheduler, TRL's logging
+                 and callbacks
+
+SFT (`--sft`): `--sft-steps` steps of the testbed's SFTTrainer, as `traac testbed build` runs
+it (batch 32 of the teacher's traces, sorted by length), split into the forward (with the
+loss), the backward, the optimizer and the rest (data loading, Trainer's bookkeeping).
+
+    python benchmarks/testbed_step.py                          # GRPO and SFT, this checkout
+    python benchmarks/testbed_step.py --against /tmp/old/src   # old against new, alternating
+    python benchmarks/testbed_step.py --grpo --profile 15      # + cProfile's top 15 functions
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import hashlib
+import io
+import json
+import os
+import pstats
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from _common import cpu_name
+
+ROOT = Path(__file__).resolve().parents[1]
+RECIPE = Path("recipes") / "testbed.yaml"  # each checkout's own, beside its src
+RESULT = "RESULT "
+# (row of the table, phases of `real_step.Recorder` it sums); None: computed below
+GRPO_ROWS = {
+    "generation": ("generate", "resample"),
+    "verification": ("verify",),
+    "probe": ("score",),
+    "re-answers": ("regenerate",),
+    "ref log-probs": ("ref logps",),
+    "TRL scoring": None,
+    "loss forward": ("loss fwd",),
+    "backward": None,
+    "optimizer+TRL": None,
+}
+SFT_ROWS = ("forward+loss", "backward", "optimizer", "rest")
+
+
+def grpo_rows(seconds: dict[str, float]) -> dict[str, float]:
+    """A step's recorded phases as the table's rows (they sum to the step)."""
+    rows = {n: sum(seconds.get(p, 0.0) for p in parts or ()) for n, parts in GRPO_ROWS.items()}
+    inside = ("generation", "verification", "probe", "re-answers", "ref log-probs")
+    rows["TRL scoring"] = seconds.get("prepare", 0.0) - sum(rows[n] for n in inside)
+    rows["backward"] = (
+        seconds.get("micro-step", 0.0) - seconds.get("prepare", 0.0) - rows["loss forward"]
+    )
+    rows["optimizer+TRL"] = seconds["step"] - seconds.get("micro-step", 0.0)
+    return rows
+
+
+def child_grpo(opts: argparse.Namespace) -> dict[str, Any]:
+    """The recipe's steps in this process, phase by phase; the trained weights' hash."""
+    from real_step import Recorder, instrument
+    from traac.pipelines.train import parse, train
+
+    recorder = Recorder()
+    instrument(recorder)
+    with tempfile.TemporaryDirectory() as out:
+        argv = ["--config", str(opts.recipe), "--output_dir", out, "--max_steps", str(opts.steps),
+                "--disable_tqdm", "True"]  # fmt: skip
+        argv += [x for value in opts.override for x in value.split("=", 1)]
+        script, config = parse(argv)
+        profiler = cProfile.Profile() if opts.profile else None
+        with profiler or _nothing():
+            train(script, config)
+        weights = hashlib.sha256(Path(out, "model.safetensors").read_bytes()).hexdigest()
+    steps = {
+        step: grpo_rows(dict(seconds))
+        for step, seconds in sorted(recorder.seconds.items())
+        if step > opts.warmup and "step" in seconds
+    }
+    return {"steps": steps, "weights": weights[:16], "profile": _top(profiler, opts.profile)}
+
+
+def child_sft(opts: argparse.Namespace) -> dict[str, Any]:
+    """`--sft-steps` steps of the testbed build's SFT, phase by phase."""
+    import torch
+    from transformers import TrainerCallback
+
+    from traac.testbed import build
+    from traac.testbed.config import default_config
+
+    config = default_config()
+    seconds: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    state = {"step": 0}
+
+    class Clock(TrainerCallback):
+        def on_step_begin(self, args: Any, st: Any, control: Any, **kw: Any) -> None:
+            state["step"] = st.global_step + 1
+            seconds[state["step"]]["step"] -= time.perf_counter()
+
+        def on_pre_optimizer_step(self, args: Any, st: Any, control: Any, **kw: Any) -> None:
+            seconds[state["step"]]["optimizer"] -= time.perf_counter()
+
+        def on_optimizer_step(self, args: Any, st: Any, control: Any, **kw: Any) -> None:
+            seconds[state["step"]]["optimizer"] += time.perf_counter()
+
+        def on_step_end(self, args: Any, st: Any, control: Any, **kw: Any) -> None:
+            seconds[state["step"]]["step"] += time.perf_counter()
+
+    from trl import SFTTrainer
+
+    def timed(name: str, original: Any) -> Any:
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            begin = time.perf_counter()
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                seconds[state["step"]][name] += time.perf_counter() - begin
+
+        return call
+
+    SFTTrainer.compute_loss = timed("forward+loss", SFTTrainer.compute_loss)
+    SFTTrainer.training_step = timed("micro-step", SFTTrainer.training_step)
+    original_train = SFTTrainer.train
+
+    def train(self: Any, *args: Any, **kwargs: Any) -> Any:
+        self.add_callback(Clock())
+        self.args.max_steps = opts.sft_steps
+        return original_train(self, *args, **kwargs)
+
+    SFTTrainer.train = train
+    torch.manual_seed(config.seed)
+    entries, traces = build.teacher_traces(config)
+    tokenizer = build.build_tokenizer(build._corpus(entries, traces), config.model.vocab_size)
+    model = build._init_model(config, tokenizer)
+    records = build.sft_records(entries, traces, tokenizer)
+    with tempfile.TemporaryDirectory() as out:
+        build._train(model, tokenizer, records, config, Path(out), build.NullProgress())
+    steps = {}
+    for step, row in sorted(seconds.items()):
+        if step <= opts.warmup or "step" not in row:
+            continue
+        micro = row["micro-step"]
+        steps[step] = {
+            "forward+loss": row["forward+loss"],
+            "backward": micro - row["forward+loss"],
+            "optimizer": row["optimizer"],
+            "rest": row["step"] - micro - row["optimizer"],
+        }
+    return {"steps": steps, "weights": "", "profile": ""}
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+def _top(profiler: cProfile.Profile | None, n: int) -> str:
+    if profiler is None:
+        return ""
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(n)
+    return text.getvalue()
+
+
+def run_child(kind: str, src: Path, opts: argparse.Namespace) -> dict[str, Any]:
+    argv = [sys.executable, __file__, "--child", kind, "--recipe", str(src.parent / RECIPE),
+            "--steps", str(opts.steps),
+            "--warmup", str(opts.warmup), "--sft-steps", str(opts.sft_steps),
+            "--threads", str(opts.threads), "--profile", str(opts.profile)]  # fmt: skip
+    for value in opts.override:
+        argv.append(f"--override={value}")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), str(Path(__file__).parent)]),
+           "OMP_NUM_THREADS": str(opts.threads)}  # fmt: skip
+    begin = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, env=env)
+    lines = [x for x in done.stdout.splitlines() if x.startswith(RESULT)]
+    if not lines:
+        sys.exit(f"{kind} child on {src} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    result = json.loads(lines[-1][len(RESULT) :])
+    result["wall"] = time.perf_counter() - begin
+    result["load"] = os.getloadavg()[0]
+    return result
+
+
+def table(kind: str, results: dict[str, list[dict[str, Any]]]) -> None:
+    """Per phase: each variant's mean seconds per step and share of the step."""
+    names = list(GRPO_ROWS) if kind == "grpo" else list(SFT_ROWS)
+    means: dict[str, dict[str, float]] = {}
+    for variant, runs in results.items():
+        steps = [s for r in runs for s in r["steps"].values()]
+        means[variant] = {n: statistics.mean(s[n] for s in steps) for n in names}
+        totals = [sum(s.values()) for s in steps]
+        means[variant]["step"] = statistics.mean(totals)
+        spread = f"median {statistics.median(totals):.3f}, min {min(totals):.3f}"
+        hashes = sorted({r["weights"] for r in runs if r["weights"]})
+        loads = ", ".join(f"{r['load']:.2f}" for r in runs)
+        print(f"{kind} {variant}: {len(steps)} timed steps over {len(runs)} run(s), step "
+              f"{spread} s; load at the end of each run {loads}"
+              + (f"; weights sha256 {', '.join(hashes)}" if hashes else ""))  # fmt: skip
+    header = " | ".join(f"{v} s | {v} share" for v in results)
+    print(f"\n| {kind} phase | {header} |" + (" old / new |" if len(results) == 2 else ""))
+    print("|---|" + "---:|---:|" * len(results) + ("---:|" if len(results) == 2 else ""))
+    for name in [*names, "step"]:
+        cells = []
+        for variant in results:
+            value = means[variant][name]
+            cells.append(f"{value:.3f} | {100 * value / means[variant]['step']:.1f}%")
+        ratio = ""
+        if len(results) == 2:
+            old, new = (means[v][name] for v in results)
+            ratio = f" {old / new:.2f}x |" if new > 0.0005 else " – |"
+        print(f"| {name} | {' | '.join(cells)} |{ratio}")
+    print()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--grpo", action="store_true", help="the GRPO step only")
+    parser.add_argument("--sft", action="store_true", help="the SFT step only")
+    parser.add_argument("--against", type=Path, help="another checkout's src, run beside this")
+    parser.add_argument("--steps", type=int, default=6, help="GRPO optimizer steps per run")
+    parser.add_argument("--sft-steps", type=int, default=40, help="SFT steps per run")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed first steps per run")
+    parser.add_argument("--rounds", type=int, default=1, help="alternating runs per variant")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (the recipe's)")
+    parser.add_argument("--override", action="append", default=[],
+                        help="a GRPO recipe override, e.g. --override=--beta=0")  # fmt: skip
+    parser.add_argument("--profile", type=int, default=0, help="print cProfile's top N (GRPO)")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--recipe", type=Path, help=argparse.SUPPRESS)
+    opts = parser.parse_args()
+    if opts.child:
+        import torch
+
+        torch.set_num_threads(opts.threads)
+        run = child_grpo if opts.child == "grpo" else child_sft
+        print(RESULT + json.dumps(run(opts)), flush=True)
+        return
+    kinds = ["grpo"] * (not opts.sft) + ["sft"] * (not opts.grpo)
+    variants = {"new": ROOT / "src"}
+    if opts.against:
+        variants = {"old": opts.against.resolve(), "new": ROOT / "src"}
+    load = "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+    print(f"machine: {cpu_name()}, {os.cpu_count()} cores, {opts.threads} torch thread(s), "
+          f"load average {load} at the start")  # fmt: skip
+    print("command: python " + " ".join(["benchmarks/testbed_step.py", *sys.argv[1:]]))
+    for name, src in variants.items():
+        commit = subprocess.run(["git", "-C", str(src), "log", "-1", "--format=%h %s"],
+                                capture_output=True, text=True).stdout.strip()  # fmt: skip
+        print(f"{name}: {src} ({commit[:70] or 'not a git checkout'})")
+    for kind in kinds:
+        results: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+        for _ in range(opts.rounds):
+            for name, src in variants.items():
+                results[name].append(run_child(kind, src, opts))
+                print(f"  {kind} {name}: {results[name][-1]['wall']:.0f} s in all", flush=True)
+        table(kind, results)
+        for name, runs in results.items():
+            for r in runs:
+                if r["profile"]:
+                    print(f"cProfile, {kind} {name}:\n{r['profile']}")
+
+
+if __name__ == "__main__":
+    main()
