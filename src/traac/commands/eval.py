@@ -197,6 +197,7 @@ def main(argv: list[str]) -> int:
     from traac.evaluation.harness.records import summary_blocks
     from traac.evaluation.harness.runner import EvalSettings, file_sha256, run_eval
     from traac.evaluation.inference.generation import Backend, VLLMSettings, make_backend
+    from traac.method.factory import check_probe_layers
 
     compression = settings_from(args, CompressionSettings)
     think = settings_from(args, FormatSettings)
@@ -206,6 +207,8 @@ def main(argv: list[str]) -> int:
     model = _model_key(args.model) if args.model else None
     scorer = resolve_scoring_model(args.scoring_model, policy_path=model, resolve=_model_key)
     scoring = scorer.path
+    if args.compress_tau is not None and model:  # the probe's layers, before weights load
+        check_probe_layers(compression, scoring or model)
     device, device_map = resolve_placement(args.device, args.device_map) if model else (None, None)
     dtype = resolve_dtype(args.dtype, device) if device is not None else None
     responses = args.responses.expanduser().resolve() if args.responses else None

@@ -189,6 +189,7 @@ def load_generator(args: argparse.Namespace) -> ThinkingGenerator:
     from traac.common.scoring_model import resolve_scoring_model
     from traac.console import make_progress
     from traac.evaluation.inference.testtime import ThinkingGenerator
+    from traac.method.factory import check_probe_layers
     from traac.pipelines.model_registry import resolve_model
 
     settings = settings_from(args, CompressionSettings)
@@ -198,6 +199,8 @@ def load_generator(args: argparse.Namespace) -> ThinkingGenerator:
     path = resolve_model(args.model, make_progress())
     tokenizer = load_tokenizer(path)
     scoring = resolve_scoring_model(args.scoring_model, policy_path=path)
+    if compress_tau(args) is not None:  # the probe's layers, before weights load
+        check_probe_layers(settings, scoring.path or path)
     placement: dict[str, Any] = {"device": device, "dtype": dtype, "device_map": device_map}
     model = load_model(path, **placement)
     scorer = load_model(scoring.path, **placement) if scoring.foreign else None

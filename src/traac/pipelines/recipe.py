@@ -24,6 +24,7 @@ import yaml
 
 from traac.common.cache import cache_root
 from traac.common.model_names import check_model_name
+from traac.common.outputs import writable_dir
 from traac.errors import TraacError
 from traac.method.difficulty import FLAT_KEYS
 from traac.pipelines.recipe_fields import declared_fields
@@ -180,6 +181,8 @@ def precheck(argv: list[str]) -> None:
     model = values.get("model_name_or_path")
     if isinstance(model, str):
         check_model_name(model, "model_name_or_path")
+    if isinstance(values.get("output_dir"), str):  # what transformers would fail to make
+        writable_dir(values["output_dir"], "output_dir")
     scorer = values.get("scoring_model")
     if isinstance(scorer, str) and scorer not in _SCORERS:
         check_model_name(scorer, "scoring_model")

@@ -27,6 +27,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
 from trl import TrlParser
 
 from traac.common.models import adapter_base, load_tokenizer, missing_model_files
+from traac.common.outputs import writable_dir
 from traac.common.progress import NullProgress, Progress, quiet_libraries
 from traac.common.threads import check_threads, set_threads
 from traac.common.trainer_progress import TrainerProgress
@@ -331,6 +332,7 @@ def validate(script: TrainScriptArguments, config: TRAACConfig) -> str | None:
     by `traac train --dry-run` (`make_plan`) and by `train` before any model loads, so that a
     recipe the dry run passes starts (what this machine lacks, a quantized base's CUDA, is the
     dry run's note and the run's error). Returns the checkpoint the run resumes from, if any."""
+    writable_dir(config.output_dir, "output_dir")  # transformers makes it in Trainer.__init__
     check_packages(script, config)  # a logger or engine the recipe names
     check_evaluation(script, config)
     script.check_lora(config.use_vllm)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from traac.common.inputs import check_distinct
 from traac.common.tables import Table, fmt, signed
 from traac.errors import TraacError
 from traac.evaluation.harness.metrics import (
@@ -108,6 +109,7 @@ def load_models(dirs: Sequence[Path], names: Sequence[str] | None = None) -> lis
     other directory is a model whose subdirectories are its runs, one per dataset."""
     if names and len(names) != len(dirs):
         raise TraacError(f"report: {len(names)} --names for {len(dirs)} directories")
+    check_distinct("report", dirs, names)
     models = []
     for k, directory in enumerate(dirs):
         if not directory.is_dir():
