@@ -31,9 +31,9 @@ def check_inputs(model: Any, train_dataset: Any, eval_dataset: Any) -> None:
     import torch.nn as nn
 
     if not isinstance(model, (str, nn.Module)):
-        raise TraacError(f"model: {model!r} is of type {type(model).__name__}; pass a model name traac "
-                         "knows (testbed, smollm2, ...), a directory or hub id, or a model "
-                         "object")  # fmt: skip
+        raise TraacError(f"model: {model!r} is of type {type(model).__name__}; pass a model "
+                         "name traac knows (testbed, smollm2, ...), a directory or hub id, or a "
+                         "model object")  # fmt: skip
     _check_dataset("train_dataset", train_dataset)
     parts = eval_dataset.items() if isinstance(eval_dataset, dict) else [(None, eval_dataset)]
     for key, part in parts:
