@@ -54,6 +54,21 @@ def other_recipe(tmp_path: Path, **fields: Any) -> str:
     return recipe(tmp_path / "other", **fields)
 
 
+def a_file(tmp_path: Path) -> Path:
+    """A plain file, where a directory is expected."""
+    path = tmp_path / "a-file"
+    path.write_text("")
+    return path
+
+
+def run_dir(tmp_path: Path, metrics: str, name: str = "run") -> str:
+    """A training output directory whose metrics.jsonl holds `metrics`."""
+    directory = tmp_path / name
+    directory.mkdir(exist_ok=True)
+    (directory / "metrics.jsonl").write_text(metrics)
+    return str(directory)
+
+
 # (id, argv builder taking tmp_path, text the one line must hold)
 CASES: list[tuple[str, Any, str]] = [
     # --- train: counts, checked before TRL is imported ---
@@ -214,6 +229,44 @@ CASES: list[tuple[str, Any, str]] = [
     ("testbed option prefix", lambda t: ["testbed", "build", "--bas", "smollm2"],
      "unknown option --bas; did you mean --base?"),
     ("testbed unknown action", lambda t: ["testbed", "bild"], "invalid choice: 'bild'"),
+    # --- outputs that cannot be written (issue 60, kind 2): before start-up, dry run or not ---
+    ("train output-dir a file",
+     lambda t: ["train", "--config", recipe(t, output_dir=str(a_file(t)))],
+     "output_dir {t}/a-file: is a file, not a directory; name a directory"),
+    ("train output-dir a file, dry run",
+     lambda t: ["train", "--config", recipe(t), "--output-dir", str(a_file(t)), "--dry-run"],
+     "output_dir {t}/a-file: is a file, not a directory"),
+    ("train output-dir under a file",
+     lambda t: ["train", "--config", recipe(t, output_dir=str(a_file(t) / "out")), "--dry-run"],
+     "output_dir {t}/a-file/out: {t}/a-file is a file, not a directory"),
+    ("train output-dir unwritable",
+     lambda t: ["train", "--config", recipe(t, output_dir="/proc/traac-run"), "--dry-run"],
+     "output_dir /proc/traac-run: cannot write in /proc"),
+    # --- inputs that are not what a command reads (kind 5) ---
+    ("copies metrics not json lines",
+     lambda t: ["copies", run_dir(t, "step,loss\n1,0.5\n2,0.4\n")],
+     "metrics.jsonl line 1: not JSON, so not the metrics.jsonl of a `traac train` run"),
+    ("copies metrics without a step",
+     lambda t: ["copies", run_dir(t, "")], "metrics.jsonl: holds no training step yet"),
+    ("copies a run twice",
+     lambda t: ["copies", run_dir(t, '{"step": 1}\n'), str(t / "x" / ".." / "run")],
+     "copies: {t}/x/../run is given twice (as {t}/run)"),
+    ("report a run with itself", lambda t: ["report", str(t), str(t)],
+     "report: {t} is given twice; a run compared with itself shows no difference"),
+    ("report a name twice",
+     lambda t: ["report", str(t), run_dir(t, ""), "--names", "a", "a"],
+     "report: --names gives 'a' twice"),
+    ("experiment a variant twice",
+     lambda t: ["experiment", "compare", "--variants", "CR", "CR"],
+     "--variants: 'CR' is given twice"),
+    # --- advice that leads to the fix (kind 6) ---
+    ("testbed show quick, not built", lambda t: ["testbed", "show", "--quick"],
+     "run `traac testbed build --quick` first"),
+    ("testbed show smollm2, not built", lambda t: ["testbed", "show", "--base", "smollm2"],
+     "run `traac testbed build --base smollm2` first"),
+    ("testbed show seed and output, not built",
+     lambda t: ["testbed", "show", "--seed", "3", "--output", str(t / "tb")],
+     "run `traac testbed build --output {t}/tb --seed 3` first"),
     # --- the dispatcher ---
     ("misspelt command", lambda t: ["trian"], "unknown command 'trian'; did you mean train?"),
 ]  # fmt: skip
@@ -254,7 +307,39 @@ def test_careless_input_is_one_line_exit_2(
     name: str, argv: Any, expected: str, tmp_path: Path, no_work: None, capsys: Any
 ) -> None:
     code = cli_main(argv(tmp_path))
-    assert_one_line(code, capsys.readouterr().err, expected)
+    assert_one_line(code, capsys.readouterr().err, expected.replace("{t}", str(tmp_path)))
+
+
+@pytest.mark.parametrize("command", ["eval", "generate"])
+def test_probe_layers_past_the_model_are_named_before_its_weights_load(
+    command: str, tmp_path: Path, char_tokenizer: Any, save_tiny: Any, no_work: None, capsys: Any
+) -> None:
+    """`compress` read config.json first already; eval and generate loaded the weights, then
+    failed in the scorer (issue 60, kind 3)."""
+    model = save_tiny(tmp_path / "m", char_tokenizer())
+    capsys.readouterr()
+    argv = [command, "--model", str(model), "--compress-tau", "0.5", "--probe-layers", "7"]
+    if command == "eval":
+        argv += ["--dataset", "testbed:easy?n=1", "--output", str(tmp_path / "o")]
+    else:
+        argv += ["--prompt", "1 + 1 ="]
+    code = cli_main(argv)
+    assert_one_line(code, capsys.readouterr().err, "probe_layers: [7] must be a non-empty set")
+
+
+def test_an_experiment_store_that_is_a_file_is_named_before_the_base_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """The store was checked only once the base model's stage had started (building the
+    testbed when not cached), and the error named --output (issue 60, kind 2)."""
+    monkeypatch.setattr("traac.pipelines.experiments.resolve_model",
+                        lambda *a, **k: pytest.fail("the base model's stage started"))  # fmt: skip
+    store = a_file(tmp_path)
+    argv = ["experiment", "ablations", "--quick", "--variants", "CR", "--seeds", "0",
+            "--config", str(ROOT / "recipes" / "testbed.yaml"), "--output", str(tmp_path / "r"),
+            "--runs", str(store)]  # fmt: skip
+    code = cli_main(argv)
+    assert_one_line(code, capsys.readouterr().err, f"--runs {store}: is a file")
 
 
 def test_a_model_directory_without_tokenizer_files_is_one_line(

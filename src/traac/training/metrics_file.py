@@ -33,10 +33,10 @@ def metric_rows(path: str | Path) -> Iterator[dict[str, Any]]:
 
 
 def check_metrics_file(run_dir: Path) -> None:
-    """A run directory whose metrics.jsonl a report can read: there, JSON lines each an object
-    with its `step`, at least one. Only the last line may be torn (a crash cut it short); any
-    other line that is not a step's is no metrics.jsonl of `traac train`, which a reader would
-    otherwise show as an empty table."""
+    """A run directory whose metrics.jsonl a report can read: there, JSON lines, at least one of
+    them a step's. Only the last line may be torn (a crash cut it short); any other line that is
+    not JSON makes it no metrics.jsonl of `traac train`, which the reader (skipping such lines)
+    would otherwise show as an empty table. JSON lines without a step are skipped, as ever."""
     path = Path(run_dir) / METRICS_FILE
     if not path.is_file():
         raise TraacError(f"no {METRICS_FILE} in {run_dir}: pass a `traac train` output directory")
@@ -46,11 +46,12 @@ def check_metrics_file(run_dir: Path) -> None:
         raise TraacError(f"{path}: cannot read it as text ({err})") from None
     numbered = [(n, line) for n, line in enumerate(lines, start=1) if line.strip()]
     for n, line in numbered[:-1]:
-        if _row(line) is None:
-            raise TraacError(f"{path} line {n}: not a JSON object with a numeric step, so not "
-                             "the metrics.jsonl of a `traac train` run; pass a run's output "
-                             "directory")  # fmt: skip
-    if not numbered or _row(numbered[-1][1]) is None:
+        try:
+            json.loads(line)
+        except json.JSONDecodeError:
+            raise TraacError(f"{path} line {n}: not JSON, so not the metrics.jsonl of a `traac "
+                             "train` run; pass a run's output directory") from None  # fmt: skip
+    if not any(_row(line) is not None for _, line in numbered):
         raise TraacError(f"{path}: holds no training step yet; pass a run that has trained "
                          "at least one step")  # fmt: skip
 
