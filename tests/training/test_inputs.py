@@ -106,6 +106,6 @@ def test_named_rewards_resolve_to_functions_and_models_stay_as_given(tmp_path: P
     assert given_rewards(["think_format_reward", str(tmp_path / "rm")]) == [
         trl.rewards.think_format_reward, str(tmp_path / "rm")
     ]  # fmt: skip
-    with pytest.raises(TraacError, match="holds no config.json"):
+    with pytest.raises(TraacError, match=r"holds no config\.json"):
         given_rewards(str(tmp_path))
     assert given_rewards(None) == []

@@ -63,6 +63,7 @@ def make_plan(
     check fails (the message names the field)."""
     plan = Plan()
     validate(script, config)  # every check `train` runs before loading a model
+    plan.notes.extend(script.notes)  # fields the run will not read (`recipe_effects`)
     processes = planned_processes(script.dry_run_processes)
     tokenizer, where = check_model(script.model_name_or_path)
     plan.add("model", f"{script.model_name_or_path} ({where})")
