@@ -229,6 +229,40 @@ CASES: list[tuple[str, Any, str]] = [
     ("testbed option prefix", lambda t: ["testbed", "build", "--bas", "smollm2"],
      "unknown option --bas; did you mean --base?"),
     ("testbed unknown action", lambda t: ["testbed", "bild"], "invalid choice: 'bild'"),
+    # --- a recipe that says more than it does (issue 60, kind 1): fields the run never reads,
+    # written for this run (in the recipe with their mode, or on the command line) ---
+    ("yaml key written twice",
+     lambda t: ["train", "--config", recipe(t, "max_steps: 2\nbeta: 0.1\nmax_steps: 5\n")],
+     "max_steps is written twice (lines 1 and 3), and YAML keeps only the last; keep one"),
+    ("yaml nested key written twice",
+     lambda t: ["train", "--config",
+                recipe(t, "difficulty:\n  tau: {hard: 0.3}\n  tau: {hard: 0.1}\n")],
+     "tau is written twice (lines 2 and 3)"),
+    ("yaml lora without use_peft", lambda t: ["train", "--config", recipe(t, lora_r=8)],
+     "recipe field lora_r: no effect (use_peft is off, so no adapters are trained); drop it, "
+     "or set use_peft true"),
+    ("train lora option without use_peft",
+     lambda t: ["train", "--config", recipe(t), "--lora-alpha", "8", "--dry-run"],
+     "--lora-alpha: no effect (use_peft is off"),
+    ("yaml peer coefficient under traac",
+     lambda t: ["train", "--config", recipe(t, mode="traac", alp_beta=0.1), "--dry-run"],
+     "recipe field alp_beta: no effect (only mode alp reads it, not traac)"),
+    ("yaml difficulty under a peer",
+     lambda t: ["train", "--config", recipe(t, mode="kimi", difficulty={"tau": {"hard": 0.3}}),
+                "--dry-run"],
+     "recipe field difficulty.tau: no effect (mode kimi does not read it)"),
+    ("yaml scorer under a mode that never compresses",
+     lambda t: ["train", "--config", recipe(t, mode="cr_lr", scorer="random"), "--dry-run"],
+     "recipe field scorer: no effect (mode cr_lr never compresses)"),
+    ("train copy-loss under a mode that never compresses",
+     lambda t: ["train", "--config", recipe(t, mode="cr"), "--copy-loss", "answer_only"],
+     "--copy-loss: no effect (mode cr never compresses); drop it, or train a mode that reads it"),
+    ("yaml length weight without TRAAC's length reward",
+     lambda t: ["train", "--config", recipe(t, mode="cr", length_weight=1.0)],
+     "recipe field length_weight: no effect (mode cr has no TRAAC length reward)"),
+    ("experiment recipe with a key twice",
+     lambda t: ["experiment", "compare", "--config", recipe(t, "mode: cr\nmode: traac\n")],
+     "mode is written twice"),
     # --- outputs that cannot be written (issue 60, kind 2): before start-up, dry run or not ---
     ("train output-dir a file",
      lambda t: ["train", "--config", recipe(t, output_dir=str(a_file(t)))],
@@ -308,6 +342,50 @@ def test_careless_input_is_one_line_exit_2(
 ) -> None:
     code = cli_main(argv(tmp_path))
     assert_one_line(code, capsys.readouterr().err, expected.replace("{t}", str(tmp_path)))
+
+
+def test_a_shared_recipe_under_a_mode_from_the_command_line_is_noted_not_refused(
+    tmp_path: Path, no_work: None, capsys: Any
+) -> None:
+    """The recipe's fields are right for its own mode; under a mode (or use_peft) given over it
+    on the command line, as smollm2-think.yaml's header suggests for CR+LR, the dry run passes
+    and says in one line per reason what has no effect, and why."""
+    path = recipe(tmp_path, scorer="random", probe_heads="gated", use_peft=True, lora_r=8)
+    code = cli_main(["train", "--config", path, "--mode", "cr_lr", "--use-peft", "false",
+                     "--dry-run"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    notes = [line for line in out.splitlines() if "(from the recipe)" in line]
+    assert notes == [
+        "note: scorer, probe_heads (from the recipe) have no effect: mode cr_lr never "
+        "compresses (mode cr_lr given over the recipe)",
+        "note: lora_r (from the recipe) has no effect: use_peft is off, so no adapters are "
+        "trained (use_peft false given over the recipe)",
+    ]
+
+
+def test_smollm2_think_serves_its_baselines_with_a_note() -> None:
+    """The workbench's shared recipe under every experiment variant's mode parses (its
+    compression settings are noted under the modes that never compress, never refused)."""
+    from traac.pipelines.experiments import ExperimentSettings
+    from traac.pipelines.stages import Recipe
+    from traac.pipelines.train import parse
+    from traac.pipelines.variants import EXPERIMENTS
+
+    think = ROOT / "recipes" / "smollm2-think.yaml"
+    script, _ = parse(["--config", str(think), "--mode", "cr_lr"])
+    assert script.notes == (
+        "scorer, scoring_model, probe_layers, probe_heads, uniformity_calibration (from the "
+        "recipe) have no effect: mode cr_lr never compresses (mode cr_lr given over the recipe)",
+    )
+    assert parse(["--config", str(think)])[0].notes == ()
+    for name, table in EXPERIMENTS.items():
+        settings = ExperimentSettings.make(name, Path("unused"), think, False, None, [0])
+        runs = settings.plan()
+        assert [r.variant for r in runs] == list(table)
+        cr = next(r for r in runs if r.fields["mode"] == "cr")
+        script, _ = Recipe(cr.recipe.path, cr.recipe.overrides).parse(Path("m"), Path("o"))
+        assert any("mode cr never compresses" in note for note in script.notes)
 
 
 @pytest.mark.parametrize("command", ["eval", "generate"])
