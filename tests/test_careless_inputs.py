@@ -316,6 +316,8 @@ def no_work(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("TRAAC_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr("traac.testbed.build.build_testbed", refuse)
+    monkeypatch.setattr("traac.testbed.build.build_cached", refuse)
+    monkeypatch.setattr("traac.pipelines.model_registry.build_cached", refuse)  # named models
     monkeypatch.setattr("traac.common.models.load_model", refuse)
     monkeypatch.setattr("traac.common.gguf.converted_gguf", refuse)
     monkeypatch.chdir(tmp_path)
