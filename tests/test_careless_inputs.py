@@ -407,6 +407,22 @@ def test_probe_layers_past_the_model_are_named_before_its_weights_load(
     assert_one_line(code, capsys.readouterr().err, "probe_layers: [7] must be a non-empty set")
 
 
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_train_names_probe_layers_past_the_model_from_its_config(
+    dry_run: bool, tmp_path: Path, char_tokenizer: Any, save_tiny: Any, capsys: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """The dry run passed them, and the run loaded the policy and its reference first."""
+    monkeypatch.setattr("trl.GRPOTrainer.__init__",
+                        lambda *a, **k: pytest.fail("the weights started to load"))  # fmt: skip
+    model = save_tiny(tmp_path / "m", char_tokenizer())
+    capsys.readouterr()
+    argv = ["train", "--config", recipe(tmp_path, model_name_or_path=str(model)),
+            "--probe-layers", "1,5", *(["--dry-run"] if dry_run else [])]  # fmt: skip
+    code = cli_main(argv)
+    assert_one_line(code, capsys.readouterr().err, "probe_layers: [1, 5] must be a non-empty")
+
+
 def test_an_experiment_store_that_is_a_file_is_named_before_the_base_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:

@@ -109,3 +109,23 @@ def test_named_rewards_resolve_to_functions_and_models_stay_as_given(tmp_path: P
     with pytest.raises(TraacError, match=r"holds no config\.json"):
         given_rewards(str(tmp_path))
     assert given_rewards(None) == []
+
+
+def test_probe_layers_past_the_policy_are_named_from_its_config_before_the_weights_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, char_tokenizer: Any, save_tiny: Any
+) -> None:
+    """The probe's layers were resolved once the policy and its reference had loaded (issue 60,
+    kind 3); a mode that does not compress reads no layers."""
+    from traac.training.trainer import TRAACTrainer
+
+    model = str(save_tiny(tmp_path / "m", char_tokenizer()))
+    monkeypatch.setattr("trl.GRPOTrainer.__init__",
+                        lambda *a, **k: pytest.fail("the weights started to load"))  # fmt: skip
+    rows = Dataset.from_list(ROWS)
+    args = TRAACConfig(output_dir=str(tmp_path / "o"), use_cpu=True, probe_layers="0,7")
+    with pytest.raises(TraacError, match=r"probe_layers: \[0, 7\] must be a non-empty set of "):
+        TRAACTrainer(model, args=args, train_dataset=rows, processing_class=char_tokenizer())
+    args = TRAACConfig(output_dir=str(tmp_path / "o"), use_cpu=True, probe_layers="0,7",
+                       mode="cr_lr")  # fmt: skip
+    with pytest.raises(pytest.fail.Exception, match="the weights started to load"):
+        TRAACTrainer(model, args=args, train_dataset=rows, processing_class=char_tokenizer())

@@ -65,6 +65,7 @@ from traac.method.rewards import LengthWindows
 from traac.training.checkpoint import load_state, load_traac_state, save_state, traac_state
 from traac.training.compress import (
     StepCompressor,
+    check_probe_layers_of,
     collective_forwards,
     probe_compressor,
     probe_model,
@@ -144,6 +145,7 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
         )
         funcs = with_extra_rewards(funcs, args, reward_funcs)  # + the caller's, the recipe's
         model, train_dataset, kwargs = trainer_inputs(model, args, train_dataset, kwargs)
+        check_probe_layers_of(args, model)  # config.json alone, before TRL loads the weights
         super().__init__(model, funcs, args, train_dataset, **kwargs)
         keep_4bit_trainable(self.model)  # before any forward in eval mode (probe, evaluation)
         if self.peer is not None:
