@@ -263,6 +263,13 @@ CASES: list[tuple[str, Any, str]] = [
     ("experiment recipe with a key twice",
      lambda t: ["experiment", "compare", "--config", recipe(t, "mode: cr\nmode: traac\n")],
      "mode is written twice"),
+    ("eval compression option without a tau",
+     lambda t: ["eval", "--model", "testbed", "--dataset", "x", "--output", str(t / "o"),
+                "--probe-layers", "0"],
+     "--probe-layers: no effect, since nothing is compressed without --compress-tau"),
+    ("generate compression option under a budget alone",
+     lambda t: ["generate", "--prompt", "hi", "--think-budget", "8", "--scorer", "random"],
+     "--scorer: no effect, since nothing is compressed without --compress-tau"),
     # --- outputs that cannot be written (issue 60, kind 2): before start-up, dry run or not ---
     ("train output-dir a file",
      lambda t: ["train", "--config", recipe(t, output_dir=str(a_file(t)))],

@@ -25,7 +25,7 @@ from traac.common.sampling import check_sampling
 from traac.errors import TraacError
 from traac.evaluation.harness.prompts import PROMPT_STYLES, default_prompt_style
 from traac.evaluation.inference.engines import BACKENDS, BATCHINGS, CALL_REQUESTS
-from traac.method.settings import CompressionSettings, FormatSettings
+from traac.method.settings import CompressionSettings, FormatSettings, check_compression_read
 
 # Every option is checked before anything heavy is imported (`check_args`); the model stack (the
 # testbed's builder, the probe, test-time thinking, vLLM) is imported where a model is named:
@@ -161,6 +161,8 @@ def check_args(args: argparse.Namespace) -> None:
     compression = settings_from(args, CompressionSettings)
     settings_from(args, FormatSettings)
     check_test_time_scorer(args.scoring_model, args.compress_tau, compression.scorer)
+    budget = args.think_budget is not None
+    check_compression_read(compression, args.compress_tau is not None, budget)
     if args.responses is not None and (args.device or args.device_map or args.dtype):
         raise TraacError(
             "--device, --device-map and --dtype apply to generation; --responses needs no model"

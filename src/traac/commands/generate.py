@@ -33,7 +33,12 @@ from traac.common.outputs import output_file, write_text
 from traac.common.sampling import check_sampling
 from traac.errors import TraacError
 from traac.evaluation.inference.engines import PROBE_MODES
-from traac.method.settings import TEST_TIME_TAU, CompressionSettings, FormatSettings
+from traac.method.settings import (
+    TEST_TIME_TAU,
+    CompressionSettings,
+    FormatSettings,
+    check_compression_read,
+)
 
 if TYPE_CHECKING:
     from traac.evaluation.inference.testtime import ThinkingGenerator
@@ -126,7 +131,9 @@ def check_args(args: argparse.Namespace) -> None:
     check_model("--model", args.model)
     if args.scoring_model is not None:
         check_model("--scoring-model", args.scoring_model)
-    settings_from(args, CompressionSettings)
+    compression = settings_from(args, CompressionSettings)
+    budget = args.think_budget is not None
+    check_compression_read(compression, compress_tau(args) is not None, budget)
     settings_from(args, FormatSettings)
     output_file(args.html, "--html")
     output_file(args.json, "--json")
