@@ -364,12 +364,12 @@ def test_a_shared_recipe_under_a_mode_from_the_command_line_is_noted_not_refused
                      "--dry-run"])  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0, out
-    notes = [line for line in out.splitlines() if "(from the recipe)" in line]
+    notes = [line for line in out.splitlines() if "the recipe's" in line]
     assert notes == [
-        "note: scorer, probe_heads (from the recipe) have no effect: mode cr_lr never "
-        "compresses (mode cr_lr given over the recipe)",
-        "note: lora_r (from the recipe) has no effect: use_peft is off, so no adapters are "
-        "trained (use_peft false given over the recipe)",
+        "note: the recipe's scorer, probe_heads have no effect: mode cr_lr never compresses "
+        "(mode cr_lr given over the recipe)",
+        "note: the recipe's lora_r has no effect: use_peft is off, so no adapters are trained "
+        "(use_peft false given over the recipe)",
     ]
 
 
@@ -384,8 +384,8 @@ def test_smollm2_think_serves_its_baselines_with_a_note() -> None:
     think = ROOT / "recipes" / "smollm2-think.yaml"
     script, _ = parse(["--config", str(think), "--mode", "cr_lr"])
     assert script.notes == (
-        "scorer, scoring_model, probe_layers, probe_heads, uniformity_calibration (from the "
-        "recipe) have no effect: mode cr_lr never compresses (mode cr_lr given over the recipe)",
+        "the recipe's scorer, scoring_model, probe_layers, probe_heads, uniformity_calibration "
+        "have no effect: mode cr_lr never compresses (mode cr_lr given over the recipe)",
     )
     assert parse(["--config", str(think)])[0].notes == ()
     for name, table in EXPERIMENTS.items():

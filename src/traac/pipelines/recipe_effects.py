@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from traac.errors import TraacError
-from traac.training.effects import Unread, unread_fields
+from traac.training.effects import Unread, describe, unread_fields
 
 _RECIPE, _LINE = 1, 2  # where a field was set: the recipe file, the command line (or a variant)
 _FIX = {
@@ -48,29 +48,28 @@ def _label(field: Unread, where: int) -> str:
 
 
 def settings_without_effect(
-    recipe: Mapping[str, Any], line: Mapping[str, Any], mode: str, use_peft: bool
+    recipe: Mapping[str, Any], line_values: Mapping[str, Any], mode: str, use_peft: bool
 ) -> list[str]:
     """Refuse the fields the run does not read that were set with or after what makes them so
     (TraacError, one line naming the first, and the fix); return one note for each reason the
     others have (the fields the recipe set that the command line's mode leaves unread)."""
-    given = _given(recipe, line)
+    given = _given(recipe, line_values)
     unread = unread_fields({k: v for k, (v, _) in given.items()}, mode, use_peft)
     refused: list[str] = []
-    noted: dict[tuple[str, str], list[str]] = {}
+    noted: list[Unread] = []
     for field in unread:
         where = given[field.name.split(".")[0]][1]
         if where >= given.get(field.because_of, (None, 0))[1]:
             refused.append(f"{_label(field, where)}: no effect ({field.why}); "
                            f"{_FIX[field.because_of]}")  # fmt: skip
         else:
-            noted.setdefault((field.because_of, field.why), []).append(field.name)
+            noted.append(field)
     if refused:
         more = f" (and {len(refused) - 1} more such fields)" if len(refused) > 1 else ""
         raise TraacError(refused[0] + more)
     return [
-        f"{', '.join(names)} (from the recipe) {'has' if len(names) == 1 else 'have'} no effect: "
-        f"{why} ({cause} {_value(line[cause])} given over the recipe)"
-        for (cause, why), names in noted.items()
+        f"the recipe's {line} ({cause} {_value(line_values[cause])} given over the recipe)"
+        for line, cause in describe(noted)
     ]
 
 

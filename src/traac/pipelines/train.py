@@ -165,6 +165,7 @@ def parse(argv: list[str]) -> tuple[TrainScriptArguments, TRAACConfig]:
         )
     line = {k: v for k, v in overrides(argv).items() if k != "config"}
     script.notes = tuple(settings_without_effect(recipe, line, config.mode, script.use_peft))
+    config.settings_noted = True
     return script, config
 
 

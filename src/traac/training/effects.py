@@ -16,11 +16,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from traac.method.difficulty import DifficultySettings
 from traac.method.settings import CompressionSettings
 from traac.training.copies import CopySettings
 from traac.training.lora import LoraArguments
 from traac.training.methods.registry import METHODS
 from traac.training.modes import MODES, Mode
+from traac.training.presets import PRESET_FILLS
 
 # CompressionSettings fields that only compression reads in training (`split_phrases` also
 # splits the steps the peers that read the text penalise, so it is not among them).
@@ -95,3 +97,34 @@ def unread_fields(given: Mapping[str, Any], mode_name: str, use_peft: bool) -> l
                 what = "bins no prompts" if "threshold" in key else "does not read it"
                 out.append(Unread(f"difficulty.{key}", "mode", f"mode {mode.name} {what}"))
     return out
+
+
+def describe(unread: list[Unread]) -> list[tuple[str, str]]:
+    """One line per reason ("scorer, probe_heads have no effect: mode cr_lr never
+    compresses"), each with the field that makes them unread."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for field in unread:
+        grouped.setdefault((field.because_of, field.why), []).append(field.name)
+    return [
+        (f"{', '.join(names)} {'has' if len(names) == 1 else 'have'} no effect: {why}", cause)
+        for (cause, why), names in grouped.items()
+    ]
+
+
+def config_unread(config: Any) -> list[Unread]:
+    """The fields of a `TRAACConfig` its mode does not read, among those set to other than their
+    default (a field its preset filled counts as unset): what a Python caller wrote, read off
+    the object, since no recipe says who set what."""
+    defaults = {f.name: f.default for f in dataclasses.fields(config)}
+    filled = set(PRESET_FILLS[config.preset]) - set(getattr(config, "preset_pinned", {}))
+    given = {
+        name: getattr(config, name)
+        for name in (*COMPRESSION_FIELDS, *_method_fields(), "length_weight", "format_preset")
+        if name in defaults and name not in filled and getattr(config, name) != defaults[name]
+    }
+    paper = DifficultySettings().to_recipe()
+    given["difficulty"] = {
+        key: value for key, value in (config.difficulty or {}).items() if paper.get(key) != value
+    }
+    return unread_fields(given, config.mode, use_peft=True)  # LoRA is not the config's
+

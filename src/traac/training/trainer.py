@@ -72,6 +72,7 @@ from traac.training.compress import (
 )
 from traac.training.config import TRAACConfig
 from traac.training.driver import StepDriver
+from traac.training.effects import config_unread, describe
 from traac.training.evaluation import HeldOutEvaluation
 from traac.training.extra_rewards import given_rewards, with_extra_rewards
 from traac.training.final_model import FinalModel
@@ -148,6 +149,9 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
         check_probe_layers_of(args, model)  # config.json alone, before TRL loads the weights
         super().__init__(model, funcs, args, train_dataset, **kwargs)
         keep_4bit_trainable(self.model)  # before any forward in eval mode (probe, evaluation)
+        if not args.settings_noted:  # what a caller set that this mode never reads
+            for line, _ in describe(config_unread(args)):
+                logger.warning(f"TRAACTrainer: {line}")
         if self.peer is not None:
             self.peer.rank = self.accelerator.process_index
         self.tokenizer = self._tokenizer
