@@ -127,4 +127,3 @@ def config_unread(config: Any) -> list[Unread]:
         key: value for key, value in (config.difficulty or {}).items() if paper.get(key) != value
     }
     return unread_fields(given, config.mode, use_peft=True)  # LoRA is not the config's
-
