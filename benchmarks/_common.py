@@ -60,6 +60,7 @@ class Fresh:
     code: str
     stderr_lines: int
     cpu: float
+    last_line: str = ""  # stderr's last line: the error a user reads
 
 
 def children_cpu() -> float:
@@ -75,6 +76,7 @@ def fresh_process(
     the traac cache at `cache` and the hub offline, stopped after `timeout` seconds."""
     with tempfile.TemporaryDirectory() as where:
         for name, text in (files or {}).items():
+            Path(where, name).parent.mkdir(parents=True, exist_ok=True)
             Path(where, name).write_text(text)
         env = {**os.environ, "PYTHONPATH": str(src), "TRAAC_CACHE_DIR": str(cache),
                "HF_HUB_OFFLINE": "1"}  # fmt: skip
@@ -86,8 +88,9 @@ def fresh_process(
             )  # fmt: skip
         except subprocess.TimeoutExpired:
             return Fresh(time.perf_counter() - start, "timeout", 0, children_cpu() - used)
-        seconds, lines = time.perf_counter() - start, len(done.stderr.strip().splitlines())
-        return Fresh(seconds, str(done.returncode), lines, children_cpu() - used)
+        seconds, lines = time.perf_counter() - start, done.stderr.strip().splitlines()
+        last = lines[-1] if lines else ""
+        return Fresh(seconds, str(done.returncode), len(lines), children_cpu() - used, last)
 
 
 def add_model_options(parser: argparse.ArgumentParser, model: str, threads: int = 0) -> None:

@@ -54,6 +54,21 @@ def other_recipe(tmp_path: Path, **fields: Any) -> str:
     return recipe(tmp_path / "other", **fields)
 
 
+def a_file(tmp_path: Path) -> Path:
+    """A plain file, where a directory is expected."""
+    path = tmp_path / "a-file"
+    path.write_text("")
+    return path
+
+
+def run_dir(tmp_path: Path, metrics: str, name: str = "run") -> str:
+    """A training output directory whose metrics.jsonl holds `metrics`."""
+    directory = tmp_path / name
+    directory.mkdir(exist_ok=True)
+    (directory / "metrics.jsonl").write_text(metrics)
+    return str(directory)
+
+
 # (id, argv builder taking tmp_path, text the one line must hold)
 CASES: list[tuple[str, Any, str]] = [
     # --- train: counts, checked before TRL is imported ---
@@ -222,6 +237,85 @@ CASES: list[tuple[str, Any, str]] = [
     ("testbed option prefix", lambda t: ["testbed", "build", "--bas", "smollm2"],
      "unknown option --bas; did you mean --base?"),
     ("testbed unknown action", lambda t: ["testbed", "bild"], "invalid choice: 'bild'"),
+    # --- a recipe that says more than it does (issue 60, kind 1): fields the run never reads,
+    # written for this run (in the recipe with their mode, or on the command line) ---
+    ("yaml key written twice",
+     lambda t: ["train", "--config", recipe(t, "max_steps: 2\nbeta: 0.1\nmax_steps: 5\n")],
+     "max_steps is written twice (lines 1 and 3), and YAML keeps only the last; keep one"),
+    ("yaml nested key written twice",
+     lambda t: ["train", "--config",
+                recipe(t, "difficulty:\n  tau: {hard: 0.3}\n  tau: {hard: 0.1}\n")],
+     "tau is written twice (lines 2 and 3)"),
+    ("yaml lora without use_peft", lambda t: ["train", "--config", recipe(t, lora_r=8)],
+     "recipe field lora_r: no effect (use_peft is off, so no adapters are trained); drop it, "
+     "or set use_peft true"),
+    ("train lora option without use_peft",
+     lambda t: ["train", "--config", recipe(t), "--lora-alpha", "8", "--dry-run"],
+     "--lora-alpha: no effect (use_peft is off"),
+    ("yaml peer coefficient under traac",
+     lambda t: ["train", "--config", recipe(t, mode="traac", alp_beta=0.1), "--dry-run"],
+     "recipe field alp_beta: no effect (only mode alp reads it, not traac)"),
+    ("yaml difficulty under a peer",
+     lambda t: ["train", "--config", recipe(t, mode="kimi", difficulty={"tau": {"hard": 0.3}}),
+                "--dry-run"],
+     "recipe field difficulty.tau: no effect (mode kimi does not read it)"),
+    ("yaml scorer under a mode that never compresses",
+     lambda t: ["train", "--config", recipe(t, mode="cr_lr", scorer="random"), "--dry-run"],
+     "recipe field scorer: no effect (mode cr_lr never compresses)"),
+    ("train copy-loss under a mode that never compresses",
+     lambda t: ["train", "--config", recipe(t, mode="cr"), "--copy-loss", "answer_only"],
+     "--copy-loss: no effect (mode cr never compresses); drop it, or train a mode that reads it"),
+    ("yaml length weight without TRAAC's length reward",
+     lambda t: ["train", "--config", recipe(t, mode="cr", length_weight=1.0)],
+     "recipe field length_weight: no effect (mode cr has no TRAAC length reward)"),
+    ("experiment recipe with a key twice",
+     lambda t: ["experiment", "compare", "--config", recipe(t, "mode: cr\nmode: traac\n")],
+     "mode is written twice"),
+    ("eval compression option without a tau",
+     lambda t: ["eval", "--model", "testbed", "--dataset", "x", "--output", str(t / "o"),
+                "--probe-layers", "0"],
+     "--probe-layers: no effect, since nothing is compressed without --compress-tau"),
+    ("generate compression option under a budget alone",
+     lambda t: ["generate", "--prompt", "hi", "--think-budget", "8", "--scorer", "random"],
+     "--scorer: no effect, since nothing is compressed without --compress-tau"),
+    # --- outputs that cannot be written (issue 60, kind 2): before start-up, dry run or not ---
+    ("train output-dir a file",
+     lambda t: ["train", "--config", recipe(t, output_dir=str(a_file(t)))],
+     "output_dir {t}/a-file: is a file, not a directory; name a directory"),
+    ("train output-dir a file, dry run",
+     lambda t: ["train", "--config", recipe(t), "--output-dir", str(a_file(t)), "--dry-run"],
+     "output_dir {t}/a-file: is a file, not a directory"),
+    ("train output-dir under a file",
+     lambda t: ["train", "--config", recipe(t, output_dir=str(a_file(t) / "out")), "--dry-run"],
+     "output_dir {t}/a-file/out: {t}/a-file is a file, not a directory"),
+    ("train output-dir unwritable",
+     lambda t: ["train", "--config", recipe(t, output_dir="/proc/traac-run"), "--dry-run"],
+     "output_dir /proc/traac-run: cannot write in /proc"),
+    # --- inputs that are not what a command reads (kind 5) ---
+    ("copies metrics not json lines",
+     lambda t: ["copies", run_dir(t, "step,loss\n1,0.5\n2,0.4\n")],
+     "metrics.jsonl line 1: not JSON, so not the metrics.jsonl of a `traac train` run"),
+    ("copies metrics without a step",
+     lambda t: ["copies", run_dir(t, "")], "metrics.jsonl: holds no training step yet"),
+    ("copies a run twice",
+     lambda t: ["copies", run_dir(t, '{"step": 1}\n'), str(t / "x" / ".." / "run")],
+     "copies: {t}/x/../run is given twice (as {t}/run)"),
+    ("report a run with itself", lambda t: ["report", str(t), str(t)],
+     "report: {t} is given twice; a run compared with itself shows no difference"),
+    ("report a name twice",
+     lambda t: ["report", str(t), run_dir(t, ""), "--names", "a", "a"],
+     "report: --names gives 'a' twice"),
+    ("experiment a variant twice",
+     lambda t: ["experiment", "compare", "--variants", "CR", "CR"],
+     "--variants: 'CR' is given twice"),
+    # --- advice that leads to the fix (kind 6) ---
+    ("testbed show quick, not built", lambda t: ["testbed", "show", "--quick"],
+     "run `traac testbed build --quick` first"),
+    ("testbed show smollm2, not built", lambda t: ["testbed", "show", "--base", "smollm2"],
+     "run `traac testbed build --base smollm2` first"),
+    ("testbed show seed and output, not built",
+     lambda t: ["testbed", "show", "--seed", "3", "--output", str(t / "tb")],
+     "run `traac testbed build --output {t}/tb --seed 3` first"),
     # --- the dispatcher ---
     ("misspelt command", lambda t: ["trian"], "unknown command 'trian'; did you mean train?"),
 ]  # fmt: skip
@@ -237,6 +331,8 @@ def no_work(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("TRAAC_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr("traac.testbed.build.build_testbed", refuse)
+    monkeypatch.setattr("traac.testbed.build.build_cached", refuse)
+    monkeypatch.setattr("traac.pipelines.model_registry.build_cached", refuse)  # named models
     monkeypatch.setattr("traac.common.models.load_model", refuse)
     monkeypatch.setattr("traac.common.gguf.converted_gguf", refuse)
     monkeypatch.chdir(tmp_path)
@@ -262,7 +358,99 @@ def test_careless_input_is_one_line_exit_2(
     name: str, argv: Any, expected: str, tmp_path: Path, no_work: None, capsys: Any
 ) -> None:
     code = cli_main(argv(tmp_path))
-    assert_one_line(code, capsys.readouterr().err, expected)
+    assert_one_line(code, capsys.readouterr().err, expected.replace("{t}", str(tmp_path)))
+
+
+def test_a_shared_recipe_under_a_mode_from_the_command_line_is_noted_not_refused(
+    tmp_path: Path, no_work: None, capsys: Any
+) -> None:
+    """The recipe's fields are right for its own mode; under a mode (or use_peft) given over it
+    on the command line, as smollm2-think.yaml's header suggests for CR+LR, the dry run passes
+    and says in one line per reason what has no effect, and why."""
+    path = recipe(tmp_path, scorer="random", probe_heads="gated", use_peft=True, lora_r=8)
+    code = cli_main(["train", "--config", path, "--mode", "cr_lr", "--use-peft", "false",
+                     "--dry-run"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    notes = [line for line in out.splitlines() if "the recipe's" in line]
+    assert notes == [
+        "note: the recipe's scorer, probe_heads have no effect: mode cr_lr never compresses "
+        "(mode cr_lr given over the recipe)",
+        "note: the recipe's lora_r has no effect: use_peft is off, so no adapters are trained "
+        "(use_peft false given over the recipe)",
+    ]
+
+
+def test_smollm2_think_serves_its_baselines_with_a_note() -> None:
+    """The workbench's shared recipe under every experiment variant's mode parses (its
+    compression settings are noted under the modes that never compress, never refused)."""
+    from traac.pipelines.experiments import ExperimentSettings
+    from traac.pipelines.stages import Recipe
+    from traac.pipelines.train import parse
+    from traac.pipelines.variants import EXPERIMENTS
+
+    think = ROOT / "recipes" / "smollm2-think.yaml"
+    script, _ = parse(["--config", str(think), "--mode", "cr_lr"])
+    assert script.notes == (
+        "the recipe's scorer, scoring_model, probe_layers, probe_heads, uniformity_calibration "
+        "have no effect: mode cr_lr never compresses (mode cr_lr given over the recipe)",
+    )
+    assert parse(["--config", str(think)])[0].notes == ()
+    for name, table in EXPERIMENTS.items():
+        settings = ExperimentSettings.make(name, Path("unused"), think, False, None, [0])
+        runs = settings.plan()
+        assert [r.variant for r in runs] == list(table)
+        cr = next(r for r in runs if r.fields["mode"] == "cr")
+        script, _ = Recipe(cr.recipe.path, cr.recipe.overrides).parse(Path("m"), Path("o"))
+        assert any("mode cr never compresses" in note for note in script.notes)
+
+
+@pytest.mark.parametrize("command", ["eval", "generate"])
+def test_probe_layers_past_the_model_are_named_before_its_weights_load(
+    command: str, tmp_path: Path, char_tokenizer: Any, save_tiny: Any, no_work: None, capsys: Any
+) -> None:
+    """`compress` read config.json first already; eval and generate loaded the weights, then
+    failed in the scorer (issue 60, kind 3)."""
+    model = save_tiny(tmp_path / "m", char_tokenizer())
+    capsys.readouterr()
+    argv = [command, "--model", str(model), "--compress-tau", "0.5", "--probe-layers", "7"]
+    if command == "eval":
+        argv += ["--dataset", "testbed:easy?n=1", "--output", str(tmp_path / "o")]
+    else:
+        argv += ["--prompt", "1 + 1 ="]
+    code = cli_main(argv)
+    assert_one_line(code, capsys.readouterr().err, "probe_layers: [7] must be a non-empty set")
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_train_names_probe_layers_past_the_model_from_its_config(
+    dry_run: bool, tmp_path: Path, char_tokenizer: Any, save_tiny: Any, capsys: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """The dry run passed them, and the run loaded the policy and its reference first."""
+    monkeypatch.setattr("trl.GRPOTrainer.__init__",
+                        lambda *a, **k: pytest.fail("the weights started to load"))  # fmt: skip
+    model = save_tiny(tmp_path / "m", char_tokenizer())
+    capsys.readouterr()
+    argv = ["train", "--config", recipe(tmp_path, model_name_or_path=str(model)),
+            "--probe-layers", "1,5", *(["--dry-run"] if dry_run else [])]  # fmt: skip
+    code = cli_main(argv)
+    assert_one_line(code, capsys.readouterr().err, "probe_layers: [1, 5] must be a non-empty")
+
+
+def test_an_experiment_store_that_is_a_file_is_named_before_the_base_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """The store was checked only once the base model's stage had started (building the
+    testbed when not cached), and the error named --output (issue 60, kind 2)."""
+    monkeypatch.setattr("traac.pipelines.experiments.resolve_model",
+                        lambda *a, **k: pytest.fail("the base model's stage started"))  # fmt: skip
+    store = a_file(tmp_path)
+    argv = ["experiment", "ablations", "--quick", "--variants", "CR", "--seeds", "0",
+            "--config", str(ROOT / "recipes" / "testbed.yaml"), "--output", str(tmp_path / "r"),
+            "--runs", str(store)]  # fmt: skip
+    code = cli_main(argv)
+    assert_one_line(code, capsys.readouterr().err, f"--runs {store}: is a file")
 
 
 def test_a_model_directory_without_tokenizer_files_is_one_line(

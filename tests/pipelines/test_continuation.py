@@ -34,7 +34,9 @@ def recipe(tmp_path: Path, name: str, steps: int, extra: str = "") -> Path:
 def test_only_max_steps_may_differ(tmp_path: Path) -> None:
     short, long = recipe(tmp_path, "a.yaml", 1), recipe(tmp_path, "b.yaml", 2)
     check_continuable(long, short)
-    other = recipe(tmp_path, "c.yaml", 1, "learning_rate: 1.0e-3\nbeta: 0.5\n")
+    other = recipe(tmp_path, "c.yaml", 1)  # each field once: a key written twice is refused
+    other.write_text(other.read_text().replace("learning_rate: 5.0e-5", "learning_rate: 1.0e-3")
+                     .replace("beta: 0.04", "beta: 0.5"))  # fmt: skip
     message = r"c.yaml: it differs from --config .* in beta, learning_rate; only max_steps"
     with pytest.raises(TraacError, match=message):
         check_continuable(long, other)

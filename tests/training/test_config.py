@@ -224,7 +224,7 @@ def test_parser_reads_a_recipe_and_command_line_overrides(tmp_path: Path) -> Non
     recipe = tmp_path / "r.yaml"
     recipe.write_text(
         "model_name_or_path: some/model\ndataset: testbed:easy?n=4\noutput_dir: out\n"
-        "use_cpu: true\nbf16: false\nmode: cr_lr\ndifficulty: {tau: {easy: 0.5}}\n"
+        "use_cpu: true\nbf16: false\nmode: traac\ndifficulty: {tau: {easy: 0.5}}\n"
         "num_generations: 4\n"
         "per_device_train_batch_size: 8\nsplit_phrases: [Wait, So]\n"
     )
@@ -233,7 +233,7 @@ def test_parser_reads_a_recipe_and_command_line_overrides(tmp_path: Path) -> Non
     script, config = parse(["--config", str(recipe), *tau, "--scorer", "random"])
     assert (script.model_name_or_path, script.dataset) == ("some/model", "testbed:easy?n=4")
     easy = config.difficulty_config().tau_of("easy")
-    assert (config.mode, easy, config.scorer) == ("cr_lr", 0.7, "random")
+    assert (config.mode, easy, config.scorer) == ("traac", 0.7, "random")
     assert (config.num_generations, config.split_phrases) == (4, ["Wait", "So"])
 
 

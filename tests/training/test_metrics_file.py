@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from traac.training.metrics_file import METRICS_FILE, metric_rows, truncate_metrics
 
 
@@ -34,3 +36,23 @@ def test_truncation_keeps_the_steps_up_to_the_start_and_drops_the_rest(tmp_path:
     assert path.read_text() == "\n".join(lines[:2]) + "\n"
     truncate_metrics(path, 0)  # a fresh run into the same output_dir starts a new file
     assert path.read_text() == ""
+
+
+def test_a_run_whose_last_line_is_torn_is_read_and_other_junk_is_refused(tmp_path: Path) -> None:
+    """Only a crash's torn last line is tolerated; a file that is not JSON lines is no
+    metrics.jsonl, refused in one line naming its first bad line (issue 60, kind 5)."""
+    from traac.errors import TraacError
+    from traac.training.metrics_file import check_metrics_file
+
+    path = tmp_path / METRICS_FILE
+    path.write_text('{"step": 1, "loss": 0.5}\n{"step": 2, "lo')
+    check_metrics_file(tmp_path)
+    path.write_text('{"step": 1}\n\nnot json\n{"step": 3}\n')
+    with pytest.raises(TraacError, match=f"{path} line 3: not JSON, so not the metrics.jsonl"):
+        check_metrics_file(tmp_path)
+    path.write_text('{"loss": 1}\n')
+    with pytest.raises(TraacError, match="holds no training step yet"):
+        check_metrics_file(tmp_path)
+    path.unlink()
+    with pytest.raises(TraacError, match=f"no {METRICS_FILE} in {tmp_path}"):
+        check_metrics_file(tmp_path)

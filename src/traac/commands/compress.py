@@ -155,8 +155,8 @@ def main(argv: list[str]) -> int:
     from traac.console import make_console, make_progress, print_lines, print_steps
     from traac.evaluation.reports.viewer import render_html
     from traac.method.compression import CompressionResult
-    from traac.method.factory import build_compressor
-    from traac.method.scoring import closer_query, resolve_layers
+    from traac.method.factory import build_compressor, check_probe_layers
+    from traac.method.scoring import closer_query
     from traac.pipelines.model_registry import resolve_model
 
     device, device_map = resolve_placement(args.device, args.device_map)
@@ -178,8 +178,8 @@ def main(argv: list[str]) -> int:
     scorer_tokenizer = scoring.tokenizer if scoring.foreign else tokenizer
     model = None
     if settings.scorer != "random":
+        check_probe_layers(settings, scoring_path)
         config = load_config(scoring_path).get_text_config()
-        resolve_layers(settings.probe_layers or "all", config.num_hidden_layers)
         limit = getattr(config, "max_position_embeddings", None)
         check_lengths(traces, scorer_tokenizer, limit, chat_format, settings.aux_prompt)
         model = load_model(scoring_path, device=device, device_map=device_map)

@@ -7,9 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from traac.commands import ArgumentParser
+from traac.common.inputs import check_distinct
 from traac.console import make_console, print_lines, print_table
 from traac.errors import TraacError
 from traac.training.copy_stats import copies_table, pass_rate_table
+from traac.training.metrics_file import check_metrics_file
 
 DESCRIPTION = """\
 Per run: the compressed copies that lost a computation step (problems whose steps carry labels,
@@ -35,9 +37,9 @@ def main(argv: list[str]) -> int:
         raise TraacError(f"--names: {len(names)} names for {len(args.dirs)} run directories")
     if args.every is not None and args.every < 1:
         raise TraacError(f"--every: {args.every} steps; use 1 or more")
-    missing = [str(d) for d in args.dirs if not (d / "metrics.jsonl").is_file()]
-    if missing:
-        raise TraacError(f"no metrics.jsonl in {', '.join(missing)}: pass `traac train` outputs")
+    check_distinct("copies", args.dirs, args.names)
+    for directory in args.dirs:
+        check_metrics_file(directory)
     runs = dict(zip(names, args.dirs, strict=True))
     table, verdicts = copies_table(runs, args.every)
     console = make_console(stderr=False)

@@ -26,7 +26,7 @@ from traac.errors import TraacError
 from traac.evaluation.harness.prompts import PROMPT_STYLES, default_prompt_style
 from traac.evaluation.inference.engines import BACKENDS, BATCHINGS, CALL_REQUESTS
 from traac.method.metrics import OTB_SCORINGS, PAPER_T_MAX
-from traac.method.settings import CompressionSettings, FormatSettings
+from traac.method.settings import CompressionSettings, FormatSettings, check_compression_read
 
 # Every option is checked before anything heavy is imported (`check_args`); the model stack (the
 # testbed's builder, the probe, test-time thinking, vLLM) is imported where a model is named:
@@ -188,6 +188,8 @@ def check_args(args: argparse.Namespace) -> None:
     compression = settings_from(args, CompressionSettings)
     settings_from(args, FormatSettings)
     check_test_time_scorer(args.scoring_model, args.compress_tau, compression.scorer)
+    budget = args.think_budget is not None
+    check_compression_read(compression, args.compress_tau is not None, budget)
     if args.responses is not None and (args.device or args.device_map or args.dtype):
         raise TraacError(
             "--device, --device-map and --dtype apply to generation; --responses needs no model"
@@ -224,6 +226,7 @@ def main(argv: list[str]) -> int:
     from traac.evaluation.harness.records import summary_blocks
     from traac.evaluation.harness.runner import EvalSettings, file_sha256, run_eval
     from traac.evaluation.inference.generation import Backend, VLLMSettings, make_backend
+    from traac.method.factory import check_probe_layers
 
     compression = settings_from(args, CompressionSettings)
     think = settings_from(args, FormatSettings)
@@ -233,6 +236,8 @@ def main(argv: list[str]) -> int:
     model = _model_key(args.model) if args.model else None
     scorer = resolve_scoring_model(args.scoring_model, policy_path=model, resolve=_model_key)
     scoring = scorer.path
+    if args.compress_tau is not None and model:  # the probe's layers, before weights load
+        check_probe_layers(compression, scoring or model)
     device, device_map = resolve_placement(args.device, args.device_map) if model else (None, None)
     dtype = resolve_dtype(args.dtype, device) if device is not None else None
     responses = args.responses.expanduser().resolve() if args.responses else None

@@ -33,7 +33,12 @@ from traac.common.outputs import output_file, write_text
 from traac.common.sampling import check_sampling
 from traac.errors import TraacError
 from traac.evaluation.inference.engines import PROBE_MODES
-from traac.method.settings import TEST_TIME_TAU, CompressionSettings, FormatSettings
+from traac.method.settings import (
+    TEST_TIME_TAU,
+    CompressionSettings,
+    FormatSettings,
+    check_compression_read,
+)
 
 if TYPE_CHECKING:
     from traac.evaluation.inference.testtime import ThinkingGenerator
@@ -126,7 +131,9 @@ def check_args(args: argparse.Namespace) -> None:
     check_model("--model", args.model)
     if args.scoring_model is not None:
         check_model("--scoring-model", args.scoring_model)
-    settings_from(args, CompressionSettings)
+    compression = settings_from(args, CompressionSettings)
+    budget = args.think_budget is not None
+    check_compression_read(compression, compress_tau(args) is not None, budget)
     settings_from(args, FormatSettings)
     output_file(args.html, "--html")
     output_file(args.json, "--json")
@@ -189,6 +196,7 @@ def load_generator(args: argparse.Namespace) -> ThinkingGenerator:
     from traac.common.scoring_model import resolve_scoring_model
     from traac.console import make_progress
     from traac.evaluation.inference.testtime import ThinkingGenerator
+    from traac.method.factory import check_probe_layers
     from traac.pipelines.model_registry import resolve_model
 
     settings = settings_from(args, CompressionSettings)
@@ -198,6 +206,8 @@ def load_generator(args: argparse.Namespace) -> ThinkingGenerator:
     path = resolve_model(args.model, make_progress())
     tokenizer = load_tokenizer(path)
     scoring = resolve_scoring_model(args.scoring_model, policy_path=path)
+    if compress_tau(args) is not None:  # the probe's layers, before weights load
+        check_probe_layers(settings, scoring.path or path)
     placement: dict[str, Any] = {"device": device, "dtype": dtype, "device_map": device_map}
     model = load_model(path, **placement)
     scorer = load_model(scoring.path, **placement) if scoring.foreign else None

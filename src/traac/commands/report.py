@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from traac.commands import ArgumentParser, check_count
+from traac.common.inputs import check_distinct
 from traac.common.outputs import output_dir
 from traac.errors import TraacError
 from traac.method.metrics import PAPER_T_MAX
@@ -57,6 +58,7 @@ def main(argv: list[str]) -> int:
     for directory in args.dirs:
         if not directory.is_dir():
             raise TraacError(f"report: {str(directory)!r} is not a directory")
+    check_distinct("report", args.dirs, args.names)
     if args.output is not None:
         output_dir(args.output)
     from traac.console import make_console, print_blocks

@@ -14,6 +14,7 @@ pretrained model that thinks (`--model smollm2-think` everywhere).
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -73,13 +74,29 @@ def main(argv: list[str]) -> int:
             build_testbed(target, config, force=args.force, progress=progress)
     card_path = target / CARD
     if not card_path.exists():
-        raise TraacError(f"testbed: no built model at {target}; run `traac testbed build` first")
+        raise TraacError(f"testbed: no built model at {target}; run `{build_command(args)}` "
+                         "first")  # fmt: skip
     card = json.loads(card_path.read_text())
     if getattr(args, "json", False):
         print(json.dumps(card, indent=2))
     else:
         _print_card(card, target)
     return 0
+
+
+def build_command(args: argparse.Namespace) -> str:
+    """The `traac testbed build` that builds what `args` ask `show` for (the same model, seed
+    and place), so the advice given leads to it."""
+    words = ["traac testbed build"]
+    if args.output is not None:
+        words.append(f"--output {args.output}")
+    if args.seed != 0:
+        words.append(f"--seed {args.seed}")
+    if args.quick:
+        words.append("--quick")
+    if args.base is not None:
+        words.append(f"--base {args.base}")
+    return " ".join(words)
 
 
 def _print_card(card: dict[str, Any], path: Path) -> None:

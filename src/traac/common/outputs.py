@@ -29,6 +29,27 @@ def output_dir(path: Path, what: str = "--output") -> Path:
     return path
 
 
+def writable_dir(path: str | Path, what: str) -> None:
+    """Prove a directory can be made at `path` and written, creating nothing: where it does not
+    exist yet, a file is written (and removed) in its nearest existing ancestor, so a dry run
+    leaves no directory behind. A path that is a file, or lies under one, is named as such."""
+    path = Path(path).expanduser()
+    if path.exists() and not path.is_dir():
+        raise TraacError(f"{what} {path}: is a file, not a directory; name a directory")
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise TraacError(f"{what} {path}: {existing} is a file, not a directory; name a "
+                         "directory")  # fmt: skip
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as err:
+        raise TraacError(f"{what} {path}: cannot write in {existing} ({_reason(err)}); name a "
+                         "directory you can write") from None  # fmt: skip
+
+
 def output_file(path: Path | None, what: str) -> None:
     """Prove `path` can be written (an existing file is opened for appending and left as it
     was; a new one is created and removed again)."""

@@ -12,6 +12,7 @@ from typing import Any
 from traac.errors import TraacError
 from traac.method.compression import Compressor, Scorer
 from traac.method.formats import ChatFormat
+from traac.method.probe_capture import resolve_layers
 from traac.method.scoring import AttentionScorer, ConfidenceScorer, RandomScorer
 from traac.method.settings import CompressionSettings
 from traac.method.step_entropy import StepEntropyScorer
@@ -31,6 +32,21 @@ def build_compressor(
     scorer (`seed` seeds it); `batch_size` is the model scorers' forward batch."""
     fmt = chat_format or ChatFormat()
     return Compressor(_scorer(settings, model, tokenizer, fmt, seed, batch_size), fmt, settings)
+
+
+# The scorers that read no attention layers (the rest are the attention probe, `_scorer`).
+LAYERLESS_SCORERS = ("random", "confidence", "step_entropy")
+
+
+def check_probe_layers(settings: CompressionSettings, model: str) -> None:
+    """The probe's layers against the model that scores (its config.json alone), so a layer
+    past the model's is named before its weights load."""
+    if settings.scorer in LAYERLESS_SCORERS:
+        return
+    from traac.common.models import load_config
+
+    config = load_config(model).get_text_config()
+    resolve_layers(settings.probe_layers or "all", config.num_hidden_layers)
 
 
 def _scorer(

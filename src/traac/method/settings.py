@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from traac.errors import TraacError
@@ -191,3 +191,21 @@ class FormatSettings:
             think_close=self.think_close,
             tokenizer=tokenizer,
         )
+
+
+def check_compression_read(settings: CompressionSettings, compress: bool, budget: bool) -> None:
+    """Compression options given to a command that compresses nothing (no tau) have no
+    effect; one line naming the first. Under a think budget the auxiliary prompt is still read
+    (it follows the interrupted think block)."""
+    if compress:
+        return
+    defaults = CompressionSettings()
+    for f in fields(CompressionSettings):
+        if f.name == "aux_prompt" and budget:
+            continue
+        if getattr(settings, f.name) != getattr(defaults, f.name):
+            raise TraacError(
+                f"--{f.name.replace('_', '-')}: no effect, since nothing is compressed without "
+                "--compress-tau; add --compress-tau TAU (the paper's test-time tau is 0.4) or "
+                "drop it"
+            )

@@ -242,6 +242,7 @@ def run_experiment(
     runs = settings.plan()
     continuations = settings.continuations(runs)
     output_dir(settings.output)  # writable, before any work
+    output_dir(settings.runs, "--runs")  # and the store, before the base model's stage
     for continuation in continuations:
         continuation.seed()
     stages = Stages()

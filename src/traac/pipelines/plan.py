@@ -34,6 +34,7 @@ from traac.pipelines.train import (
     resume_checkpoint,
     validate,
 )
+from traac.training.compress import check_probe_layers_of
 from traac.training.config import TRAACConfig
 from traac.training.copies import COPY_LOSS_WORDS, COPY_POOL_WORDS
 from traac.training.extra_rewards import load_extra_rewards
@@ -63,8 +64,12 @@ def make_plan(
     check fails (the message names the field)."""
     plan = Plan()
     validate(script, config)  # every check `train` runs before loading a model
+    plan.notes.extend(script.notes)  # fields the run will not read (`recipe_effects`)
     processes = planned_processes(script.dry_run_processes)
     tokenizer, where = check_model(script.model_name_or_path)
+    local = on_disk(script.model_name_or_path)
+    if local is not None:  # the probe's layers against its config.json, as the run checks them
+        check_probe_layers_of(config, local)
     plan.add("model", f"{script.model_name_or_path} ({where})")
     plan.add("chat format", chat_format_line(config, tokenizer))
     data, problems = check_data(script.training_spec())
@@ -135,6 +140,15 @@ def check_model(name: str, field: str = "model_name_or_path") -> tuple[Any, str]
         raise TraacError(f"{field}: {name!r} is no directory nor hub id ({err})") from None
     tokenizer = _tokenizer(name, local_only=not hub_reachable(), field=field)
     return tokenizer, "hub id"
+
+
+def on_disk(name: str) -> str | None:
+    """The directory of a model already on this machine (a named model in the cache, or a
+    local directory); None for what the run would build, convert or download."""
+    if name in MODELS:
+        path = MODELS[name].cached()
+        return None if path is None else str(path)
+    return name if Path(name).expanduser().is_dir() else None
 
 
 def _tokenizer(where: str, local_only: bool, field: str = "model_name_or_path") -> Any:

@@ -24,6 +24,7 @@ import yaml
 
 from traac.common.cache import cache_root
 from traac.common.model_names import check_model_name
+from traac.common.outputs import writable_dir
 from traac.errors import TraacError
 from traac.method.difficulty import FLAT_KEYS
 from traac.pipelines.recipe_fields import declared_fields
@@ -32,13 +33,44 @@ from traac.training.counts import check_counts
 _SCORERS = ("reference", "policy")  # scoring_model values that name no model
 
 
+class _DuplicateKey(Exception):
+    """A mapping of the recipe holds a key twice: YAML keeps the last value in silence."""
+
+    def __init__(self, key: Any, first: int, again: int) -> None:
+        super().__init__(key)
+        self.key, self.first, self.again = key, first, again
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key written twice in one mapping (the recipe's own, or
+    a nested one such as `difficulty`)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base`, whose keys it may override
+                continue
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if isinstance(key, str | int | float | bool) and key in seen:
+                raise _DuplicateKey(key, seen[key], line)
+            if isinstance(key, str | int | float | bool):
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_recipe(path: Path, flag: str = "--config") -> dict[str, Any]:
     """The recipe's mapping, or one line naming what keeps it from being one (and the option
-    `flag` that gave the path)."""
+    `flag` that gave the path); a key written twice is refused, naming both lines."""
     if not path.is_file():
         raise TraacError(f"{flag} {path}: no such recipe file")
     try:
-        recipe = yaml.safe_load(path.read_text(encoding="utf-8"))
+        recipe = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
+    except _DuplicateKey as twice:
+        raise TraacError(
+            f"{flag} {path}: {twice.key} is written twice (lines {twice.first} and "
+            f"{twice.again}), and YAML keeps only the last; keep one"
+        ) from None
     except UnicodeDecodeError as err:
         raise TraacError(f"{flag} {path}: not UTF-8 text ({err.reason})") from None
     except yaml.YAMLError as err:
@@ -180,6 +212,8 @@ def precheck(argv: list[str]) -> None:
     model = values.get("model_name_or_path")
     if isinstance(model, str):
         check_model_name(model, "model_name_or_path")
+    if isinstance(values.get("output_dir"), str):  # what transformers would fail to make
+        writable_dir(values["output_dir"], "output_dir")
     scorer = values.get("scoring_model")
     if isinstance(scorer, str) and scorer not in _SCORERS:
         check_model_name(scorer, "scoring_model")

@@ -16,7 +16,7 @@ import typing
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 import torch
 from accelerate import PartialState
@@ -27,6 +27,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
 from trl import TrlParser
 
 from traac.common.models import adapter_base, load_tokenizer, missing_model_files
+from traac.common.outputs import writable_dir
 from traac.common.progress import NullProgress, Progress, quiet_libraries
 from traac.common.threads import check_threads, set_threads
 from traac.common.trainer_progress import TrainerProgress
@@ -35,11 +36,13 @@ from traac.errors import TraacError
 from traac.method.difficulty import FLAT_KEYS
 from traac.pipelines.model_registry import resolve_model
 from traac.pipelines.recipe import (
+    overrides,
     read_recipe,
     remember_fields,
     unknown_option,
     unknown_recipe_field,
 )
+from traac.pipelines.recipe_effects import settings_without_effect
 from traac.pipelines.recipe_fields import CHECKPOINTING
 from traac.training.checkpoint import STATE_FILE
 from traac.training.config import TRAACConfig
@@ -114,6 +117,9 @@ class TrainScriptArguments(LoraArguments):
                   "zero3, fsdp) instead of the accelerate launch's."},
     )  # fmt: skip
 
+    # Fields the run will not read, noted rather than refused (`recipe_effects`); set by `parse`
+    notes: ClassVar[tuple[str, ...]] = ()
+
     def training_spec(self) -> str:
         """`dataset` with the open-r1 dataset fields as its spec's options."""
         return with_dataset_fields(self.dataset, {
@@ -134,12 +140,14 @@ class TrainResult:
 
 
 def parse(argv: list[str]) -> tuple[TrainScriptArguments, TRAACConfig]:
-    """Recipe + overrides -> (script arguments, TRAACConfig); bad values -> TraacError."""
+    """Recipe + overrides -> (script arguments, TRAACConfig); bad values -> TraacError. Fields
+    the run would not read are refused, or noted in `script.notes` (`recipe_effects`)."""
+    recipe: dict[str, Any] = {}
     if "--config" in argv:
         at = argv.index("--config")
         if at + 1 >= len(argv):
             raise TraacError("--config needs a recipe path")
-        check_recipe(Path(argv[at + 1]))
+        recipe = check_recipe(Path(argv[at + 1]))
     try:
         with warnings.catch_warnings():
             # TRL's GRPOConfig sets gradient_checkpointing, which transformers 5.24 renamed: a
@@ -155,18 +163,22 @@ def parse(argv: list[str]) -> tuple[TrainScriptArguments, TRAACConfig]:
             f"model_name_or_path: {script.model_name_or_path} is a LoRA adapter directory; "
             "train from its base model (adapters are trained afresh with use_peft: true)"
         )
+    line = {k: v for k, v in overrides(argv).items() if k != "config"}
+    script.notes = tuple(settings_without_effect(recipe, line, config.mode, script.use_peft))
+    config.settings_noted = True
     return script, config
 
 
-def check_recipe(path: Path) -> None:
+def check_recipe(path: Path) -> dict[str, Any]:
     """Read a recipe as the parser will, naming what the parser would choke on (a YAML syntax
-    error, a list where a number belongs) in one line, before any work."""
+    error, a key written twice, a list where a number belongs) in one line, before any work."""
     recipe = read_recipe(path)
     hints = {**typing.get_type_hints(TRAACConfig), **typing.get_type_hints(TrainScriptArguments)}
     for name, value in recipe.items():
         kind = type(value).__name__
         if isinstance(value, (list, dict)) and name in hints and not _takes(hints[name], kind):
             raise TraacError(f"--config {path}: {name}: {value!r} is a {kind}; one value belongs")
+    return recipe
 
 
 def _takes(hint: Any, kind: str) -> bool:
@@ -331,6 +343,7 @@ def validate(script: TrainScriptArguments, config: TRAACConfig) -> str | None:
     by `traac train --dry-run` (`make_plan`) and by `train` before any model loads, so that a
     recipe the dry run passes starts (what this machine lacks, a quantized base's CUDA, is the
     dry run's note and the run's error). Returns the checkpoint the run resumes from, if any."""
+    writable_dir(config.output_dir, "output_dir")  # transformers makes it in Trainer.__init__
     check_packages(script, config)  # a logger or engine the recipe names
     check_evaluation(script, config)
     script.check_lora(config.use_vllm)
@@ -415,6 +428,8 @@ def train(
     """Train to the end, or until SIGINT/SIGTERM (checkpoint saved, `interrupted` set)."""
     PartialState()  # this launch's processes, before anything logs
     resume = validate(script, config)  # what the dry run checks, before any model loads
+    for note in script.notes:  # what the dry run's plan notes
+        logger.warning(f"note: {note}")
     script.check_quantization()  # a 4-bit base on a machine without CUDA: one line, at once
     items = load_training_items(script.training_spec())  # bad rows fail here, before the model
     held_out = load_training_items(script.eval_dataset) if script.eval_dataset else None

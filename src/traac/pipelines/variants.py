@@ -132,6 +132,9 @@ def check_variants(
     unknown = [v for v in variants or () if v not in table]
     if unknown:
         raise TraacError(f"--variants: unknown {unknown}; {name} has {list(table)}")
+    twice = next((v for v in variants or () if list(variants or ()).count(v) > 1), None)
+    if twice is not None:
+        raise TraacError(f"--variants: {twice!r} is given twice; name each variant once")
     seeds = tuple(DEFAULT_SEEDS if seeds is None else seeds)
     if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
         raise TraacError(f"--seeds: {list(seeds)} must be distinct integers >= 0")

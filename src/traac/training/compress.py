@@ -33,11 +33,12 @@ from trl.models import prepare_deepspeed, prepare_fsdp
 from trl.trainer.utils import get_config_model_id
 
 from traac.common.items import Item
-from traac.common.scoring_model import ScoringModel, resolve_scoring_model
+from traac.common.models import load_config
+from traac.common.scoring_model import ScoringModel, is_foreign, resolve_scoring_model
 from traac.errors import TraacError
 from traac.method.compression import Compressor
 from traac.method.early_exit import AFTER_ANSWER, early_exit, kept_whole, scored_part, with_head
-from traac.method.factory import build_compressor
+from traac.method.factory import build_compressor, check_probe_layers
 from traac.method.first_correct import Accepts, FirstCorrect, first_correct
 from traac.method.formats import ChatFormat
 from traac.method.rewards import Gather
@@ -101,6 +102,16 @@ def probe_model(args: Any, policy: Any, ref_model: Any, accelerator: Accelerator
     )
     initial = get_config_model_id(policy.config)
     return ProbeModel(spec, frozen_scorer(initial, accelerator, policy.dtype))
+
+
+def check_probe_layers_of(args: Any, model: Any) -> None:
+    """A run's probe layers against the policy's config.json alone, before any weights load (a
+    model object, or a foreign scorer, is checked when its probe is built)."""
+    if not args.compresses or not isinstance(model, str) or is_foreign(args.scoring_model):
+        return
+    config = load_config(model)
+    settings = args.compression_settings(config.get_text_config().model_type, model)
+    check_probe_layers(settings, model)
 
 
 def probe_compressor(

@@ -216,6 +216,9 @@ class TRAACConfig(  # type: ignore[misc]
     logging_steps: float = field(default=1, metadata={"help": "Log every N optimizer steps."})
 
     _layers_from_preset = True  # unset probe_layers: the preset's, per model
+    # Its fields without effect in its mode already noted or refused, by who set them (`traac
+    # train` does, `traac.pipelines.recipe_effects`); else `TRAACTrainer` notes them
+    settings_noted = False
 
     # --- TRAAC ---
     mode: str = field(default="traac", metadata={"help": _mode_help()})

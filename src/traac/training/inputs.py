@@ -15,12 +15,42 @@ from __future__ import annotations
 
 from typing import Any
 
+from datasets import Dataset
 from trl.trainer.utils import get_config_model_id
 
 from traac.common.model_names import resolve_name
 from traac.common.models import load_tokenizer
 from traac.data.training import training_rows
+from traac.errors import TraacError
 from traac.training.config import TRAACConfig
+
+
+def check_inputs(model: Any, train_dataset: Any, eval_dataset: Any) -> None:
+    """The arguments' kinds, named in one line before anything loads: TRL would otherwise
+    fail on them minutes later (a list has no `column_names`), or after loading the model."""
+    import torch.nn as nn
+
+    if not isinstance(model, (str, nn.Module)):
+        raise TraacError(f"model: {model!r} is of type {type(model).__name__}; pass a model "
+                         "name traac knows (testbed, smollm2, ...), a directory or hub id, or a "
+                         "model object")  # fmt: skip
+    _check_dataset("train_dataset", train_dataset)
+    parts = eval_dataset.items() if isinstance(eval_dataset, dict) else [(None, eval_dataset)]
+    for key, part in parts:
+        _check_dataset("eval_dataset" if key is None else f"eval_dataset[{key!r}]", part)
+
+
+def _check_dataset(name: str, dataset: Any) -> None:
+    if dataset is None or isinstance(dataset, Dataset):
+        return
+    kind = type(dataset).__name__
+    if isinstance(dataset, dict):  # a DatasetDict, or rows by column
+        fix = "pass one split, e.g. dataset['train']" if dataset else "pass a datasets.Dataset"
+    elif isinstance(dataset, (list, tuple)):
+        fix = "pass datasets.Dataset.from_list(rows)"
+    else:
+        fix = "pass a datasets.Dataset (Dataset.from_list(rows), or load_dataset(...)[split])"
+    raise TraacError(f"{name}: of type {kind}; traac trains on a datasets.Dataset: {fix}")
 
 
 def trainer_inputs(

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from traac.errors import TraacError
+
 METRICS_FILE = "metrics.jsonl"  # in a run's output_dir
 EVAL_SPLIT = "eval"  # the `split` of a held-out evaluation's line
 
@@ -28,6 +30,30 @@ def metric_rows(path: str | Path) -> Iterator[dict[str, Any]]:
         row = _row(line)
         if row is not None:
             yield row
+
+
+def check_metrics_file(run_dir: Path) -> None:
+    """A run directory whose metrics.jsonl a report can read: there, JSON lines, at least one of
+    them a step's. Only the last line may be torn (a crash cut it short); any other line that is
+    not JSON makes it no metrics.jsonl of `traac train`, which the reader (skipping such lines)
+    would otherwise show as an empty table. JSON lines without a step are skipped, as ever."""
+    path = Path(run_dir) / METRICS_FILE
+    if not path.is_file():
+        raise TraacError(f"no {METRICS_FILE} in {run_dir}: pass a `traac train` output directory")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise TraacError(f"{path}: cannot read it as text ({err})") from None
+    numbered = [(n, line) for n, line in enumerate(lines, start=1) if line.strip()]
+    for n, line in numbered[:-1]:
+        try:
+            json.loads(line)
+        except json.JSONDecodeError:
+            raise TraacError(f"{path} line {n}: not JSON, so not the metrics.jsonl of a `traac "
+                             "train` run; pass a run's output directory") from None  # fmt: skip
+    if not any(_row(line) is not None for _, line in numbered):
+        raise TraacError(f"{path}: holds no training step yet; pass a run that has trained "
+                         "at least one step")  # fmt: skip
 
 
 def truncate_metrics(path: Path, last_step: int) -> None:

@@ -57,6 +57,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 from trl.extras.profiling import profiling_context
 
+from traac.common.outputs import writable_dir
 from traac.errors import TraacError
 from traac.method.compression import Compressor
 from traac.method.formats import ChatFormat
@@ -64,16 +65,18 @@ from traac.method.rewards import LengthWindows
 from traac.training.checkpoint import load_state, load_traac_state, save_state, traac_state
 from traac.training.compress import (
     StepCompressor,
+    check_probe_layers_of,
     collective_forwards,
     probe_compressor,
     probe_model,
 )
 from traac.training.config import TRAACConfig
 from traac.training.driver import StepDriver
+from traac.training.effects import config_unread, describe
 from traac.training.evaluation import HeldOutEvaluation
-from traac.training.extra_rewards import with_extra_rewards
+from traac.training.extra_rewards import given_rewards, with_extra_rewards
 from traac.training.final_model import FinalModel
-from traac.training.inputs import trainer_inputs
+from traac.training.inputs import check_inputs, trainer_inputs
 from traac.training.interrupt import StopOnSignal
 from traac.training.left_out import leave_out, mask_rows, unscored
 from traac.training.lora import as_reference, keep_4bit_trainable
@@ -124,6 +127,10 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
         for unsupported in ("tools", "environment_factory", "rollout_func"):
             if kwargs.get(unsupported) is not None:
                 raise TraacError(f"TRAACTrainer: {unsupported} is not supported")
+        # What needs no model, checked before `trainer_inputs` resolves it (a build, a download)
+        check_inputs(model, train_dataset, kwargs.get("eval_dataset"))
+        writable_dir(args.output_dir, "output_dir")  # transformers makes it in Trainer.__init__
+        reward_funcs = given_rewards(reward_funcs)
         self.difficulty = args.difficulty_config()
         self.rewards = TraacRewards(
             args.reward_config(),
@@ -133,14 +140,18 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
             gather=gather_object,
         )
         self.base_model_name = model if isinstance(model, str) else None  # for the card
-        model, train_dataset, kwargs = trainer_inputs(model, args, train_dataset, kwargs)
         settings = args.peer_settings() if args.peer_mode else None
         self.peer, funcs = mode_rewards(
             args.mode_spec, self.rewards, settings, args.num_generations, gather_object
         )
         funcs = with_extra_rewards(funcs, args, reward_funcs)  # + the caller's, the recipe's
+        model, train_dataset, kwargs = trainer_inputs(model, args, train_dataset, kwargs)
+        check_probe_layers_of(args, model)  # config.json alone, before TRL loads the weights
         super().__init__(model, funcs, args, train_dataset, **kwargs)
         keep_4bit_trainable(self.model)  # before any forward in eval mode (probe, evaluation)
+        if not args.settings_noted:  # what a caller set that this mode never reads
+            for line, _ in describe(config_unread(args)):
+                logger.warning(f"TRAACTrainer: {line}")
         if self.peer is not None:
             self.peer.rank = self.accelerator.process_index
         self.tokenizer = self._tokenizer

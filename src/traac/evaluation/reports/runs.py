@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from traac.common.inputs import check_distinct
 from traac.errors import TraacError
 from traac.evaluation.harness.records import EvalSummary, SampleRecord, at_t_max
 from traac.evaluation.harness.runner import (
@@ -88,6 +89,7 @@ def load_models(
     `words_keep_theirs` (`traac report` without --t-max)."""
     if names and len(names) != len(dirs):
         raise TraacError(f"report: {len(names)} --names for {len(dirs)} directories")
+    check_distinct("report", dirs, names)
     models = []
     for k, directory in enumerate(dirs):
         if not directory.is_dir():

@@ -1,0 +1,77 @@
+"""A recipe that says more than it does: fields the run does not read (`traac.training.effects`),
+refused or noted by who set them.
+
+A field is refused (one line, exit 2) when it was written together with, or after, what makes it
+unread: in the same recipe as its `mode` (or `use_peft`), or on the command line. Its author
+wrote it for this run and expects it to matter. It is only noted (one line, and the dry run's
+plan) when it comes from the recipe and the mode (or `use_peft`) from the command line or an
+experiment's variant: a shared recipe reused under another mode, as `traac train --config
+recipes/smollm2-think.yaml --mode cr_lr` and every `traac experiment` variant do; the recipe
+is right for its own mode, and refusing it would make one recipe per mode.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from traac.errors import TraacError
+from traac.training.effects import Unread, describe, unread_fields
+
+_RECIPE, _LINE = 1, 2  # where a field was set: the recipe file, the command line (or a variant)
+_FIX = {
+    "mode": "drop it, or train a mode that reads it",
+    "use_peft": "drop it, or set use_peft true",
+}
+
+
+def _given(recipe: Mapping[str, Any], line: Mapping[str, Any]) -> dict[str, tuple[Any, int]]:
+    """Each field set, with its value as written (a `difficulty` given as JSON read) and where."""
+    given: dict[str, tuple[Any, int]] = {k: (v, _RECIPE) for k, v in recipe.items()}
+    given.update({k: (v, _LINE) for k, v in line.items()})
+    value, where = given.get("difficulty", (None, 0))
+    if isinstance(value, str):
+        try:
+            given["difficulty"] = (json.loads(value), where)
+        except json.JSONDecodeError:
+            del given["difficulty"]  # the config names it
+    return given
+
+
+def _label(field: Unread, where: int) -> str:
+    """How its author wrote the field: a recipe field, or an option (`--difficulty` and its key)."""
+    if where == _RECIPE:
+        return f"recipe field {field.name}"
+    name, _, key = field.name.partition(".")
+    return f"--{name.replace('_', '-')}" + (f" {key}" if key else "")
+
+
+def settings_without_effect(
+    recipe: Mapping[str, Any], line_values: Mapping[str, Any], mode: str, use_peft: bool
+) -> list[str]:
+    """Refuse the fields the run does not read that were set with or after what makes them so
+    (TraacError, one line naming the first, and the fix); return one note for each reason the
+    others have (the fields the recipe set that the command line's mode leaves unread)."""
+    given = _given(recipe, line_values)
+    unread = unread_fields({k: v for k, (v, _) in given.items()}, mode, use_peft)
+    refused: list[str] = []
+    noted: list[Unread] = []
+    for field in unread:
+        where = given[field.name.split(".")[0]][1]
+        if where >= given.get(field.because_of, (None, 0))[1]:
+            refused.append(f"{_label(field, where)}: no effect ({field.why}); "
+                           f"{_FIX[field.because_of]}")  # fmt: skip
+        else:
+            noted.append(field)
+    if refused:
+        more = f" (and {len(refused) - 1} more such fields)" if len(refused) > 1 else ""
+        raise TraacError(refused[0] + more)
+    return [
+        f"the recipe's {line} ({cause} {_value(line_values[cause])} given over the recipe)"
+        for line, cause in describe(noted)
+    ]
+
+
+def _value(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
