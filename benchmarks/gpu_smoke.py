@@ -128,6 +128,7 @@ def phases(root: Path, model: Path, steps: int, tiny: bool, gpu: bool, vllm: boo
         "--max_completion_length", str(length), "--bf16", "true",
         "--use_cpu", "false" if gpu else "true", "--disable_tqdm", "true",
         "--use_vllm", str(vllm).lower(), "--vllm_mode", "colocate",
+        "--rollout_batching", "padded",  # the testbed recipe's refill is transformers-only
         "--vllm_gpu_memory_utilization", "0.3",
         "--num_threads", str(torch.get_num_threads() if gpu else 1),
     ]  # fmt: skip

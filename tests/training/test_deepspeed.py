@@ -169,7 +169,7 @@ def launches(
             "--dataset", "testbed:easy?n=16", "--output_dir", str(out / "run"),
             "--max_steps", "2", "--per_device_train_batch_size", str(2 * N),
             "--num_generations", str(N), "--max_completion_length", "96",
-            "--disable_tqdm", "true", *extra,
+            "--disable_tqdm", "true", "--rollout_batching", "padded", *extra,
         ]  # fmt: skip
         run_env = {**env, "TRAAC_TEST_REPORT": str(out), "TRAAC_TEST_SIGTERM_STEP": str(stop_at)}
         begin = time.perf_counter()

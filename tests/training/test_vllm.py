@@ -156,7 +156,7 @@ def test_three_layouts_on_two_processes(quick_testbed: Path, tmp_path: Path) -> 
         "--max_steps", "2", "--per_device_train_batch_size", str(2 * N),
         "--num_generations", str(N), "--max_completion_length", "96", "--scorer", "random",
         "--dynamic_sampling", "resample", "--max_resample_rounds", "1", "--use_vllm", "true",
-        "--disable_tqdm", "true",
+        "--rollout_batching", "padded", "--disable_tqdm", "true",
     ]  # fmt: skip
     layouts = {
         "colocate": ["--vllm_mode", "colocate"],
