@@ -291,11 +291,13 @@ def main() -> None:
         return
     if opts.against and opts.baseline:
         parser.error("--against or --baseline, not both")
+    if opts.baseline and opts.sft:
+        parser.error("--baseline times the GRPO step only (the SFT step has no speed settings)")
     with tempfile.TemporaryDirectory(prefix="testbed_step-") as folder:
         variants: dict[str, tuple[Path, Path | None]] = {"new": (ROOT / "src", None)}
         if opts.against:
             variants = {"old": (opts.against.resolve(), None), "new": (ROOT / "src", None)}
-        if opts.baseline:  # the SFT step has no speed settings: GRPO only
+        if opts.baseline:
             padded = baseline_recipe(ROOT / RECIPE, Path(folder))
             variants = {"padded": (ROOT / "src", padded), "recipe": (ROOT / "src", None)}
             opts.grpo = True
