@@ -17,12 +17,17 @@ GRPO (`--grpo`, the default): `--steps` optimizer steps of the recipe (4 prompts
   optimizer+TRL  the rest of the optimizer step: clipping, AdamW, scheduler, TRL's logging
                  and callbacks
 
+`--baseline` runs the recipe beside its original configuration in the same checkout, alternating:
+`rollout_batching: padded` and no `logprob_rows` (TRL's padded generate and log-prob chunks of
+all 32 rows, the step before the speed settings), and prints old / new per phase.
+
 SFT (`--sft`): `--sft-steps` steps of the testbed's SFTTrainer, as `traac testbed build` runs
 it (batch 32 of the teacher's traces, sorted by length), split into the forward (with the
 loss), the backward, the optimizer and the rest (data loading, Trainer's bookkeeping).
 
     python benchmarks/testbed_step.py                          # GRPO and SFT, this checkout
     python benchmarks/testbed_step.py --against /tmp/old/src   # old against new, alternating
+    python benchmarks/testbed_step.py --grpo --baseline        # padded against the recipe
     python benchmarks/testbed_step.py --grpo --profile 15      # + cProfile's top 15 functions
 """
 
@@ -49,6 +54,8 @@ from _common import cpu_name
 ROOT = Path(__file__).resolve().parents[1]
 RECIPE = Path("recipes") / "testbed.yaml"  # each checkout's own, beside its src
 RESULT = "RESULT "
+# The recipe's speed settings, and what `--baseline` sets them to (TRL's own paths)
+SPEED_SETTINGS = {"rollout_batching": "padded", "logprob_rows": None}
 # (row of the table, phases of `real_step.Recorder` it sums); None: computed below
 GRPO_ROWS = {
     "generation": ("generate", "resample"),
@@ -185,8 +192,25 @@ def _top(profiler: cProfile.Profile | None, n: int) -> str:
     return text.getvalue()
 
 
-def run_child(kind: str, src: Path, opts: argparse.Namespace) -> dict[str, Any]:
-    argv = [sys.executable, __file__, "--child", kind, "--recipe", str(src.parent / RECIPE),
+def baseline_recipe(recipe: Path, folder: Path) -> Path:
+    """A copy of `recipe` with its speed settings at TRL's defaults (`--baseline`)."""
+    import yaml
+
+    fields = yaml.safe_load(recipe.read_text())
+    for name, value in SPEED_SETTINGS.items():
+        fields.pop(name, None)
+        if value is not None:
+            fields[name] = value
+    path = folder / "padded.yaml"
+    path.write_text(yaml.safe_dump(fields, sort_keys=False))
+    return path
+
+
+def run_child(
+    kind: str, src: Path, opts: argparse.Namespace, recipe: Path | None = None
+) -> dict[str, Any]:
+    recipe = recipe or src.parent / RECIPE
+    argv = [sys.executable, __file__, "--child", kind, "--recipe", str(recipe),
             "--steps", str(opts.steps),
             "--warmup", str(opts.warmup), "--sft-steps", str(opts.sft_steps),
             "--threads", str(opts.threads), "--profile", str(opts.profile)]  # fmt: skip
@@ -221,7 +245,8 @@ def table(kind: str, results: dict[str, list[dict[str, Any]]]) -> None:
               f"{spread} s; load at the end of each run {loads}"
               + (f"; weights sha256 {', '.join(hashes)}" if hashes else ""))  # fmt: skip
     header = " | ".join(f"{v} s | {v} share" for v in results)
-    print(f"\n| {kind} phase | {header} |" + (" old / new |" if len(results) == 2 else ""))
+    pair = " / ".join(results)
+    print(f"\n| {kind} phase | {header} |" + (f" {pair} |" if len(results) == 2 else ""))
     print("|---|" + "---:|---:|" * len(results) + ("---:|" if len(results) == 2 else ""))
     for name in [*names, "step"]:
         cells = []
@@ -233,6 +258,9 @@ def table(kind: str, results: dict[str, list[dict[str, Any]]]) -> None:
             old, new = (means[v][name] for v in results)
             ratio = f" {old / new:.2f}x |" if new > 0.0005 else " – |"
         print(f"| {name} | {' | '.join(cells)} |{ratio}")
+    if len(results) == 2:
+        old, new = (means[v]["step"] for v in results)
+        print(f"\n{kind} step: {pair} {old:.3f} s / {new:.3f} s = {old / new:.2f}x (means)")
     print()
 
 
@@ -241,6 +269,8 @@ def main() -> None:
     parser.add_argument("--grpo", action="store_true", help="the GRPO step only")
     parser.add_argument("--sft", action="store_true", help="the SFT step only")
     parser.add_argument("--against", type=Path, help="another checkout's src, run beside this")
+    parser.add_argument("--baseline", action="store_true",
+                        help="the recipe beside its padded original configuration")  # fmt: skip
     parser.add_argument("--steps", type=int, default=6, help="GRPO optimizer steps per run")
     parser.add_argument("--sft-steps", type=int, default=40, help="SFT steps per run")
     parser.add_argument("--warmup", type=int, default=1, help="untimed first steps per run")
@@ -259,23 +289,38 @@ def main() -> None:
         run = child_grpo if opts.child == "grpo" else child_sft
         print(RESULT + json.dumps(run(opts)), flush=True)
         return
+    if opts.against and opts.baseline:
+        parser.error("--against or --baseline, not both")
+    if opts.baseline and opts.sft:
+        parser.error("--baseline times the GRPO step only (the SFT step has no speed settings)")
+    with tempfile.TemporaryDirectory(prefix="testbed_step-") as folder:
+        variants: dict[str, tuple[Path, Path | None]] = {"new": (ROOT / "src", None)}
+        if opts.against:
+            variants = {"old": (opts.against.resolve(), None), "new": (ROOT / "src", None)}
+        if opts.baseline:
+            padded = baseline_recipe(ROOT / RECIPE, Path(folder))
+            variants = {"padded": (ROOT / "src", padded), "recipe": (ROOT / "src", None)}
+            opts.grpo = True
+        compare(variants, opts)
+
+
+def compare(variants: dict[str, tuple[Path, Path | None]], opts: argparse.Namespace) -> None:
+    """Each variant's (src, recipe or None: its checkout's) children, alternating, and tables."""
     kinds = ["grpo"] * (not opts.sft) + ["sft"] * (not opts.grpo)
-    variants = {"new": ROOT / "src"}
-    if opts.against:
-        variants = {"old": opts.against.resolve(), "new": ROOT / "src"}
     load = "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
     print(f"machine: {cpu_name()}, {os.cpu_count()} cores, {opts.threads} torch thread(s), "
           f"load average {load} at the start")  # fmt: skip
     print("command: python " + " ".join(["benchmarks/testbed_step.py", *sys.argv[1:]]))
-    for name, src in variants.items():
+    for name, (src, recipe) in variants.items():
         commit = subprocess.run(["git", "-C", str(src), "log", "-1", "--format=%h %s"],
                                 capture_output=True, text=True).stdout.strip()  # fmt: skip
-        print(f"{name}: {src} ({commit[:70] or 'not a git checkout'})")
+        print(f"{name}: {src} ({commit[:70] or 'not a git checkout'})"
+              + (f", the recipe with {SPEED_SETTINGS}" if recipe else ""))  # fmt: skip
     for kind in kinds:
         results: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
         for _ in range(opts.rounds):
-            for name, src in variants.items():
-                results[name].append(run_child(kind, src, opts))
+            for name, (src, recipe) in variants.items():
+                results[name].append(run_child(kind, src, opts, recipe))
                 print(f"  {kind} {name}: {results[name][-1]['wall']:.0f} s in all", flush=True)
         table(kind, results)
         for name, runs in results.items():

@@ -157,14 +157,17 @@ def test_targets_and_tier_rows():
 
 def test_demo_settings_quick_and_full(tmp_path):
     quick = DemoSettings.make(tmp_path, quick=True, recipe=RECIPE, eval_n=3)
-    assert quick.held_out == HeldOut(per_tier=3, num_samples=1, max_new_tokens=160, t_max=160)
+    assert quick.held_out == HeldOut(
+        per_tier=3, num_samples=1, max_new_tokens=160, t_max=160, batching="refill"
+    )
     # AUC_OAA's t_max stays where the published figures put it when the budget changes
     longer = DemoSettings.make(tmp_path, quick=False, recipe=RECIPE, max_new_tokens=512)
     assert (longer.held_out.max_new_tokens, longer.held_out.t_max) == (512, 256)
     assert quick.train_overrides == QUICK_TRAINING
     assert quick.recipe_with_overrides.overrides == QUICK_TRAINING
     full = DemoSettings.make(tmp_path, quick=False, recipe=RECIPE, num_samples=2)
-    assert full.held_out == HeldOut(num_samples=2) and full.train_overrides == {}
+    assert full.held_out == HeldOut(num_samples=2, batching="refill")
+    assert full.train_overrides == {}
     assert quick.sweep is None and full.sweep is None  # opt-in: `--budget-sweep`
     swept = DemoSettings.make(tmp_path, quick=False, recipe=RECIPE, budget_sweep=True)
     assert swept.sweep == BudgetSweep()

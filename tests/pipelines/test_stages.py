@@ -4,11 +4,14 @@ read back from a run's `metrics.jsonl`, and its table."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
+from traac.evaluation.harness.runner import SAMPLES_FILE, SamplesFile
 from traac.pipelines.stages import (
     BinCompression,
+    HeldOut,
     Recipe,
     compression_table,
     training_compression,
@@ -73,3 +76,15 @@ def test_a_saved_adapter_is_a_trained_model_and_a_checkpoint_alone_is_not(tmp_pa
     assert not Recipe.trained(run)  # a config without its weights: a save cut short
     (run / "adapter_model.safetensors").write_bytes(b"weights")
     assert Recipe.trained(run)
+
+
+@pytest.mark.slow
+def test_held_out_refill_batching_writes_the_padded_samples(quick_testbed, tmp_path):
+    """The demo's refilled evaluation samples each request's own stream, as padded batches do."""
+    held = HeldOut(per_tier=2, num_samples=2, max_new_tokens=48, batch_size=3)
+    runs = {b: tmp_path / b / "run" for b in ("padded", "refill")}
+    summaries = {b: replace(held, batching=b).evaluate(quick_testbed, runs[b]) for b in runs}
+    samples = {b: SamplesFile(runs[b] / SAMPLES_FILE).read() for b in runs}
+    assert len(samples["padded"]) == 3 * 2 * 2
+    assert samples["refill"] == samples["padded"]
+    assert summaries["refill"] == summaries["padded"]

@@ -141,6 +141,7 @@ class DemoSettings:
             per_tier=eval_n or held.per_tier,
             num_samples=num_samples or held.num_samples,
             max_new_tokens=max_new_tokens or held.max_new_tokens,
+            batching="refill",  # 2.8x faster than padded batches on the testbed, same samples
         )
         sweep = BudgetSweep(per_tier=3, num_samples=1) if quick else BudgetSweep()
         sweep = sweep if budget_sweep else None

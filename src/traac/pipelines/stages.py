@@ -28,6 +28,7 @@ from traac.common.tables import Table, fmt
 from traac.evaluation.harness.records import TIER_ORDER, EvalSummary
 from traac.evaluation.harness.runner import EvalSettings, run_eval
 from traac.evaluation.inference.generation import Backend, make_backend
+from traac.evaluation.inference.refill import RefillBackend
 from traac.evaluation.inference.testtime import ThinkingGenerator
 from traac.evaluation.inference.thinking_backend import ThinkingBackend
 from traac.method.formats import resolve_chat_format
@@ -75,6 +76,10 @@ class HeldOut:
     seed: int = HELD_OUT_SEED
     batch_size: int = 64
     t_max: int = 256
+    # "padded": `model.generate` batches, as the experiments' figures were made; "refill": the
+    # demo's (`traac eval --batching refill`): `batch_size` rows refilled as responses end, the
+    # same per-request streams, other float effects of batch shape (`traac.common.decoding`).
+    batching: str = "padded"
 
     @property
     def dataset(self) -> str:
@@ -108,6 +113,8 @@ class HeldOut:
         )
 
         def backend(tok: Any) -> Backend:
+            if not thinking and self.batching == "refill":
+                return RefillBackend(load_model(path), tok, self.batch_size)
             if not thinking:
                 return make_backend("transformers", path, tok)
             chat_format = resolve_chat_format("auto", tokenizer=tok)
