@@ -221,8 +221,7 @@ class GroupReward:
                 strict=True,
             )
         )
-        parts: list[list[tuple[int, bool]]] = self.gather([local]) if self.gather else [local]
-        every = [x for part in parts for x in part]
+        every, offset = self.gathered(local)
         if len(every) % n:
             raise TraacError(
                 f"mode {name}: {len(every)} completions are not whole groups of num_generations={n}"
@@ -231,5 +230,10 @@ class GroupReward:
         for start in range(0, len(every), n):
             lengths, correct = zip(*every[start : start + n], strict=True)
             groups.append((list(lengths), list(correct)))
-        offset = sum(len(part) for part in parts[: self.rank])
         return groups, offset, len(local)
+
+    def gathered(self, local: list[Any]) -> tuple[list[Any], int]:
+        """Every process's values of `local` (per rollout, in GRPO's order) and the offset of
+        this process's first one in them."""
+        parts: list[list[Any]] = self.gather([local]) if self.gather else [local]
+        return [x for part in parts for x in part], sum(len(part) for part in parts[: self.rank])

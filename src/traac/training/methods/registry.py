@@ -10,7 +10,9 @@ from typing import Any
 
 from traac.training.methods import (
     alp,
+    arlcp,
     dapo_overlong,
+    ddca,
     dler,
     dot,
     first_correct_penalty,
@@ -18,6 +20,7 @@ from traac.training.methods import (
     kimi,
     l1_max,
     laser_d,
+    lc_r1,
     shorterbetter,
 )
 from traac.training.methods.base import LengthMethod, MethodRun, RunContext
@@ -36,6 +39,9 @@ METHODS: dict[str, LengthMethod] = {
         gfpo.METHOD,
         dot.METHOD,
         first_correct_penalty.METHOD,
+        lc_r1.METHOD,
+        ddca.METHOD,
+        arlcp.METHOD,
     )
 }
 
