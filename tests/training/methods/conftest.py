@@ -22,7 +22,7 @@ VALUES: dict[str, Any] = {
     "dler_easy_scale": 0.5, "laser_bonus": 0.5, "laser_lower": 100, "laser_upper": 500,
     "laser_interval": 100, "laser_monitor_steps": 20, "laser_expected_correct": 1, "ddca_beta": 0.2,
     "lcr1_length_coef": 1.0, "lcr1_compress_coef": 1.0, "arlcp_reflection_low": 40,
-    "arlcp_reflection_high": 80,
+    "arlcp_reflection_high": 80, "adaptthink_bonus": 0.05, "adaptthink_share": 0.5,
 }  # fmt: skip
 RUN = RunContext(correctness_reward=4.0, max_completion_length=1000, easy_threshold=0.8)
 

@@ -9,6 +9,7 @@ import typing
 from typing import Any
 
 from traac.training.methods import (
+    adaptthink,
     alp,
     arlcp,
     dapo_overlong,
@@ -42,6 +43,7 @@ METHODS: dict[str, LengthMethod] = {
         lc_r1.METHOD,
         ddca.METHOD,
         arlcp.METHOD,
+        adaptthink.METHOD,
     )
 }
 
