@@ -45,7 +45,8 @@ def test_compare_plans_every_method_and_seed_from_one_recipe(tmp_path: Path) -> 
     assert set(modes.values()) == {"traac", "cr", "cr_lr", "traac_no_compression", "alp",
                                    "shorterbetter", "kimi",
                                    "dapo_overlong", "l1_max", "dler", "dler_difficulty",
-                                   "laser_d", "gfpo", "dot", "first_correct"}  # fmt: skip
+                                   "laser_d", "gfpo", "dot", "first_correct", "lc_r1",
+                                   "adaptthink", "ddca", "arlcp"}  # fmt: skip
     # DLER trains under its own optimiser, as does the TRAAC run that isolates it.
     profiles = {r.variant for r in runs if r.recipe.overrides.get("optimizer_profile") == "dler"}
     assert profiles == {"DLER", "DLER, difficulty-aware", "TRAAC, DLER optimiser"}

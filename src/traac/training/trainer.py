@@ -80,6 +80,7 @@ from traac.training.inputs import check_inputs, trainer_inputs
 from traac.training.interrupt import StopOnSignal
 from traac.training.left_out import leave_out, mask_rows, unscored
 from traac.training.lora import as_reference, keep_4bit_trainable
+from traac.training.methods.base import prefill_of
 from traac.training.modes import mode_rewards
 from traac.training.padding import trimmed_forward
 from traac.training.rewards import EVALUATION_COLUMN, TraacRewards
@@ -144,6 +145,11 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
         self.peer, funcs = mode_rewards(
             args.mode_spec, self.rewards, settings, args.num_generations, gather_object
         )
+        if self.peer is not None and self.peer.prefills and args.use_vllm:
+            raise TraacError(
+                f"mode {args.mode}: prefills rollouts, which TRL's vLLM generation "
+                "cannot (it samples a group from one prompt); set use_vllm false"
+            )
         funcs = with_extra_rewards(funcs, args, reward_funcs)  # + the caller's, the recipe's
         model, train_dataset, kwargs = trainer_inputs(model, args, train_dataset, kwargs)
         check_probe_layers_of(args, model)  # config.json alone, before TRL loads the weights
@@ -162,6 +168,7 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
         self.rewards.chat_format = self.chat_format  # known once TRL has the tokenizer
         if self.peer is not None:  # the methods that read the text (DOT, first_correct)
             self.peer.bind(self.tokenizer, self.chat_format, args.split_phrases)
+        self.prefill = prefill_of(self.peer, self.tokenizer)  # AdaptThink's empty think blocks
         self.uniformities: deque[float] = deque(maxlen=args.calibration_window)
         self.last_step: TraacStep | None = None
         self.probe = probe_model(args, self.model, self.ref_model, self.accelerator)
@@ -271,11 +278,15 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
         prompt_ids, images, multimodal_fields = self._tokenize_prompts(
             [r["prompt"] for r in inputs]
         )
+        prefill = self.prefill if self.model.training else None
         with self._vllm_awake():  # every generation round of the step on one wake-up
             with clock.phase("generate"):
                 completion_ids, logprobs = self._backend_generate(
-                    prompt_ids, images, multimodal_fields, n
-                )
+                    prefill.prompts(prompt_ids, n) if prefill else prompt_ids,
+                    images, multimodal_fields, n,
+                )  # fmt: skip
+                if prefill is not None:
+                    completion_ids, logprobs = prefill.completions(completion_ids, logprobs, n)
             return self.traac_step(inputs, prompt_ids, completion_ids, logprobs, n, clock)
 
     @contextmanager

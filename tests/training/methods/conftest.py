@@ -20,7 +20,9 @@ VALUES: dict[str, Any] = {
     "dapo_cache_length": 200, "l1_alpha": 0.0003, "l1_delta": 0.5, "l1_budget_min": 100,
     "l1_budget_max": 1000, "l1_budget_in_prompt": True, "dler_length": 250,
     "dler_easy_scale": 0.5, "laser_bonus": 0.5, "laser_lower": 100, "laser_upper": 500,
-    "laser_interval": 100, "laser_monitor_steps": 20, "laser_expected_correct": 1,
+    "laser_interval": 100, "laser_monitor_steps": 20, "laser_expected_correct": 1, "ddca_beta": 0.2,
+    "lcr1_length_coef": 1.0, "lcr1_compress_coef": 1.0, "arlcp_reflection_low": 40,
+    "arlcp_reflection_high": 80, "adaptthink_bonus": 0.05, "adaptthink_share": 0.5,
 }  # fmt: skip
 RUN = RunContext(correctness_reward=4.0, max_completion_length=1000, easy_threshold=0.8)
 

@@ -16,8 +16,9 @@ from traac.training.modes import MODES
 def test_every_settings_field_is_a_config_field_with_its_default_and_help() -> None:
     config = {f.name: f for f in dataclasses.fields(TRAACConfig)}
     declared = [f for cls in settings_classes() for f in dataclasses.fields(cls)]
-    # 18 of the peers, GFPO's 2, DOT's 2, the first-correct penalty's 1
-    assert len(declared) == len({f.name for f in declared}) == 23
+    # 18 of the peers, GFPO's 2, DOT's 2, the first-correct penalty's 1, LC-R1's 2, DDCA's 1,
+    # ARLCP's 2, AdaptThink's 2
+    assert len(declared) == len({f.name for f in declared}) == 30
     for f in declared:
         assert config[f.name].default == f.default, f.name
         assert config[f.name].metadata["help"] == f.metadata["help"], f.name

@@ -136,12 +136,14 @@ class GroupReward:
     consecutive runs of `num_generations` completions are one prompt's group. Rollouts of one
     group may sit on several processes, so `gather` (`accelerate.utils.gather_object`) merges
     every process's lengths and verdicts and each process keeps its slice (`rank`). A method
-    that `filters` (GFPO) says through `retain` which rows GRPO trains on. A method that reads
+    that `filters` (GFPO) says through `retain` which rows GRPO trains on; one that `prefills`
+    (AdaptThink) says through `prefill` what a share of the rollouts start with. A method that reads
     the text (DOT re-verifies what it truncates, the first-correct penalty reads the think
     block) gets the tokenizer, the chat format and the step phrases through `bind`, which the
     trainer calls once TRL holds the tokenizer."""
 
     filters: ClassVar[bool] = False
+    prefills: ClassVar[bool] = False  # `prefill` says what (AdaptThink)
     tokenizer: Any = None
     chat_format: ChatFormat = ChatFormat()
     phrases: tuple[str, ...] | None = None  # the recipe's `split_phrases` (None: the default)
@@ -174,6 +176,12 @@ class GroupReward:
         """The method's reward function (its name is the one TRL logs), if it has one."""
         name = self.run.method.reward
         return None if name is None else getattr(self, name)
+
+    def prefill(self) -> tuple[str, float] | None:
+        """Text that a share of each group's training rollouts is made to start with, and that
+        share (AdaptThink: an empty think block, half of them); None: all are sampled from the
+        prompt alone. The trainer asks once the method is bound (`Prefill`)."""
+        return None
 
     def retain(self, totals: Sequence[float], lengths: Sequence[int]) -> list[bool] | None:
         """Which rows of the gathered batch GRPO normalises and trains on, from each row's
@@ -221,8 +229,7 @@ class GroupReward:
                 strict=True,
             )
         )
-        parts: list[list[tuple[int, bool]]] = self.gather([local]) if self.gather else [local]
-        every = [x for part in parts for x in part]
+        every, offset = self.gathered(local)
         if len(every) % n:
             raise TraacError(
                 f"mode {name}: {len(every)} completions are not whole groups of num_generations={n}"
@@ -231,5 +238,55 @@ class GroupReward:
         for start in range(0, len(every), n):
             lengths, correct = zip(*every[start : start + n], strict=True)
             groups.append((list(lengths), list(correct)))
-        offset = sum(len(part) for part in parts[: self.rank])
         return groups, offset, len(local)
+
+    def gathered(self, local: list[Any]) -> tuple[list[Any], int]:
+        """Every process's values of `local` (per rollout, in GRPO's order) and the offset of
+        this process's first one in them."""
+        parts: list[list[Any]] = self.gather([local]) if self.gather else [local]
+        return [x for part in parts for x in part], sum(len(part) for part in parts[: self.rank])
+
+
+@dataclass(frozen=True)
+class Prefill:
+    """A method's `prefill` as token ids: the first round(n x share) rollouts of each group of
+    `n` are generated after the prompt and `ids`, which then open their completions, so they
+    are scored and trained as the policy's own tokens."""
+
+    ids: tuple[int, ...]
+    share: float
+
+    def rows(self, count: int, n: int) -> list[bool]:
+        """Which of `count` rows (consecutive groups of `n`) start with the prefill."""
+        k = round(n * self.share)
+        return [i % n < k for i in range(count)]
+
+    def prompts(self, prompt_ids: list[list[int]], n: int) -> list[list[int]]:
+        """The prompts to generate from: the prefilled rows' with the prefill appended."""
+        rows = self.rows(len(prompt_ids), n)
+        pairs = zip(prompt_ids, rows, strict=True)
+        return [list(p) + list(self.ids) if r else list(p) for p, r in pairs]
+
+    def completions(
+        self, completion_ids: list[list[int]], logprobs: list[list[float]] | None, n: int
+    ) -> tuple[list[list[int]], list[list[float]] | None]:
+        """The generated completions with the prefilled rows' prefill put back in front (its
+        sampling log-probabilities 0: it was not drawn)."""
+        rows = self.rows(len(completion_ids), n)
+        pairs = zip(completion_ids, rows, strict=True)
+        ids = [list(self.ids) + list(c) if r else list(c) for c, r in pairs]
+        if logprobs is None:
+            return ids, None
+        pad = [0.0] * len(self.ids)
+        return ids, [
+            pad + list(lp) if r else list(lp) for lp, r in zip(logprobs, rows, strict=True)
+        ]
+
+
+def prefill_of(method: GroupReward | None, tokenizer: Any) -> Prefill | None:
+    """The method's `prefill` in the run's tokens, if it prefills (after `bind`)."""
+    spec = None if method is None or not method.prefills else method.prefill()
+    if spec is None:
+        return None
+    text, share = spec
+    return Prefill(tuple(tokenizer(text, add_special_tokens=False)["input_ids"]), share)

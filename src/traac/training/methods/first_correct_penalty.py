@@ -78,12 +78,24 @@ class FirstCorrectReward(GroupReward):
     ) -> list[float]:
         """Per rollout, the share of its think tokens after its first correct step (0 for a
         wrong one, or where no step states the right answer)."""
-        rows = [i for i, ok in enumerate(correct) if ok]
         shares = [0.0] * len(correct)
+        for i, split in self.after_first_correct(completion_ids, correct, kwargs).items():
+            if split is not None and split[1]:
+                shares[i] = split[0] / split[1]
+        return shares
+
+    def after_first_correct(
+        self, completion_ids: list[Sequence[int]], correct: list[bool], kwargs: dict[str, Any]
+    ) -> dict[int, tuple[int, int] | None]:
+        """Per right rollout, (think tokens after its first correct step, think tokens), or
+        None where no step of its think block states the right answer."""
+        rows = [i for i, ok in enumerate(correct) if ok]
+        out: dict[int, tuple[int, int] | None] = {}
         if not rows:
-            return shares
+            return out
         if self.tokenizer is None:
-            raise TraacError("mode first_correct: no tokenizer to count think tokens (bind one)")
+            name = self.run.method.name
+            raise TraacError(f"mode {name}: no tokenizer to count think tokens (bind one)")
         texts = {
             i: self.tokenizer.decode(list(completion_ids[i]), skip_special_tokens=True)
             for i in rows
@@ -98,11 +110,9 @@ class FirstCorrectReward(GroupReward):
             accepts = step_accepts([items[i] for i in members], close)
             found = first_correct(reasonings, accepts, phrases=self.phrases, parse=parse)
             for i, split in zip(members, found, strict=True):
-                total = self.count(split.reasoning)
-                shares[i] = (
-                    self.count(split.tail) / total if split.index is not None and total else 0.0
-                )
-        return shares
+                found_at = split.index is not None
+                out[i] = (self.count(split.tail), self.count(split.reasoning)) if found_at else None
+        return out
 
     def count(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"]) if text else 0

@@ -9,8 +9,11 @@ import typing
 from typing import Any
 
 from traac.training.methods import (
+    adaptthink,
     alp,
+    arlcp,
     dapo_overlong,
+    ddca,
     dler,
     dot,
     first_correct_penalty,
@@ -18,6 +21,7 @@ from traac.training.methods import (
     kimi,
     l1_max,
     laser_d,
+    lc_r1,
     shorterbetter,
 )
 from traac.training.methods.base import LengthMethod, MethodRun, RunContext
@@ -36,6 +40,10 @@ METHODS: dict[str, LengthMethod] = {
         gfpo.METHOD,
         dot.METHOD,
         first_correct_penalty.METHOD,
+        lc_r1.METHOD,
+        ddca.METHOD,
+        arlcp.METHOD,
+        adaptthink.METHOD,
     )
 }
 

@@ -1,0 +1,109 @@
+"""AdaptThink (Zhang et al., "AdaptThink: Reasoning Models Can Learn When to Think", EMNLP 2025,
+THU-KEG/AdaptThink: `src/adapt_think_reward_manager.py`, `src/adapt_think_vllm_rollout.py`,
+`src/adapt_think_core_algos.py`, the 1.5B script's settings): the policy learns, per problem,
+whether to think at all.
+
+The authors' training: half of each group's rollouts (`nothinking_ratio` 0.5) are generated
+with the think block already closed (`</think>` appended to the prompt, the "NoThinking" branch),
+the rest with it open. The reward is
+
+    r(x, y) = 1[correct] - R_ref(x) + delta 1[y is a NoThinking rollout]     (delta 0.05)
+
+with R_ref(x) the reference model's mean accuracy on x (pre-sampled, 16 rollouts), used as the
+advantage itself (verl's `naive` estimator); the first token's PPO ratio is taken against the
+sampling share (0.5), not the old policy, so the choice of branch is learnt by importance
+sampling.
+
+traac's form: the branch is the method's `prefill` (`GroupReward.prefill`): the first
+round(n x share) rollouts of each group start with an empty think block, generated after it and
+trained on it as their own tokens. The reward term is delta on every rollout whose think block
+is empty (whether prefilled or chosen); R_ref(x) is constant within a group, so GRPO's group
+mean stands in for it (no pre-sampling). The compare variant sets `scale_rewards: none`, so the
+advantage is the centred reward. Where and why this departs is in docs/peer_methods.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from traac.errors import TraacError
+from traac.method.formats import ChatFormat
+from traac.method.settings import check_positive
+from traac.training.methods.base import GroupReward, LengthMethod, MethodSettings, RunContext
+
+
+@dataclass(frozen=True)
+class AdaptThinkSettings(MethodSettings):
+    POSITIVE = ("adaptthink_bonus",)
+
+    adaptthink_bonus: float = field(
+        default=0.05,
+        metadata={"help": "adaptthink: delta, the reward of a rollout with an empty think block "
+                  "(the authors' nothinking_bonus 0.05)."},
+    )  # fmt: skip
+    adaptthink_share: float = field(
+        default=0.5,
+        metadata={"help": "adaptthink: share of each group's training rollouts that start with "
+                  "an empty think block, in (0, 1) (the authors' nothinking_ratio 0.5)."},
+    )  # fmt: skip
+
+    def check(self, run: RunContext) -> None:
+        super().check(run)
+        check_positive("adaptthink_share", self.adaptthink_share)
+        if self.adaptthink_share >= 1:
+            raise TraacError(
+                f"adaptthink_share: {self.adaptthink_share:g} must be below 1 (some rollouts "
+                "must think); lower it"
+            )
+
+
+def thinks(text: str, chat_format: ChatFormat) -> bool:
+    """Whether a completion thinks: False where it opens with an empty think block, as the
+    authors test (`response.strip().startswith('</think>')`)."""
+    return not text.strip().startswith(chat_format.answer_prefix(""))
+
+
+def adaptthink_bonus(thinking: Sequence[bool], delta: float) -> list[float]:
+    """delta for each rollout that does not think."""
+    return [0.0 if t else delta for t in thinking]
+
+
+class AdaptThinkReward(GroupReward):
+    prefills = True
+
+    def prefill(self) -> tuple[str, float]:
+        """An empty think block for `adaptthink_share` of each group (the NoThinking branch)."""
+        return self.chat_format.answer_prefix(""), self.settings.adaptthink_share
+
+    def adaptthink_reward(
+        self, completions: list[Any], completion_ids: list[Sequence[int]], **kwargs: Any
+    ) -> list[float]:
+        if self.tokenizer is None:
+            raise TraacError("mode adaptthink: no tokenizer to read the completions (bind one)")
+        texts = self.tokenizer.batch_decode(
+            [list(ids) for ids in completion_ids], skip_special_tokens=True
+        )
+        thinking = [thinks(t, self.chat_format) for t in texts]
+        log = kwargs.get("log_metric")
+        if log is not None and thinking:
+            log("adaptthink/no_think_share", thinking.count(False) / len(thinking))
+        bonus = adaptthink_bonus(thinking, self.settings.adaptthink_bonus)
+        return [self.scale * r for r in bonus]
+
+
+METHOD = LengthMethod(
+    name="adaptthink",
+    paper="AdaptThink, EMNLP 2025 (THU-KEG/AdaptThink)",
+    help="AdaptThink: half the rollouts start with an empty think block, which earns a bonus",
+    correctness=1.0,  # acc in {0, 1}
+    reward="adaptthink_reward",
+    settings=AdaptThinkSettings,
+    make=AdaptThinkReward,
+    values=lambda s, run: (
+        f"+delta on a rollout with an empty think block, delta {s.adaptthink_bonus:g}; "
+        f"{s.adaptthink_share:g} of each group's rollouts start with one"
+    ),
+    compare=(("AdaptThink", {"mode": "adaptthink", "scale_rewards": "none"}),),
+)
