@@ -1,13 +1,15 @@
-"""The registry of modes and rewards: each mode's rewards in TRL's order, bound to the objects
-that keep their state; every peer method is a mode, described as before."""
+"""Each method's hooks for one run (`MethodHooks`): its rewards in TRL's order, bound to the
+objects that keep their state; every peer method is a method with settings, described as
+before."""
 
 from __future__ import annotations
 
 import pytest
 
 from traac.training.config import TRAACConfig
+from traac.training.methods.base import TRAAC_REWARDS, LengthMethod
+from traac.training.methods.hooks import MethodHooks
 from traac.training.methods.registry import METHODS
-from traac.training.modes import MODES, TRAAC_REWARDS, mode_rewards
 from traac.training.rewards import TraacRewards
 
 DESCRIPTIONS = {  # `--dry-run`'s line of each peer at max_completion_length 4000
@@ -48,27 +50,44 @@ def config(mode: str) -> TRAACConfig:
     )
 
 
-@pytest.mark.parametrize("mode", list(MODES))
-def test_each_mode_binds_its_named_rewards_in_order(mode: str) -> None:
+@pytest.mark.parametrize("mode", list(METHODS))
+def test_each_method_binds_its_named_rewards_in_order(mode: str) -> None:
     c = config(mode)
     traac = TraacRewards(c.reward_config(), difficulty=c.difficulty_config())
-    settings = c.peer_settings() if c.peer_mode else None
-    peer, funcs = mode_rewards(c.mode_spec, traac, settings, 4, None)
+    run = c.method_run()
+    hooks = MethodHooks(c.mode_spec, traac, run, 4, None)
+    funcs = hooks.reward_funcs
     assert [f.__name__ for f in funcs] == list(c.mode_spec.rewards)
     assert all(f.__self__ is traac for f in funcs if f.__name__ in TRAAC_REWARDS)
-    assert (peer is None) == (not c.peer_mode)
-    if peer is not None:
-        assert peer.run == settings and peer.verdicts == traac.verdicts
-        own = [] if peer.func is None else [peer.func]  # GFPO filters, adds no term
-        assert funcs == [traac.correctness_reward, traac.format_reward, *own]
+    assert (hooks.length is None) == (c.mode_spec.settings is None) == (run is None)
+    assert hooks.compresses == c.compresses
+    if hooks.length is None:
+        assert hooks.retain is None and hooks.state_dict() == {}
+        return
+    assert hooks.length.run == run and hooks.length.verdicts == traac.verdicts
+    own = [] if hooks.length.func is None else [hooks.length.func]  # GFPO filters, adds no term
+    assert funcs == [traac.correctness_reward, traac.format_reward, *own]
+    assert (hooks.retain is not None) == hooks.length.filters == (mode == "gfpo")
 
 
-def test_every_peer_is_a_mode_with_its_description() -> None:
-    assert [m for m in MODES if MODES[m].peer] == list(METHODS) == list(DESCRIPTIONS)
-    for name, peer in METHODS.items():
-        mode = MODES[name]
-        own = mode.rewards[2:]  # after correctness and format: the method's term, if any
-        assert (mode.compresses, mode.bins, own) == (False, True, (peer.reward,) * bool(own))
+def test_every_peer_is_a_method_with_settings_and_its_description() -> None:
+    peers = [name for name, m in METHODS.items() if m.settings is not None]
+    assert peers == list(DESCRIPTIONS)
+    assert all(isinstance(METHODS[name], LengthMethod) for name in peers)
+    for name in peers:
+        peer = METHODS[name]
+        own = peer.rewards[2:]  # after correctness and format: the method's term, if any
+        assert (peer.compresses, peer.bins, own) == (False, True, (peer.reward,) * bool(own))
         assert own or peer.reward is None
-        assert config(name).peer_settings().describe() == DESCRIPTIONS[name]
-    assert [name for name, peer in METHODS.items() if peer.prepare] == ["l1_max"]
+        assert config(name).method_run().describe() == DESCRIPTIONS[name]
+    assert [name for name in peers if METHODS[name].prepare] == ["l1_max"]
+
+
+def test_traac_s_own_methods_have_no_settings_and_compress_as_named() -> None:
+    own = {name: m for name, m in METHODS.items() if m.settings is None}
+    assert list(own) == ["traac", "cr", "cr_lr", "traac_no_compression",
+                         "compression_no_difficulty"]  # fmt: skip
+    assert [n for n, m in own.items() if m.compresses] == ["traac", "compression_no_difficulty"]
+    assert [n for n, m in own.items() if m.bins] == ["traac", "traac_no_compression"]
+    assert own["cr"].rewards == TRAAC_REWARDS[:1]
+    assert config("traac").method_run() is None
