@@ -46,12 +46,12 @@ def test_a_bad_name_fails_in_one_line(tmp_path: Path) -> None:
 )
 def test_the_one_check(name: str, scorer: str, message: str) -> None:
     with pytest.raises(TraacError, match=f"^{message}"):
-        check_scoring_model(name, scorer)
-    check_scoring_model(POLICY, "confidence")  # the policy's own distribution: fine
-    check_scoring_model(None, "confidence")  # unset on a command: --model scores
+        check_scoring_model(name, scorer, reads_policy=scorer == "confidence")
+    check_scoring_model(POLICY, "confidence", reads_policy=True)  # the policy's own: fine
+    check_scoring_model(None, "confidence", reads_policy=True)  # unset on a command: --model
     check_scoring_model("smollm2", "attention")
 
 
 def test_a_command_names_its_flag() -> None:
     with pytest.raises(TraacError, match=r"^--scoring-model: 'x' with scorer confidence"):
-        check_scoring_model("x", "confidence", "--scoring-model")
+        check_scoring_model("x", "confidence", "--scoring-model", reads_policy=True)

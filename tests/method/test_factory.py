@@ -57,3 +57,27 @@ def test_build_compressor_scores_the_chat_formats_probe(tiny_model, char_tokeniz
     (built,) = compressor([reasoning], [0.6])
     (assembled,) = by_hand([reasoning], [0.6])
     assert built.kept == assembled.kept and built.scores.tolist() == assembled.scores.tolist()
+
+
+def test_every_scorer_of_the_table_builds_and_says_what_it_reads(tiny_model, char_tokenizer):
+    """One table of scorers (`SCORER_KINDS`): each has a builder, and what it reads decides
+    whether it needs a model, probe layers or the policy's own distribution."""
+    from traac.method.factory import BUILDERS
+    from traac.method.settings import SCORER_KINDS, SCORERS
+
+    assert list(BUILDERS) == list(SCORER_KINDS) == list(SCORERS)
+    reads = {name: (k.attention, k.policy, k.needs_model) for name, k in SCORER_KINDS.items()}
+    assert reads == {
+        "attention": (True, False, True),
+        "confidence": (False, True, True),
+        "step_entropy": (False, True, True),
+        "random": (False, False, False),
+    }
+    model, tok = tiny_model(), char_tokenizer()
+    for name, kind in SCORER_KINDS.items():
+        settings = CompressionSettings(scorer=name)
+        assert settings.scorer_kind is kind
+        assert build_compressor(settings, model, tok).scorer is not None
+        if kind.needs_model:
+            with pytest.raises(TraacError, match=f"^scorer {name}: needs a model"):
+                build_compressor(settings, None, tok)

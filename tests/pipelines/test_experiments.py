@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from traac.pipelines.experiments import (
     run_key,
     run_seconds,
 )
+from traac.pipelines.recipe import read_recipe
 from traac.pipelines.stages import HeldOut, Recipe
 from traac.pipelines.variants import ABLATIONS, COMPARE, CONTRASTS, EXPERIMENTS
 
@@ -91,13 +93,43 @@ def test_the_run_store_is_shared_by_the_experiments(tmp_path: Path) -> None:
 
 
 def test_run_key_changes_with_anything_a_run_depends_on() -> None:
-    key = run_key("recipe text", {"mode": "alp", "seed": 0}, "testbed")
+    recipe = {"max_steps": 150, "beta": 0.04}
+    key = run_key(recipe, {"mode": "alp", "seed": 0}, "testbed")
     assert key.startswith("alp-seed0-")
-    assert key == run_key("recipe text", {"seed": 0, "mode": "alp"}, "testbed")  # order-free
-    assert key != run_key("recipe text", {"mode": "alp", "seed": 1}, "testbed")
-    assert key != run_key("recipe text!", {"mode": "alp", "seed": 0}, "testbed")
-    assert key != run_key("recipe text", {"mode": "alp", "seed": 0}, "testbed-quick")
-    assert key != run_key("recipe text", {"mode": "alp", "seed": 0, "alp_beta": 2}, "testbed")
+    assert key == run_key(recipe, {"seed": 0, "mode": "alp"}, "testbed")  # order-free
+    assert key == run_key({"beta": 0.04, "max_steps": 150}, {"mode": "alp", "seed": 0}, "testbed")
+    assert key != run_key(recipe, {"mode": "alp", "seed": 1}, "testbed")
+    assert key != run_key({**recipe, "beta": 0.05}, {"mode": "alp", "seed": 0}, "testbed")
+    assert key != run_key(recipe, {"mode": "alp", "seed": 0}, "testbed-quick")
+    assert key != run_key(recipe, {"mode": "alp", "seed": 0, "alp_beta": 2}, "testbed")
+
+
+def test_a_comment_in_the_recipe_keeps_every_run_key(tmp_path: Path) -> None:
+    """Keys hash the parsed recipe: a comment or blank line added to it retrains nothing."""
+    recipe = tmp_path / "recipe.yaml"
+    shutil.copy(RECIPE, recipe)
+    settings = ExperimentSettings.make("compare", tmp_path / "out", recipe, False, ["CR+LR"],
+                                       [0], tmp_path / "store", 10)  # fmt: skip
+    before = [run.directory for run in settings.plan()]
+    recipe.write_text("# edited\n" + recipe.read_text() + "\n# one more note\n")
+    assert [run.directory for run in settings.plan()] == before
+
+
+def test_a_store_keyed_by_the_recipe_text_is_found_under_its_old_keys(tmp_path: Path) -> None:
+    """A store trained before the keys hashed the parsed recipe (commit 117a743 and earlier
+    hashed its text) keeps its runs: `plan` finds each under its old key, and a run with no
+    old directory goes under the new one."""
+    recipe = RECIPE
+    store = tmp_path / "store"
+    settings = ExperimentSettings.make("compare", tmp_path / "out", recipe, False,
+                                       ["CR+LR", "TRAAC"], [0], store, 10)  # fmt: skip
+    old = store / run_key(recipe.read_text(), {"mode": "cr_lr", "seed": 0}, "testbed")
+    (old / "model").mkdir(parents=True)
+    runs = {run.variant: run.directory for run in settings.plan()}
+    new = run_key(read_recipe(recipe), {"mode": "traac", "seed": 0}, "testbed")
+    assert runs == {"CR+LR": old, "TRAAC": store / new}
+    (store / run_key(read_recipe(recipe), {"mode": "cr_lr", "seed": 0}, "testbed")).mkdir()
+    assert settings.plan()[0].directory != old  # both there: the new key wins
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,8 @@ from traac.cli import main as cli_main
 from traac.errors import TraacError
 from traac.evaluation.harness.records import SampleRecord
 from traac.evaluation.harness.runner import SAMPLES_FILE
-from traac.pipelines.experiments import PROVENANCE, RUN_SECONDS, ExperimentSettings
+from traac.pipelines.experiments import PROVENANCE, RUN_SECONDS, ExperimentSettings, run_key
+from traac.pipelines.recipe import read_recipe
 from traac.pipelines.records import RECIPE, keep, load, slug, study_tables
 from traac.training.metrics_file import METRICS_FILE
 
@@ -55,6 +56,24 @@ def fake_store(tmp_path: Path) -> ExperimentSettings:
     settings.base_eval_dir.mkdir(parents=True)
     (settings.base_eval_dir / SAMPLES_FILE).write_text(samples(3, 80))
     return settings
+
+
+def test_a_store_trained_under_the_old_text_keys_is_kept(tmp_path: Path) -> None:
+    """A store trained when run keys hashed the recipe's text (commit 117a743, the
+    smollm2-think-verdict study) is kept as it is: each run is found under its old key."""
+    settings = fake_store(tmp_path)
+    text, parsed = settings.recipe.read_text(), read_recipe(settings.recipe)
+    for run in settings.plan():
+        overrides = {**run.recipe.overrides}
+        assert run.directory.name == run_key(parsed, overrides, settings.model)
+        run.directory.rename(run.directory.parent / run_key(text, overrides, settings.model))
+    kept = keep(settings, settings.recipe.parent)
+    assert len(kept) == 6
+    record = json.loads(
+        (settings.recipe.parent / "runs" / "cr-lr" / "seed0" / "run.json").read_text()
+    )
+    overrides = {"mode": "cr_lr", "seed": 0}
+    assert record["run_key"] == run_key(text, overrides, settings.model)
 
 
 def test_kept_records_give_the_seed_level_effect_worked_by_hand(tmp_path: Path) -> None:

@@ -186,7 +186,7 @@ def test_scoring_model_takes_any_model_but_not_with_the_confidence_scorer() -> N
 
 def test_peer_defaults_follow_the_response_budget() -> None:
     config = make(mode="alp", max_completion_length=160)
-    p = config.peer_settings().settings
+    p = config.method_run().settings
     assert (p.alp_beta, p.alp_normalizer) == (1.0, 160.0)
     run = config.run_context()
     assert (
@@ -195,7 +195,7 @@ def test_peer_defaults_follow_the_response_budget() -> None:
     assert (config.shorterbetter_beta, config.kimi_weight, config.l1_alpha, config.l1_delta) == (
         0.001, 1.0, 3e-4, 0.5,
     )  # fmt: skip
-    assert make(mode="alp", alp_normalizer=500.0).peer_settings().settings.alp_normalizer == 500.0
+    assert make(mode="alp", alp_normalizer=500.0).method_run().settings.alp_normalizer == 500.0
     with pytest.raises(TraacError, match=r"^l1_budget_max: 4000 exceeds max_completion_length"):
         make(mode="l1_max", max_completion_length=160)  # the paper's budgets cannot fit
     assert make(mode="l1_max", l1_budget_max=160, max_completion_length=160).l1_budget_max == 160

@@ -290,7 +290,10 @@ def test_drop_samples_nothing_and_masks_the_degenerate_groups(
     assert not host.calls and step.rows == rows and step.record.resample_rounds == 0
     assert [g.dropped for g in step.record.groups] == [True, True, False]
     assert step.dropped == [True] * 2 * N + [False] * N
-    assert [row["dropped"] for row in step.reward_rows()] == step.dropped
+    assert step.every_dropped == step.dropped  # one process: its rows are every row
+    assert step.left_out == step.dropped
+    step.filtered = [True, False] * (3 * N // 2)  # the keep phase (GFPO's filter) on the rest
+    assert step.left_out == [True] * 2 * N + [False, True] * (N // 2)
 
 
 def test_outside_training_neither_resamples_nor_compresses(

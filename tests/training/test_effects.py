@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from traac.training.effects import LORA_FIELDS, unread_fields
-from traac.training.modes import MODES, TRAAC_REWARDS, Mode
+from traac.training.methods.base import TRAAC_REWARDS
+from traac.training.methods.registry import METHODS
+from traac.training.methods.traac import TraacMethod
 
 
 def names(given: dict, mode: str, use_peft: bool = False) -> list[str]:
@@ -41,8 +43,8 @@ def test_a_new_mode_is_read_off_the_registry_without_an_edit(
     """A mode with TRAAC's bins and length rewards but no compression (as a future
     `traac_no_compression`): its compression settings and tau are unread, the bins' length
     scales and thresholds read."""
-    mode = Mode("bins_no_compression", "test", False, True, TRAAC_REWARDS)
-    monkeypatch.setitem(MODES, mode.name, mode)
+    mode = TraacMethod("bins_no_compression", "test", False, True, TRAAC_REWARDS)
+    monkeypatch.setitem(METHODS, mode.name, mode)
     given = {"scorer": "random", "scoring_model": "policy",
              "difficulty": {"easy_threshold": 0.7, "tau": {}, "length_scale": {}}}  # fmt: skip
     found = unread_fields(given, mode.name, False)

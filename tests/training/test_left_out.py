@@ -1,5 +1,5 @@
 """Left-out rows: NaN rewards before GRPO's normalisation (dropped first, then a filter on the
-others' totals), found again in the logs, and masked out of the loss."""
+others' totals, whose choice is returned for the step's result), and masked out of the loss."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from traac.training.left_out import leave_out, mask_rows, unscored
+from traac.training.left_out import leave_out, mask_rows
 
 
 def test_dropped_rows_then_the_filters_choice_become_nan() -> None:
@@ -18,24 +18,21 @@ def test_dropped_rows_then_the_filters_choice_become_nan() -> None:
         seen.append((totals, lengths))
         return [False, True, True, False]
 
-    out = leave_out(rewards, torch.tensor([1, 0, 0, 0]), retain, torch.tensor([5, 6, 7, 8]),
-                    torch.tensor([1.0, 2.0]))  # fmt: skip
+    kept = leave_out(rewards, [True, False, False, False], retain, torch.tensor([5, 6, 7, 8]),
+                     torch.tensor([1.0, 2.0]))  # fmt: skip
     ((totals, lengths),) = seen
     assert math.isnan(totals[0]) and totals[1:] == [2.0, 5.0, 6.0] and lengths == [5, 6, 7, 8]
-    assert torch.isnan(out).all(dim=1).tolist() == [True, False, False, True]
-    assert out[1].tolist() == [0.0, 1.0]
+    assert kept == [False, True, True, False]
+    assert torch.isnan(rewards).all(dim=1).tolist() == [True, False, False, True]
+    assert rewards[1].tolist() == [0.0, 1.0]
 
 
 def test_nothing_left_out_leaves_the_rewards() -> None:
     rewards = torch.tensor([[4.0, 1.0], [0.0, 1.0]])
-    assert torch.equal(leave_out(rewards.clone(), None, None, None, torch.ones(2)), rewards)
-
-
-def test_unscored_rows_are_this_processs_all_nan_rows() -> None:
-    nan = math.nan
-    logged = [[1.0, nan, 2.0, nan], [0.5, nan, nan, nan]]  # two functions, two processes of 2
-    assert unscored(logged, 2, 0) == [False, True]
-    assert unscored(logged, 2, 1) == [False, True]
+    out = rewards.clone()
+    assert leave_out(out, None, None, None, torch.ones(2)) is None
+    assert leave_out(out, [False, False], None, None, torch.ones(2)) is None
+    assert torch.equal(out, rewards)
 
 
 def test_masked_rows_leave_the_loss_and_the_token_count() -> None:

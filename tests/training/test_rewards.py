@@ -3,7 +3,8 @@ import pytest
 from traac.errors import TraacError
 from traac.method.difficulty import DifficultySettings
 from traac.method.rewards import RewardSettings
-from traac.training.modes import MODES, mode_rewards
+from traac.training.methods.hooks import MethodHooks
+from traac.training.methods.registry import METHODS
 from traac.training.rewards import EVALUATION_COLUMN, TraacRewards
 
 PAPER = RewardSettings.preset("paper")
@@ -12,7 +13,8 @@ AUTHORS = RewardSettings.preset("authors")
 
 def test_trl_reward_functions():
     rewards = TraacRewards(PAPER, num_generations=2)
-    assert [f.__name__ for f in mode_rewards(MODES["traac"], rewards, None, 2, None)[1]] == [
+    funcs = MethodHooks(METHODS["traac"], rewards, None, 2, None).reward_funcs
+    assert [f.__name__ for f in funcs] == [
         "correctness_reward",
         "format_reward",
         "length_reward",

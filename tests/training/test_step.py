@@ -142,7 +142,9 @@ def test_a_step_result_hands_trl_its_pooled_rollouts_and_new_reward_rows() -> No
     rewarded = result.reward_rows({"evaluation": True})
     assert [r["correct"] for r in rewarded] == result.columns.correct
     assert {r["bin"] for r in rewarded} == {"medium"} and all(r["evaluation"] for r in rewarded)
-    assert [r[step.DROPPED_COLUMN] for r in rewarded] == [False] * N  # read by the reward call
+    assert all("dropped" not in r for r in rewarded)  # the step carries them, not the rows
+    assert all(r[step.STEP_COLUMN] is result for r in rewarded)  # for the keep phase
+    assert result.every_dropped == [False] * N and result.left_out == [False] * N
     assert rows == [{"prompt": "q", "answer": "1"}] * N  # new rows; the given ones untouched
 
 

@@ -429,7 +429,7 @@ def test_two_steps_of_each_peer_mode_and_dynamic_sampling(
     assert trainer.reward_func_names == ["correctness_reward", "format_reward", name]
     assert f"traac/reward/{name}" in last
     if mode in ("alp", "shorterbetter", "kimi", "dapo_overlong", "dler"):
-        peer = trainer.peer
+        peer = trainer.method.length
         s = peer.settings
         formulas = {
             "alp": lambda n, ok: alp_length_reward(
@@ -456,7 +456,7 @@ def test_two_steps_of_each_peer_mode_and_dynamic_sampling(
         else:
             assert math.isnan(logged)
     if mode == "laser_d":  # targets chosen at the first step from candidates 16..64 step 4
-        targets = trainer.peer.laser.targets
+        targets = trainer.method.length.laser.targets
         assert targets is not None and set(targets.values()) <= set(range(16, 65, 4))
         logged = last[f"traac/reward/{name}"]
         if all(g.dropped for g in groups):  # no row scored: no mean
@@ -464,8 +464,8 @@ def test_two_steps_of_each_peer_mode_and_dynamic_sampling(
         else:
             assert 0.0 <= logged <= 0.5 * 4 / 1.5
     if mode in ("dot", "first_correct"):  # they read the text: the run's tokenizer and format
-        assert trainer.peer.tokenizer is trainer.tokenizer
-        assert trainer.peer.chat_format == trainer.chat_format
+        assert trainer.method.length.tokenizer is trainer.tokenizer
+        assert trainer.method.length.chat_format == trainer.chat_format
     if mode == "dot":  # only the rows its cutoffs mark (4 rollouts: alpha 1 < 1.5) may lose 4
         marked = sum(
             cut is not None
@@ -524,7 +524,7 @@ def test_laser_d_resumed_from_its_state_rewards_as_the_uninterrupted_run(
     def rewards(trainer: TRAACTrainer, step: int) -> list[float]:
         lengths, correct = batches[step]
         ids = [[0] * n for n in lengths]
-        return trainer.peer.func(
+        return trainer.method.length.func(
             ["x"] * len(ids), completion_ids=ids, correct=correct, trainer_state=State(step)
         )
 
@@ -537,7 +537,7 @@ def test_laser_d_resumed_from_its_state_rewards_as_the_uninterrupted_run(
     resumed.load_traac_state_dict(state)
     for step in (1, 2, 3):
         assert rewards(resumed, step) == rewards(uninterrupted, step), step
-    assert resumed.peer.laser.targets == uninterrupted.peer.laser.targets
+    assert resumed.method.length.laser.targets == uninterrupted.method.length.laser.targets
 
 
 def three_groups(trainer: TRAACTrainer) -> tuple[list[dict], list[list[int]], list[list[int]]]:

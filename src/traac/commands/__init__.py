@@ -23,7 +23,7 @@ from typing import Any, NoReturn, TypeVar
 
 from traac.common.model_names import check_model_name
 from traac.errors import TraacError
-from traac.method.settings import check_tau
+from traac.method.settings import SCORER_KINDS, check_tau
 
 T = TypeVar("T")
 
@@ -199,7 +199,8 @@ def check_test_time_scorer(scoring_model: str | None, tau: float | None, scorer:
             f"--scoring-model {scoring_model}: scores the steps test-time compression prunes; "
             "add --compress-tau (the paper's test-time tau is 0.4) or drop --scoring-model"
         )
-    if scorer != "attention":
+    kind = SCORER_KINDS.get(scorer)
+    if kind is None or not kind.attention:
         raise TraacError(
             f"--scoring-model {scoring_model}: test-time compression reads the closer's "
             "attention; use --scorer attention or drop --scoring-model"

@@ -29,7 +29,7 @@ from traac.commands import (
 from traac.common.outputs import output_file, write_text
 from traac.errors import TraacError
 from traac.method.formats import ChatFormat
-from traac.method.settings import POLICY_SCORERS, TEST_TIME_TAU, CompressionSettings, FormatSettings
+from traac.method.settings import TEST_TIME_TAU, CompressionSettings, FormatSettings
 
 # The options and the input are checked before the model stack (torch) is imported, in `main`.
 
@@ -160,8 +160,9 @@ def main(argv: list[str]) -> int:
     from traac.pipelines.model_registry import resolve_model
 
     device, device_map = resolve_placement(args.device, args.device_map)
-    check_scoring_model(args.scoring_model, settings.scorer, "--scoring-model")
-    if settings.scorer in POLICY_SCORERS:
+    kind = settings.scorer_kind
+    check_scoring_model(args.scoring_model, settings.scorer, "--scoring-model", kind.policy)
+    if kind.policy:
         missing = [t.where for t in traces if not t.question]
         if missing:
             raise TraacError(
@@ -177,7 +178,7 @@ def main(argv: list[str]) -> int:
     scoring_path = scoring.path or path
     scorer_tokenizer = scoring.tokenizer if scoring.foreign else tokenizer
     model = None
-    if settings.scorer != "random":
+    if kind.needs_model:
         check_probe_layers(settings, scoring_path)
         config = load_config(scoring_path).get_text_config()
         limit = getattr(config, "max_position_embeddings", None)
@@ -199,7 +200,7 @@ def main(argv: list[str]) -> int:
 
     console = make_console(stderr=False)
     query = closer_query(scorer_tokenizer, chat_format.think_close)
-    if settings.scorer == "attention":
+    if kind.attention:
         print_lines(console, [query])
     records = []
     for trace, result in zip(traces, results, strict=True):

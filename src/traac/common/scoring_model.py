@@ -28,16 +28,19 @@ def is_foreign(name: str | None) -> bool:
     return name is not None and name not in SCORING_MODELS
 
 
-def check_scoring_model(name: str | None, scorer: str, field: str = "scoring_model") -> None:
-    """A scoring model is named, and a foreign one goes with a scorer that reads it: the
-    confidence scorer reads the policy's own sampling distribution."""
+def check_scoring_model(
+    name: str | None, scorer: str, field: str = "scoring_model", reads_policy: bool = False
+) -> None:
+    """A scoring model is named, and a foreign one goes with a scorer that reads it: a scorer
+    that `reads_policy` (confidence, step entropy: `traac.method.settings.ScorerKind.policy`)
+    reads the policy's own sampling distribution."""
     if name is None:
         return
     if not isinstance(name, str) or not name.strip():
         raise TraacError(
             f"{field}: {name!r} is empty; choose reference, policy or a model name or path"
         )
-    if is_foreign(name) and scorer in ("confidence", "step_entropy"):
+    if is_foreign(name) and reads_policy:
         raise TraacError(
             f"{field}: {name!r} with scorer {scorer}; the {scorer} scorer reads the policy's "
             "own distribution, so score with the policy (reference or policy in a recipe, no "

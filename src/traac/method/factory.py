@@ -2,11 +2,14 @@
 
 Training, `traac compress`, test-time compression, the probe report, the demo's step viewer and
 the testbed's measurement all compress with the scorer the settings name; building it here keeps
-its layers, heads, seed and think delimiters the same wherever it runs.
+its layers, heads, seed and think delimiters the same wherever it runs. Each scorer of
+`traac.method.settings.SCORER_KINDS` has its builder in `BUILDERS`; elsewhere a scorer is known
+by what it reads (`ScorerKind`), never by its name.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from traac.errors import TraacError
@@ -14,7 +17,7 @@ from traac.method.compression import Compressor, Scorer
 from traac.method.formats import ChatFormat
 from traac.method.probe_capture import resolve_layers
 from traac.method.scoring import AttentionScorer, ConfidenceScorer, RandomScorer
-from traac.method.settings import CompressionSettings
+from traac.method.settings import SCORER_KINDS, CompressionSettings
 from traac.method.step_entropy import StepEntropyScorer
 
 
@@ -34,19 +37,33 @@ def build_compressor(
     return Compressor(_scorer(settings, model, tokenizer, fmt, seed, batch_size), fmt, settings)
 
 
-# The scorers that read no attention layers (the rest are the attention probe, `_scorer`).
-LAYERLESS_SCORERS = ("random", "confidence", "step_entropy")
-
-
 def check_probe_layers(settings: CompressionSettings, model: str) -> None:
     """The probe's layers against the model that scores (its config.json alone), so a layer
     past the model's is named before its weights load."""
-    if settings.scorer in LAYERLESS_SCORERS:
+    if not settings.scorer_kind.attention:
         return
     from traac.common.models import load_config
 
     config = load_config(model).get_text_config()
     resolve_layers(settings.probe_layers or "all", config.num_hidden_layers)
+
+
+# (settings, model, tokenizer, think format, seed, forward batch) -> the scorer
+Builder = Callable[[CompressionSettings, Any, Any, ChatFormat, int, int], Scorer]
+BUILDERS: dict[str, Builder] = {
+    "attention": lambda s, model, tok, fmt, seed, batch: AttentionScorer(
+        model, tok, s.probe_layers or "all", batch, fmt.think_close, s.probe_heads
+    ),
+    "confidence": lambda s, model, tok, fmt, seed, batch: ConfidenceScorer(
+        model, tok, s.confidence_top_k, batch, think_open=fmt.think_open
+    ),
+    "step_entropy": lambda s, model, tok, fmt, seed, batch: StepEntropyScorer(
+        model, tok, batch, think_open=fmt.think_open
+    ),
+    "random": lambda s, model, tok, fmt, seed, batch: RandomScorer(tok, seed, s.phrases),
+}
+if set(BUILDERS) != set(SCORER_KINDS):  # one builder per scorer of the table
+    raise TypeError(f"scorer builders {sorted(BUILDERS)} != scorers {sorted(SCORER_KINDS)}")
 
 
 def _scorer(
@@ -57,15 +74,6 @@ def _scorer(
     seed: int,
     batch: int,
 ) -> Scorer:
-    if settings.scorer == "random":
-        return RandomScorer(tokenizer, seed, settings.phrases)
-    if model is None:
+    if model is None and settings.scorer_kind.needs_model:
         raise TraacError(f"scorer {settings.scorer}: needs a model")
-    if settings.scorer == "confidence":
-        return ConfidenceScorer(
-            model, tokenizer, settings.confidence_top_k, batch, think_open=fmt.think_open
-        )
-    if settings.scorer == "step_entropy":
-        return StepEntropyScorer(model, tokenizer, batch, think_open=fmt.think_open)
-    layers = settings.probe_layers or "all"
-    return AttentionScorer(model, tokenizer, layers, batch, fmt.think_close, settings.probe_heads)
+    return BUILDERS[settings.scorer](settings, model, tokenizer, fmt, seed, batch)

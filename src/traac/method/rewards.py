@@ -51,7 +51,7 @@ Gather = Callable[[list[Any]], list[Any]]
 @dataclass(frozen=True)
 class RewardSettings:
     """Reward weights. `use_format` / `use_length` off give `score_rollouts` the CR-only
-    ablation (the trainer sums the rewards its mode names, `traac.training.modes`)."""
+    ablation (the trainer sums the rewards its method names, `traac.training.methods.registry`)."""
 
     correct: float = 4.0
     format_count: float = 0.5  # exactly one opener and one closer

@@ -16,9 +16,43 @@ from typing import Any, ClassVar
 from traac.errors import TraacError
 from traac.method.formats import AUX_PROMPT, CHAT_FORMATS, ChatFormat, resolve_chat_format
 
-SCORERS = ("attention", "confidence", "step_entropy", "random")
-# Scorers that read the policy's own next-token distribution, with the question in context.
-POLICY_SCORERS = ("confidence", "step_entropy")
+
+@dataclass(frozen=True)
+class ScorerKind:
+    """One step scorer, by what it reads: everything outside the module that builds it
+    (`traac.method.factory`) asks this, never the scorer's name."""
+
+    name: str
+    reads: str  # "attention" (the probe's layers), "policy" (the next-token distribution
+    # with the question in context) or "nothing" (random)
+
+    @property
+    def attention(self) -> bool:
+        """It reads the closer's attention over probe layers (memory, layers, heads)."""
+        return self.reads == "attention"
+
+    @property
+    def policy(self) -> bool:
+        """It reads the policy's own distribution, so no foreign model can score for it."""
+        return self.reads == "policy"
+
+    @property
+    def needs_model(self) -> bool:
+        """It runs a model forward (the random scorer runs none)."""
+        return self.reads != "nothing"
+
+
+# Every step scorer: the one table. Adding one is a row here and its builder in the factory.
+SCORER_KINDS: dict[str, ScorerKind] = {
+    kind.name: kind
+    for kind in (
+        ScorerKind("attention", "attention"),
+        ScorerKind("confidence", "policy"),
+        ScorerKind("step_entropy", "policy"),
+        ScorerKind("random", "nothing"),
+    )
+}
+SCORERS = tuple(SCORER_KINDS)
 STEP_SCOPES = ("probe", "reasoning")
 PROBE_HEADS = ("all", "gated")
 UNIFORMITY_GATE = 0.8
@@ -135,6 +169,11 @@ class CompressionSettings:
     # Unset probe layers are `all`, except in a training recipe, where the preset resolves them
     # per model (`TRAACConfig.resolved_probe_layers`).
     _layers_from_preset: ClassVar[bool] = False
+
+    @property
+    def scorer_kind(self) -> ScorerKind:
+        """What the scorer reads (`SCORER_KINDS`)."""
+        return SCORER_KINDS[self.scorer]
 
     def __post_init__(self) -> None:
         if self.probe_layers is None and not self._layers_from_preset:

@@ -11,9 +11,11 @@ paired over the held-out problems with the shared seeds' samples pooled).
 
 Every (variant, seed) configuration is parsed before anything trains, so a bad field fails in
 seconds. Runs live in a store shared by the experiments (`--runs`, default `runs/` beside the
-output) under a key made of the recipe's text, the overrides and the seed: the same run is
-trained once, whichever experiment asks for it first, and a rerun keeps finished runs (and
-continues a checkpointed one).
+output) under a key made of the parsed recipe (its mapping: a comment or a reordering changes
+nothing), the overrides and the seed: the same run is trained once, whichever experiment asks
+for it first, and a rerun keeps finished runs (and continues a checkpointed one). A store
+written before the keys hashed the parsed recipe (they hashed its text) is found under its old
+keys (`run_directory`).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ from traac.pipelines.experiment_results import (
     seconds_markdown,
 )
 from traac.pipelines.model_registry import resolve_model
-from traac.pipelines.recipe import check_continuable
+from traac.pipelines.recipe import check_continuable, read_recipe
 from traac.pipelines.stages import (
     QUICK_TRAINING,
     HeldOut,
@@ -156,7 +158,7 @@ class ExperimentSettings:
     def plan(self) -> list[Run]:
         """Every (variant, seed) run, each configuration parsed now so that a bad field fails
         before any training."""
-        text = self.recipe.read_text()
+        text, parsed = self.recipe.read_text(), read_recipe(self.recipe)
         _, shared = Recipe(self.recipe, self.train_overrides).parse(Path(self.model), self.runs)
         out = []
         for variant in self.variants:
@@ -166,7 +168,7 @@ class ExperimentSettings:
                 )
                 overrides = {**fields, **self.train_overrides, "seed": seed}
                 recipe = Recipe(self.recipe, overrides)
-                directory = self.runs / run_key(text, overrides, self.model)
+                directory = run_directory(self.runs, parsed, text, overrides, self.model)
                 try:
                     recipe.parse(Path(self.model), directory / "model")
                 except TraacError as err:
@@ -210,16 +212,29 @@ def _dir_name(model: str) -> str:
     return model.strip("/").replace("/", "--")
 
 
-def run_key(recipe_text: str, overrides: Mapping[str, Any], base: str) -> str:
+def run_key(recipe: Mapping[str, Any] | str, overrides: Mapping[str, Any], base: str) -> str:
     """The store directory of a run: its mode, seed and a digest of what it depends on (the
-    recipe's text, every override, the base model), so equal runs share one directory."""
+    parsed recipe, every override, the base model), so equal runs share one directory. A
+    recipe given as text is the old key's (`run_directory`)."""
     blob = json.dumps(
-        {"recipe": recipe_text, "overrides": dict(overrides), "base": base},
+        {"recipe": recipe if isinstance(recipe, str) else dict(recipe),
+         "overrides": dict(overrides), "base": base},
         sort_keys=True,
         default=str,
-    )
+    )  # fmt: skip
     digest = hashlib.sha256(blob.encode()).hexdigest()[:12]
     return f"{overrides.get('mode', 'recipe')}-seed{overrides.get('seed', 0)}-{digest}"
+
+
+def run_directory(
+    runs: Path, recipe: Mapping[str, Any], text: str, overrides: Mapping[str, Any], base: str
+) -> Path:
+    """A run's directory in the store `runs`: under the parsed recipe's key, unless only the
+    key of the recipe's `text` exists there (a store trained before keys hashed the parsed
+    recipe), whose runs are then found, kept and continued where they are."""
+    directory = runs / run_key(recipe, overrides, base)
+    old = runs / run_key(text, overrides, base)
+    return old if old.is_dir() and not directory.exists() else directory
 
 
 @dataclass(frozen=True)

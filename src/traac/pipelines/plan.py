@@ -340,8 +340,9 @@ def traac_line(config: Any) -> str:
     """The method in use: the mode (a peer method with its paper and values), what TRAAC
     compresses, the rewards, and dynamic sampling."""
     parts = [f"mode {config.mode}", f"preset {config.preset}"]
-    if config.peer_mode:
-        parts.append(config.peer_settings().describe())
+    run = config.method_run()
+    if run is not None:
+        parts.append(run.describe())
     if config.compresses:
         layers = config.probe_layers or "the authors' rule for this model"
         tau = config.difficulty_config().tau
@@ -355,7 +356,7 @@ def traac_line(config: Any) -> str:
             f"{config.copy_tags} tags, trained on {COPY_LOSS_WORDS[config.copy_loss]} "
             f"(copy_loss {config.copy_loss})",
         ]
-    if config.peer_mode:
+    if run is not None:
         parts.append(f"format {config.format_preset}, correctness {config.correctness_reward:g}")
     elif config.mode != "cr":
         parts.append(f"format {config.format_preset}, length weight {config.length_weight:g}, "

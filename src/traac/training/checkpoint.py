@@ -17,26 +17,26 @@ from typing import Any
 STATE_FILE = "traac_state.json"  # rank 0's
 
 
-def traac_state(windows: Any, uniformities: deque[float], peer: Any) -> dict[str, Any]:
-    """The state of a run's length windows, calibration window and peer method (None in
-    TRAAC's modes), each with its `state_dict`."""
+def traac_state(windows: Any, uniformities: deque[float], method: Any) -> dict[str, Any]:
+    """The state of a run's length windows, calibration window and method (`MethodHooks`;
+    empty for the methods that keep nothing), each with its `state_dict`. The method's is
+    saved under "peer", the key older checkpoints hold."""
     return {
         "length_windows": windows.state_dict(),
         "uniformities": list(uniformities),
-        "peer": {} if peer is None else peer.state_dict(),
+        "peer": method.state_dict(),
     }
 
 
 def load_traac_state(
-    state: dict[str, Any], windows: Any, uniformities: deque[float], peer: Any
+    state: dict[str, Any], windows: Any, uniformities: deque[float], method: Any
 ) -> None:
-    """Restore `traac_state`'s values in place (a checkpoint without the peer's loads as one
-    whose method keeps nothing)."""
+    """Restore `traac_state`'s values in place (a checkpoint without the method's loads as
+    one whose method keeps nothing)."""
     windows.load_state_dict(state["length_windows"])
     uniformities.clear()
     uniformities.extend(state["uniformities"])
-    if peer is not None:
-        peer.load_state_dict(state.get("peer", {}))
+    method.load_state_dict(state.get("peer", {}))
 
 
 def rank_state_file(rank: int) -> str:

@@ -42,7 +42,6 @@ from traac.method.factory import build_compressor, check_probe_layers
 from traac.method.first_correct import Accepts, FirstCorrect, first_correct
 from traac.method.formats import ChatFormat
 from traac.method.rewards import Gather
-from traac.method.settings import POLICY_SCORERS
 from traac.training.copies import copy_think
 from traac.training.presets import model_kind
 from traac.training.step import Compression, Rollout, candidate_compressions
@@ -88,7 +87,7 @@ def probe_model(args: Any, policy: Any, ref_model: Any, accelerator: Accelerator
     if not args.compresses:
         return ProbeModel(resolve_scoring_model(None))
     spec = resolve_scoring_model(args.scoring_model)
-    if args.scorer in ("random", *POLICY_SCORERS) or args.scoring_model == "policy":
+    if not args.scorer_kind.attention or args.scoring_model == "policy":
         return ProbeModel(spec)
     if spec.foreign:
         return ProbeModel(spec, frozen_scorer(spec.path, accelerator, policy.dtype))

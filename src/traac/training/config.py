@@ -4,13 +4,12 @@ Defaults are the paper's. `preset: authors` switches to the authors' implementat
 differs from the paper (format 0.25 + 0.25, length weight W = 1, probe layers = first half of the
 model, every right rollout re-answered, token-mean loss; `traac.training.presets`) unless a
 field is set explicitly: those fields default to `None`, "from preset".
-What each `mode` trains is `traac.training.modes`; the peer methods
-(`traac.training.methods`, one module each, whose fields this class inherits) carry their
-papers' values, and `dynamic_sampling` filters
-groups on correctness for every mode. `optimizer_profile` (`traac.training.profiles`) sets
-`scale_rewards`, `epsilon_high`, `loss_type` and `dynamic_sampling` together, for every mode;
-those four default to `None`, "from the profile". Every field is checked once, in
-`__post_init__`, with the check helpers of `traac.method.settings`.
+What each `mode` trains is its entry in `traac.training.methods.registry.METHODS`; the peer methods
+(one module each, whose fields this class inherits) carry their papers' values, and
+`dynamic_sampling` filters groups on correctness for every mode. `optimizer_profile`
+(`traac.training.profiles`) sets `scale_rewards`, `epsilon_high`, `loss_type` and
+`dynamic_sampling` together, for every mode; those four default to `None`, "from the profile".
+Every field is checked once, in `__post_init__`, with the check helpers of `traac.method.settings`.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from traac.method.difficulty import DifficultySettings
 from traac.method.early_exit import EARLY_EXIT_MODES, PREFIX_COMPRESSIONS
 from traac.method.rewards import RewardSettings
 from traac.method.settings import (
+    SCORERS,
     CompressionSettings,
     FormatSettings,
     check_choice,
@@ -38,8 +38,14 @@ from traac.training.copies import CopySettings
 from traac.training.counts import COUNTS, check_counts
 from traac.training.extra_rewards import check_extra_weights
 from traac.training.methods.base import MethodRun, RunContext
-from traac.training.methods.registry import check_methods, method_fields, method_run
-from traac.training.modes import MODES, Mode, compressing_modes
+from traac.training.methods.registry import (
+    METHODS,
+    Method,
+    check_methods,
+    compressing_methods,
+    method_fields,
+    method_run,
+)
 from traac.training.precision import DTYPE_NAMES, load_dtype, resolve_bf16
 from traac.training.presets import PRESET_NAMES, apply_preset, authors_probe_layers
 from traac.training.profiles import OPTIMIZER_PROFILES, PROFILE_FIELDS, resolve_profile
@@ -59,8 +65,8 @@ class TRAACConfigError(TraacError, ValueError):
 
 
 def _mode_help() -> str:
-    own = [f"{m.name} ({m.help})" for m in MODES.values() if not m.peer]
-    peers = [f"{m.name} ({m.help})" for m in MODES.values() if m.peer]
+    own = [f"{m.name} ({m.help})" for m in METHODS.values() if m.settings is None]
+    peers = [f"{m.name} ({m.help})" for m in METHODS.values() if m.settings is not None]
     return (
         f"{' | '.join(own)} | a peer method, whose length term replaces TRAAC's length reward "
         "and compression (correctness and format stay; docs/peer_methods.md): "
@@ -86,8 +92,8 @@ class TRAACConfig(  # type: ignore[misc]
         > Parameters that choose the method
 
         mode (`str`, *optional*, defaults to `"traac"`):
-            What is trained (`traac.training.modes`): `traac`; the ablations `cr` (correctness
-            only), `cr_lr` (+ format + length, one bin, no compression),
+            What is trained (`traac.training.methods.registry`): `traac`; the ablations `cr`
+            (correctness only), `cr_lr` (+ format + length, one bin, no compression),
             `compression_no_difficulty` (one bin at `difficulty.single_tau`) and the control
             `traac_no_compression` (TRAAC's bins and length rewards, no compression); or a peer
             method (`alp`, `shorterbetter`, `kimi`, `dapo_overlong`, `l1_max`, `dler`,
@@ -331,7 +337,7 @@ class TRAACConfig(  # type: ignore[misc]
             CompressionSettings.__post_init__(self)
             FormatSettings.__post_init__(self)
             CopySettings.__post_init__(self)
-            self.check_copies(self.compresses, self.mode, compressing_modes())
+            self.check_copies(self.compresses, self.mode, compressing_methods())
             self.bf16 = resolve_bf16(self.bf16, self.fp16, self.use_cpu)
         except TraacError as error:  # a ValueError too, as transformers' own checks raise
             raise TRAACConfigError(str(error)) from None
@@ -358,17 +364,20 @@ class TRAACConfig(  # type: ignore[misc]
             self.format_preset = preset_name("format_preset", self.format_preset)
             check_choice("format_preset", self.format_preset, PRESET_NAMES)
         choices = {
-            "mode": tuple(MODES),
+            "mode": tuple(METHODS),
             "preset": PRESET_NAMES,
             "uniformity_calibration": CALIBRATIONS,
             "dynamic_sampling": DYNAMIC_SAMPLING,
             "scale_rewards": ("group", "batch", "none"),
             "compression": ("scorer", *PREFIX_COMPRESSIONS),
             "rollout_batching": ROLLOUT_BATCHINGS,
+            "scorer": SCORERS,
         }
         for name, allowed in choices.items():
             check_choice(name, getattr(self, name), allowed)
-        check_scoring_model(self.scoring_model or "", self.scorer)  # None: as empty
+        check_scoring_model(
+            self.scoring_model or "", self.scorer, reads_policy=self.scorer_kind.policy
+        )  # None: as empty
         counts = [name for name in ("max_steps", *COUNTS) if hasattr(self, name)]
         check_counts({name: getattr(self, name) for name in counts})  # TRL's and transformers'
         self.difficulty = self.difficulty_config().to_recipe()  # checked, every key given
@@ -385,12 +394,11 @@ class TRAACConfig(  # type: ignore[misc]
             check_positive("logprob_rows", self.logprob_rows, integer=True)
         check_methods(self, self.run_context())  # every method's fields, whatever the mode
         check_extra_weights(self.extra_reward_funcs, self.extra_reward_weights, self.reward_weights)
-        if self.peer_mode:
-            self.peer_settings()  # resolved: DLER's limit, Laser-D's, L1's within the cap
+        self.method_run()  # resolved: DLER's limit, Laser-D's, L1's within the cap
         if self.compression != "scorer" and not self.mode_spec.compresses:
             raise TraacError(f"compression: {self.compression} needs a mode that compresses "
-                             f"({', '.join(compressing_modes())}), not {self.mode}")  # fmt: skip
-        if self.compression == EARLY_EXIT_MODES[1] and self.scorer != "attention":
+                             f"({', '.join(compressing_methods())}), not {self.mode}")  # fmt: skip
+        if self.compression == EARLY_EXIT_MODES[1] and not self.scorer_kind.attention:
             raise TraacError(f"compression: {self.compression} reads the attention probe; set "
                              f"scorer attention, not {self.scorer}")  # fmt: skip
 
@@ -413,14 +421,9 @@ class TRAACConfig(  # type: ignore[misc]
         )
 
     @property
-    def mode_spec(self) -> Mode:
-        """What `mode` trains: compression, bins and rewards (`traac.training.modes`)."""
-        return MODES[self.mode]
-
-    @property
-    def peer_mode(self) -> bool:
-        """A peer method's length term in place of TRAAC's length reward and compression."""
-        return self.mode_spec.peer
+    def mode_spec(self) -> Method:
+        """What `mode` trains: compression, bins and rewards (`traac.training.methods`)."""
+        return METHODS[self.mode]
 
     @property
     def compresses(self) -> bool:
@@ -456,7 +459,7 @@ class TRAACConfig(  # type: ignore[misc]
             num_generations=int(self.num_generations),
         )
 
-    def peer_settings(self) -> MethodRun:
-        """The peer method with its values, defaults resolved against the run
-        (`traac.training.methods.registry.method_run`)."""
+    def method_run(self) -> MethodRun | None:
+        """The method with its own values, defaults resolved against the run; None for a
+        method with no settings of its own (`traac.training.methods.registry.method_run`)."""
         return method_run(self.mode, self, self.run_context())

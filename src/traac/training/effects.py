@@ -3,7 +3,7 @@ coefficient under `mode: traac`, `scorer` under a mode that never compresses, `l
 `use_peft` off) changes nothing, though whoever wrote it expects it to matter.
 
 Everything here reads the registries, never a list of mode names: a mode's `compresses` and
-`bins` and the rewards it sums (`traac.training.modes.MODES`), each peer method's settings class
+`bins` and the rewards it sums, and its settings class, from one table
 (`traac.training.methods.registry.METHODS`), and the LoRA fields of `LoraArguments`. A new mode
 or method is covered without an edit here. What a caller does with a field found (refuse it,
 or note it) depends on who set it: `traac.pipelines.recipe_effects`.
@@ -20,8 +20,7 @@ from traac.method.difficulty import DifficultySettings
 from traac.method.settings import CompressionSettings
 from traac.training.copies import CopySettings
 from traac.training.lora import LoraArguments
-from traac.training.methods.registry import METHODS
-from traac.training.modes import MODES, Mode
+from traac.training.methods.registry import METHODS, Method
 from traac.training.presets import PRESET_FILLS
 
 # CompressionSettings fields that only compression reads in training (`split_phrases` also
@@ -53,12 +52,12 @@ def _method_fields() -> dict[str, tuple[str, ...]]:
     """Each peer method's field -> the modes that read it."""
     readers: dict[str, list[str]] = {}
     for mode, method in METHODS.items():
-        for f in dataclasses.fields(method.settings):
+        for f in dataclasses.fields(method.settings) if method.settings is not None else ():
             readers.setdefault(f.name, []).append(mode)
     return {name: tuple(modes) for name, modes in readers.items()}
 
 
-def _difficulty_unread(mode: Mode, keys: Iterable[str]) -> list[str]:
+def _difficulty_unread(mode: Method, keys: Iterable[str]) -> list[str]:
     """The `difficulty` keys `mode` does not read: the thresholds bin the prompts; `tau` and
     `single_tau` are compression's targets with and without bins; `length_scale` and
     `single_scale` scale TRAAC's length reward with and without bins."""
@@ -77,7 +76,7 @@ def _difficulty_unread(mode: Mode, keys: Iterable[str]) -> list[str]:
 def unread_fields(given: Mapping[str, Any], mode_name: str, use_peft: bool) -> list[Unread]:
     """Of the fields `given` (name -> value as written; `difficulty` a mapping or its JSON
     keys), those a run of `mode_name` (with `use_peft`) does not read, each with why."""
-    mode = MODES[mode_name]
+    mode = METHODS[mode_name]
     readers = _method_fields()
     out = []
     for name in given:

@@ -1,13 +1,13 @@
 """Rewards added to the mode's own: a recipe's `extra_reward_funcs: [module:function, ...]`,
 and the `reward_funcs` a Python caller gives `TRAACTrainer` (added too, never in their place).
 
-Each function has TRL's reward signature, `(prompts, completions, **kwargs) -> list[float |
-None]` (TRL passes the dataset's columns, `completion_ids` and `trainer_state` as keyword
-arguments), and is summed after the mode's rewards (`traac.training.modes`) with its weight in
+Each function has TRL's reward signature, `(prompts, completions, **kwargs) -> list[float | None]`
+(TRL passes the dataset's columns, `completion_ids` and `trainer_state` as keyword arguments), and
+is summed after the mode's rewards (`traac.training.methods.registry`) with its weight in
 `extra_reward_weights` (default 1; the mode's own keep weight 1). As TRL's `trl grpo` does for its
-`reward_funcs`, a module in the working directory is found too. A path that does not import, a
-name that is not a function or a signature TRL cannot call fails at `traac train --dry-run` (and
-before the model loads in a real run), naming the path.
+`reward_funcs`, a module in the working directory is found too. A path that does not import, a name
+that is not a function or a signature TRL cannot call fails at `traac train --dry-run` (and before
+the model loads in a real run), naming the path.
 """
 
 from __future__ import annotations

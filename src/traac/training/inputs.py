@@ -72,6 +72,7 @@ def trainer_inputs(
     if kwargs.get("eval_dataset") is not None:
         held_out = training_rows(kwargs["eval_dataset"], "eval_dataset", conversational)
         kwargs = {**kwargs, "eval_dataset": held_out}
-    if args.peer_mode and train_dataset is not None:
-        train_dataset = args.peer_settings().prepare(train_dataset, args.seed)
+    run = args.method_run()
+    if run is not None and train_dataset is not None:
+        train_dataset = run.prepare(train_dataset, args.seed)
     return model, train_dataset, kwargs

@@ -1,5 +1,6 @@
 """Rows of a step that GRPO neither normalises nor trains on: dynamic sampling's dropped groups
-and the rollouts a filtering method (GFPO) does not keep.
+and the rollouts a filtering method (GFPO) does not keep. The step decides them
+(`StepResult.left_out`); this module applies the decision to TRL's tensors.
 
 They leave before the normalisation: their rewards become NaN in the reward call, which TRL
 treats as unscorable (out of every group mean and of the batch's standard deviation, advantage
@@ -12,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 import torch
 
 from traac.training.trl_api import TRL_ROLLOUT_MASK
@@ -20,29 +20,24 @@ from traac.training.trl_api import TRL_ROLLOUT_MASK
 
 def leave_out(
     rewards: torch.Tensor,
-    dropped: torch.Tensor | None,
+    dropped: Sequence[bool] | None,
     retain: Callable[[list[float], list[int]], list[bool]] | None,
     lengths: torch.Tensor | None,
     weights: torch.Tensor,
-) -> torch.Tensor:
-    """Every process's rewards (rows x functions) with the dropped rows (`dropped`, gathered)
-    and then the rows `retain` does not keep (from each row's weighted total, NaN for a dropped
-    row, and its length, gathered) set to NaN, in place."""
+) -> list[bool] | None:
+    """Every process's rewards (rows x functions) with the dropped rows (`dropped`, every
+    process's) and then the rows `retain` does not keep (from each row's weighted total, NaN
+    for a dropped row, and its length, gathered) set to NaN, in place. Returns the rows
+    `retain` keeps (None without a filter)."""
     if dropped is not None:
-        rewards[dropped.bool()] = torch.nan
-    if retain is not None and lengths is not None:
-        totals = (rewards * weights.to(rewards.device)).nansum(dim=1)
-        totals[torch.isnan(rewards).all(dim=1)] = torch.nan
-        keep = torch.tensor(retain(totals.tolist(), lengths.tolist()), device=rewards.device)
-        rewards[~keep] = torch.nan
-    return rewards
-
-
-def unscored(logged: Sequence[Sequence[float]], count: int, rank: int) -> list[bool]:
-    """Which of one process's `count` rows were left out: NaN in every reward function of the
-    call's log (`logged`: one row of every process's rewards per function)."""
-    rows = np.asarray(logged, dtype=float)
-    return np.isnan(rows).all(axis=0)[rank * count : (rank + 1) * count].tolist()
+        rewards[torch.tensor(dropped, dtype=torch.bool, device=rewards.device)] = torch.nan
+    if retain is None or lengths is None:
+        return None
+    totals = (rewards * weights.to(rewards.device)).nansum(dim=1)
+    totals[torch.isnan(rewards).all(dim=1)] = torch.nan
+    kept = [bool(k) for k in retain(totals.tolist(), lengths.tolist())]
+    rewards[~torch.tensor(kept, device=rewards.device)] = torch.nan
+    return kept
 
 
 def mask_rows(

@@ -47,6 +47,8 @@ import torch
 from torch import nn
 from transformers import AutoModelForCausalLM
 
+from traac.method.settings import SCORER_KINDS
+
 GIB = 1 << 30
 PROMPT_TOKENS = 512  # the prompt length assumed per sequence (recipes' problems are shorter)
 MARGIN = 0.9  # a plan whose estimate exceeds this share of the card says so
@@ -201,7 +203,7 @@ def estimate(
         "optimizer": trainable * state_bytes / states_split,
     }
     frozen_copy = config.compresses and config.scoring_model == "reference"
-    if not lora and (config.beta > 0 or (frozen_copy and config.scorer == "attention")):
+    if not lora and (config.beta > 0 or (frozen_copy and SCORER_KINDS[config.scorer].attention)):
         terms["reference"] = parameters * width / params_split
     if config.use_vllm and config.vllm_mode == "colocate":
         terms["vLLM"] = config.vllm_gpu_memory_utilization * card_gib * GIB
@@ -229,7 +231,7 @@ def estimate(
         # transformers' dynamic cache grows by concatenation: one layer's is briefly held twice
         cache = kv_cache_bytes(shape, rows, tokens, width) * (1 + 1 / shape.layers)
         phases["generation"] = {"KV cache": cache}
-    if config.compresses and config.scorer == "attention":
+    if config.compresses and SCORER_KINDS[config.scorer].attention:
         phases["scorer"] = {
             "activations": SCORER_BATCH * tokens * layer,
             "probe rows": SCORER_BATCH * tokens * shape.layers * shape.heads * 4,

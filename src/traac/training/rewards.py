@@ -1,6 +1,6 @@
 """TRAAC's rewards as TRL reward functions: `correctness_reward`, `format_reward` and
 `length_reward`, the methods of `TraacRewards` (which of them a mode sums is
-`traac.training.modes`).
+`traac.training.methods.registry`).
 
 The formulas are `traac.method.rewards`; this layer reads TRL's per-sample columns, verifies the
 completions (memoised, so the functions verify each once) and bins prompts by the pass rate of
@@ -35,7 +35,8 @@ EVALUATION_COLUMN = "evaluation"
 
 
 class TraacRewards:
-    """The rewards as TRL reward functions (`traac.training.modes.reward_funcs` picks a mode's).
+    """The rewards as TRL reward functions (`traac.training.methods.hooks.MethodHooks` picks
+    a method's).
 
     Dataset columns read (TRL passes them as kwargs): `answer` (gold), `verifier` (math, choice,
     text or task; default math), `entry` (reasoning-gym entry, dict or JSON string, for task),

@@ -18,6 +18,9 @@ consecutively: rollout i belongs to group i // N):
    step, group) and cut back to N (`pool`): GRPO trains on that group, in full.
 6. **Drop** (optional, `dynamic_sampling: drop | resample`). A pooled group whose verdicts all
    agree is masked out of the loss (`mark_dropped`).
+7. **Keep.** Once the rows are rewarded, a method that filters (GFPO) says which of the others
+   GRPO trains on (`StepResult.filtered`); `StepResult.left_out` is every row that does not
+   train, decided here and carried to the loss mask.
 
 Each process then keeps its slice of the pooled batch (`slice_of`): the rollouts it trains on
 and the columns its reward functions read (`StepColumns`). The whole step on one process is one
@@ -47,7 +50,9 @@ from traac.training.copy_stats import PooledRecord, advantage_ranks, compute_evi
 from traac.training.telemetry import ALL, KindedCandidate, RolloutView, StepStats, scope_stats
 from traac.training.trl_api import TRL_ROLLOUT_MASK
 
-DROPPED_COLUMN = "dropped"  # a reward row of a dropped group (dynamic sampling)
+# The reward rows' column that carries the step's result into TRL's reward call, where the
+# keep phase is decided and recorded on it (no trainer attribute crosses TRL's hooks).
+STEP_COLUMN = "traac_step"
 
 # ------------------------------------------------------------------------------------ records
 
@@ -129,12 +134,14 @@ class StepSlice:
     loss_masks: list[list[int]] | None = None  # per token, TRL's tool mask (copy_loss answer_only)
 
 
-@dataclass(frozen=True)
+@dataclass
 class StepResult:
     """One TRAAC step on one process, as a value: what TRL scores and trains on (the rows after
     resampling, their prompt ids, the pooled completions and their sampling log-probs, the
     reward columns, the dropped rows), `record` (every process's groups) and the time of its
-    phases. The trainer hands it to TRL's scoring, the loss mask and the telemetry."""
+    phases. The trainer hands it to TRL's scoring, the loss mask and the telemetry; its reward
+    call fills in the keep phase (`filtered`) and the rewards it computed (`rewards`), and its
+    scoring TRL's advantages (`advantages`)."""
 
     record: TraacStep
     rows: list[dict[str, Any]]  # this process's dataset rows; resampled groups' replaced
@@ -142,6 +149,28 @@ class StepResult:
     slice: StepSlice
     sampled_logprobs: bool  # the backend reported sampling log-probs
     seconds: dict[str, float] = field(default_factory=dict)
+    # Every process's rows, in pooled order, that a filtering method keeps (GFPO); None: all.
+    filtered: list[bool] | None = None
+    # Every process's rewards (one row per pooled rollout, one column per reward function),
+    # the left-out rows NaN: what the trainer's reward call returned to TRL.
+    rewards: np.ndarray | None = None
+    advantages: list[float] | None = None  # TRL's, of every process's rows, in pooled order
+
+    @property
+    def every_dropped(self) -> list[bool] | None:
+        """Every process's rows, in pooled order, dropped by dynamic sampling; None without."""
+        if self.slice.dropped is None:
+            return None
+        return [g.dropped for g in self.record.groups for _ in g.pooled]
+
+    @property
+    def left_out(self) -> list[bool]:
+        """Every process's rows, in pooled order, that GRPO neither normalises nor trains on:
+        the dropped groups' and those the method's filter does not keep."""
+        total = sum(len(g.pooled) for g in self.record.groups)
+        dropped = self.every_dropped or [False] * total
+        kept = self.filtered if self.filtered is not None else [True] * total
+        return [d or not k for d, k in zip(dropped, kept, strict=True)]
 
     @property
     def rollouts(self) -> list[Rollout]:
@@ -177,21 +206,15 @@ class StepResult:
 
     def reward_rows(self, extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """New rows for TRL's reward call: each row with the step's verdict, bin and
-        compression flag (and `extra`), so the rewards neither verify nor bin again; under
-        dynamic sampling also whether it is dropped (`DROPPED_COLUMN`), which the trainer's
-        reward call reads to leave it out of the normalisation."""
+        compression flag (and `extra`), so the rewards neither verify nor bin again, and this
+        result (`STEP_COLUMN`), on which the reward call records the keep phase."""
         columns = self.slice.columns
-        dropped = self.slice.dropped
-        rows = [
-            {**row, "correct": ok, "bin": b, "compressed": c, **(extra or {})}
+        return [
+            {**row, "correct": ok, "bin": b, "compressed": c, STEP_COLUMN: self, **(extra or {})}
             for row, ok, b, c in zip(
                 self.rows, columns.correct, columns.bin, columns.compressed, strict=True
             )
         ]
-        if dropped is not None:
-            for row, d in zip(rows, dropped, strict=True):
-                row[DROPPED_COLUMN] = d
-        return rows
 
 
 # ---------------------------------------------------------------------------- the decisions
@@ -408,7 +431,7 @@ def pooled_records(groups: Sequence[Group], advantages: Sequence[float]) -> list
 
 def reward_means(rewards: np.ndarray, names: Sequence[str]) -> dict[str, float]:
     """Each reward's mean over a step's rows (`rewards`: one row per reward function), leaving
-    out the dropped rows, which carry no reward (NaN in every function); NaN if all are."""
+    out the left-out rows, which carry no reward (NaN in every function); NaN if all are."""
     scored = ~np.isnan(rewards).all(axis=0)
     if not scored.any():
         return {name: math.nan for name in names}

@@ -16,13 +16,15 @@ The TRL and transformers hooks overridden, what changes, and why:
 - `_generate_and_score_completions` -> runs the step on TRL's rows before TRL's own body, which
   then scores and prepares the step's pooled rollouts (new rows, resampled prompts included,
   carrying the step's verdicts, bins and compression flags); TRL's `rollout_func`, bound for
-  that one call, hands it the pooled ids; afterwards the telemetry, and the dropped rows' mask
-  -> the pooled group must be what GRPO normalises and trains on, and TRL has no hook between
-  its generation and its scoring that sees the rows.
-- `_calculate_rewards` -> a dropped (or GFPO-filtered) row's rewards become NaN, out of the group
-  means and the batch's standard deviation (advantage 0) -> dynamic sampling drops a group
-  before the normalisation, as DAPO does; masking it afterwards would leave its rewards in the
-  batch scale of every other group (`scale_rewards: batch`).
+  that one call, hands it the pooled ids; afterwards the telemetry, and the loss mask on the
+  rows the step leaves out (`StepResult.left_out`) -> the pooled group must be what GRPO
+  normalises and trains on, and TRL has no hook between its generation and its scoring that
+  sees the rows.
+- `_calculate_rewards` -> the step's keep phase: the method's filter (GFPO) chooses on the
+  rewards, and a left-out row's rewards become NaN, out of the group means and the batch's
+  standard deviation (advantage 0); the choice and the rewards go to the step's result ->
+  dynamic sampling drops a group before the normalisation, as DAPO does; masking it afterwards
+  would leave its rewards in the batch scale of every other group (`scale_rewards: batch`).
 - `_get_per_token_logps_and_entropies` -> each chunk of rows is cut to the columns its rows
   use before TRL's forward (`traac.training.padding`) -> TRL pads every rollout to the longest
   of the generation batch, and a micro-batch of short rollouts would pay for the longest in its
@@ -78,21 +80,14 @@ from traac.training.extra_rewards import given_rewards, with_extra_rewards
 from traac.training.final_model import FinalModel
 from traac.training.inputs import check_inputs, trainer_inputs
 from traac.training.interrupt import StopOnSignal
-from traac.training.left_out import leave_out, mask_rows, unscored
+from traac.training.left_out import leave_out, mask_rows
 from traac.training.lora import as_reference, keep_4bit_trainable
-from traac.training.methods.base import prefill_of
-from traac.training.modes import mode_rewards
+from traac.training.methods.hooks import MethodHooks
 from traac.training.padding import trimmed_forward
 from traac.training.rewards import EVALUATION_COLUMN, TraacRewards
 from traac.training.rollouts import refill_rollouts
 from traac.training.rounds import generation_group
-from traac.training.step import (
-    DROPPED_COLUMN,
-    StepResult,
-    TraacStep,
-    reward_means,
-    step_stats,
-)
+from traac.training.step import STEP_COLUMN, StepResult, TraacStep, reward_means, step_stats
 from traac.training.telemetry import MetricsFromStart, StepClock, append_metrics
 
 logger = get_logger(__name__)
@@ -103,8 +98,8 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
 
     Arguments are `GRPOTrainer`'s; `args` is a `TRAACConfig`, `model` may be a name traac knows
     (`testbed`, `smollm2`, a `.gguf` file) and rows have TRL's or open-r1's layout: `prompt` with
-    `answer` or `solution` (`traac.training.inputs`). `reward_funcs` add to the mode's rewards
-    (`traac.training.modes`); a finished `train()` saves the model to `output_dir`.
+    `answer` or `solution` (`traac.training.inputs`). `reward_funcs` add to the method's rewards
+    (`traac.training.methods.hooks`); a finished `train()` saves the model to `output_dir`.
     `last_step` holds the groups of the latest step (originals, compressions, pooled rollouts)
     and its telemetry, which also goes to TRL's logs and to `metrics.jsonl` in `output_dir`;
     it is there for inspection, and no hook reads it (each step is a `StepResult` passed on).
@@ -141,16 +136,16 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
             gather=gather_object,
         )
         self.base_model_name = model if isinstance(model, str) else None  # for the card
-        settings = args.peer_settings() if args.peer_mode else None
-        self.peer, funcs = mode_rewards(
-            args.mode_spec, self.rewards, settings, args.num_generations, gather_object
+        self.method = MethodHooks(
+            args.mode_spec, self.rewards, args.method_run(), args.num_generations, gather_object
         )
-        if self.peer is not None and self.peer.prefills and args.use_vllm:
+        if self.method.prefills and args.use_vllm:
             raise TraacError(
                 f"mode {args.mode}: prefills rollouts, which TRL's vLLM generation "
                 "cannot (it samples a group from one prompt); set use_vllm false"
             )
-        funcs = with_extra_rewards(funcs, args, reward_funcs)  # + the caller's, the recipe's
+        # + the caller's, the recipe's
+        funcs = with_extra_rewards(self.method.reward_funcs, args, reward_funcs)
         model, train_dataset, kwargs = trainer_inputs(model, args, train_dataset, kwargs)
         check_probe_layers_of(args, model)  # config.json alone, before TRL loads the weights
         super().__init__(model, funcs, args, train_dataset, **kwargs)
@@ -158,21 +153,20 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
         if not args.settings_noted:  # what a caller set that this mode never reads
             for line, _ in describe(config_unread(args)):
                 logger.warning(f"TRAACTrainer: {line}")
-        if self.peer is not None:
-            self.peer.rank = self.accelerator.process_index
         self.tokenizer = self._tokenizer
         self.refill = refill_rollouts(
             args, self.eos_token_ids, self.tokenizer.pad_token_id, self.accelerator.process_index
         )
         self.chat_format: ChatFormat = args.resolve(self.tokenizer)
         self.rewards.chat_format = self.chat_format  # known once TRL has the tokenizer
-        if self.peer is not None:  # the methods that read the text (DOT, first_correct)
-            self.peer.bind(self.tokenizer, self.chat_format, args.split_phrases)
-        self.prefill = prefill_of(self.peer, self.tokenizer)  # AdaptThink's empty think blocks
+        self.method.bind(
+            self.tokenizer, self.chat_format, args.split_phrases, self.accelerator.process_index
+        )
+        self.prefill = self.method.prefill(self.tokenizer)  # AdaptThink's empty think blocks
         self.uniformities: deque[float] = deque(maxlen=args.calibration_window)
         self.last_step: TraacStep | None = None
         self.probe = probe_model(args, self.model, self.ref_model, self.accelerator)
-        self.compressor = self._build_compressor() if args.compresses else None
+        self.compressor = self._build_compressor() if self.method.compresses else None
         step_compressor = None
         if self.compressor is not None:
             step_compressor = StepCompressor(
@@ -213,9 +207,9 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         """The TRAAC step on TRL's rows (`_sampled_step`), then TRL's scoring of its pooled
         rollouts, which TRL's `rollout_func` hands over (`_rollout_of`); then the telemetry,
-        and the loss mask on the rows TRL scored with no reward (dynamic sampling's dropped
-        rows, GFPO's filtered ones). TRL's rows are left as they were: it scores and trains on
-        new rows, resampled prompts included, with the step's columns."""
+        and the loss mask on the rows the step leaves out (`StepResult.left_out`: dynamic
+        sampling's dropped rows, GFPO's filtered ones). TRL's rows are left as they were: it
+        scores and trains on new rows, resampled prompts included, with the step's columns."""
         step = self._sampled_step(inputs)
         extra = None if self.model.training else {EVALUATION_COLUMN: True}
         with self._rollout_of(step):
@@ -223,9 +217,14 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
         if not self.model.training:
             self.record_held_out(step.record)
             return output
+        # TRL's advantages of every process's rows, in pooled order (this process's in `output`)
+        step.advantages = self.accelerator.gather(output["advantages"]).tolist()
         self._log_step(step)
-        mine, anywhere = self._unscored(len(step.rollouts))  # every process decides alike
-        return self._mask_dropped(output, mine) if anywhere else output
+        left_out = step.left_out  # every process's rows: every process decides alike
+        if not any(left_out):
+            return output
+        count, rank = len(step.rollouts), self.accelerator.process_index
+        return self._mask_dropped(output, left_out[rank * count : (rank + 1) * count])
 
     def _calculate_rewards(
         self,
@@ -235,16 +234,22 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
         completion_ids_list: list[list[int]],
     ) -> torch.Tensor:
         """TRL's rewards of every process's rows, the left-out ones NaN (`traac.training.
-        left_out`): dropped rows (`DROPPED_COLUMN`) and those a filtering method (GFPO) drops."""
+        left_out`): the step's dropped rows and those the method's filter (GFPO) does not keep,
+        which it records in the step's result (`StepResult.filtered`, the rows' `STEP_COLUMN`)
+        with the rewards."""
         rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        gather, device = self.accelerator.gather, rewards.device
-        dropped = retain = lengths = None
-        if inputs and DROPPED_COLUMN in inputs[0]:
-            dropped = gather(torch.tensor([int(r[DROPPED_COLUMN]) for r in inputs], device=device))
-        if self.peer is not None and self.peer.filters and self.model.training:
-            retain = self.peer.retain
-            lengths = gather(torch.tensor([len(x) for x in completion_ids_list], device=device))
-        return leave_out(rewards, dropped, retain, lengths, self.reward_weights)
+        step: StepResult | None = inputs[0].get(STEP_COLUMN) if inputs else None
+        if step is None:
+            return rewards
+        retain = lengths = None
+        if self.method.retain is not None and self.model.training:
+            retain = self.method.retain
+            lengths = self.accelerator.gather(
+                torch.tensor([len(x) for x in completion_ids_list], device=rewards.device)
+            )
+        step.filtered = leave_out(rewards, step.every_dropped, retain, lengths, self.reward_weights)
+        step.rewards = rewards.detach().cpu().numpy().copy()
+        return rewards
 
     def _get_per_token_logps_and_entropies(
         self,
@@ -309,14 +314,6 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
     def _mask_dropped(self, output: dict[str, Any], dropped: list[bool]) -> dict[str, Any]:
         """The left-out rows out of the loss (`traac.training.left_out.mask_rows`)."""
         return mask_rows(output, dropped, self.accelerator.gather)
-
-    def _unscored(self, count: int) -> tuple[list[bool], bool]:
-        """This process's rows TRL's last reward call left without any reward (TRL's logs), and
-        whether any process has one: the masking gathers, so all processes must call it."""
-        total = count * self.accelerator.num_processes
-        logged = [list(self._logs["rewards"][n])[-total:] for n in self.reward_func_names]
-        mine = unscored(logged, count, self.accelerator.process_index)
-        return mine, any(unscored(logged, total, 0))
 
     def sample_answers(
         self, prompts: list[list[int]], budget: int
@@ -392,13 +389,11 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
 
     def _log_step(self, step: StepResult) -> None:
         """The step's telemetry into TRL's metrics (so report_to sees it) and a JSONL, with the
-        mean of each reward over every process's rollouts (TRL's logs of this step) but the
-        dropped ones, which have none (NaN if every group was dropped)."""
-        total = sum(len(g.pooled) for g in step.record.groups)
-        rewards = np.asarray(
-            [list(self._logs["rewards"][name])[-total:] for name in self.reward_func_names],
-            dtype=np.float32,
-        )
+        mean of each reward over every process's rollouts (the step's rewards) but the left-out
+        ones, which have none (NaN if every row was), and the rows' advantages."""
+        if step.rewards is None:
+            raise TraacError("the step was not rewarded: TRL's scoring skipped _calculate_rewards")
+        rewards = np.asarray(step.rewards, dtype=np.float32).T  # one row per reward function
         stats = step_stats(
             step.record,
             self.difficulty.bins,
@@ -408,7 +403,7 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
             dict(step.seconds),
             reward_means(rewards, self.reward_func_names),
             self.args.dynamic_sampling,
-            list(self._logs["advantages"])[-total:],  # TRL's, every process's, in pooled order
+            step.advantages,
         )
         step.record.stats = stats
         for key, value in stats.flat().items():
@@ -499,7 +494,7 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
         when it is the scoring model, its adapters disabled when it stands for the reference."""
         policy = self.accelerator.unwrap_model(self.model)
         with (clock or StepClock(self)).phase("score"):
-            if self.probe.model is not None or self.args.scorer == "random":
+            if self.probe.model is not None or not self.args.scorer_kind.needs_model:
                 yield
                 return
             was_training = policy.training
@@ -514,7 +509,7 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
 
     def traac_state_dict(self) -> dict[str, Any]:
         """What a resumed run needs beyond TRL's state (`traac.training.checkpoint`)."""
-        return traac_state(self.rewards.windows, self.uniformities, self.peer)
+        return traac_state(self.rewards.windows, self.uniformities, self.method)
 
     def load_traac_state_dict(self, state: dict[str, Any]) -> None:
-        load_traac_state(state, self.rewards.windows, self.uniformities, self.peer)
+        load_traac_state(state, self.rewards.windows, self.uniformities, self.method)

@@ -37,7 +37,7 @@ TRL_BATCH_KEYS = ("completion_mask", "advantages", "num_items_in_batch")
 # token under 0 is attended to but left out of the loss; the batch then carries `tool_mask`.
 TRL_ROLLOUT_MASK = ("env_mask", "tool_mask")
 TRL_ATTRIBUTES = (
-    "_tokenizer", "_metrics", "_logs", "eos_token_ids", "use_vllm", "max_completion_length",
+    "_tokenizer", "_metrics", "eos_token_ids", "use_vllm", "max_completion_length",
     "reward_func_names", "ref_model", "generation_config", "generation_kwargs", "rollout_func",
     "num_generations", "num_generations_eval",
 )  # fmt: skip

@@ -120,7 +120,7 @@ class ThinkingGenerator:
             compress_tau = check_tau("compress_tau", compress_tau)
         if think_budget is not None and (isinstance(think_budget, bool) or think_budget < 1):
             raise TraacError(f"think_budget: {think_budget} must be at least 1 token")
-        if settings.scorer != "attention":
+        if not settings.scorer_kind.attention:
             raise TraacError(
                 f"scorer {settings.scorer}: test-time compression reads the closer's attention; "
                 "use the attention scorer (traac compress scores with the others)"

@@ -154,7 +154,8 @@ def foreign_specs(label: str) -> list[ScorerSpec]:
     """A foreign scorer's rows, named `label: ...`: its attention over all layers and the
     first half, each again with gated heads (beyond the paper). The ablation scorers and the
     single layers stay with the policy's own rows."""
-    attention = [s for s in default_specs(0, each_layer=False) if s.settings.scorer == "attention"]
+    specs = default_specs(0, each_layer=False)
+    attention = [s for s in specs if s.settings.scorer_kind.attention]
     return [replace(s, name=f"{label}: {s.name}") for s in attention]
 
 
@@ -217,7 +218,7 @@ def probe_report(
         if on_spec is not None:
             on_spec(spec.name)
         settings = spec.settings
-        if settings.scorer == "attention" and settings.probe_heads == "all":
+        if settings.scorer_kind.attention and settings.probe_heads == "all":
             layers = resolve_layers(settings.probe_layers or "all", num_layers)
             compressor = Compressor(_LayerSet(layer_rows, layers, tokenizer), fmt_, settings)
         else:

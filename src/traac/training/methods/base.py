@@ -26,6 +26,9 @@ from traac.method.rewards import Gather
 from traac.method.settings import check_positive
 
 Group = tuple[list[int], list[bool]]  # one prompt's rollout lengths and verdicts
+# TRAAC's rewards (`traac.training.rewards.TraacRewards`' methods), the names TRL logs: every
+# method sums a prefix of them; one with a length term of its own puts it in the third's place.
+TRAAC_REWARDS = ("correctness_reward", "format_reward", "length_reward")
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,22 @@ class LengthMethod:
     # A recipe's training rows as the method needs them (L1-Max: each row's budget), or None.
     prepare: Callable[[Any, Any, int], Any] | None = None
     compare: tuple[tuple[str, dict[str, Any]], ...] = ()  # `experiment compare` variants
+    # What the step adds to a group: a length method neither compresses nor re-answers; it
+    # keeps the bins for telemetry only (nothing of its own reads a bin).
+    compresses: ClassVar[bool] = False
+    bins: ClassVar[bool] = True
+
+    @property
+    def rewards(self) -> tuple[str, ...]:
+        """The rewards TRL sums, in order: TRAAC's correctness and format, then its own term."""
+        return (*TRAAC_REWARDS[:2], *([self.reward] if self.reward else []))
+
+    def run_of(self, source: Any, run: RunContext) -> MethodRun:
+        """The method with its settings read off `source` (a `TRAACConfig`), checked and
+        resolved for the run."""
+        settings = self.settings.from_values(source)
+        settings.check(run)
+        return MethodRun(self, settings.resolved(run), run)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,12 @@
-"""The length-control methods by name: the one table `TRAACConfig` (its fields and `mode`),
-`--dry-run`, `experiment compare` and the docs read. Adding a method is a module in this package
-(settings, reward function, state, `LengthMethod`), its test, and one line here."""
+"""Every training method by name, TRAAC's own and its peers': the one table `TRAACConfig` (its
+fields and `mode`), the trainer (`traac.training.methods.hooks`), `--dry-run`, `experiment
+compare` and the docs read. Adding a method is a module in this package (settings, reward
+function, state, `LengthMethod`), its test, and one line here.
+
+Each entry says, per phase of the step: the rewards TRL sums (`rewards`, with the method's own
+term from `make`), what it adds to a group (`compresses`: TRAAC's compressed, re-answered
+copies), what it keeps (its reward object's `retain`: GFPO's filter), what it needs bound (its
+reward object's `bind`: the tokenizer), and its settings (`settings`, None for TRAAC's own)."""
 
 from __future__ import annotations
 
@@ -23,12 +29,21 @@ from traac.training.methods import (
     laser_d,
     lc_r1,
     shorterbetter,
+    traac,
 )
 from traac.training.methods.base import LengthMethod, MethodRun, RunContext
+from traac.training.methods.traac import TraacMethod
 
-METHODS: dict[str, LengthMethod] = {
+Method = TraacMethod | LengthMethod
+
+METHODS: dict[str, Method] = {
     m.name: m
     for m in (
+        traac.TRAAC,
+        traac.CR,
+        traac.CR_LR,
+        traac.NO_COMPRESSION,
+        traac.NO_DIFFICULTY,
         alp.METHOD,
         shorterbetter.METHOD,
         kimi.METHOD,
@@ -52,7 +67,7 @@ def settings_classes() -> list[type]:
     """Each settings class once, in the registry's order."""
     out: list[type] = []
     for method in METHODS.values():
-        if method.settings not in out:
+        if method.settings is not None and method.settings not in out:
             out.append(method.settings)
     return out
 
@@ -78,9 +93,12 @@ def check_methods(source: Any, run: RunContext) -> None:
         cls.from_values(source).check(run)
 
 
-def method_run(name: str, source: Any, run: RunContext) -> MethodRun:
-    """The method `name` with its settings read off `source` and resolved for the run."""
-    method = METHODS[name]
-    settings = method.settings.from_values(source)
-    settings.check(run)
-    return MethodRun(method, settings.resolved(run), run)
+def method_run(name: str, source: Any, run: RunContext) -> MethodRun | None:
+    """The method `name` with its settings read off `source` and resolved for the run (None: a
+    method with no settings of its own)."""
+    return METHODS[name].run_of(source, run)
+
+
+def compressing_methods() -> list[str]:
+    """The methods that compress right rollouts, for the messages that name them."""
+    return [name for name, method in METHODS.items() if method.compresses]
