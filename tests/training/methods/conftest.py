@@ -1,4 +1,5 @@
-"""A method's reward function on hand-built groups: `peer(mode, **settings)` and `call`.
+"""A method's reward function on hand-built groups: `peer(mode, **settings)`, `call` on lengths
+and `call_texts` on texts (one token per character).
 
 The values are those of docs/peer_methods.md's worked examples: a right answer worth 4, a
 1000-token cap, the easy bin from a pass rate of 0.8."""
@@ -10,7 +11,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from char_tokenizer import CharTokenizer, char_ids
 
+from traac.method.formats import ChatFormat
 from traac.training.methods.base import GroupReward, RunContext
 from traac.training.methods.registry import method_run
 from traac.training.rewards import TraacRewards
@@ -51,6 +54,23 @@ def call() -> Callable[..., list[float]]:
         ids = [[0] * n for n in lengths]
         return rewards.func(completions=["x"] * len(lengths), completion_ids=ids, correct=correct,
                             **cols)  # fmt: skip
+
+    return score
+
+
+@pytest.fixture
+def call_texts() -> Callable[..., list[float]]:
+    def score(
+        rewards: GroupReward,
+        texts: list[str],
+        correct: list[bool],
+        chat_format: ChatFormat | None = None,
+        **cols: Any,
+    ) -> list[float]:
+        """The reward of `texts` (one token per character) after binding the tokenizer."""
+        rewards.bind(CharTokenizer(), chat_format or ChatFormat())
+        ids = [char_ids(t) for t in texts]
+        return rewards.func(completions=texts, completion_ids=ids, correct=correct, **cols)
 
     return score
 

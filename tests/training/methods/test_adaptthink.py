@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from char_tokenizer import CharTokenizer, char_ids
 
 from traac.errors import TraacError
 from traac.method.formats import ChatFormat
@@ -12,39 +13,25 @@ from traac.training.methods.base import Prefill, RunContext, prefill_of
 from traac.training.methods.registry import method_run
 
 
-class CharTokenizer:
-    """One token per character."""
-
-    def __call__(self, text: str, add_special_tokens: bool = False) -> dict:
-        return {"input_ids": [ord(c) for c in text]}
-
-    def batch_decode(self, ids: list[list[int]], skip_special_tokens: bool = True) -> list[str]:
-        return ["".join(map(chr, row)) for row in ids]
-
-
-def ids(text: str) -> list[int]:
-    return [ord(c) for c in text]
-
-
 def test_half_of_each_group_is_generated_and_trained_after_an_empty_think_block(peer) -> None:
     rewards = peer("adaptthink")
     rewards.bind(CharTokenizer(), ChatFormat())
     prefill = prefill_of(rewards, CharTokenizer())
-    assert prefill == Prefill(tuple(ids("<think></think>")), 0.5)
+    assert prefill == Prefill(tuple(char_ids("<think></think>")), 0.5)
     assert prefill.rows(8, 4) == [True, True, False, False] * 2
     prompts = [[1], [1], [1], [1], [2], [2], [2], [2]]
     made = prefill.prompts(prompts, 4)
-    assert made[0] == [1, *ids("<think></think>")] and made[2] == [1] and made[5][0] == 2
+    assert made[0] == [1, *char_ids("<think></think>")] and made[2] == [1] and made[5][0] == 2
     assert prompts[0] == [1]  # the caller's lists are left as they were
     out, lps = prefill.completions([[7]] * 8, [[-0.5]] * 8, 4)
-    assert out[0] == [*ids("<think></think>"), 7] and out[3] == [7]
+    assert out[0] == [*char_ids("<think></think>"), 7] and out[3] == [7]
     assert lps[1] == [0.0] * 15 + [-0.5] and lps[2] == [-0.5]
     # A share of 0.25 of 8 prefills the first two; other methods prefill nothing.
     assert Prefill((9,), 0.25).rows(8, 8) == [True, True] + [False] * 6
     assert prefill_of(peer("alp"), CharTokenizer()) is None
 
 
-def test_a_rollout_with_an_empty_think_block_earns_delta(peer) -> None:
+def test_a_rollout_with_an_empty_think_block_earns_delta(peer, call_texts) -> None:
     """delta 0.05 x 4 (a right answer is worth 4 here) = 0.2, whether it was prefilled or the
     policy closed the block at once; a rollout that thinks, right or wrong, earns nothing."""
     texts = [
@@ -54,19 +41,12 @@ def test_a_rollout_with_an_empty_think_block_earns_delta(peer) -> None:
         "<think> </think>\\boxed{4}",
     ]
     rewards = peer("adaptthink", adaptthink_bonus=0.05)
-    rewards.bind(CharTokenizer(), ChatFormat())
     assert rewards.func.__name__ == "adaptthink_reward" and rewards.scale == 4.0
-    out = rewards.func(
-        completions=texts, completion_ids=[ids(t) for t in texts], correct=[True, False, True, True]
-    )
+    out = call_texts(rewards, texts, [True, False, True, True])
     assert out == pytest.approx([0.2, 0.2, 0.0, 0.0])
     # With the opener in the prompt, the empty block is the closer alone.
-    rewards.bind(CharTokenizer(), ChatFormat(opener_in_prompt=True))
-    out = rewards.func(
-        completions=["</think>4", "So 4.</think>4"],
-        completion_ids=[ids("</think>4"), ids("So 4.</think>4")],
-        correct=[True, True],
-    )
+    opener_in_prompt = ChatFormat(opener_in_prompt=True)
+    out = call_texts(rewards, ["</think>4", "So 4.</think>4"], [True, True], opener_in_prompt)
     assert out == pytest.approx([0.2, 0.0])
 
 

@@ -62,3 +62,28 @@ def test_incomplete_groups_are_refused(peer, call) -> None:
 def test_stateless_methods_keep_nothing_across_steps(peer) -> None:
     for mode in ("alp", "shorterbetter", "kimi", "dapo_overlong", "l1_max", "dler"):
         assert peer(mode).state_dict() == {}
+
+
+@pytest.mark.parametrize(
+    ("mode", "why", "extra"),
+    [
+        ("arlcp", "count reflection keywords", {}),
+        ("adaptthink", "find empty think blocks", {}),
+        ("lc_r1", "count think tokens", {"answer": ["4"] * 4}),
+        ("first_correct", "count think tokens", {"answer": ["4"] * 4}),
+        ("dot", "decode the truncated rollouts", {"answer": ["4"] * 4}),
+    ],
+)
+def test_a_method_that_reads_the_text_is_refused_before_a_tokenizer_is_bound(
+    peer, call, mode: str, why: str, extra: dict
+) -> None:
+    """One line naming the mode and what the tokenizer is for, not an AttributeError on None
+    (DOT only decodes the rollouts it truncates: 84 tokens against three of 25 are cut)."""
+    message = rf"^mode {mode}: no tokenizer to {why} \(bind one\)$"
+    with pytest.raises(TraacError, match=message):
+        call(
+            peer(mode, dot_alpha=1.0, dot_margin=8, first_correct_coef=0.5),
+            [25, 25, 84, 25],
+            [True] * 4,
+            **extra,
+        )

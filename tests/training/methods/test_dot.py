@@ -8,22 +8,10 @@ from types import SimpleNamespace
 import pytest
 
 from traac.errors import TraacError
-from traac.method.formats import ChatFormat
 from traac.training.config import TRAACConfig
 from traac.training.methods.base import RunContext
 from traac.training.methods.dot import dot_cutoffs, largest_z
 from traac.training.methods.registry import method_run
-
-
-class CharTokenizer:
-    """One token per character, so lengths and truncations are counted by hand."""
-
-    def __call__(self, text: str, add_special_tokens: bool = False) -> dict:
-        return {"input_ids": [ord(c) for c in text]}
-
-    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
-        return "".join(map(chr, ids))
-
 
 # Seven rollouts of 10 tokens and one of 50: mean 15, sample variance (7 x 25 + 35^2) / 7 = 200.
 SEVEN_AND_ONE = [10] * 7 + [50]
@@ -43,7 +31,7 @@ def test_the_cutoff_is_floor_mean_plus_alpha_std_and_only_the_tail_past_the_marg
 
 
 def test_a_truncated_rollout_is_re_verified_and_loses_its_reward_only_where_the_answer_is_cut(
-    peer, call
+    peer, call, call_texts
 ) -> None:
     """Four right rollouts: three of 25 characters, one of 84. Mean 39.75, sample std 29.5
     (3 x 14.75^2 + 44.25^2 = 2610.75, / 3 = 870.25), so alpha 1: T = floor(69.25) = 69 and
@@ -54,12 +42,10 @@ def test_a_truncated_rollout_is_re_verified_and_loses_its_reward_only_where_the_
     assert (len(short), len(cut_answer), len(early_answer)) == (25, 84, 84)
     for long, expected in ((cut_answer, -4.0), (early_answer, 0.0)):
         dot = peer("dot", dot_alpha=1.0, dot_margin=8)
-        dot.bind(CharTokenizer(), ChatFormat())
         texts = [short, short, long, short]
-        ids = [[ord(c) for c in t] for t in texts]
         # The trainer's verdicts say all four are right; only the truncated prefix is verified
         # again (x4: a right answer is worth 4 here, 1 in the paper).
-        out = dot.func(completions=texts, completion_ids=ids, correct=[True] * 4, answer=["4"] * 4)
+        out = call_texts(dot, texts, [True] * 4, answer=["4"] * 4)
         assert out == [0.0, 0.0, expected, 0.0]
     # Lengths alone: a group with a wrong rollout is never cut, so no tokenizer is needed.
     assert (

@@ -5,22 +5,12 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from char_tokenizer import char_ids
 
 from traac.errors import TraacError
-from traac.method.formats import ChatFormat
 from traac.training.methods.base import RunContext
 from traac.training.methods.first_correct_penalty import first_correct_penalty
 from traac.training.methods.registry import method_run
-
-
-class CharTokenizer:
-    """One token per character, so think tokens are counted by hand."""
-
-    def __call__(self, text: str, add_special_tokens: bool = False) -> dict:
-        return {"input_ids": [ord(c) for c in text]}
-
-    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
-        return "".join(map(chr, ids))
 
 
 def test_the_formula_penalises_right_answers_only_by_the_share_after() -> None:
@@ -28,7 +18,7 @@ def test_the_formula_penalises_right_answers_only_by_the_share_after() -> None:
 
 
 def test_each_right_rollout_pays_lambda_times_its_think_share_after_the_first_correct_step(
-    peer,
+    peer, call_texts
 ) -> None:
     """Answer 4, lambda 0.5, a right answer worth 4 (x4). Rollout 0's think block is the steps
     "Then 5. " (8 characters, states 5), "Then 4. " (8, the first to state 4), "Wait 4. " (8)
@@ -42,17 +32,12 @@ def test_each_right_rollout_pays_lambda_times_its_think_share_after_the_first_co
         "<think>Hmm.</think>\\boxed{4}",
     ]
     rewards = peer("first_correct", first_correct_coef=0.5)
-    rewards.bind(CharTokenizer(), ChatFormat())
     assert rewards.func.__name__ == "first_correct_length_reward" and rewards.scale == 4.0
-    out = rewards.func(
-        completions=texts,
-        completion_ids=[[ord(c) for c in t] for t in texts],
-        correct=[True, True, False, True],
-        answer=["4"] * 4,
-    )
+    correct = [True, True, False, True]
+    out = call_texts(rewards, texts, correct, answer=["4"] * 4)
     assert out == pytest.approx([-30 / 31, 0.0, 0.0, 0.0])
     assert rewards.shares_after(
-        [[ord(c) for c in t] for t in texts], [True, True, False, True], {"answer": ["4"] * 4}
+        [char_ids(t) for t in texts], correct, {"answer": ["4"] * 4}
     ) == pytest.approx([15 / 31, 0.0, 0.0, 0.0])
 
 

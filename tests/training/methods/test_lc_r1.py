@@ -4,18 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from traac.method.formats import ChatFormat
 from traac.training.methods.lc_r1 import lcr1_compress, lcr1_length_reward
-
-
-class CharTokenizer:
-    """One token per character, so think tokens are counted by hand."""
-
-    def __call__(self, text: str, add_special_tokens: bool = False) -> dict:
-        return {"input_ids": [ord(c) for c in text]}
-
-    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
-        return "".join(map(chr, ids))
 
 
 def test_the_length_reward_is_against_the_longest_right_answer_for_every_rollout() -> None:
@@ -31,7 +20,7 @@ def test_the_compress_term_charges_the_think_after_the_first_correct_step() -> N
     )
 
 
-def test_both_terms_on_the_trainer_path(peer) -> None:
+def test_both_terms_on_the_trainer_path(peer, call_texts) -> None:
     """Answer 4, one character per token, a right answer worth 4. Lengths 55, 29, 39 and 28;
     the longest right one is 55, so the length terms are 0, 26/55, 16/55 and 27/55 (the wrong
     rollout 2 too). Compress: rollout 0 wrote 15 of its 31 think tokens after its first correct
@@ -44,13 +33,7 @@ def test_both_terms_on_the_trainer_path(peer) -> None:
         "<think>Hmm.</think>\\boxed{4}",
     ]
     rewards = peer("lc_r1")
-    rewards.bind(CharTokenizer(), ChatFormat())
     assert rewards.func.__name__ == "lc_r1_reward" and rewards.scale == 4.0
-    out = rewards.func(
-        completions=texts,
-        completion_ids=[[ord(c) for c in t] for t in texts],
-        correct=[True, True, False, True],
-        answer=["4"] * 4,
-    )
+    out = call_texts(rewards, texts, [True, True, False, True], answer=["4"] * 4)
     expected = [-15 / 31, 26 / 55, 16 / 55, 27 / 55 - 1]
     assert out == pytest.approx([4 * e for e in expected], abs=1e-4)

@@ -80,11 +80,7 @@ class AdaptThinkReward(GroupReward):
     def adaptthink_reward(
         self, completions: list[Any], completion_ids: list[Sequence[int]], **kwargs: Any
     ) -> list[float]:
-        if self.tokenizer is None:
-            raise TraacError("mode adaptthink: no tokenizer to read the completions (bind one)")
-        texts = self.tokenizer.batch_decode(
-            [list(ids) for ids in completion_ids], skip_special_tokens=True
-        )
+        texts = self.decoded(completion_ids, "find empty think blocks")
         thinking = [thinks(t, self.chat_format) for t in texts]
         log = kwargs.get("log_metric")
         if log is not None and thinking:

@@ -97,11 +97,7 @@ class ARLCPReward(GroupReward):
         self, completions: list[Any], completion_ids: list[Sequence[int]], **kwargs: Any
     ) -> list[float]:
         """The penalty on every group of the gathered batch; this process's slice, scaled."""
-        if self.tokenizer is None:
-            raise TraacError("mode arlcp: no tokenizer to read the completions (bind one)")
-        texts = self.tokenizer.batch_decode(
-            [list(ids) for ids in completion_ids], skip_special_tokens=True
-        )
+        texts = self.decoded(completion_ids, "count reflection keywords")
         groups, offset, count = self.groups(completions, completion_ids, kwargs)
         counts, _ = self.gathered([reflections(t) for t in texts])
         n, s = len(groups[0][0]) if groups else 0, self.settings

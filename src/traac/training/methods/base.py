@@ -190,6 +190,15 @@ class GroupReward:
         self.tokenizer, self.chat_format = tokenizer, chat_format
         self.phrases = None if phrases is None else tuple(phrases)
 
+    def decoded(self, completion_ids: Sequence[Sequence[int]], why: str) -> list[str]:
+        """Each completion's text, decoded as TRL decodes one, for a method that reads the text
+        (refused, saying `why` it needs the tokenizer, before `bind` gave one)."""
+        if self.tokenizer is None:
+            raise TraacError(f"mode {self.run.method.name}: no tokenizer to {why} (bind one)")
+        return [
+            self.tokenizer.decode(list(ids), skip_special_tokens=True) for ids in completion_ids
+        ]
+
     @property
     def func(self) -> Callable[..., list[float]] | None:
         """The method's reward function (its name is the one TRL logs), if it has one."""

@@ -121,12 +121,9 @@ class DOTReward(GroupReward):
     ) -> list[bool]:
         """Is each truncated rollout's prefix right? Decoded as TRL decodes a completion, and
         verified against its own row's columns (not the trainer's verdicts of the whole)."""
-        if self.tokenizer is None:
-            raise TraacError("mode dot: no tokenizer to decode the truncated rollouts (bind one)")
-        texts = [
-            self.tokenizer.decode(list(completion_ids[i])[: cuts[i]], skip_special_tokens=True)
-            for i in rows
-        ]
+        texts = self.decoded(
+            [list(completion_ids[i])[: cuts[i]] for i in rows], "decode the truncated rollouts"
+        )
         n = len(completion_ids)
         columns = {
             key: [value[i] for i in rows]

@@ -93,13 +93,8 @@ class FirstCorrectReward(GroupReward):
         out: dict[int, tuple[int, int] | None] = {}
         if not rows:
             return out
-        if self.tokenizer is None:
-            name = self.run.method.name
-            raise TraacError(f"mode {name}: no tokenizer to count think tokens (bind one)")
-        texts = {
-            i: self.tokenizer.decode(list(completion_ids[i]), skip_special_tokens=True)
-            for i in rows
-        }
+        decoded = self.decoded([completion_ids[i] for i in rows], "count think tokens")
+        texts = dict(zip(rows, decoded, strict=True))
         items = {i: self.item(i, kwargs) for i in rows}
         by_parse: dict[ParseAnswer, list[int]] = {}
         for i in rows:
