@@ -9,7 +9,6 @@ the experiments all come through `train`.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import re
 import types
@@ -49,7 +48,13 @@ from traac.training.checkpoint import STATE_FILE
 from traac.training.config import TRAACConfig, method_mapping
 from traac.training.counts import COUNTS, check_counts
 from traac.training.lora import LoraArguments
-from traac.training.methods.registry import METHODS, check_unused, method_fields, split_settings
+from traac.training.methods.registry import (
+    METHODS,
+    check_unused,
+    method_fields,
+    setting_names,
+    split_settings,
+)
 from traac.training.packages import check_packages
 from traac.training.trainer import TRAACTrainer
 
@@ -275,7 +280,7 @@ def route_settings(
     of other modes, which a shared recipe gives every mode, are returned, by settings class (the
     parse checks them, and the run notes or refuses them: `recipe_effects`). `line`: the
     fields the command line set."""
-    flat = [f.name for f in dataclasses.fields(METHOD_FIELDS)]
+    flat = sorted(setting_names())
     in_recipe = [k for k in flat if k in recipe and k not in line]
     given = (
         ("the recipe", recipe.get("method_args"), in_recipe),

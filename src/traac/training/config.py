@@ -39,7 +39,15 @@ from traac.method.settings import (
 from traac.training.counts import COUNTS, check_counts
 from traac.training.extra_rewards import check_extra_weights
 from traac.training.methods.base import MethodRun, MethodSettings, RunContext, declared_in
-from traac.training.methods.registry import METHODS, Method, method_run, parse_settings
+from traac.training.methods.registry import (
+    METHODS,
+    Method,
+    check_unused,
+    method_run,
+    parse_settings,
+    setting_names,
+    split_settings,
+)
 from traac.training.methods.traac import TraacMethod, TraacSettings
 from traac.training.precision import DTYPE_NAMES, load_dtype, resolve_bf16
 from traac.training.presets import PRESET_FILLS, PRESET_NAMES, apply_preset
@@ -296,6 +304,23 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
         metadata={"help": "dynamic_sampling resample: extra generation rounds per step at most "
                   "(DAPO's max_num_gen_batches)."},
     )  # fmt: skip
+
+    @classmethod
+    def from_flat(cls, **values: Any) -> TRAACConfig:
+        """A config from keyword arguments that may write the methods' settings flat, as a
+        recipe may (`scorer="random"` for `method_args={"scorer": "random"}`): the trained
+        mode's join `method_args`; another mode's are unused, and checked, as `traac train`
+        treats a recipe's (`traac.pipelines.train.route_settings`)."""
+        flat = {name: values.pop(name) for name in list(values) if name in setting_names()}
+        nested = method_mapping(values.pop("method_args", None))
+        twice = sorted(flat.keys() & nested.keys())
+        if twice:
+            raise TRAACConfigError(f"{twice[0]}: set flat and in method_args; keep one")
+        given, mode = {**nested, **flat}, values.get("mode", "traac")
+        own, others = split_settings(given, mode) if mode in METHODS else (given, {})
+        config = cls(**values, method_args=own)
+        check_unused(others, config.run_context())
+        return config
 
     def __post_init__(self) -> None:
         try:

@@ -496,7 +496,7 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
         when it is the scoring model, its adapters disabled when it stands for the reference."""
         policy = self.accelerator.unwrap_model(self.model)
         with (clock or StepClock(self)).phase("score"):
-            if self.probe.model is not None or not self.args.scorer_kind.needs_model:
+            if self.probe.model is not None or not self.args.traac_settings.scorer_kind.needs_model:
                 yield
                 return
             was_training = policy.training

@@ -97,6 +97,11 @@ def method_fields() -> type:
     return flat
 
 
+def setting_names() -> set[str]:
+    """Every method's settings' names (the keys a recipe may also write flat)."""
+    return {name for cls in settings_classes() for name in cls.names()}
+
+
 def _owner(key: str) -> type[MethodSettings] | None:
     return next((cls for cls in settings_classes() if key in cls.names()), None)
 
