@@ -2,11 +2,10 @@
 
 A method module (`traac.training.methods.<name>`) holds one method: its settings (a dataclass
 whose fields are the keys of a recipe's `method_args`, with defaults, help and checks), its
-reward function (a
-`GroupReward` subclass: a TRL reward function over GRPO's groups, whose name is the one TRL
-logs, and whatever it keeps across steps, with `state_dict`) and its `LengthMethod` entry, which
-`traac.training.methods.registry` collects. The config, `--dry-run`, `experiment compare` and
-the docs read the registry.
+reward function (a `GroupReward` subclass: a TRL reward function over GRPO's groups, whose name
+is the one TRL logs, and whatever it keeps across steps, with `state_dict`) and its
+`LengthMethod` entry, which `traac.training.methods.registry` collects. The config, `--dry-run`,
+`experiment compare` and the docs read the registry.
 
 A paper writes its reward with its own weight on correctness; traac's right answer is worth
 `correctness_reward` in every mode, so each length term is multiplied by

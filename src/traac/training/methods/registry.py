@@ -152,8 +152,3 @@ def method_run(name: str, settings: MethodSettings | None, run: RunContext) -> M
     """The method `name` with its checked settings resolved for the run (None: a method with
     no length term of its own)."""
     return METHODS[name].run_of(settings, run)
-
-
-def compressing_methods() -> list[str]:
-    """The methods that compress right rollouts, for the messages that name them."""
-    return [name for name, method in METHODS.items() if method.compresses]
