@@ -236,12 +236,8 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
     )  # fmt: skip
     method_args: dict[str, Any] | str | None = field(
         default=None,
-        metadata={"help": "The trained mode's own settings, one mapping (JSON on the command "
-                  "line), each key also taken flat (the options below): for traac and "
-                  "compression_no_difficulty the compression settings (scorer, probe_layers, "
-                  "copy_loss, scoring_model, ...), for a peer its own (alp_beta, dler_length, "
-                  "...); cr, cr_lr and traac_no_compression have none. Keys left out keep their "
-                  "defaults."},
+        metadata={"help": "The mode's own settings, one mapping (JSON here; its keys "
+                  "below, each also a flag)."},
     )  # fmt: skip
     # A `Field`, as CompressionSettings declares it (shared: the peers that read steps split too)
     split_phrases: list[str] | None = declared_in(CompressionSettings, "split_phrases")  # noqa: RUF009
