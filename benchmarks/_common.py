@@ -202,10 +202,11 @@ def training_data(model: str, dataset: str) -> tuple[Any, Any]:
 
 def step_config(output_dir: str, opts: argparse.Namespace, **settings: Any) -> Any:
     """A `TRAACConfig` on the CPU for `--warmup` + `--steps` steps of `--prompts` x
-    `--generations` rollouts, saving and reporting nothing; `settings`: the rest."""
+    `--generations` rollouts, saving and reporting nothing; `settings`: the rest (the mode's own
+    written flat, as a recipe may)."""
     from traac.training.config import TRAACConfig
 
-    return TRAACConfig(
+    return TRAACConfig.from_flat(
         output_dir=output_dir,
         use_cpu=True,
         bf16=False,

@@ -38,6 +38,7 @@ from _common import command, machine
 from traac.common.decoding import RowSampler, decode_padded, decode_refilled
 from traac.method.scoring import AttentionScorer
 from traac.training.memory import GIB, Shape, Sharding, count_parameters, estimate
+from traac.training.methods.traac import TraacSettings  # attention on the reference
 
 QWEN3_06B = {  # Qwen/Qwen3-0.6B's config.json, the fields that shape it
     "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,
@@ -182,8 +183,8 @@ def memory(args: argparse.Namespace, device: str, dtype: torch.dtype) -> None:
 
     measured = {"training": peak(training), "log-prob passes": peak(log_probs),
                 "generation": peak(generation), "scorer": peak(scorer)}  # fmt: skip
-    config = SimpleNamespace(load_dtype=dtype, compresses=True, scoring_model="reference",
-                             scorer="attention", beta=0.04, use_vllm=False,
+    config = SimpleNamespace(load_dtype=dtype, compresses=True, traac_settings=TraacSettings(),
+                             beta=0.04, use_vllm=False,
                              per_device_train_batch_size=ROWS, steps_per_generation=1,
                              max_completion_length=completion,
                              gradient_checkpointing=False)  # fmt: skip

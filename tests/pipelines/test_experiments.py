@@ -69,7 +69,8 @@ def test_step_entropy_is_paired_with_the_probe_and_with_its_answer_only_copies(
     runs = {r.variant: r for r in settings(tmp_path, seeds=[0]).plan()}
     run = runs["TRAAC, step entropy, answer-only copies"]
     masked = run.recipe.parse(Path("testbed"), run.directory)[1]
-    assert (masked.scorer, masked.copy_loss) == ("step_entropy", "answer_only")
+    probe = masked.method_settings
+    assert (probe.scorer, probe.copy_loss) == ("step_entropy", "answer_only")
     pairs = {(baseline, variant) for _, baseline, variant in CONTRASTS["compare"]}
     assert ("TRAAC", "TRAAC, step-entropy scorer") in pairs
     assert ("TRAAC, step-entropy scorer", "TRAAC, step entropy, answer-only copies") in pairs

@@ -28,19 +28,23 @@ def test_on_smollm2_think_each_variant_runs_what_it_names(tmp_path: Path) -> Non
     configs = {r.variant: r.recipe.parse(Path("smollm2-think"), r.directory)[1]
                for r in settings.plan()}  # fmt: skip
     authors = configs["TRAAC, authors preset"]
-    assert (authors.probe_layers, authors.copy_pool, authors.loss_type) == (
+    assert (authors.setting("probe_layers"), authors.setting("copy_pool"), authors.loss_type) == (
         "first_half", "all_correct", "dapo",
     )  # fmt: skip
-    assert (authors.format_preset, authors.length_weight, authors.copy_loss) == (
+    assert (authors.format_preset, authors.length_weight, authors.setting("copy_loss")) == (
         "authors", 1.0, "full",
     )  # fmt: skip
-    assert configs["TRAAC, first-half probe"].probe_layers == "first_half"
-    assert configs["TRAAC, first-half probe"].copy_pool == "evicted"  # the paper's otherwise
-    assert configs["TRAAC, answer-only copies"].copy_loss == "answer_only"
-    assert configs["TRAAC, first-half probe"].copy_loss == "full"  # the paper's otherwise
-    assert configs["TRAAC, all-correct pool"].copy_pool == "all_correct"
-    assert configs["TRAAC, double tags"].copy_tags == "double"
+    assert configs["TRAAC, first-half probe"].setting("probe_layers") == "first_half"
+    assert (
+        configs["TRAAC, first-half probe"].setting("copy_pool") == "evicted"
+    )  # the paper's otherwise
+    assert configs["TRAAC, answer-only copies"].setting("copy_loss") == "answer_only"
+    assert (
+        configs["TRAAC, first-half probe"].setting("copy_loss") == "full"
+    )  # the paper's otherwise
+    assert configs["TRAAC, all-correct pool"].setting("copy_pool") == "all_correct"
+    assert configs["TRAAC, double tags"].setting("copy_tags") == "double"
     assert configs["TRAAC, batch-scaled rewards"].scale_rewards == "batch"
     token_mean = configs["TRAAC, token-mean loss"]
     assert (token_mean.loss_type, token_mean.scale_rewards) == ("dapo", "group")
-    assert configs["TRAAC, early exit (oracle)"].compression == "early_exit"
+    assert configs["TRAAC, early exit (oracle)"].setting("compression") == "early_exit"

@@ -21,6 +21,7 @@ import torch
 from safetensors.torch import load_file
 
 from traac.cli import main as cli_main
+from traac.errors import TraacError
 from traac.training.metrics_file import METRICS_FILE
 from traac.training.trainer import TRAACTrainer
 
@@ -309,3 +310,95 @@ def test_the_dry_run_checks_the_output_dir_as_the_run_does(
     assert "is at step 4 and max_steps is 4" in capsys.readouterr().err
     assert cli_main([*argv, "--resume_from_checkpoint", "auto", "--max_steps", "6"]) == 0
     assert "checkpoint-4" in capsys.readouterr().out
+
+
+# --- the methods' settings written flat, routed into method_args (issue 57) ---
+
+
+def parsed(tmp_path: Path, text: str, *line: str) -> Any:
+    from traac.pipelines.train import parse
+
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(f"output_dir: {tmp_path / 'out'}\nuse_cpu: true\n{text}")
+    return parse(["--config", str(recipe), *line])
+
+
+def test_the_testbed_recipes_flat_compression_keys_are_the_modes_method_args() -> None:
+    from traac.pipelines.train import parse
+
+    _, config = parse(["--config", str(RECIPE)])
+    probe = config.method_settings
+    assert (probe.scorer, probe.scoring_model, probe.probe_layers, probe.probe_heads) == (
+        "attention", "reference", "all", "gated",
+    )  # fmt: skip
+    assert config.method_args["probe_heads"] == "gated"
+    _, config = parse(["--config", str(RECIPE), "--copy-loss", "answer_only"])
+    assert config.method_settings.copy_loss == "answer_only"
+
+
+@pytest.mark.parametrize(
+    ("flat", "nested"),
+    [
+        (("scorer: random\n",), ("method_args: {scorer: random}\n",)),
+        (("", "--scorer", "random"), ("", "--method_args", '{"scorer": "random"}')),
+        (("mode: alp\nalp_beta: 1.0e-4\n",), ("mode: alp\nmethod_args: {alp_beta: 1.0e-4}\n",)),
+        (("mode: alp\n", "--alp-beta", "2"), ("mode: alp\n", "--method-args", '{"alp_beta": 2}')),
+        (("mode: l1_max\nmax_completion_length: 4000\n", "--no_l1_budget_in_prompt"),
+         ("mode: l1_max\nmax_completion_length: 4000\n", "--method_args",
+          '{"l1_budget_in_prompt": false}')),
+    ],
+)  # fmt: skip
+def test_a_setting_written_flat_is_the_same_run_as_in_method_args(
+    tmp_path: Path, flat: tuple, nested: tuple
+) -> None:
+    _, old = parsed(tmp_path, *flat)
+    _, new = parsed(tmp_path, *nested)
+    assert old.method_args == new.method_args and old.method_settings is not None
+    assert old.method_settings != type(old.method_settings)()  # the value arrived
+
+
+def test_the_command_line_wins_over_the_recipe_in_either_spelling(tmp_path: Path) -> None:
+    _, config = parsed(tmp_path, "method_args: {scorer: random}\n", "--scorer", "confidence")
+    assert config.method_settings.scorer == "confidence"
+    line = ("--method_args", '{"scorer": "confidence"}')
+    _, config = parsed(tmp_path, "scorer: random\nprobe_heads: gated\n", *line)
+    assert (config.method_settings.scorer, config.method_settings.probe_heads) == (
+        "confidence", "gated",
+    )  # fmt: skip
+
+
+def test_another_modes_flat_setting_is_accepted_unused_and_checked(tmp_path: Path) -> None:
+    """A shared recipe's compression keys under a variant's mode: as before, the run does not
+    read them and the plan notes them; a value out of range fails under every mode."""
+    script, config = parsed(tmp_path, "mode: traac\nscorer: random\n", "--mode", "cr_lr")
+    assert config.method_args == {} and config.method_settings is None
+    assert script.notes == (
+        "the recipe's scorer has no effect: mode cr_lr never compresses (mode cr_lr given over "
+        "the recipe)",
+    )
+    script, config = parsed(tmp_path, "method_args: {scorer: random}\n", "--mode", "alp")
+    assert config.method_args == {"alp_beta": 1.0, "alp_normalizer": None}
+    assert "method_args.scorer has no effect" in script.notes[0]
+    with pytest.raises(TraacError, match=r"^alp_beta: -1 must be a finite number > 0"):
+        parsed(tmp_path, "alp_beta: -1\n", "--mode", "cr_lr")
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        ("scorer: random\nmethod_args: {scorer: random}\n", (),
+         "scorer: set flat and in method_args in the recipe; keep one"),
+        ("", ("--scorer", "random", "--method_args", '{"scorer": "random"}'),
+         "scorer: set flat and in method_args in the command line; keep one"),
+        ("method_args: {scorr: random}\n", (),
+         "method_args: scorr is not a setting of mode traac; its settings are scorer,"),
+        ("mode: alp\n", ("--method_args", '{"scorer": "random"}'),
+         "--method-args scorer: no effect (mode alp never compresses)"),
+    ],
+)  # fmt: skip
+def test_method_args_mistakes_are_one_line(
+    tmp_path: Path, text: str, line: tuple, message: str
+) -> None:
+    with pytest.raises(TraacError) as error:
+        parsed(tmp_path, text, *line)
+    assert str(error.value).startswith(message) and "\n" not in str(error.value)

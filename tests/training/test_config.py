@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import warnings
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from trl import GRPOConfig
 
 from traac.errors import TraacError
 from traac.method.difficulty import SINGLE_BIN
@@ -17,6 +19,7 @@ from traac.method.formats import AUX_PROMPT
 from traac.pipelines.train import parse
 from traac.training.config import TRAACConfig, TRAACConfigError
 from traac.training.methods.registry import METHODS
+from traac.training.methods.traac import TraacSettings
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 
@@ -25,18 +28,26 @@ def make(**overrides: object) -> TRAACConfig:
     return TRAACConfig(output_dir="unused", use_cpu=True, bf16=False, **overrides)
 
 
+def mode_of(setting: str) -> str:
+    """The first mode whose own settings (`method_args`) hold `setting`."""
+    return next(n for n, m in METHODS.items() if m.settings and setting in m.settings.names())
+
+
 def test_defaults_are_the_papers() -> None:
     c = make()
     grpo = (c.num_generations, c.temperature, c.top_p, c.top_k, c.epsilon, c.epsilon_high)
     assert grpo == (8, 1.0, 1.0, 0, 0.2, 0.28)
     assert (c.beta, c.learning_rate, c.warmup_steps, c.weight_decay) == (0.001, 1e-6, 10, 0.1)
     assert c.max_completion_length == 10000
-    assert (c.mode, c.scorer, c.scoring_model, c.step_scope) == (
+    s = c.method_settings
+    assert isinstance(s, TraacSettings)
+    assert (c.mode, s.scorer, s.scoring_model, s.step_scope) == (
         "traac", "attention", "reference", "probe",
     )  # fmt: skip
-    assert (c.format_preset, c.length_weight, c.probe_layers) == ("paper", 2.0, "all")
-    assert (c.uniformity_gate, c.eviction_cap, c.uniformity_calibration) == (0.8, 0.8, "none")
-    assert c.aux_prompt == AUX_PROMPT and c.split_phrases is None
+    assert (c.format_preset, c.length_weight, s.probe_layers) == ("paper", 2.0, "all")
+    assert (s.uniformity_gate, s.eviction_cap, s.uniformity_calibration) == (0.8, 0.8, "none")
+    assert s.aux_prompt == AUX_PROMPT and c.split_phrases is None
+    assert c.method_args == dataclasses.asdict(s)  # every key, once parsed
     d = c.difficulty_config()
     assert d.bins == ("easy", "medium", "hard")
     assert [d.bin_of(p) for p in (0.8, 0.79, 0.3, 0.29)] == ["easy", "medium", "medium", "hard"]
@@ -52,14 +63,18 @@ def test_authors_preset_fills_only_unset_fields() -> None:
     c = make(preset="authors")
     assert (c.format_preset, c.length_weight) == ("authors", 1.0)
     # docs/method.md#probe: the authors read the first half of the layers for Qwen3, all for R1
-    assert c.resolved_probe_layers("qwen3") == "first_half"
-    assert c.resolved_probe_layers("qwen2", "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B") == "all"
-    assert make().resolved_probe_layers("qwen3") == "all"  # the paper's
+    layers = c.traac_settings.probe_layers_for
+    assert layers("qwen3") == "first_half"
+    assert layers("qwen2", "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B") == "all"
+    assert make().traac_settings.probe_layers_for("qwen3") == "all"  # the paper's
+    assert c.compression_settings("qwen3").probe_layers == "first_half"
     r = c.reward_config()
     assert (r.format_count, r.format_order, r.length_weight) == (0.25, 0.25, 1.0)
-    c = make(preset="authors", length_weight=3.0, probe_layers="0,2")
-    assert (c.format_preset, c.length_weight, c.probe_layers) == ("authors", 3.0, "0,2")
-    assert c.resolved_probe_layers("qwen3") == "0,2"
+    c = make(preset="authors", length_weight=3.0, method_args={"probe_layers": "0,2"})
+    s = c.method_settings
+    assert (c.format_preset, c.length_weight, s.probe_layers) == ("authors", 3.0, "0,2")
+    assert s.probe_layers_for("qwen3") == "0,2"
+    assert c.preset_pinned == {"length_weight": "recipe", "probe_layers": "recipe"}
 
 
 def test_reference_is_the_old_name_of_the_authors_preset(caplog: pytest.LogCaptureFixture) -> None:
@@ -142,8 +157,13 @@ def test_modes(mode: str, compresses: bool, bins: tuple, rewards: tuple) -> None
     ],
 )
 def test_invalid_values_name_their_field(field: str, value: object) -> None:
+    """A field of the config, or a setting of a mode given in `method_args`."""
+    config = {f.name for f in dataclasses.fields(TRAACConfig)}
+    given = {field: value} if field in config else {
+        "mode": mode_of(field), "method_args": {field: value}
+    }  # fmt: skip
     with pytest.raises(TraacError) as info:
-        make(**{field: value})
+        make(**given)
     assert str(info.value).startswith(f"{field}:")
 
 
@@ -179,9 +199,9 @@ def test_the_bins_are_one_mapping_whose_missing_keys_keep_the_papers_values() ->
 
 
 def test_scoring_model_takes_any_model_but_not_with_the_confidence_scorer() -> None:
-    assert make(scoring_model="smollm2").scoring_model == "smollm2"
+    assert make(method_args={"scoring_model": "smollm2"}).method_args["scoring_model"] == "smollm2"
     with pytest.raises(TraacError, match=r"^scoring_model: 'smollm2' with scorer confidence"):
-        make(scoring_model="smollm2", scorer="confidence")
+        make(method_args={"scoring_model": "smollm2", "scorer": "confidence"})
 
 
 def test_peer_defaults_follow_the_response_budget() -> None:
@@ -189,16 +209,23 @@ def test_peer_defaults_follow_the_response_budget() -> None:
     p = config.method_run().settings
     assert (p.alp_beta, p.alp_normalizer) == (1.0, 160.0)
     run = config.run_context()
-    assert (
-        METHODS["dapo_overlong"].settings.from_values(config).resolved(run).dapo_cache_length == 32
+    assert make(mode="dapo_overlong", max_completion_length=160).method_run().settings == (
+        METHODS["dapo_overlong"].settings(dapo_cache_length=32)
     )
-    assert (config.shorterbetter_beta, config.kimi_weight, config.l1_alpha, config.l1_delta) == (
-        0.001, 1.0, 3e-4, 0.5,
-    )  # fmt: skip
-    assert make(mode="alp", alp_normalizer=500.0).method_run().settings.alp_normalizer == 500.0
+    assert (
+        METHODS["dapo_overlong"].settings.from_mapping({}, "dapo_overlong").resolved(run)
+    ).dapo_cache_length == 32
+    defaults = [make(mode=m).method_settings for m in ("shorterbetter", "kimi", "l1_max")]
+    assert (
+        defaults[0].shorterbetter_beta, defaults[1].kimi_weight, defaults[2].l1_alpha,
+        defaults[2].l1_delta,
+    ) == (0.001, 1.0, 3e-4, 0.5)  # fmt: skip
+    config = make(mode="alp", method_args={"alp_normalizer": 500.0})
+    assert config.method_run().settings.alp_normalizer == 500.0
     with pytest.raises(TraacError, match=r"^l1_budget_max: 4000 exceeds max_completion_length"):
         make(mode="l1_max", max_completion_length=160)  # the paper's budgets cannot fit
-    assert make(mode="l1_max", l1_budget_max=160, max_completion_length=160).l1_budget_max == 160
+    config = make(mode="l1_max", method_args={"l1_budget_max": 160}, max_completion_length=160)
+    assert config.method_settings.l1_budget_max == 160
 
 
 def test_traac_field_errors_are_value_errors_for_api_users() -> None:
@@ -233,7 +260,7 @@ def test_parser_reads_a_recipe_and_command_line_overrides(tmp_path: Path) -> Non
     script, config = parse(["--config", str(recipe), *tau, "--scorer", "random"])
     assert (script.model_name_or_path, script.dataset) == ("some/model", "testbed:easy?n=4")
     easy = config.difficulty_config().tau_of("easy")
-    assert (config.mode, easy, config.scorer) == ("traac", 0.7, "random")
+    assert (config.mode, easy, config.method_settings.scorer) == ("traac", 0.7, "random")
     assert (config.num_generations, config.split_phrases) == (4, ["Wait", "So"])
 
 
@@ -271,8 +298,9 @@ def test_testbed_recipe_is_valid() -> None:
 def test_smollm2_think_recipe_is_valid() -> None:
     script, config = parse(["--config", str(RECIPES / "smollm2-think.yaml")])
     assert script.model_name_or_path == "smollm2-think" and script.dataset.startswith("testbed")
-    assert config.use_cpu and config.mode == "traac" and config.scoring_model == "reference"
-    assert (config.probe_layers, config.probe_heads) == ("all", "all")  # the paper's probe
+    probe = config.method_settings
+    assert config.use_cpu and config.mode == "traac" and probe.scoring_model == "reference"
+    assert (probe.probe_layers, probe.probe_heads) == ("all", "all")  # the paper's probe
 
 
 def test_parser_reads_the_dry_run_flags() -> None:
@@ -322,3 +350,68 @@ def test_bf16_left_unset_follows_the_machine(monkeypatch: pytest.MonkeyPatch) ->
         TRAACConfig(output_dir="unused", bf16=True)
     assert "\n" not in str(error.value)
     assert not TRAACConfig(output_dir="unused", fp16=True, use_cpu=True).bf16  # TRL's rule
+
+
+# At most this many fields on top of GRPOConfig's (issue 57: every run's own, and `method_args`
+# for the trained mode's; 63 when every method's settings were config fields).
+MAX_ADDED_FIELDS = 25
+
+
+def test_the_config_adds_few_fields_to_grpo_every_run_reads() -> None:
+    """Counted, so that a setting of one method made a config field again fails here."""
+    grpo = {f.name for f in dataclasses.fields(GRPOConfig)}
+    added = [f.name for f in dataclasses.fields(TRAACConfig) if f.name not in grpo]
+    assert len(added) <= MAX_ADDED_FIELDS, added
+    assert "method_args" in added
+    settings = {n for m in METHODS.values() if m.settings for n in m.settings.names()}
+    assert not settings & set(added)  # each method's settings live in its own class
+
+
+def test_method_args_is_parsed_once_into_the_modes_settings() -> None:
+    config = make(mode="alp", method_args={"alp_beta": 0.5})
+    assert config.method_settings == METHODS["alp"].settings(alp_beta=0.5)
+    assert config.method_args == {"alp_beta": 0.5, "alp_normalizer": None}  # every key
+    assert make(mode="alp", method_args='{"alp_beta": 0.5}').method_args == config.method_args
+    assert make(mode="cr_lr").method_settings is None and make(mode="cr_lr").method_args == {}
+    again = make(mode="alp", method_args=config.method_args)  # a parsed config's, as saved
+    assert again.method_settings == config.method_settings
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"mode": "traac", "method_args": {"alp_beta": 1.0}},
+         "method_args: alp_beta is not a setting of mode traac; its settings are scorer, "
+         "probe_layers, probe_heads,"),
+        ({"mode": "kimi", "method_args": {"kimi": 1.0}},
+         "method_args: kimi is not a setting of mode kimi; its settings are kimi_weight"),
+        ({"mode": "cr_lr", "method_args": {"copy_loss": "answer_only"}},
+         "method_args: copy_loss is not a setting of mode cr_lr, which has none"),
+        ({"method_args": "[1, 2]"}, "method_args: [1, 2] is not a mapping of setting: value"),
+        ({"method_args": '{"scorer": '}, "method_args: '{\"scorer\": ' is not JSON"),
+    ],
+)  # fmt: skip
+def test_a_method_args_key_the_mode_lacks_is_one_line_naming_its_keys(
+    given: dict, message: str
+) -> None:
+    with pytest.raises(TRAACConfigError) as error:
+        make(**given)
+    assert str(error.value).startswith(message) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("preset", ["paper", "authors"])
+@pytest.mark.parametrize("mode", ["traac", "compression_no_difficulty", "cr_lr", "alp"])
+def test_a_preset_fills_the_compression_settings_of_the_modes_that_have_them(
+    preset: str, mode: str
+) -> None:
+    """As when they were config fields: probe layers, copy pool and copy loss unset are the
+    preset's; a mode without them has nothing filled, and its config nothing to read."""
+    config = make(mode=mode, preset=preset)
+    fills = {"paper": ("all", "evicted", "full"), "authors": (None, "all_correct", "full")}
+    s = config.traac_settings  # a mode that does not compress: the preset's defaults
+    assert (s.probe_layers, s.copy_pool, s.copy_loss) == fills[preset]
+    assert isinstance(config.method_settings, TraacSettings) == config.compresses
+    if config.compresses:
+        pinned = make(mode=mode, preset=preset, method_args={"copy_pool": "all_correct"})
+        assert pinned.preset_pinned["copy_pool"] == "recipe"
+        assert pinned.method_settings.copy_pool == "all_correct"

@@ -61,17 +61,22 @@ def test_double_tags_reproduce_the_authors_copies() -> None:
 
 def test_copy_loss_is_checked(tmp_path: Path) -> None:
     common = {"output_dir": str(tmp_path), "use_cpu": True, "report_to": "none"}
-    assert TRAACConfig(**common).copy_loss == "full"  # the paper's
-    assert TRAACConfig(**common, copy_loss="answer_only").copy_loss == "answer_only"
+
+    def copies(**values: object) -> object:
+        return TRAACConfig(**common, **values).traac_settings
+
+    assert copies().copy_loss == "full"  # the paper's
+    assert copies(method_args={"copy_loss": "answer_only"}).copy_loss == "answer_only"
     with pytest.raises(TRAACConfigError, match="copy_loss: 'think' is not one of"):
-        TRAACConfig(**common, copy_loss="think")
-    # a recipe's rule for the copies serves the modes that make none, as the pool rule does
-    assert TRAACConfig(**common, copy_loss="answer_only", mode="cr_lr").copy_loss == "answer_only"
-    with pytest.raises(TRAACConfigError, match=r"copy_tags: double .* mode cr"):
-        TRAACConfig(**common, copy_tags="double", mode="cr")
+        copies(method_args={"copy_loss": "think"})
     with pytest.raises(TRAACConfigError, match="copy_pool: 'some' is not one of"):
-        TRAACConfig(**common, copy_pool="some")
-    assert TRAACConfig(**common, mode="cr_lr", preset="authors").copy_pool == "all_correct"
+        copies(method_args={"copy_pool": "some"})
+    # a mode that makes no copies has no copy settings: a shared recipe's are unused there
+    with pytest.raises(TRAACConfigError, match="copy_tags is not a setting of mode cr,"):
+        copies(method_args={"copy_tags": "double"}, mode="cr")
+    unused = TRAACConfig.from_flat(**common, copy_loss="answer_only", mode="cr_lr")
+    assert unused.method_args == {} and unused.traac_settings.copy_loss == "full"
+    assert copies(mode="cr_lr", preset="authors").copy_pool == "all_correct"  # the preset's
 
 
 def teacher_group(trainer: TRAACTrainer) -> tuple[list[dict], list[list[int]], list[list[int]]]:
@@ -114,9 +119,8 @@ def test_a_step_trains_the_copies_as_copy_loss_says(
         per_device_train_batch_size=N,
         num_generations=N,
         max_completion_length=200,
-        scorer="random",
+        method_args={"scorer": "random", "copy_loss": copy_loss},
         seed=0,
-        copy_loss=copy_loss,
         loss_type="dapo",
     )  # fmt: skip: random evicts e = tau of the steps whatever the weights
     dataset = items_to_dataset(make_items("easy", 4, seed=1, split="rl"))
@@ -178,7 +182,8 @@ def test_the_authors_pool_re_answers_candidates_the_probe_left_whole(
         config = TRAACConfig(
             output_dir=str(tmp_path / pool), use_cpu=True, bf16=False, report_to="none",
             save_strategy="no", max_steps=1, per_device_train_batch_size=N, num_generations=N,
-            max_completion_length=200, uniformity_gate=0.0, copy_pool=pool, copy_tags="double",
+            max_completion_length=200,
+            method_args={"uniformity_gate": 0.0, "copy_pool": pool, "copy_tags": "double"},
             seed=0,
         )  # fmt: skip
         trainer = TRAACTrainer(str(quick_testbed), args=config, train_dataset=dataset,

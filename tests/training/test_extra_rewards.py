@@ -165,7 +165,7 @@ def test_a_traac_step_sums_the_extra_reward_after_the_modes(
     config = TRAACConfig(
         output_dir=str(tmp_path / "out"), use_cpu=True, bf16=False, report_to="none",
         save_strategy="no", disable_tqdm=True, max_steps=1, per_device_train_batch_size=8,
-        num_generations=4, max_completion_length=64, seed=0, scorer="random",
+        num_generations=4, max_completion_length=64, seed=0, method_args={"scorer": "random"},
         extra_reward_funcs=[f"{rewards_module}:brevity"], extra_reward_weights=[0.5],
     )  # fmt: skip
     trainer = TRAACTrainer(

@@ -53,8 +53,9 @@ tokenizer.padding_side = "left"
 args = TRAACConfig(
     output_dir=out, use_cpu=True, bf16=False, gradient_checkpointing=False, report_to="none",
     save_strategy="no", disable_tqdm=True, per_device_train_batch_size=n, num_generations=n,
-    max_completion_length=200, beta=0.04, scorer="attention", scoring_model="reference",
-    uniformity_calibration="rank", seed=0,
+    max_completion_length=200, beta=0.04, seed=0, method_args={
+        "scorer": "attention", "scoring_model": "reference", "uniformity_calibration": "rank"
+    },
 )
 dataset = items_to_dataset(make_items("easy", 4, seed=1, split="rl"))
 adapters = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")

@@ -117,7 +117,7 @@ def run(base: type[TRAACTrainer], model: Path, out: Path, max_steps: int, **kw: 
         output_dir=str(out), use_cpu=True, bf16=False, gradient_checkpointing=False,
         report_to="none", disable_tqdm=True, seed=0, max_steps=max_steps,
         per_device_train_batch_size=2 * N, num_generations=N, max_completion_length=64,
-        scorer="random", dynamic_sampling="resample", max_resample_rounds=1,
+        method_args={"scorer": "random"}, dynamic_sampling="resample", max_resample_rounds=1,
         eval_strategy="steps", eval_steps=1, per_device_eval_batch_size=N,
         num_generations_eval=N, save_strategy="steps", save_steps=1,
     )  # fmt: skip

@@ -19,20 +19,23 @@ def test_names_resolve_as_on_the_command_line(quick_testbed: Path) -> None:
     """`testbed-quick` as the policy becomes the cached model's directory (not a hub id to
     download), and as a foreign scorer stays as named, for the trainer to resolve the one way
     (`traac.common.scoring_model`); datasets get the columns the step reads."""
-    args = TRAACConfig(output_dir="unused", use_cpu=True, scoring_model="testbed-quick")
+    args = TRAACConfig(
+        output_dir="unused", use_cpu=True, method_args={"scoring_model": "testbed-quick"}
+    )
     model, train, kwargs = trainer_inputs(
         "testbed-quick", args, Dataset.from_list(ROWS), {"eval_dataset": Dataset.from_list(ROWS)}
     )
-    assert Path(model) == quick_testbed and args.scoring_model == "testbed-quick"
+    assert Path(model) == quick_testbed
+    assert args.method_settings.scoring_model == "testbed-quick"
     assert train["answer"] == ["5", "13"] and kwargs["eval_dataset"]["id"] == ["0", "1"]
 
 
 def test_objects_and_hub_ids_pass_through() -> None:
-    args = TRAACConfig(output_dir="unused", use_cpu=True, mode="cr_lr", scoring_model="x/y")
+    args = TRAACConfig(output_dir="unused", use_cpu=True, method_args={"scoring_model": "x/y"})
     model = object()
     assert trainer_inputs(model, args, None, {})[0] is model
     assert trainer_inputs("Qwen/Qwen3-4B", args, None, {})[0] == "Qwen/Qwen3-4B"
-    assert args.scoring_model == "x/y"  # a mode that does not compress reads no scorer
+    assert args.method_settings.scoring_model == "x/y"  # a foreign scorer, resolved later
 
 
 # TRAACTrainer's arguments that need no model, each one line before any model work (issue 60,
@@ -122,10 +125,12 @@ def test_probe_layers_past_the_policy_are_named_from_its_config_before_the_weigh
     monkeypatch.setattr("trl.GRPOTrainer.__init__",
                         lambda *a, **k: pytest.fail("the weights started to load"))  # fmt: skip
     rows = Dataset.from_list(ROWS)
-    args = TRAACConfig(output_dir=str(tmp_path / "o"), use_cpu=True, probe_layers="0,7")
+    probe = {"probe_layers": "0,7"}
+    args = TRAACConfig(output_dir=str(tmp_path / "o"), use_cpu=True, method_args=probe)
     with pytest.raises(TraacError, match=r"probe_layers: \[0, 7\] must be a non-empty set of "):
         TRAACTrainer(model, args=args, train_dataset=rows, processing_class=char_tokenizer())
-    args = TRAACConfig(output_dir=str(tmp_path / "o"), use_cpu=True, probe_layers="0,7",
-                       mode="cr_lr")  # fmt: skip
+    args = TRAACConfig.from_flat(
+        output_dir=str(tmp_path / "o"), use_cpu=True, mode="cr_lr", **probe
+    )  # fmt: skip: a shared recipe's probe, unused
     with pytest.raises(pytest.fail.Exception, match="the weights started to load"):
         TRAACTrainer(model, args=args, train_dataset=rows, processing_class=char_tokenizer())

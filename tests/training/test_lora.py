@@ -138,7 +138,7 @@ def lora_trainer(
     lora.check_quantization()
     return TRAACTrainer(
         str(model),
-        args=TRAACConfig(**values),
+        args=TRAACConfig.from_flat(**values),
         train_dataset=items_to_dataset(make_items("easy", 6, seed=1, split="rl")),
         processing_class=tokenizer,
         **lora.trainer_kwargs(bf16=False),

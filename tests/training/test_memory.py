@@ -26,6 +26,7 @@ from traac.training.memory import (
     estimate,
     layer_activation_bytes,
 )
+from traac.training.methods.traac import TraacSettings
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 # Qwen/Qwen3-4B's config.json (the fields that size it), as published on the hub.
@@ -38,8 +39,9 @@ QWEN3_4B = {
 
 def recipe(**overrides: Any) -> SimpleNamespace:
     values = {
-        "load_dtype": torch.bfloat16, "compresses": True, "scoring_model": "reference",
-        "scorer": "attention", "beta": 0.001, "use_vllm": True, "vllm_mode": "colocate",
+        "load_dtype": torch.bfloat16, "compresses": True,
+        "traac_settings": TraacSettings(scorer="attention", scoring_model="reference"),
+        "beta": 0.001, "use_vllm": True, "vllm_mode": "colocate",
         "vllm_gpu_memory_utilization": 0.5, "per_device_train_batch_size": 2,
         "max_completion_length": 1488, "gradient_checkpointing": True,
     }  # fmt: skip

@@ -14,16 +14,20 @@ from traac.training.presets import AUTHORS, PRESET_FILLS, authors_probe_layers, 
 
 
 def make(tmp_path: Path, **overrides: Any) -> TRAACConfig:
-    return TRAACConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", **overrides)
+    """A config; the compression settings written flat, as a recipe may."""
+    return TRAACConfig.from_flat(
+        output_dir=str(tmp_path), use_cpu=True, report_to="none", **overrides
+    )
 
 
 def test_the_authors_re_answer_every_right_rollout_the_paper_only_the_pruned(
     tmp_path: Path,
 ) -> None:
-    assert make(tmp_path, preset="authors").copy_pool == "all_correct"
-    assert make(tmp_path).copy_pool == "evicted"
+    assert make(tmp_path, preset="authors").method_settings.copy_pool == "all_correct"
+    assert make(tmp_path).method_settings.copy_pool == "evicted"
     pinned = make(tmp_path, preset="authors", copy_pool="evicted")
-    assert pinned.copy_pool == "evicted" and pinned.preset_pinned == {"copy_pool": "recipe"}
+    assert pinned.method_settings.copy_pool == "evicted"
+    assert pinned.preset_pinned == {"copy_pool": "recipe"}
 
 
 @pytest.mark.parametrize(
@@ -45,17 +49,18 @@ def test_the_authors_token_mean_meets_the_optimizer_profile(
 
 
 def test_the_authors_layer_rule_per_model(tmp_path: Path) -> None:
-    config = make(tmp_path, preset="authors")
-    assert config.resolved_probe_layers("qwen3", "Qwen/Qwen3-4B") == "first_half"
+    layers = make(tmp_path, preset="authors").traac_settings.probe_layers_for
+    assert layers("qwen3", "Qwen/Qwen3-4B") == "first_half"
     distills = (
         "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",
         "deepseek-ai/DeepSeek-R1-Distill-Llama-8B",
     )
-    assert config.resolved_probe_layers("qwen2", distills[0]) == "all"
-    assert config.resolved_probe_layers("llama", distills[1]) == "all"
+    assert layers("qwen2", distills[0]) == "all"
+    assert layers("llama", distills[1]) == "all"
     # SmolLM2 is neither Qwen3 nor an R1 distill: the first half (traac's choice, documented).
-    assert config.resolved_probe_layers("llama", "/cache/traac/smollm2-think") == "first_half"
-    assert make(tmp_path).resolved_probe_layers("qwen3", "Qwen/Qwen3-4B") == "all"  # the paper's
+    assert layers("llama", "/cache/traac/smollm2-think") == "first_half"
+    paper = make(tmp_path).traac_settings
+    assert paper.probe_layers_for("qwen3", "Qwen/Qwen3-4B") == "all"  # the paper's
     assert authors_probe_layers(None, distills[1].lower()) == "all"
 
 

@@ -17,7 +17,7 @@ from traac.training.trainer import TRAACTrainer
 
 def config(**overrides: Any) -> TRAACConfig:
     values: dict[str, Any] = {"output_dir": "unused", "use_cpu": True, "bf16": False}
-    return TRAACConfig(**{**values, **overrides})
+    return TRAACConfig.from_flat(**{**values, **overrides})
 
 
 @pytest.fixture(scope="module")

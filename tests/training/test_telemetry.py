@@ -55,7 +55,7 @@ def run(model: Path, out: Path, **overrides: Any) -> TRAACTrainer:
         per_device_train_batch_size=3 * N, num_generations=N, max_completion_length=MAX_TOKENS,
         scorer="random", seed=0,
     )  # fmt: skip
-    config = TRAACConfig(**{**values, **overrides})
+    config = TRAACConfig.from_flat(**{**values, **overrides})
     return TRAACTrainer(
         str(model), args=config, train_dataset=items_to_dataset(items), processing_class=tokenizer
     )

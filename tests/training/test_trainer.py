@@ -57,7 +57,7 @@ def small_config(tmp_path: Path, **overrides: Any) -> TRAACConfig:
         "seed": 0,
     }
     values.update(overrides)
-    return TRAACConfig(**values)
+    return TRAACConfig.from_flat(**values)  # flat settings: the mode's own, the rest unused
 
 
 def make_trainer(model: Path, tmp_path: Path, **overrides: Any) -> TRAACTrainer:

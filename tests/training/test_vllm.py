@@ -44,7 +44,8 @@ def vllm_trainer(model: Path, tmp_path: Path, **overrides: Any) -> TRAACTrainer:
         output_dir=str(tmp_path / "out"), use_cpu=True, bf16=False, report_to="none",
         gradient_checkpointing=False, save_strategy="no", disable_tqdm=True, max_steps=2,
         per_device_train_batch_size=2 * N, num_generations=N, max_completion_length=96,
-        seed=0, scorer="random", dynamic_sampling="resample", max_resample_rounds=1,
+        seed=0, method_args={"scorer": "random"}, dynamic_sampling="resample",
+        max_resample_rounds=1,
         use_vllm=True, **overrides,
     )  # fmt: skip
     items = make_items("easy", 12, seed=1, split="rl")

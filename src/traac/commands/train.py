@@ -135,6 +135,8 @@ def short_parser() -> argparse.ArgumentParser:
     from traac.method.settings import CompressionSettings, FormatSettings
     from traac.pipelines.train import TrainScriptArguments
     from traac.training.config import TRAACConfig
+    from traac.training.methods.registry import METHODS, settings_classes
+    from traac.training.methods.traac import TraacSettings
 
     p = argparse.ArgumentParser(
         prog="traac train", usage=USAGE, description=DESCRIPTION, add_help=False,
@@ -154,7 +156,15 @@ def short_parser() -> argparse.ArgumentParser:
     for f in dataclasses.fields(TrainScriptArguments):
         _add(script, f)
     traac = p.add_argument_group("TRAAC (TRAACConfig; docs/method.md)")
-    settings = p.add_argument_group("compression and think format (as on traac eval, generate)")
+    settings = p.add_argument_group("think format and step phrases (as on traac eval, generate)")
+    compressing = " and ".join(n for n, m in METHODS.items() if m.settings is TraacSettings)
+    methods = p.add_argument_group(
+        f"method_args: the compression settings of {compressing}, then the peers' "
+        "(docs/peer_methods.md)"
+    )
+    for cls in settings_classes():
+        for f in dataclasses.fields(cls):
+            _add(methods, f)
     changed = p.add_argument_group("GRPO fields whose defaults follow the paper, not TRL")
     own_fields = inspect.get_annotations(TRAACConfig)
     for f in dataclasses.fields(TRAACConfig):

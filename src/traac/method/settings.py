@@ -1,9 +1,11 @@
 """The knobs of attentive compression and of the think format: one name each, validated once.
 
 `CompressionSettings` and `FormatSettings` are plain dataclasses with TRL-style field docs. The
-training config (`TRAACConfig`) inherits them, so a recipe spells a setting exactly as the
-commands' options do (`--probe_layers` or `--probe-layers`, `--uniformity_gate`, ...), and both
-go through the same `__post_init__` check, which names the field and the fix.
+training config (`TRAACConfig`) inherits `FormatSettings`; the modes that compress take
+`CompressionSettings`' fields as their settings (`traac.training.methods.traac.TraacSettings`),
+so a recipe spells a setting exactly as the commands' options do (`--probe_layers` or
+`--probe-layers`, `--uniformity_gate`, ...), and both go through the same `__post_init__` check,
+which names the field and the fix.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+from typing import Any
 
 from traac.errors import TraacError
 from traac.method.formats import AUX_PROMPT, CHAT_FORMATS, ChatFormat, resolve_chat_format
@@ -115,6 +117,14 @@ def check_layers(value: Any) -> None:
         )
 
 
+def check_phrases(value: Any) -> None:
+    """`split_phrases`: unset, or a list of non-empty phrases."""
+    if value is not None and (
+        not isinstance(value, list) or any(not isinstance(p, str) or not p.strip() for p in value)
+    ):
+        raise TraacError("split_phrases: every phrase must be a non-empty string")
+
+
 @dataclass
 class CompressionSettings:
     """How reasoning steps are scored and evicted (docs/method.md#compression)."""
@@ -166,18 +176,14 @@ class CompressionSettings:
         default=DEFAULT_TOP_K, metadata={"help": "Top-k of the confidence scorer."}
     )
 
-    # Unset probe layers are `all`, except in a training recipe, where the preset resolves them
-    # per model (`TRAACConfig.resolved_probe_layers`).
-    _layers_from_preset: ClassVar[bool] = False
-
     @property
     def scorer_kind(self) -> ScorerKind:
         """What the scorer reads (`SCORER_KINDS`)."""
         return SCORER_KINDS[self.scorer]
 
     def __post_init__(self) -> None:
-        if self.probe_layers is None and not self._layers_from_preset:
-            self.probe_layers = "all"
+        if self.probe_layers is None:  # in a training recipe the preset's, resolved per model
+            self.probe_layers = "all"  # before (`TraacSettings.probe_layers_for`)
         check_choice("scorer", self.scorer, SCORERS)
         check_choice("step_scope", self.step_scope, STEP_SCOPES)
         check_choice("probe_heads", self.probe_heads, PROBE_HEADS)
@@ -185,11 +191,7 @@ class CompressionSettings:
             check_layers(self.probe_layers)
         check_unit("uniformity_gate", self.uniformity_gate)
         check_unit("eviction_cap", self.eviction_cap)
-        if self.split_phrases is not None and (
-            not isinstance(self.split_phrases, list)
-            or any(not isinstance(p, str) or not p.strip() for p in self.split_phrases)
-        ):
-            raise TraacError("split_phrases: every phrase must be a non-empty string")
+        check_phrases(self.split_phrases)
         if not isinstance(self.aux_prompt, str) or not self.aux_prompt.strip():
             raise TraacError("aux_prompt: must be a non-empty string")
         check_positive("confidence_top_k", self.confidence_top_k, integer=True)

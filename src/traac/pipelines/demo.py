@@ -16,7 +16,6 @@ sweep), so that `traac report eval/base eval/traac` finds both.
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 from collections.abc import Sequence
@@ -349,6 +348,7 @@ def write_report(settings: DemoSettings, base_model: Path, trained_model: Path) 
     plots = [p.name for p in write_plots(models, out)]
     plots.append(compression_plot(compression, out / "compression_by_bin.png").name)
     _, config = settings.recipe_with_overrides.parse(base_model, trained_model)
+    probe = config.traac_settings
     examples = example_viewer(
         base_model, out / "eval" / "base" / HELD_OUT_RUN, out / "steps.html", config
     )
@@ -379,8 +379,8 @@ def write_report(settings: DemoSettings, base_model: Path, trained_model: Path) 
         f"{held.num_samples} sample(s) each; think blocks interrupted at the budget (auxiliary "
         "prompt and closer appended) and answered from the reasoning as written (truncate) or "
         f"after the attention probe pruned it at tau {settings.sweep.compress_tau} (compress: "
-        f"the recipe's probe, layers {config.probe_layers or 'as the preset says'}, heads "
-        f"{config.probe_heads}, gate {config.uniformity_gate}, no calibration). "
+        f"the recipe's probe, layers {probe.probe_layers or 'as the preset says'}, heads "
+        f"{probe.probe_heads}, gate {probe.uniformity_gate}, no calibration). "
         "Budgets are fractions of the base model's mean think length "
         f"({held_out[0].overall.mean_think_tokens:.1f} tokens); budget 'none' is the model's "
         f"run above, on all the held-out problems.\n\n{sweep.markdown()}"
@@ -443,14 +443,14 @@ def example_viewer(
     chosen = [r for tier in TIER_ORDER for r in [x for x in correct if x.tier == tier][:per_tier]]
     fmt_ = ChatFormat()
     model, tokenizer = load_model(str(model_path)), load_tokenizer(str(model_path))
-    settings = copy.copy(config)
-    settings.probe_layers = config.resolved_probe_layers(model.config.model_type)
-    note = rule_text(settings)
+    settings = config.compression_settings(model.config.model_type)
+    calibration = config.traac_settings.uniformity_calibration
+    note = rule_text(settings, calibration)
     if not chosen:
         path.write_text(render_html([], [], note=f"{note} No correct base response to show."))
         return 0
     compressor = build_compressor(settings, model, tokenizer, fmt_, seed=config.seed)
-    window = correct[:CALIBRATION_SAMPLE] if config.uniformity_calibration == "rank" else []
+    window = correct[:CALIBRATION_SAMPLE] if calibration == "rank" else []
     traces = compressor.score([fmt_.parse(r.response).reasoning for r in chosen + window])
     difficulty = config.difficulty_config()
     uniformities = [t.uniformity for t in traces[len(chosen) :]]
@@ -464,15 +464,16 @@ def example_viewer(
     return len(results)
 
 
-def rule_text(settings: TRAACConfig) -> str:
-    """The eviction rule a recipe trains with, in one line."""
+def rule_text(settings: CompressionSettings, calibration: str) -> str:
+    """The eviction rule a recipe trains with (its compression settings and uniformity
+    calibration), in one line."""
     rule = (
         f"scorer {settings.scorer}, probe layers {settings.probe_layers}, heads "
         f"{settings.probe_heads}, step scope "
         f"{settings.step_scope}; evict floor(n·e) lowest steps, e = tau·(1 − u) if u ≤ "
         f"{settings.uniformity_gate} else 0, at most {settings.eviction_cap}"
     )
-    if settings.uniformity_calibration == "rank":
+    if calibration == "rank":
         rule += (
             "; u = the trace's uniformity ranked among the base model's correct responses (up "
             f"to {CALIBRATION_SAMPLE}), as training ranks it among recent correct rollouts"

@@ -95,9 +95,10 @@ def make_plan(
         plan.add(name, value)
     add_lora_line(plan, script)
     plan.add("rewards", rewards_line(config))
-    if config.compresses and is_foreign(config.scoring_model):
-        _, where = check_model(config.scoring_model, "scoring_model")
-        plan.add("scoring model", f"{config.scoring_model} ({where})")
+    scoring_model = config.traac_settings.scoring_model
+    if config.compresses and is_foreign(scoring_model):
+        _, where = check_model(scoring_model, "scoring_model")
+        plan.add("scoring model", f"{scoring_model} ({where})")
     plan.add("optimizer", optimizer_line(config))
     plan.add("optimizer profile", describe_profile(config.optimizer_profile, config))
     plan.add("checkpoints", checkpoint_line(config))
@@ -344,17 +345,18 @@ def traac_line(config: Any) -> str:
     if run is not None:
         parts.append(run.describe())
     if config.compresses:
-        layers = config.probe_layers or "the authors' rule for this model"
+        c = config.traac_settings
+        layers = c.probe_layers or "the authors' rule for this model"
         tau = config.difficulty_config().tau
         parts += [
-            f"scorer {config.scorer} on the {config.scoring_model} model (probe layers {layers}, "
-            f"heads {config.probe_heads})",
+            f"scorer {c.scorer} on the {c.scoring_model} model (probe layers {layers}, "
+            f"heads {c.probe_heads})",
             f"tau easy/medium/hard {tau['easy']:g}/{tau['medium']:g}/{tau['hard']:g}",
-            f"gate {config.uniformity_gate:g}, cap {config.eviction_cap:g}, "
-            f"calibration {config.uniformity_calibration}",
-            f"copies of {COPY_POOL_WORDS[config.copy_pool]} (copy_pool {config.copy_pool}), "
-            f"{config.copy_tags} tags, trained on {COPY_LOSS_WORDS[config.copy_loss]} "
-            f"(copy_loss {config.copy_loss})",
+            f"gate {c.uniformity_gate:g}, cap {c.eviction_cap:g}, "
+            f"calibration {c.uniformity_calibration}",
+            f"copies of {COPY_POOL_WORDS[c.copy_pool]} (copy_pool {c.copy_pool}), "
+            f"{c.copy_tags} tags, trained on {COPY_LOSS_WORDS[c.copy_loss]} "
+            f"(copy_loss {c.copy_loss})",
         ]
     if run is not None:
         parts.append(f"format {config.format_preset}, correctness {config.correctness_reward:g}")

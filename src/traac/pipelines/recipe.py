@@ -214,6 +214,8 @@ def precheck(argv: list[str]) -> None:
         check_model_name(model, "model_name_or_path")
     if isinstance(values.get("output_dir"), str):  # what transformers would fail to make
         writable_dir(values["output_dir"], "output_dir")
-    scorer = values.get("scoring_model")
+    nested = values.get("method_args")  # the scoring model written there (a YAML mapping)
+    scorer = values.get("scoring_model", nested.get("scoring_model") if isinstance(nested, dict)
+                        else None)  # fmt: skip
     if isinstance(scorer, str) and scorer not in _SCORERS:
         check_model_name(scorer, "scoring_model")

@@ -27,15 +27,17 @@ _FIX = {
 
 
 def _given(recipe: Mapping[str, Any], line: Mapping[str, Any]) -> dict[str, tuple[Any, int]]:
-    """Each field set, with its value as written (a `difficulty` given as JSON read) and where."""
+    """Each field set, with its value as written (a `difficulty` or `method_args` given as JSON
+    read) and where."""
     given: dict[str, tuple[Any, int]] = {k: (v, _RECIPE) for k, v in recipe.items()}
     given.update({k: (v, _LINE) for k, v in line.items()})
-    value, where = given.get("difficulty", (None, 0))
-    if isinstance(value, str):
-        try:
-            given["difficulty"] = (json.loads(value), where)
-        except json.JSONDecodeError:
-            del given["difficulty"]  # the config names it
+    for name in ("difficulty", "method_args"):
+        value, where = given.get(name, (None, 0))
+        if isinstance(value, str):
+            try:
+                given[name] = (json.loads(value), where)
+            except json.JSONDecodeError:
+                del given[name]  # the config names it
     return given
 
 

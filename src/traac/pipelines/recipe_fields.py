@@ -1,5 +1,6 @@
 """The names `traac train` reads (every field of `TrainScriptArguments` and `TRAACConfig`, so
-of TRL's `GRPOConfig` and transformers' `TrainingArguments`), found without importing torch,
+of TRL's `GRPOConfig` and transformers' `TrainingArguments`, and every method's settings, the
+keys of `method_args` a recipe may also write flat), found without importing torch,
 transformers or TRL, so that a misspelt field is named in a second even on a fresh install.
 
 Each class's fields are read off its source file (`ast`: the annotated names of its body),
@@ -30,16 +31,13 @@ CLASSES = (
     ("transformers", "training_args.py", "TrainingArguments", ()),
     ("trl", "trainer/base_config.py", "_BaseConfig", ("TrainingArguments",)),
     ("trl", "trainer/grpo_config.py", "GRPOConfig", ("_BaseConfig",)),
-    ("traac", "method/settings.py", "CompressionSettings", ()),
     ("traac", "method/settings.py", "FormatSettings", ()),
-    ("traac", "training/copies.py", "CopySettings", ()),
-    ("traac", "training/config.py", "TRAACConfig", (
-        "GRPOConfig", "CompressionSettings", "FormatSettings", "CopySettings", "method_fields()",
-    )),
+    ("traac", "training/config.py", "TRAACConfig", ("GRPOConfig", "FormatSettings")),
     ("traac", "training/lora.py", "LoraArguments", ()),
     ("traac", "pipelines/train.py", "TrainScriptArguments", ("LoraArguments",)),
 )  # fmt: skip
-# `method_fields()`: the fields of every method's settings (`MethodSettings` subclasses there)
+# The parser's third class, `method_fields()`: every method's settings (`MethodSettings`
+# subclasses there), the keys of `method_args` that a recipe may also write flat
 METHODS = ("traac", "training/methods", "MethodSettings")
 
 

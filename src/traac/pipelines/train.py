@@ -45,13 +45,21 @@ from traac.pipelines.recipe import (
 from traac.pipelines.recipe_effects import settings_without_effect
 from traac.pipelines.recipe_fields import CHECKPOINTING
 from traac.training.checkpoint import STATE_FILE
-from traac.training.config import TRAACConfig
+from traac.training.config import TRAACConfig, method_mapping
 from traac.training.counts import COUNTS, check_counts
 from traac.training.lora import LoraArguments
+from traac.training.methods.registry import (
+    METHODS,
+    check_unused,
+    method_fields,
+    setting_names,
+    split_settings,
+)
 from traac.training.packages import check_packages
 from traac.training.trainer import TRAACTrainer
 
 logger = get_logger(__name__)
+METHOD_FIELDS = method_fields()  # the methods' settings, flat: the train parser's third class
 RESUME_LATEST = ("auto", "true", "latest")
 _NO_RESUME = ("", "false", "no", "none")
 
@@ -148,14 +156,16 @@ def parse(argv: list[str]) -> tuple[TrainScriptArguments, TRAACConfig]:
         if at + 1 >= len(argv):
             raise TraacError("--config needs a recipe path")
         recipe = check_recipe(Path(argv[at + 1]))
+    parser = build_parser()
     try:
         with warnings.catch_warnings():
             # TRL's GRPOConfig sets gradient_checkpointing, which transformers 5.24 renamed: a
             # FutureWarning on every parse that the recipe's author can do nothing about.
             warnings.filterwarnings("ignore", "`gradient_checkpointing", FutureWarning)
-            script, config = build_parser().parse_args_and_config(list(argv))
+            script, config, _ = parser.parse_args_and_config(list(argv))
     except (ValueError, TypeError) as err:
         raise TraacError(str(err).splitlines()[0]) from err
+    check_unused(parser.unused, config.run_context())  # other modes' settings, in range
     check_counts({n: getattr(script, n) for n in COUNTS if hasattr(script, n)})  # LoRA's, ...
     script.check_lora(config.use_vllm)
     if adapter_base(script.model_name_or_path) is not None:
@@ -173,7 +183,11 @@ def check_recipe(path: Path) -> dict[str, Any]:
     """Read a recipe as the parser will, naming what the parser would choke on (a YAML syntax
     error, a key written twice, a list where a number belongs) in one line, before any work."""
     recipe = read_recipe(path)
-    hints = {**typing.get_type_hints(TRAACConfig), **typing.get_type_hints(TrainScriptArguments)}
+    hints = {
+        **typing.get_type_hints(METHOD_FIELDS),
+        **typing.get_type_hints(TRAACConfig),
+        **typing.get_type_hints(TrainScriptArguments),
+    }
     for name, value in recipe.items():
         kind = type(value).__name__
         if isinstance(value, (list, dict)) and name in hints and not _takes(hints[name], kind):
@@ -201,7 +215,14 @@ class _Parser(TrlParser):
     naming the new spelling of the flat difficulty fields (`FLAT_KEYS`). Its errors are one line
     (no usage dump); an unknown field, in the recipe or on the command line, names the nearest
     one; a prefix of an option is never taken for it; a recipe's value of the wrong type is named
-    before it reaches transformers."""
+    before it reaches transformers. The methods' settings written flat (`METHOD_FIELDS`) are
+    routed into `method_args` here, before `TRAACConfig` parses it (`route_settings`); those of
+    other modes than the trained one are kept in `unused`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.recipe: dict[str, Any] = {}
+        self.unused: dict[type, dict[str, Any]] = {}
 
     def set_defaults_with_config(self, **kwargs: Any) -> list[str]:
         for key in kwargs:
@@ -211,7 +232,15 @@ class _Parser(TrlParser):
         for action in self._actions:
             if action.dest in values:
                 _check_type(action.dest, values[action.dest], action.type)
+        self.recipe = values
         return super().set_defaults_with_config(**values)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        parsed, rest = super().parse_known_args(args, namespace)
+        options = {o: a.dest for a in self._actions for o in a.option_strings}
+        line = {options[a.partition("=")[0]] for a in args or () if a.partition("=")[0] in options}
+        self.unused = route_settings(parsed, self.recipe, line)
+        return parsed, rest
 
     def parse_args_and_config(self, args: Any = None, **kwargs: Any) -> Any:
         if args is not None:
@@ -238,6 +267,39 @@ class _Parser(TrlParser):
 
     def error(self, message: str) -> NoReturn:
         raise TraacError(f"{message} (see `traac train --help`)")
+
+
+def route_settings(
+    parsed: Any, recipe: dict[str, Any], line: set[str]
+) -> dict[type, dict[str, Any]]:
+    """The one place the methods' settings written flat (a recipe key or an option, the spelling
+    from before `method_args`) join `method_args`, on the parser's namespace `parsed`, before
+    `TRAACConfig` parses it: the recipe's `method_args`, its flat keys, the command line's
+    `--method_args`, its flat options, each over the one before (a key written both flat and
+    in `method_args` in one place is refused). The trained mode's go into `method_args`; those
+    of other modes, which a shared recipe gives every mode, are returned, by settings class (the
+    parse checks them, and the run notes or refuses them: `recipe_effects`). `line`: the
+    fields the command line set."""
+    flat = sorted(setting_names())
+    in_recipe = [k for k in flat if k in recipe and k not in line]
+    given = (
+        ("the recipe", recipe.get("method_args"), in_recipe),
+        ("the command line", parsed.method_args if "method_args" in line else None,
+         [k for k in flat if k in line]),
+    )  # fmt: skip
+    merged: dict[str, Any] = {}
+    for where, nested, keys in given:
+        nested = method_mapping(nested)
+        twice = [k for k in keys if k in nested]
+        if twice:
+            raise TraacError(f"{twice[0]}: set flat and in method_args in {where}; keep one "
+                             f"(method_args: {{{twice[0]}: VALUE}})")  # fmt: skip
+        merged.update({**nested, **{k: getattr(parsed, k) for k in keys}})
+    if parsed.mode not in METHODS:  # the config names the mode; its settings wait for it
+        parsed.method_args = merged
+        return {}
+    parsed.method_args, others = split_settings(merged, parsed.mode)
+    return others
 
 
 def _check_type(name: str, value: Any, kind: Any) -> None:
@@ -277,8 +339,12 @@ def _renamed_flag(arg: str, names: dict[str, str]) -> str:
     return arg
 
 
-def build_parser() -> TrlParser:
-    return _Parser((TrainScriptArguments, TRAACConfig), prog="traac train", allow_abbrev=False)
+def build_parser() -> _Parser:
+    """The train parser: `parse_args_and_config` returns the script arguments, the config and
+    the flat method settings (already routed into the config's `method_args`)."""
+    return _Parser(
+        (TrainScriptArguments, TRAACConfig, METHOD_FIELDS), prog="traac train", allow_abbrev=False
+    )
 
 
 def parse_recipe(

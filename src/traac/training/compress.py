@@ -86,8 +86,9 @@ def probe_model(args: Any, policy: Any, ref_model: Any, accelerator: Accelerator
     `scoring_model: policy` saves its memory. A run that does not compress loads nothing."""
     if not args.compresses:
         return ProbeModel(resolve_scoring_model(None))
-    spec = resolve_scoring_model(args.scoring_model)
-    if not args.scorer_kind.attention or args.scoring_model == "policy":
+    settings = args.traac_settings
+    spec = resolve_scoring_model(settings.scoring_model)
+    if not settings.scorer_kind.attention or settings.scoring_model == "policy":
         return ProbeModel(spec)
     if spec.foreign:
         return ProbeModel(spec, frozen_scorer(spec.path, accelerator, policy.dtype))
@@ -106,7 +107,8 @@ def probe_model(args: Any, policy: Any, ref_model: Any, accelerator: Accelerator
 def check_probe_layers_of(args: Any, model: Any) -> None:
     """A run's probe layers against the policy's config.json alone, before any weights load (a
     model object, or a foreign scorer, is checked when its probe is built)."""
-    if not args.compresses or not isinstance(model, str) or is_foreign(args.scoring_model):
+    foreign = is_foreign(args.traac_settings.scoring_model)
+    if not args.compresses or not isinstance(model, str) or foreign:
         return
     config = load_config(model)
     settings = args.compression_settings(config.get_text_config().model_type, model)

@@ -1,11 +1,14 @@
-"""`TRAACConfig`: TRL's `GRPOConfig` plus what TRAAC adds (docs/method.md).
+"""`TRAACConfig`: TRL's `GRPOConfig` plus what every TRAAC run shares (docs/method.md), and the
+trained method's own settings, one field: `method_args`.
 
 Defaults are the paper's. `preset: authors` switches to the authors' implementation where it
 differs from the paper (format 0.25 + 0.25, length weight W = 1, probe layers = first half of the
 model, every right rollout re-answered, token-mean loss; `traac.training.presets`) unless a
 field is set explicitly: those fields default to `None`, "from preset".
-What each `mode` trains is its entry in `traac.training.methods.registry.METHODS`; the peer methods
-(one module each, whose fields this class inherits) carry their papers' values, and
+What each `mode` trains is its entry in `traac.training.methods.registry.METHODS`, with its
+settings class: `method_args` is parsed into it once (`method_settings`), TRAAC's compressing
+modes taking `TraacSettings` (the compression settings) and each peer method its own; a recipe's
+flat keys of those settings are routed there by the train parser (`traac.pipelines.train`).
 `dynamic_sampling` filters groups on correctness for every mode. `optimizer_profile`
 (`traac.training.profiles`) sets `scale_rewards`, `epsilon_high`, `loss_type` and
 `dynamic_sampling` together, for every mode; those four default to `None`, "from the profile".
@@ -14,50 +17,49 @@ Every field is checked once, in `__post_init__`, with the check helpers of `traa
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from trl import GRPOConfig
 
-from traac.common.scoring_model import check_scoring_model
 from traac.errors import TraacError
 from traac.method.difficulty import DifficultySettings
-from traac.method.early_exit import EARLY_EXIT_MODES, PREFIX_COMPRESSIONS
 from traac.method.rewards import RewardSettings
 from traac.method.settings import (
-    SCORERS,
     CompressionSettings,
     FormatSettings,
     check_choice,
+    check_phrases,
     check_positive,
     preset_name,
 )
-from traac.training.copies import CopySettings
 from traac.training.counts import COUNTS, check_counts
 from traac.training.extra_rewards import check_extra_weights
-from traac.training.methods.base import MethodRun, RunContext
+from traac.training.methods.base import MethodRun, MethodSettings, RunContext, declared_in
 from traac.training.methods.registry import (
     METHODS,
     Method,
-    check_methods,
-    compressing_methods,
-    method_fields,
+    check_unused,
     method_run,
+    parse_settings,
+    setting_names,
+    split_settings,
 )
+from traac.training.methods.traac import TraacMethod, TraacSettings
 from traac.training.precision import DTYPE_NAMES, load_dtype, resolve_bf16
-from traac.training.presets import PRESET_NAMES, apply_preset, authors_probe_layers
+from traac.training.presets import PRESET_FILLS, PRESET_NAMES, apply_preset
 from traac.training.profiles import OPTIMIZER_PROFILES, PROFILE_FIELDS, resolve_profile
 from traac.training.rollouts import ROLLOUT_BATCHINGS, check_refill
 
 DYNAMIC_SAMPLING = ("none", "drop", "resample")
-CALIBRATIONS = ("none", "rank")
 _NONNEGATIVE_FIELDS = ("correctness_reward", "length_weight", "beta")
 # GRPO settings that transformers and TRL accept but no run can use (NaN fails too); each
 # method's own fields are checked by its settings (`traac.training.methods`).
 _POSITIVE_FIELDS = ("learning_rate", "temperature", "max_completion_length", "top_p")
-_COUNT_FIELDS = ("length_window_steps", "calibration_window", "max_resample_rounds")
+_COUNT_FIELDS = ("length_window_steps", "max_resample_rounds")
 
 
 class TRAACConfigError(TraacError, ValueError):
@@ -65,8 +67,8 @@ class TRAACConfigError(TraacError, ValueError):
 
 
 def _mode_help() -> str:
-    own = [f"{m.name} ({m.help})" for m in METHODS.values() if m.settings is None]
-    peers = [f"{m.name} ({m.help})" for m in METHODS.values() if m.settings is not None]
+    own = [f"{m.name} ({m.help})" for m in METHODS.values() if isinstance(m, TraacMethod)]
+    peers = [f"{m.name} ({m.help})" for m in METHODS.values() if not isinstance(m, TraacMethod)]
     return (
         f"{' | '.join(own)} | a peer method, whose length term replaces TRAAC's length reward "
         "and compression (correctness and format stay; docs/peer_methods.md): "
@@ -74,13 +76,25 @@ def _mode_help() -> str:
     )
 
 
+def method_mapping(value: Any) -> dict[str, Any]:
+    """`method_args` as a mapping: JSON text (the command line's) read, unset as empty."""
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as err:
+            raise TraacError(f"method_args: {value!r} is not JSON ({err.msg})") from None
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise TraacError(f"method_args: {value!r} is not a mapping of setting: value")
+    return dict(value)
+
+
 @dataclass
-class TRAACConfig(  # type: ignore[misc]
-    GRPOConfig, CompressionSettings, FormatSettings, CopySettings, method_fields()
-):
-    r"""Configuration of [`TRAACTrainer`]: every `GRPOConfig` field, the compression and think
-    format settings the commands share (`traac.method.settings`), what the compressed copies
-    are trained on (`traac.training.copies`), and the TRAAC fields below.
+class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
+    r"""Configuration of [`TRAACTrainer`]: every `GRPOConfig` field, the think format the
+    commands share (`traac.method.settings.FormatSettings`), the fields every TRAAC run shares
+    (below), and `method_args`, the trained method's own settings.
 
     Deviations from TRL's defaults follow the paper (docs/method.md#grpo): `beta=0.001` (TRL's KL
     estimator is k3, the paper's "low-variance KL"), `weight_decay=0.1`, 10 warm-up steps at a
@@ -110,39 +124,22 @@ class TRAACConfig(  # type: ignore[misc]
             `copy_loss` and (authors, with no `optimizer_profile` set) `loss_type` left unset
             (`traac.training.presets`).
 
-        > Parameters that control compression (with `traac.method.settings.CompressionSettings`:
-        > `scorer`, `probe_heads`, `step_scope`, `uniformity_gate`, `eviction_cap`, ...)
-
-        compression (`str`, *optional*, defaults to `"scorer"`):
-            `scorer` (the scorer's), the authors' oracle ablations (`traac.method.early_exit`):
-            `early_exit` or `early_exit_attention_weights`, or `after_answer` (beyond the
-            paper: the scorer evicts only steps after the first one the verifier accepts, and
-            a trace with no such step is kept whole).
-        scoring_model (`str`, *optional*, defaults to `"reference"`):
-            The model the probe runs through: `reference` (TRL's frozen KL reference model, or
-            a frozen copy of the initial policy when `beta=0`), `policy`, or any other model
-            name or path: a frozen foreign scorer (beyond the paper, as LLMLingua lets a small
-            LM compress prompts for a large one) that reads the steps through its own
-            tokenizer; check its precision per tier with `traac probe-report --scoring-model`.
-        probe_layers (`str` or `None`, *optional*, defaults to `None`):
-            Attention layers averaged: `all`, `first_half` or comma-separated indices; unset,
-            the preset's (paper: all; authors: all for the R1 distills, the first half for
-            Qwen3 and, traac's choice, every other model).
-        uniformity_calibration (`str`, *optional*, defaults to `"none"`):
-            `none` (the paper) or `rank`: each uniformity is replaced by its rank among the
-            last `calibration_window` correct rollouts' before the gate.
-        calibration_window (`int`, *optional*, defaults to `512`):
-            Recent uniformities the rank calibration compares with.
-        copy_loss (`str` or `None`, *optional*, defaults to `None`):
-            `full` (the paper) or `answer_only`: a compressed copy's think block is masked
-            from the loss and only its re-answer trained on (`traac.training.copies`); unset,
-            the preset's (`full` for both).
-        copy_pool (`str` or `None`, *optional*, defaults to `None`):
-            Which candidates are re-answered and pooled: `evicted` (those that lost a step) or
-            `all_correct` (every one, the authors' code); unset, the preset's.
-        copy_tags (`str`, *optional*, defaults to `"single"`):
-            `single`, or `double`: the copies' think blocks carry two openers and closers, as
-            the authors' code's do (an accident, reproduced only on request).
+        method_args (`dict` or `None`, *optional*, defaults to `None`):
+            The trained mode's own settings, one mapping parsed once into its settings class
+            (`method_settings`): for `traac` and `compression_no_difficulty`,
+            `traac.training.methods.traac.TraacSettings` (`scorer`, `probe_layers`,
+            `probe_heads`, `step_scope`, `uniformity_gate`, `eviction_cap`, `aux_prompt`,
+            `confidence_top_k`, `copy_loss`, `copy_pool`, `copy_tags`, `compression`,
+            `scoring_model`, `uniformity_calibration`, `calibration_window`); for a peer method,
+            its module's (`alp_beta`, `dler_length`, `laser_bonus`, ...); `cr`, `cr_lr` and
+            `traac_no_compression` have none. Keys left out keep their defaults (`probe_layers`,
+            `copy_pool` and `copy_loss` the preset's); a key the mode does not have is refused,
+            naming the keys it has. On the command line, as JSON; a recipe (and `traac train`)
+            may also write each key flat, as before, and a flat key of another mode is accepted
+            and unused (`traac.pipelines.train`). After the parse it holds every key.
+        split_phrases (`list[str]` or `None`, *optional*, defaults to `None`):
+            Phrases that open a reasoning step (unset: the paper's list), for compression and
+            for the peers that read the steps.
 
         > Parameters that control difficulty (docs/method.md#step, step 3)
 
@@ -185,12 +182,6 @@ class TRAACConfig(  # type: ignore[misc]
         max_resample_rounds (`int`, *optional*, defaults to `2`):
             Extra generation rounds per step at most (DAPO's `max_num_gen_batches`).
 
-        > Parameters of the peer methods (docs/peer_methods.md)
-
-        Each method's fields (`alp_beta`, `dler_length`, `laser_bonus`, ...) are declared with
-        their defaults, help and checks in its module (`traac.training.methods`), and
-        inherited from the registry (`traac.training.methods.registry.method_fields`).
-
         Telemetry needs no field: every step goes to TRL's logs and to `metrics.jsonl` in
         `output_dir` (`traac.training.telemetry`).
     """
@@ -221,7 +212,6 @@ class TRAACConfig(  # type: ignore[misc]
     )  # fmt: skip
     logging_steps: float = field(default=1, metadata={"help": "Log every N optimizer steps."})
 
-    _layers_from_preset = True  # unset probe_layers: the preset's, per model
     # Its fields without effect in its mode already noted or refused, by who set them (`traac
     # train` does, `traac.pipelines.recipe_effects`); else `TRAACTrainer` notes them
     settings_noted = False
@@ -244,21 +234,13 @@ class TRAACConfig(  # type: ignore[misc]
                   "authors also loss_type dapo, the token mean, unless optimizer_profile is "
                   "set)."},
     )  # fmt: skip
-    compression: str = field(
-        default="scorer",
-        metadata={"help": "scorer (the scorer field's compression) | early_exit (oracle: cut the "
-                  "think block after its first step whose answer the verifier accepts) | "
-                  "early_exit_attention_weights (keep that prefix, compress the rest with the "
-                  "attention probe at the bin's tau) | after_answer (beyond the paper: the "
-                  "scorer evicts only steps after that prefix; a trace with none is kept whole)."},
+    method_args: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={"help": "The mode's own settings, one mapping (JSON here; its keys "
+                  "below, each also a flag)."},
     )  # fmt: skip
-    scoring_model: str = field(
-        default="reference",
-        metadata={"help": "Model the probe runs through: reference (the frozen initial policy, "
-                  "TRL's KL reference model) | policy (the current policy) | any other model "
-                  "name or path (a frozen foreign scorer; steps map to its tokenizer by "
-                  "characters)."},
-    )  # fmt: skip
+    # A `Field`, as CompressionSettings declares it (shared: the peers that read steps split too)
+    split_phrases: list[str] | None = declared_in(CompressionSettings, "split_phrases")  # noqa: RUF009
     difficulty: dict[str, Any] | str | None = field(
         default=None,
         metadata={"help": "The pass-rate bins, one mapping (JSON on the command line): "
@@ -275,16 +257,6 @@ class TRAACConfig(  # type: ignore[misc]
     length_window_steps: int = field(
         default=10, metadata={"help": "Training steps kept in each length window."}
     )
-    uniformity_calibration: str = field(
-        default="none",
-        metadata={"help": "none (paper) | rank: replace each uniformity by its rank among the "
-                  "recent correct rollouts' uniformities before the gate (a deviation for models "
-                  "whose step scores are near-uniform)."},
-    )  # fmt: skip
-    calibration_window: int = field(
-        default=512, metadata={"help": "Recent uniformities the rank calibration compares with."}
-    )
-
     # --- rewards a recipe adds (traac.training.extra_rewards) ---
     extra_reward_funcs: list[str] = field(
         default_factory=list,
@@ -329,15 +301,31 @@ class TRAACConfig(  # type: ignore[misc]
                   "(DAPO's max_num_gen_batches)."},
     )  # fmt: skip
 
+    @classmethod
+    def from_flat(cls, **values: Any) -> TRAACConfig:
+        """A config from keyword arguments that may write the methods' settings flat, as a
+        recipe may (`scorer="random"` for `method_args={"scorer": "random"}`): the trained
+        mode's join `method_args`; another mode's are unused, and checked, as `traac train`
+        treats a recipe's (`traac.pipelines.train.route_settings`)."""
+        flat = {name: values.pop(name) for name in list(values) if name in setting_names()}
+        nested = method_mapping(values.pop("method_args", None))
+        twice = sorted(flat.keys() & nested.keys())
+        if twice:
+            raise TRAACConfigError(f"{twice[0]}: set flat and in method_args; keep one")
+        given, mode = {**nested, **flat}, values.get("mode", "traac")
+        own, others = split_settings(given, mode) if mode in METHODS else (given, {})
+        config = cls(**values, method_args=own)
+        check_unused(others, config.run_context())
+        return config
+
     def __post_init__(self) -> None:
         try:
+            check_choice("mode", self.mode, tuple(METHODS))  # its settings class comes next
+            self.method_args = method_mapping(self.method_args)
             self.preset_pinned = apply_preset(self)  # before the profile: loss_type (presets)
             self._resolve_profile()
             self._validate_traac()
-            CompressionSettings.__post_init__(self)
             FormatSettings.__post_init__(self)
-            CopySettings.__post_init__(self)
-            self.check_copies(self.compresses, self.mode, compressing_methods())
             self.bf16 = resolve_bf16(self.bf16, self.fp16, self.use_cpu)
         except TraacError as error:  # a ValueError too, as transformers' own checks raise
             raise TRAACConfigError(str(error)) from None
@@ -359,25 +347,16 @@ class TRAACConfig(  # type: ignore[misc]
             setattr(self, name, value)
 
     def _validate_traac(self) -> None:
-        self.preset = preset_name("preset", self.preset)
         if self.format_preset is not None:
             self.format_preset = preset_name("format_preset", self.format_preset)
             check_choice("format_preset", self.format_preset, PRESET_NAMES)
         choices = {
-            "mode": tuple(METHODS),
-            "preset": PRESET_NAMES,
-            "uniformity_calibration": CALIBRATIONS,
             "dynamic_sampling": DYNAMIC_SAMPLING,
             "scale_rewards": ("group", "batch", "none"),
-            "compression": ("scorer", *PREFIX_COMPRESSIONS),
             "rollout_batching": ROLLOUT_BATCHINGS,
-            "scorer": SCORERS,
         }
         for name, allowed in choices.items():
             check_choice(name, getattr(self, name), allowed)
-        check_scoring_model(
-            self.scoring_model or "", self.scorer, reads_policy=self.scorer_kind.policy
-        )  # None: as empty
         counts = [name for name in ("max_steps", *COUNTS) if hasattr(self, name)]
         check_counts({name: getattr(self, name) for name in counts})  # TRL's and transformers'
         self.difficulty = self.difficulty_config().to_recipe()  # checked, every key given
@@ -392,32 +371,43 @@ class TRAACConfig(  # type: ignore[misc]
             check_positive(name, getattr(self, name), integer=True)
         if self.logprob_rows is not None:
             check_positive("logprob_rows", self.logprob_rows, integer=True)
-        check_methods(self, self.run_context())  # every method's fields, whatever the mode
+        check_phrases(self.split_phrases)
+        # The one parse of the mode's own settings; every key given from here on
+        self.method_settings: MethodSettings | None = parse_settings(
+            self.mode, self.method_args, self.run_context()
+        )
+        if self.method_settings is not None:
+            self.method_args = dataclasses.asdict(self.method_settings)
         check_extra_weights(self.extra_reward_funcs, self.extra_reward_weights, self.reward_weights)
         self.method_run()  # resolved: DLER's limit, Laser-D's, L1's within the cap
-        if self.compression != "scorer" and not self.mode_spec.compresses:
-            raise TraacError(f"compression: {self.compression} needs a mode that compresses "
-                             f"({', '.join(compressing_methods())}), not {self.mode}")  # fmt: skip
-        if self.compression == EARLY_EXIT_MODES[1] and not self.scorer_kind.attention:
-            raise TraacError(f"compression: {self.compression} reads the attention probe; set "
-                             f"scorer attention, not {self.scorer}")  # fmt: skip
 
     # --- derived settings the trainer reads ---
 
-    def resolved_probe_layers(self, model_type: str | None, name: str = "") -> str:
-        """The probe layers for a model (its type and its name or path): as set, else the
-        preset's (docs/method.md#presets: paper, all; authors, all for the R1 distills and the
-        first half for Qwen3 and every other model, `authors_probe_layers`)."""
-        if self.probe_layers is not None:
-            return self.probe_layers
-        return authors_probe_layers(model_type, name)
+    @property
+    def traac_settings(self) -> TraacSettings:
+        """The compression settings: the mode's own where it compresses; else the defaults
+        with the preset's values, for what compresses with them after training (the demo's
+        think-budget sweep)."""
+        if isinstance(self.method_settings, TraacSettings):
+            return self.method_settings
+        keys = TraacSettings.names()
+        return TraacSettings(**{k: v for k, v in PRESET_FILLS[self.preset].items() if k in keys})
+
+    def setting(self, name: str, absent: Any = None) -> Any:
+        """A setting of this run by name: the config's field, else its mode's own (`absent`:
+        the mode has no such setting), for what reports settings by name (the preset rows)."""
+        if self.method_settings is not None and name in self.method_settings.names():
+            return getattr(self.method_settings, name)
+        names = {f.name for f in dataclasses.fields(self)} - {"method_args"}
+        return getattr(self, name) if name in names else absent
 
     def compression_settings(self, model_type: str | None, name: str = "") -> CompressionSettings:
-        """The recipe's compression settings alone (probe layers resolved for the model): what
-        test-time compression of the trained model uses, so it prunes as training did."""
-        values = {f.name: getattr(self, f.name) for f in fields(CompressionSettings)}
-        return CompressionSettings(
-            **{**values, "probe_layers": self.resolved_probe_layers(model_type, name)}
+        """The recipe's compression settings alone (probe layers resolved for the model, as
+        set or the preset's: `TraacSettings.probe_layers_for`): what test-time compression of
+        the trained model uses, so it prunes as training did."""
+        settings = self.traac_settings
+        return settings.compression_settings(
+            settings.probe_layers_for(model_type, name), self.split_phrases
         )
 
     @property
@@ -461,5 +451,5 @@ class TRAACConfig(  # type: ignore[misc]
 
     def method_run(self) -> MethodRun | None:
         """The method with its own values, defaults resolved against the run; None for a
-        method with no settings of its own (`traac.training.methods.registry.method_run`)."""
-        return method_run(self.mode, self, self.run_context())
+        method with no length term of its own (`traac.training.methods.registry.method_run`)."""
+        return method_run(self.mode, self.method_settings, self.run_context())

@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from traac.errors import TraacError
 from traac.method.compression import CompressionResult
 from traac.method.formats import ChatFormat
 from traac.method.settings import check_choice
@@ -37,8 +36,8 @@ COPY_TAGS = ("single", "double")
 
 @dataclass
 class CopySettings:
-    """Which copies are made, their tags, and how they enter the loss; `TRAACConfig` inherits
-    it."""
+    """Which copies are made, their tags, and how they enter the loss; the settings of the
+    modes that compress declare these fields (`traac.training.methods.traac.TraacSettings`)."""
 
     copy_loss: str | None = field(
         default=None,
@@ -68,18 +67,6 @@ class CopySettings:
         if self.copy_pool is not None:
             check_choice("copy_pool", self.copy_pool, COPY_POOLS)
         check_choice("copy_tags", self.copy_tags, COPY_TAGS)
-
-    def check_copies(self, compresses: bool, mode: str, compressing: Sequence[str]) -> None:
-        """The copy settings against the mode: a mode that makes no copies takes no double
-        tags (`compressing`: the modes that do, for the message). The pool rule and the loss
-        rule, which a preset fills for every mode, are left alone, so one recipe serves TRAAC
-        and the modes it is compared with."""
-        if self.copy_tags != "single" and not compresses:
-            raise TraacError(
-                f"copy_tags: {self.copy_tags} acts on compressed copies, which mode {mode} does "
-                f"not make; set copy_tags single or a mode that compresses "
-                f"({', '.join(compressing)})"
-            )
 
 
 def copy_think(

@@ -17,25 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from traac.method.difficulty import DifficultySettings
-from traac.method.settings import CompressionSettings
-from traac.training.copies import CopySettings
 from traac.training.lora import LoraArguments
 from traac.training.methods.registry import METHODS, Method
+from traac.training.methods.traac import TraacSettings
 from traac.training.presets import PRESET_FILLS
 
-# CompressionSettings fields that only compression reads in training (`split_phrases` also
-# splits the steps the peers that read the text penalise, so it is not among them).
-_COMPRESSION_ONLY = tuple(
-    f.name for f in dataclasses.fields(CompressionSettings) if f.name != "split_phrases"
-)
-# TRAACConfig's own fields that only compression reads.
-_COMPRESSION_CONFIG = ("compression", "scoring_model", "uniformity_calibration",
-                       "calibration_window")  # fmt: skip
-COMPRESSION_FIELDS = (
-    *_COMPRESSION_ONLY,
-    *(f.name for f in dataclasses.fields(CopySettings)),
-    *_COMPRESSION_CONFIG,
-)
+# What only compression reads in training: the compressing modes' settings (`split_phrases`, which
+# the peers that read the text also split by, is shared, a `TRAACConfig` field).
+COMPRESSION_FIELDS = TraacSettings.names()
 LORA_FIELDS = tuple(f.name for f in dataclasses.fields(LoraArguments) if f.name.startswith("lora_"))
 
 
@@ -49,7 +38,7 @@ class Unread:
 
 
 def _method_fields() -> dict[str, tuple[str, ...]]:
-    """Each peer method's field -> the modes that read it."""
+    """Each method's own setting -> the modes that read it."""
     readers: dict[str, list[str]] = {}
     for mode, method in METHODS.items():
         for f in dataclasses.fields(method.settings) if method.settings is not None else ():
@@ -75,10 +64,15 @@ def _difficulty_unread(mode: Method, keys: Iterable[str]) -> list[str]:
 
 def unread_fields(given: Mapping[str, Any], mode_name: str, use_peft: bool) -> list[Unread]:
     """Of the fields `given` (name -> value as written; `difficulty` a mapping or its JSON
-    keys), those a run of `mode_name` (with `use_peft`) does not read, each with why."""
+    keys; `method_args` a mapping, whose keys count as written flat), those a run of
+    `mode_name` (with `use_peft`) does not read, each with why."""
     mode = METHODS[mode_name]
     readers = _method_fields()
     out = []
+    nested = given.get("method_args")
+    for key in nested if isinstance(nested, Mapping) else ():
+        for field in unread_fields({key: nested[key]}, mode_name, use_peft):
+            out.append(Unread(f"method_args.{field.name}", field.because_of, field.why))
     for name in given:
         if name in LORA_FIELDS and not use_peft:
             out.append(Unread(name, "use_peft", "use_peft is off, so no adapters are trained"))
@@ -113,13 +107,13 @@ def describe(unread: list[Unread]) -> list[tuple[str, str]]:
 def config_unread(config: Any) -> list[Unread]:
     """The fields of a `TRAACConfig` its mode does not read, among those set to other than their
     default (a field its preset filled counts as unset): what a Python caller wrote, read off
-    the object, since no recipe says who set what."""
+    the object, since no recipe says who set what. Its `method_args` are its mode's own."""
     defaults = {f.name: f.default for f in dataclasses.fields(config)}
     filled = set(PRESET_FILLS[config.preset]) - set(getattr(config, "preset_pinned", {}))
     given = {
         name: getattr(config, name)
-        for name in (*COMPRESSION_FIELDS, *_method_fields(), "length_weight", "format_preset")
-        if name in defaults and name not in filled and getattr(config, name) != defaults[name]
+        for name in ("length_weight", "format_preset")
+        if name not in filled and getattr(config, name) != defaults[name]
     }
     paper = DifficultySettings().to_recipe()
     given["difficulty"] = {

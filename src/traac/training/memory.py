@@ -47,8 +47,6 @@ import torch
 from torch import nn
 from transformers import AutoModelForCausalLM
 
-from traac.method.settings import SCORER_KINDS
-
 GIB = 1 << 30
 PROMPT_TOKENS = 512  # the prompt length assumed per sequence (recipes' problems are shorter)
 MARGIN = 0.9  # a plan whose estimate exceeds this share of the card says so
@@ -202,8 +200,9 @@ def estimate(
         "weights": (parameters * width + (trainable * 4 if lora else 0)) / params_split,
         "optimizer": trainable * state_bytes / states_split,
     }
-    frozen_copy = config.compresses and config.scoring_model == "reference"
-    if not lora and (config.beta > 0 or (frozen_copy and SCORER_KINDS[config.scorer].attention)):
+    probe = config.traac_settings  # read only where the mode compresses
+    frozen_copy = config.compresses and probe.scoring_model == "reference"
+    if not lora and (config.beta > 0 or (frozen_copy and probe.scorer_kind.attention)):
         terms["reference"] = parameters * width / params_split
     if config.use_vllm and config.vllm_mode == "colocate":
         terms["vLLM"] = config.vllm_gpu_memory_utilization * card_gib * GIB
@@ -231,7 +230,7 @@ def estimate(
         # transformers' dynamic cache grows by concatenation: one layer's is briefly held twice
         cache = kv_cache_bytes(shape, rows, tokens, width) * (1 + 1 / shape.layers)
         phases["generation"] = {"KV cache": cache}
-    if config.compresses and SCORER_KINDS[config.scorer].attention:
+    if config.compresses and probe.scorer_kind.attention:
         phases["scorer"] = {
             "activations": SCORER_BATCH * tokens * layer,
             "probe rows": SCORER_BATCH * tokens * shape.layers * shape.heads * 4,

@@ -163,23 +163,25 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
             self.tokenizer, self.chat_format, args.split_phrases, self.accelerator.process_index
         )
         self.prefill = self.method.prefill(self.tokenizer)  # AdaptThink's empty think blocks
-        self.uniformities: deque[float] = deque(maxlen=args.calibration_window)
+        compression = args.traac_settings  # read only by a mode that compresses
+        self.uniformities: deque[float] = deque(maxlen=compression.calibration_window)
         self.last_step: TraacStep | None = None
         self.probe = probe_model(args, self.model, self.ref_model, self.accelerator)
         self.compressor = self._build_compressor() if self.method.compresses else None
         step_compressor = None
         if self.compressor is not None:
+            rank = compression.uniformity_calibration == "rank"
             step_compressor = StepCompressor(
                 self.compressor, self.chat_format, self.tokenizer, self.max_completion_length,
-                gather_object, self.uniformities if args.uniformity_calibration == "rank" else None,
-                args.compression, args.copy_pool, args.copy_tags,
+                gather_object, self.uniformities if rank else None,
+                compression.compression, compression.copy_pool, compression.copy_tags,
             )  # fmt: skip
         self.driver = StepDriver(
             self, tokenizer=self.tokenizer, chat_format=self.chat_format,
             difficulty=self.difficulty, compressor=step_compressor,
             max_completion_length=self.max_completion_length, seed=args.seed,
             dynamic_sampling=args.dynamic_sampling, max_resample_rounds=args.max_resample_rounds,
-            copy_loss=args.copy_loss,
+            copy_loss=compression.copy_loss,
         )  # fmt: skip
         self.stop_on_signal = StopOnSignal()
         self.add_callback(self.stop_on_signal)
@@ -494,7 +496,7 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
         when it is the scoring model, its adapters disabled when it stands for the reference."""
         policy = self.accelerator.unwrap_model(self.model)
         with (clock or StepClock(self)).phase("score"):
-            if self.probe.model is not None or not self.args.scorer_kind.needs_model:
+            if self.probe.model is not None or not self.args.traac_settings.scorer_kind.needs_model:
                 yield
                 return
             was_training = policy.training

@@ -7,7 +7,6 @@ The values are those of docs/peer_methods.md's worked examples: a right answer w
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,7 +14,7 @@ from char_tokenizer import CharTokenizer, char_ids
 
 from traac.method.formats import ChatFormat
 from traac.training.methods.base import GroupReward, RunContext
-from traac.training.methods.registry import method_run
+from traac.training.methods.registry import METHODS, method_run, parse_settings
 from traac.training.rewards import TraacRewards
 
 VALUES: dict[str, Any] = {
@@ -42,7 +41,10 @@ def peer() -> Callable[..., GroupReward]:
     def make(
         mode: str, *, num_generations: int = 4, gather: Any = None, rank: int = 0, **values: Any
     ) -> GroupReward:
-        run = method_run(mode, SimpleNamespace(**{**VALUES, **values}), RUN)
+        given = {**VALUES, **values}
+        names = METHODS[mode].settings.names()
+        settings = parse_settings(mode, {k: v for k, v in given.items() if k in names}, RUN)
+        run = method_run(mode, settings, RUN)
         return run.rewards(TraacRewards().verdicts, num_generations, gather, rank)
 
     return make

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 from char_tokenizer import CharTokenizer, char_ids
 
 from traac.errors import TraacError
 from traac.method.formats import ChatFormat
 from traac.training.methods.base import Prefill, RunContext, prefill_of
-from traac.training.methods.registry import method_run
+from traac.training.methods.registry import method_run, parse_settings
 
 
 def test_half_of_each_group_is_generated_and_trained_after_an_empty_think_block(peer) -> None:
@@ -53,6 +51,6 @@ def test_a_rollout_with_an_empty_think_block_earns_delta(peer, call_texts) -> No
 def test_a_share_out_of_range_is_one_line_naming_the_field() -> None:
     run = RunContext(correctness_reward=1.0, max_completion_length=160, easy_threshold=0.8)
     for bad, why in ((1.0, "must be below 1"), (0.0, "must be a finite number > 0")):
-        values = SimpleNamespace(adaptthink_bonus=0.05, adaptthink_share=bad)
+        values = {"adaptthink_bonus": 0.05, "adaptthink_share": bad}
         with pytest.raises(TraacError, match=rf"^adaptthink_share: .*{why}"):
-            method_run("adaptthink", values, run)
+            method_run("adaptthink", parse_settings("adaptthink", values, run), run)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import pytest
 
@@ -11,7 +10,7 @@ from traac.errors import TraacError
 from traac.training.config import TRAACConfig
 from traac.training.methods.base import RunContext
 from traac.training.methods.dot import dot_cutoffs, largest_z
-from traac.training.methods.registry import method_run
+from traac.training.methods.registry import method_run, parse_settings
 
 # Seven rollouts of 10 tokens and one of 50: mean 15, sample variance (7 x 25 + 35^2) / 7 = 200.
 SEVEN_AND_ONE = [10] * 7 + [50]
@@ -56,10 +55,12 @@ def test_a_truncated_rollout_is_re_verified_and_loses_its_reward_only_where_the_
 
 def test_unset_alpha_is_the_authors_3_at_their_32_rollouts_and_the_same_share_at_8() -> None:
     """3 x (7 / sqrt(8)) / (31 / sqrt(32)) = 3 x 2.4749 / 5.4801 = 1.3549."""
-    unset = SimpleNamespace(dot_alpha=None, dot_margin=32)
+    unset = {"dot_alpha": None, "dot_margin": 32}
     for n, alpha in ((32, 3.0), (8, 1.3549)):
         run = RunContext(1.0, 160, 0.8, num_generations=n)
-        assert method_run("dot", unset, run).settings.dot_alpha == pytest.approx(alpha, abs=1e-4)
+        assert method_run(
+            "dot", parse_settings("dot", unset, run), run
+        ).settings.dot_alpha == pytest.approx(alpha, abs=1e-4)
 
 
 def test_an_alpha_no_group_can_reach_or_a_margin_over_the_cap_is_one_line_naming_the_field() -> (
@@ -70,15 +71,21 @@ def test_an_alpha_no_group_can_reach_or_a_margin_over_the_cap_is_one_line_naming
         TraacError,
         match=r"^dot_alpha: 3 never truncates.*lower dot_alpha below 2.47 or raise num_generations",
     ) as err:
-        method_run("dot", SimpleNamespace(dot_alpha=3.0, dot_margin=32), run)
+        method_run("dot", parse_settings("dot", dict(dot_alpha=3.0, dot_margin=32), run), run)
     assert "\n" not in str(err.value)
     with pytest.raises(
         TraacError,
         match=r"^dot_margin: 160 tokens is not below max_completion_length 160.*lower dot_margin",
     ):
-        method_run("dot", SimpleNamespace(dot_alpha=1.0, dot_margin=160), run)
+        method_run("dot", parse_settings("dot", dict(dot_alpha=1.0, dot_margin=160), run), run)
     with pytest.raises(TraacError, match=r"^dot_alpha: -1.0 must be a finite number > 0"):
-        method_run("dot", SimpleNamespace(dot_alpha=-1.0, dot_margin=32), run)
+        method_run("dot", parse_settings("dot", dict(dot_alpha=-1.0, dot_margin=32), run), run)
     # The config refuses the paper's alpha with 8 rollouts before any model loads.
     with pytest.raises(TraacError, match="dot_alpha: 3 never truncates"):
-        TRAACConfig(output_dir="unused", mode="dot", dot_alpha=3.0, num_generations=8, use_cpu=True)
+        TRAACConfig(
+            output_dir="unused",
+            mode="dot",
+            method_args={"dot_alpha": 3.0},
+            num_generations=8,
+            use_cpu=True,
+        )

@@ -4,14 +4,13 @@ dropped rows, are not."""
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import pytest
 
 from traac.errors import TraacError
 from traac.training.methods.base import RunContext
 from traac.training.methods.gfpo import GFPOSettings, retained
-from traac.training.methods.registry import method_run
+from traac.training.methods.registry import method_run, parse_settings
 
 NAN = math.nan
 RUN = RunContext(correctness_reward=4.0, max_completion_length=100, easy_threshold=0.8,
@@ -50,7 +49,9 @@ def test_settings_default_to_half_the_group_and_are_checked() -> None:
 
 
 def test_the_filter_has_no_reward_term_and_filters_whole_groups() -> None:
-    run = method_run("gfpo", SimpleNamespace(gfpo_keep=2, gfpo_metric="length"), RUN)
+    run = method_run(
+        "gfpo", parse_settings("gfpo", dict(gfpo_keep=2, gfpo_metric="length"), RUN), RUN
+    )
     assert "keep 2 of 4 per group by length" in run.describe()
     rewards = run.rewards(lambda completions, **kw: [], 4)
     assert rewards.func is None and rewards.filters

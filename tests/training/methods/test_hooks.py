@@ -10,6 +10,7 @@ from traac.training.config import TRAACConfig
 from traac.training.methods.base import TRAAC_REWARDS, LengthMethod
 from traac.training.methods.hooks import MethodHooks
 from traac.training.methods.registry import METHODS
+from traac.training.methods.traac import TraacMethod
 from traac.training.rewards import TraacRewards
 
 DESCRIPTIONS = {  # `--dry-run`'s line of each peer at max_completion_length 4000
@@ -70,7 +71,8 @@ def test_each_method_binds_its_named_rewards_in_order(mode: str) -> None:
     funcs = hooks.reward_funcs
     assert [f.__name__ for f in funcs] == list(c.mode_spec.rewards)
     assert all(f.__self__ is traac for f in funcs if f.__name__ in TRAAC_REWARDS)
-    assert (hooks.length is None) == (c.mode_spec.settings is None) == (run is None)
+    peer = isinstance(c.mode_spec, LengthMethod)  # a length term of its own
+    assert (hooks.length is None) == (not peer) == (run is None)
     assert hooks.compresses == c.compresses
     if hooks.length is None:
         assert hooks.retain is None and hooks.state_dict() == {}
@@ -82,7 +84,7 @@ def test_each_method_binds_its_named_rewards_in_order(mode: str) -> None:
 
 
 def test_every_peer_is_a_method_with_settings_and_its_description() -> None:
-    peers = [name for name, m in METHODS.items() if m.settings is not None]
+    peers = [name for name, m in METHODS.items() if not isinstance(m, TraacMethod)]
     assert peers == list(DESCRIPTIONS)
     assert all(isinstance(METHODS[name], LengthMethod) for name in peers)
     for name in peers:
@@ -94,11 +96,12 @@ def test_every_peer_is_a_method_with_settings_and_its_description() -> None:
     assert [name for name in peers if METHODS[name].prepare] == ["l1_max"]
 
 
-def test_traac_s_own_methods_have_no_settings_and_compress_as_named() -> None:
-    own = {name: m for name, m in METHODS.items() if m.settings is None}
+def test_traac_s_own_methods_compress_as_named_and_only_those_have_settings() -> None:
+    own = {name: m for name, m in METHODS.items() if isinstance(m, TraacMethod)}
     assert list(own) == ["traac", "cr", "cr_lr", "traac_no_compression",
                          "compression_no_difficulty"]  # fmt: skip
     assert [n for n, m in own.items() if m.compresses] == ["traac", "compression_no_difficulty"]
+    assert [n for n, m in own.items() if m.settings] == ["traac", "compression_no_difficulty"]
     assert [n for n, m in own.items() if m.bins] == ["traac", "traac_no_compression"]
     assert own["cr"].rewards == TRAAC_REWARDS[:1]
     assert config("traac").method_run() is None

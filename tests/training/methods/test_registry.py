@@ -1,5 +1,6 @@
-"""The registry is the one table: every method's settings fields are `TRAACConfig` fields with
-their defaults and help, every method is a mode, and its variants are `experiment compare`'s."""
+"""The registry is the one table: every method's settings are its `method_args`, also taken flat
+by the train parser with their defaults and help, every method is a mode, and its variants are
+`experiment compare`'s."""
 
 from __future__ import annotations
 
@@ -7,25 +8,104 @@ import dataclasses
 
 import pytest
 
+from traac.errors import TraacError
+from traac.method.settings import CompressionSettings
 from traac.pipelines.variants import COMPARE
-from traac.training.config import TRAACConfig
-from traac.training.methods.registry import METHODS, method_fields, settings_classes
+from traac.training.copies import CopySettings
+from traac.training.methods.base import RunContext
+from traac.training.methods.registry import (
+    METHODS,
+    check_unused,
+    method_fields,
+    parse_settings,
+    settings_classes,
+    split_settings,
+)
+from traac.training.methods.traac import TraacMethod, TraacSettings
+
+RUN = RunContext(correctness_reward=4.0, max_completion_length=160, easy_threshold=0.8)
 
 
-def test_every_settings_field_is_a_config_field_with_its_default_and_help() -> None:
-    config = {f.name: f for f in dataclasses.fields(TRAACConfig)}
+def test_every_setting_is_a_flat_field_of_the_parser_with_its_default_and_help() -> None:
+    flat = {f.name: f for f in dataclasses.fields(method_fields())}
     declared = [f for cls in settings_classes() for f in dataclasses.fields(cls)]
-    # 18 of the peers, GFPO's 2, DOT's 2, the first-correct penalty's 1, LC-R1's 2, DDCA's 1,
-    # ARLCP's 2, AdaptThink's 2
-    assert len(declared) == len({f.name for f in declared}) == 30
+    # TRAAC's compression 15; 18 of the peers, GFPO's 2, DOT's 2, the first-correct penalty's
+    # 1, LC-R1's 2, DDCA's 1, ARLCP's 2, AdaptThink's 2
+    assert len(declared) == len({f.name for f in declared}) == len(flat) == 45
     for f in declared:
-        assert config[f.name].default == f.default, f.name
-        assert config[f.name].metadata["help"] == f.metadata["help"], f.name
+        assert flat[f.name].default == f.default, f.name
+        assert flat[f.name].metadata["help"] == f.metadata["help"], f.name
+
+
+def test_the_compressing_modes_settings_are_declared_where_the_commands_take_them() -> None:
+    """TraacSettings takes over CompressionSettings' fields (but the shared split_phrases) and
+    CopySettings', each with its owner's default and help: one definition."""
+    own = {f.name: f for f in dataclasses.fields(TraacSettings)}
+    for owner in (CompressionSettings, CopySettings):
+        for f in dataclasses.fields(owner):
+            if f.name == "split_phrases":
+                assert f.name not in own  # every run's: TRAACConfig's
+                continue
+            assert (own[f.name].default, own[f.name].metadata) == (f.default, f.metadata)
+    assert [n for n, m in METHODS.items() if m.settings is TraacSettings] == [
+        "traac", "compression_no_difficulty",
+    ]  # fmt: skip
+
+
+def test_settings_split_into_the_modes_own_and_the_other_modes() -> None:
+    values = {"scorer": "random", "alp_beta": 2.0, "dler_length": 64, "nonsense": 1}
+    own, others = split_settings(values, "alp")
+    assert own == {"alp_beta": 2.0, "nonsense": 1}  # a key no method has: the parse names it
+    assert others == {
+        TraacSettings: {"scorer": "random"},
+        METHODS["dler"].settings: {"dler_length": 64},
+    }
+    own, others = split_settings(values, "cr_lr")  # a mode with no settings of its own
+    assert own == {"nonsense": 1} and set(others) == {
+        TraacSettings,
+        METHODS["alp"].settings,
+        METHODS["dler"].settings,
+    }
+
+
+@pytest.mark.parametrize(
+    ("mode", "values", "message"),
+    [
+        ("alp", {"scorer": "random"}, "method_args: scorer is not a setting of mode alp; its "
+         "settings are alp_beta, alp_normalizer"),
+        ("cr_lr", {"copy_loss": "full"}, "method_args: copy_loss is not a setting of mode "
+         "cr_lr, which has none"),
+        ("traac", {"scorer": "entropy"}, "scorer: 'entropy' is not one of"),
+        ("alp", {"alp_beta": "a lot"}, "alp_beta: 'a lot' must be a number"),
+        ("l1_max", {"l1_budget_in_prompt": "maybe"}, "l1_budget_in_prompt: 'maybe' must be "
+         "true or false"),
+    ],
+)  # fmt: skip
+def test_a_modes_settings_are_parsed_once_naming_what_is_wrong(
+    mode: str, values: dict, message: str
+) -> None:
+    with pytest.raises(TraacError) as error:
+        parse_settings(mode, values, RUN)
+    assert str(error.value).startswith(message) and "\n" not in str(error.value)
+
+
+def test_settings_written_as_text_are_read_as_the_flat_options_are() -> None:
+    """A YAML `1e-4` is text; the flat field's parser reads it as a number, so does this."""
+    alp = parse_settings("alp", {"alp_beta": "1e-4"}, RUN)
+    l1 = parse_settings("l1_max", {"l1_budget_in_prompt": "false", "l1_budget_max": "160"}, RUN)
+    assert (alp.alp_beta, l1.l1_budget_in_prompt, l1.l1_budget_max) == (1e-4, False, 160)
+    assert parse_settings("cr", {}, RUN) is None
+
+
+def test_another_modes_settings_are_checked_though_unused() -> None:
+    check_unused({TraacSettings: {"scorer": "random"}}, RUN)
+    with pytest.raises(TraacError, match=r"^alp_beta: -1 must be a finite number > 0"):
+        check_unused({METHODS["alp"].settings: {"alp_beta": -1}}, RUN)
 
 
 def test_every_peer_is_a_mode_and_its_variants_are_compared() -> None:
     for name, method in METHODS.items():
-        if method.settings is None:  # TRAAC's own: their variants are variants.py's
+        if isinstance(method, TraacMethod):  # TRAAC's own: their variants are variants.py's
             assert not method.compare
             continue
         assert method.rewards[2:] == ((method.reward,) if method.reward else ())

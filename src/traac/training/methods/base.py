@@ -1,11 +1,11 @@
 """What every length-control method module defines, and what the trainer builds from it.
 
 A method module (`traac.training.methods.<name>`) holds one method: its settings (a dataclass
-whose fields are `TRAACConfig` fields, with defaults, help and checks), its reward function (a
-`GroupReward` subclass: a TRL reward function over GRPO's groups, whose name is the one TRL
-logs, and whatever it keeps across steps, with `state_dict`) and its `LengthMethod` entry, which
-`traac.training.methods.registry` collects. The config, `--dry-run`, `experiment compare` and
-the docs read the registry.
+whose fields are the keys of a recipe's `method_args`, with defaults, help and checks), its
+reward function (a `GroupReward` subclass: a TRL reward function over GRPO's groups, whose name
+is the one TRL logs, and whatever it keeps across steps, with `state_dict`) and its
+`LengthMethod` entry, which `traac.training.methods.registry` collects. The config, `--dry-run`,
+`experiment compare` and the docs read the registry.
 
 A paper writes its reward with its own weight on correctness; traac's right answer is worth
 `correctness_reward` in every mode, so each length term is multiplied by
@@ -16,7 +16,8 @@ constant, plus traac's format term, which GRPO's group normalisation leaves as i
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+import typing
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -43,22 +44,38 @@ class RunContext:
 
 @dataclass(frozen=True)
 class MethodSettings:
-    """A method's settings: its fields are `TRAACConfig`'s (names users already write). Fields
-    named in `POSITIVE`, `NONNEGATIVE` and `COUNTS` (integers >= 1) are checked for every run,
-    whatever its mode, so a recipe's mistake fails early; None is "unset" and passes. `resolved`
-    fills the defaults that depend on the run and checks what binds only when it trains."""
+    """A method's settings: the keys of a recipe's `method_args` when it trains (names users
+    already write, and may still write flat: `traac.training.methods.registry.split_settings`).
+    Fields named in `POSITIVE`, `NONNEGATIVE` and `COUNTS` (integers >= 1) are checked by
+    `check`; None is "unset" and passes. `resolved` fills the defaults that depend on the run
+    and checks what binds only when it trains."""
 
     POSITIVE: ClassVar[tuple[str, ...]] = ()
     NONNEGATIVE: ClassVar[tuple[str, ...]] = ()
     COUNTS: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
-    def from_values(cls, source: Any) -> MethodSettings:
-        """The settings read off an object with the fields (a `TRAACConfig`)."""
-        return cls(**{f.name: getattr(source, f.name) for f in dataclasses.fields(cls)})
+    def names(cls) -> tuple[str, ...]:
+        """The settings' names, in declaration order."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], method: str) -> MethodSettings:
+        """The settings of `method` from a mapping of some of its keys (the rest keep their
+        defaults): a key it does not have is named in one line with those it has; a number or
+        a boolean written as text is read as the command line reads it."""
+        names = cls.names()
+        for key in values:
+            if key not in names:
+                raise TraacError(
+                    f"method_args: {key} is not a setting of mode {method}; its settings are "
+                    f"{', '.join(names)}"
+                )
+        hints = typing.get_type_hints(cls)
+        return cls(**{key: _typed(key, value, hints[key]) for key, value in values.items()})
 
     def check(self, run: RunContext) -> None:
-        """Each field's own range (every mode)."""
+        """Each field's own range."""
         for names, options in (
             (self.POSITIVE, {}),
             (self.NONNEGATIVE, {"zero": True}),
@@ -71,6 +88,35 @@ class MethodSettings:
     def resolved(self, run: RunContext) -> MethodSettings:
         """Unset values resolved against the run; checks that bind only when training it."""
         return self
+
+
+def declared_in(owner: type, name: str) -> Any:
+    """The dataclass field `name` as `owner` declares it (default and help), to declare again
+    where a settings class takes it over: one definition, in `owner`."""
+    declared = next(f for f in dataclasses.fields(owner) if f.name == name)
+    return dataclasses.field(default=declared.default, metadata=declared.metadata)
+
+
+_TRUE, _FALSE = ("true", "yes", "1"), ("false", "no", "0")
+
+
+def _typed(name: str, value: Any, hint: Any) -> Any:
+    """`value` as the field's type where it is text and the field takes no text (`--method_args`
+    JSON and YAML hold typed values; a YAML `1e-4` is text, as flat fields the parser converts)."""
+    kinds = typing.get_args(hint) or (hint,)
+    if not isinstance(value, str) or str in kinds:
+        return value
+    if bool in kinds:
+        if value.lower() not in (*_TRUE, *_FALSE):
+            raise TraacError(f"{name}: {value!r} must be true or false")
+        return value.lower() in _TRUE
+    for kind, what in ((int, "an integer"), (float, "a number")):
+        if kind in kinds:
+            try:
+                return kind(value)
+            except ValueError:
+                raise TraacError(f"{name}: {value!r} must be {what}") from None
+    return value
 
 
 @dataclass(frozen=True)
@@ -98,11 +144,9 @@ class LengthMethod:
         """The rewards TRL sums, in order: TRAAC's correctness and format, then its own term."""
         return (*TRAAC_REWARDS[:2], *([self.reward] if self.reward else []))
 
-    def run_of(self, source: Any, run: RunContext) -> MethodRun:
-        """The method with its settings read off `source` (a `TRAACConfig`), checked and
-        resolved for the run."""
-        settings = self.settings.from_values(source)
-        settings.check(run)
+    def run_of(self, settings: MethodSettings, run: RunContext) -> MethodRun:
+        """The method with its settings (checked: `TRAACConfig.method_settings`) resolved for
+        the run."""
         return MethodRun(self, settings.resolved(run), run)
 
 

@@ -1,19 +1,23 @@
 """Every training method by name, TRAAC's own and its peers': the one table `TRAACConfig` (its
-fields and `mode`), the trainer (`traac.training.methods.hooks`), `--dry-run`, `experiment
-compare` and the docs read. Adding a method is a module in this package (settings, reward
-function, state, `LengthMethod`), its test, and one line here.
+`mode` and `method_args`), the train parser (the flat spelling of the settings), the trainer
+(`traac.training.methods.hooks`), `--dry-run`, `experiment compare` and the docs read. Adding a
+method is a module in this package (settings, reward function, state, `LengthMethod`), its test,
+and one line here.
 
 Each entry says, per phase of the step: the rewards TRL sums (`rewards`, with the method's own
 term from `make`), what it adds to a group (`compresses`: TRAAC's compressed, re-answered
 copies), what it keeps (its reward object's `retain`: GFPO's filter), what it needs bound (its
-reward object's `bind`: the tokenizer), and its settings (`settings`, None for TRAAC's own)."""
+reward object's `bind`: the tokenizer), and its settings (`settings`: what a recipe's
+`method_args` holds when it trains; None for a mode with none)."""
 
 from __future__ import annotations
 
 import dataclasses
 import typing
+from collections.abc import Mapping
 from typing import Any
 
+from traac.errors import TraacError
 from traac.training.methods import (
     adaptthink,
     alp,
@@ -31,7 +35,7 @@ from traac.training.methods import (
     shorterbetter,
     traac,
 )
-from traac.training.methods.base import LengthMethod, MethodRun, RunContext
+from traac.training.methods.base import LengthMethod, MethodRun, MethodSettings, RunContext
 from traac.training.methods.traac import TraacMethod
 
 Method = TraacMethod | LengthMethod
@@ -63,9 +67,9 @@ METHODS: dict[str, Method] = {
 }
 
 
-def settings_classes() -> list[type]:
+def settings_classes() -> list[type[MethodSettings]]:
     """Each settings class once, in the registry's order."""
-    out: list[type] = []
+    out: list[type[MethodSettings]] = []
     for method in METHODS.values():
         if method.settings is not None and method.settings not in out:
             out.append(method.settings)
@@ -73,8 +77,9 @@ def settings_classes() -> list[type]:
 
 
 def method_fields() -> type:
-    """A dataclass with every method's settings fields (types resolved, defaults and help kept):
-    `TRAACConfig` inherits it, so the fields are the config's, declared once, in their method."""
+    """Every method's settings as one dataclass of flat fields (types resolved, defaults and
+    help kept): the train parser takes them as recipe keys and options, the spelling from before
+    `method_args`, which `split_settings` routes. One name is one method's setting."""
     specs: list[tuple[str, Any, dataclasses.Field]] = []
     for cls in settings_classes():
         hints = typing.get_type_hints(cls)
@@ -84,21 +89,66 @@ def method_fields() -> type:
     names = [name for name, _, _ in specs]
     if len(names) != len(set(names)):
         raise TypeError(f"two methods declare one field: {sorted(names)}")
-    return dataclasses.make_dataclass("MethodFields", specs)
+    flat = dataclasses.make_dataclass("MethodFields", specs)
+    flat._argument_group_name = (  # type: ignore[attr-defined]
+        "method settings: the keys of method_args, each also taken flat (a recipe key or an "
+        "option); one of another mode than the trained one is accepted and unused"
+    )
+    return flat
 
 
-def check_methods(source: Any, run: RunContext) -> None:
-    """Every method's fields in range (whatever the mode: a recipe's mistake fails early)."""
-    for cls in settings_classes():
-        cls.from_values(source).check(run)
+def setting_names() -> set[str]:
+    """Every method's settings' names (the keys a recipe may also write flat)."""
+    return {name for cls in settings_classes() for name in cls.names()}
 
 
-def method_run(name: str, source: Any, run: RunContext) -> MethodRun | None:
-    """The method `name` with its settings read off `source` and resolved for the run (None: a
-    method with no settings of its own)."""
-    return METHODS[name].run_of(source, run)
+def _owner(key: str) -> type[MethodSettings] | None:
+    return next((cls for cls in settings_classes() if key in cls.names()), None)
 
 
-def compressing_methods() -> list[str]:
-    """The methods that compress right rollouts, for the messages that name them."""
-    return [name for name, method in METHODS.items() if method.compresses]
+def split_settings(
+    values: Mapping[str, Any], mode: str
+) -> tuple[dict[str, Any], dict[type[MethodSettings], dict[str, Any]]]:
+    """Method settings by name (a recipe's `method_args` and its flat keys) split into the
+    mode's own (its `method_args`) and, by settings class, those of the methods not trained (a
+    shared recipe serves every mode). A key no method has stays with the mode's, whose parse
+    names it."""
+    cls = METHODS[mode].settings
+    own_keys = cls.names() if cls is not None else ()
+    own: dict[str, Any] = {}
+    others: dict[type[MethodSettings], dict[str, Any]] = {}
+    for key, value in values.items():
+        owner = None if key in own_keys else _owner(key)
+        if owner is None:
+            own[key] = value
+        else:
+            others.setdefault(owner, {})[key] = value
+    return own, others
+
+
+def parse_settings(mode: str, values: Mapping[str, Any], run: RunContext) -> MethodSettings | None:
+    """The settings of `mode` from its `method_args`, checked: the one parse (a key it does not
+    have, one line naming it, the mode and the keys it has). None: a mode with no settings."""
+    cls = METHODS[mode].settings
+    if cls is None:
+        if values:
+            key = next(iter(values))
+            raise TraacError(f"method_args: {key} is not a setting of mode {mode}, which has none")
+        return None
+    settings = cls.from_mapping(values, mode)
+    settings.check(run)
+    return settings
+
+
+def check_unused(others: Mapping[type[MethodSettings], Mapping[str, Any]], run: RunContext) -> None:
+    """The settings of methods not trained that a shared recipe gives: unused, and in range all
+    the same, so a recipe's mistake fails under whichever mode runs it."""
+    for cls, values in others.items():
+        modes = [name for name, method in METHODS.items() if method.settings is cls]
+        cls.from_mapping(values, modes[0]).check(run)
+
+
+def method_run(name: str, settings: MethodSettings | None, run: RunContext) -> MethodRun | None:
+    """The method `name` with its checked settings resolved for the run (None: a method with
+    no length term of its own)."""
+    return METHODS[name].run_of(settings, run)
