@@ -204,7 +204,7 @@ def step_config(output_dir: str, opts: argparse.Namespace, **settings: Any) -> A
     """A `TRAACConfig` on the CPU for `--warmup` + `--steps` steps of `--prompts` x
     `--generations` rollouts, saving and reporting nothing; `settings`: the rest (the mode's own
     written flat, as a recipe may)."""
-    from traac.training.config import TRAACConfig
+    from traac.training.planning.traac_config import TRAACConfig
 
     return TRAACConfig.from_flat(
         output_dir=output_dir,

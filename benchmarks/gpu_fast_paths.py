@@ -14,7 +14,7 @@ decode  ms per decoding step, 16 rows of a random Qwen3-0.6B (vocabulary 151,936
 memory  each phase of a step at the GPU smoke's shape (LoRA r 16 on q/v, bf16, the testbed's
         640-token vocabulary, 16 rows of a 40-token prompt + `--completion` tokens), its peak
         above the weights by `torch.cuda.max_memory_allocated`, beside the dry-run's estimate
-        of that phase (`traac.training.memory.estimate`).
+        of that phase (`traac.training.planning.memory.estimate`).
 probe   `AttentionScorer.token_scores` against the same plain forward (`logits_to_keep=1`,
         SDPA, bf16), one sequence of T tokens, median of 10 CUDA-event-timed calls after 3
         warm-ups, T = 2k, 8k, 16k. Goal: <= 1.10x at 2k, <= 1.05x from 8k.
@@ -37,8 +37,8 @@ from transformers import Qwen3Config, Qwen3ForCausalLM
 from _common import command, machine
 from traac.common.decoding import RowSampler, decode_padded, decode_refilled
 from traac.method.scoring import AttentionScorer
-from traac.training.memory import GIB, Shape, Sharding, count_parameters, estimate
 from traac.training.methods.traac import TraacSettings  # attention on the reference
+from traac.training.planning.memory import GIB, Shape, Sharding, count_parameters, estimate
 
 QWEN3_06B = {  # Qwen/Qwen3-0.6B's config.json, the fields that shape it
     "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,

@@ -37,7 +37,7 @@ from traac.cli import main as traac
 from traac.testbed.build import PROMPT_STYLE, teacher_traces
 from traac.testbed.config import QUICK
 from traac.testbed.tokenizer import EOS, PAD, build_tokenizer
-from traac.training.metrics_file import METRICS_FILE
+from traac.training.telemetry.metrics_file import METRICS_FILE
 
 RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "testbed.yaml"
 QWEN3_06B = {  # Qwen/Qwen3-0.6B's config.json, the fields that shape it

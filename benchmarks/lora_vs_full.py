@@ -35,8 +35,8 @@ from _common import (
     training_data,
 )
 from traac.pipelines.model_registry import resolve_model
-from traac.training.lora import LoraArguments
-from traac.training.trainer import TRAACTrainer
+from traac.training.trl_adapter.lora import LoraArguments
+from traac.training.trl_adapter.trainer import TRAACTrainer
 
 VARIANTS = ("full", "lora")
 

@@ -66,7 +66,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "untrimmed": {},
 }  # fmt: skip
 # Variants whose log-prob forwards run at the generation batch's full width, as TRL's do
-# (traac.training.padding cuts each chunk to the columns its rows use).
+# (traac.training.trl_adapter.padding cuts each chunk to the columns its rows use).
 UNTRIMMED = {"shipped", "shipped-chunked", "untrimmed"}
 PHASES = ("generate", "verify", "score", "regenerate", "ref logps", "loss fwd", "backward")
 RESULT = "RESULT "
@@ -119,8 +119,8 @@ def instrument(recorder: Recorder) -> None:
     """Wrap the trainer's phases (its step clock's, TRL's log-prob, loss and step hooks)."""
     import torch
 
-    from traac.training.telemetry import StepClock
-    from traac.training.trainer import TRAACTrainer
+    from traac.training.telemetry.step_stats import StepClock
+    from traac.training.trl_adapter.trainer import TRAACTrainer
 
     def wrap(name: str, phase: Any) -> None:
         original = getattr(TRAACTrainer, name)
@@ -177,7 +177,7 @@ def child(variant: str, opts: argparse.Namespace) -> None:
     from traac.pipelines.train import parse, train
 
     if variant in UNTRIMMED:
-        from traac.training.trainer import TRAACTrainer
+        from traac.training.trl_adapter.trainer import TRAACTrainer
 
         del TRAACTrainer._get_per_token_logps_and_entropies  # TRL's own, at full width
     recorder = Recorder()

@@ -12,7 +12,7 @@ import cuda_fake
 import pytest
 
 from traac.cli import main as traac
-from traac.training import packages
+from traac.training.planning import packages
 
 RECIPES = Path(__file__).resolve().parents[1] / "recipes"
 # Each recipe and the GPUs its header names (0: a CPU recipe).

@@ -21,8 +21,8 @@ __version__ = "0.1.0"
 # Where each public name lives: name -> module. One table, read by __getattr__ and __dir__.
 _EXPORTS: dict[str, str] = {
     # training
-    "TRAACConfig": "traac.training.config",
-    "TRAACTrainer": "traac.training.trainer",
+    "TRAACConfig": "traac.training.planning.traac_config",
+    "TRAACTrainer": "traac.training.trl_adapter.trainer",
     # the compression module
     "Compressor": "traac.method.compression",
     "CompressionResult": "traac.method.compression",
@@ -138,6 +138,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; nothing is imported at run
     from traac.method.segmentation import split_steps
     from traac.method.settings import CompressionSettings
     from traac.pipelines.model_registry import resolve_model
-    from traac.training.config import TRAACConfig
-    from traac.training.trainer import TRAACTrainer
+    from traac.training.planning.traac_config import TRAACConfig
+    from traac.training.trl_adapter.trainer import TRAACTrainer
     from traac.verification import extract_answer, verify_choice, verify_math, verify_task

@@ -19,7 +19,7 @@ import cuda_fake
 import pytest
 
 from traac.commands import eval as eval_parser
-from traac.training import packages
+from traac.training.planning import packages
 
 ROOT = Path(__file__).resolve().parents[2]
 

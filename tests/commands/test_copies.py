@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from traac.cli import main as cli_main
-from traac.training.copy_stats import PooledRecord
-from traac.training.telemetry import StepStats, append_metrics
+from traac.training.telemetry.copy_stats import PooledRecord
+from traac.training.telemetry.step_stats import StepStats, append_metrics
 
 
 def test_copies_prints_each_kind_and_the_verdict(
@@ -22,7 +22,7 @@ def test_copies_prints_each_kind_and_the_verdict(
     out = capsys.readouterr().out
     assert "compute-evicted copies" in out and "their groups' originals" in out
     assert "TRAAC: H1 holds: compute-evicted copies right 100.0%" in " ".join(out.split())
-    assert "Originals' pass rate" in out  # its rows: tests/training/test_copy_stats.py
+    assert "Originals' pass rate" in out  # its rows: tests/training/telemetry/test_copy_stats.py
 
 
 def test_copies_refuses_what_is_not_a_run(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

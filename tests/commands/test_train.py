@@ -23,10 +23,10 @@ import yaml
 from traac.cli import main as cli_main
 from traac.errors import TraacError
 from traac.pipelines.train import resume_checkpoint
-from traac.training import packages
-from traac.training.checkpoint import STATE_FILE, rank_state_file
-from traac.training.metrics_file import METRICS_FILE
-from traac.training.trainer import TRAACTrainer
+from traac.training.planning import packages
+from traac.training.telemetry.metrics_file import METRICS_FILE
+from traac.training.trl_adapter.checkpoint import STATE_FILE, rank_state_file
+from traac.training.trl_adapter.trainer import TRAACTrainer
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = ROOT / "recipes"
@@ -48,7 +48,7 @@ def offline_env(tmp_path: Path) -> dict[str, str]:
 # the GPU machine the paper recipes are for; vLLM itself cannot be installed here.
 LAUNCHER = """import sys
 from importlib.util import find_spec
-import traac.training.packages as packages
+import traac.training.planning.packages as packages
 packages.find_spec = lambda name: find_spec("json") if name == "vllm" else find_spec(name)
 from traac.cli import main
 sys.exit(main())
@@ -470,7 +470,7 @@ def without_timings(record: dict) -> dict:
 def test_sigterm_then_resume_matches_an_uninterrupted_run(
     quick_testbed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
-    monkeypatch.setattr("traac.training.driver.verify_many", verdict_by_parity)
+    monkeypatch.setattr("traac.training.step.driver.verify_many", verdict_by_parity)
     every_2 = ("--save_strategy", "steps", "--save_steps", "2")
     a, b = tmp_path / "a", tmp_path / "b"
     assert cli_main(train_args(quick_testbed, a, *every_2)) == 0

@@ -8,7 +8,7 @@ import inspect
 
 from traac.common.step_labels import labeller_for
 from traac.data import testbed_problems
-from traac.training import step
+from traac.training.step import phases as step
 
 
 def test_the_testbed_registers_its_rule_under_its_data_source() -> None:

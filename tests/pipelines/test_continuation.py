@@ -16,8 +16,8 @@ from traac.pipelines.continuation import Continuation, check_steps, plan_continu
 from traac.pipelines.experiments import ExperimentSettings, run_experiment
 from traac.pipelines.recipe import check_continuable
 from traac.pipelines.stages import QUICK_TRAINING, HeldOut
-from traac.training.checkpoint import STATE_FILE
-from traac.training.metrics_file import METRICS_FILE, metric_rows
+from traac.training.telemetry.metrics_file import METRICS_FILE, metric_rows
+from traac.training.trl_adapter.checkpoint import STATE_FILE
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "testbed.yaml"
 

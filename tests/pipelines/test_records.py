@@ -17,7 +17,7 @@ from traac.evaluation.harness.runner import SAMPLES_FILE
 from traac.pipelines.experiments import PROVENANCE, RUN_SECONDS, ExperimentSettings, run_key
 from traac.pipelines.recipe import read_recipe
 from traac.pipelines.records import RECIPE, keep, load, slug, study_tables
-from traac.training.metrics_file import METRICS_FILE
+from traac.training.telemetry.metrics_file import METRICS_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 VARIANTS = ("CR+LR", "TRAAC without compression")

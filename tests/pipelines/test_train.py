@@ -22,8 +22,8 @@ from safetensors.torch import load_file
 
 from traac.cli import main as cli_main
 from traac.errors import TraacError
-from traac.training.metrics_file import METRICS_FILE
-from traac.training.trainer import TRAACTrainer
+from traac.training.telemetry.metrics_file import METRICS_FILE
+from traac.training.trl_adapter.trainer import TRAACTrainer
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "testbed.yaml"
 N = 4  # rollouts per prompt
@@ -117,7 +117,7 @@ def lora_runs(quick_testbed: Path, tmp_path_factory: pytest.TempPathFactory) -> 
             signal.raise_signal(signal.SIGTERM)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("traac.training.driver.verify_many", verdict_by_parity)
+        patch.setattr("traac.training.step.driver.verify_many", verdict_by_parity)
         assert cli_main(train_args(quick_testbed, root / "a", *every_2)) == 0
         with pytest.MonkeyPatch.context() as stop:
             stop.setattr(TRAACTrainer, "_log_step", sigterm_during_step_2)
@@ -201,7 +201,7 @@ def test_the_adapter_is_a_model_for_every_command(
 def test_two_lora_steps_on_smollm2_and_eval_loads_the_adapter(
     smollm2: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
-    monkeypatch.setattr("traac.training.driver.verify_many", verdict_by_parity)
+    monkeypatch.setattr("traac.training.step.driver.verify_many", verdict_by_parity)
     out = tmp_path / "out"
     argv = [
         "train", "--config", str(RECIPE), "--model_name_or_path", "smollm2",
@@ -287,7 +287,7 @@ def test_a_field_a_run_would_refuse_fails_the_dry_run(
 
 
 def _checkpoint(out: Path, step: int) -> None:
-    from traac.training.checkpoint import STATE_FILE
+    from traac.training.trl_adapter.checkpoint import STATE_FILE
 
     directory = out / f"checkpoint-{step}"
     directory.mkdir(parents=True)

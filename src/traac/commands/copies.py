@@ -10,8 +10,8 @@ from traac.commands import ArgumentParser
 from traac.common.inputs import check_distinct
 from traac.console import make_console, print_lines, print_table
 from traac.errors import TraacError
-from traac.training.copy_stats import copies_table, pass_rate_table
-from traac.training.metrics_file import check_metrics_file
+from traac.training.telemetry.copy_stats import copies_table, pass_rate_table
+from traac.training.telemetry.metrics_file import check_metrics_file
 
 DESCRIPTION = """\
 Per run: the compressed copies that lost a computation step (problems whose steps carry labels,

@@ -38,7 +38,7 @@ def main(argv: list[str]) -> int:
     from traac.console import make_console, make_progress, print_lines
     from traac.pipelines.plan import make_plan
     from traac.pipelines.train import parse_recipe, train
-    from traac.training.metrics_file import METRICS_FILE
+    from traac.training.telemetry.metrics_file import METRICS_FILE
 
     dry_run = _asks_dry_run(argv)
     script, config, device_note = parse_recipe(argv, dry_run)
@@ -134,9 +134,9 @@ def short_parser() -> argparse.ArgumentParser:
 
     from traac.method.settings import CompressionSettings, FormatSettings
     from traac.pipelines.train import TrainScriptArguments
-    from traac.training.config import TRAACConfig
     from traac.training.methods.registry import METHODS, settings_classes
     from traac.training.methods.traac import TraacSettings
+    from traac.training.planning.traac_config import TRAACConfig
 
     p = argparse.ArgumentParser(
         prog="traac train", usage=USAGE, description=DESCRIPTION, add_help=False,

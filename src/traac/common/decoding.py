@@ -4,7 +4,8 @@
 decoding batch full: a finished row's slot goes to the next waiting prompt, and a finished row
 leaves the batch, so a batch of uneven responses costs the tokens it samples, not its longest
 response times its rows. `traac eval --batching refill` (`traac.evaluation.refill`) and the
-training rollouts of `rollout_batching: refill` (`traac.training.rollouts`) decode with them.
+training rollouts of `rollout_batching: refill` (`traac.training.trl_adapter.rollouts`) decode with
+them.
 
 A padded `generate` batch decodes until its longest response ends, so on responses of uneven
 length most rows idle. Here `slots` rows decode together; when rows stop, prefilled prompts take

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING
 from traac.errors import TraacError
 from traac.pipelines.stages import Recipe
 from traac.pipelines.train import resume_checkpoint
-from traac.training.metrics_file import METRICS_FILE
+from traac.training.telemetry.metrics_file import METRICS_FILE
 
 if TYPE_CHECKING:
-    from traac.training.config import TRAACConfig
+    from traac.training.planning.traac_config import TRAACConfig
 
 STEP_FREE_SCHEDULES = ("constant", "constant_with_warmup")
 

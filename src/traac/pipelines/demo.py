@@ -59,7 +59,7 @@ from traac.pipelines.stages import (
     training_compression,
 )
 from traac.testbed.build import ensure_testbed
-from traac.training.config import TRAACConfig
+from traac.training.planning.traac_config import TRAACConfig
 
 logger = logging.getLogger(__name__)
 CALIBRATION_SAMPLE = 64  # correct base responses the step viewer ranks uniformities among

@@ -74,7 +74,7 @@ from traac.pipelines.variants import (
     check_variants,
 )
 from traac.training.methods.scale import PaperTokens, PerPaperToken
-from traac.training.metrics_file import METRICS_FILE
+from traac.training.telemetry.metrics_file import METRICS_FILE
 
 BASE = "Base"
 RUN_SECONDS = "seconds.json"  # in a run's directory: what training and evaluating it took

@@ -4,9 +4,9 @@
 directory, named model, GGUF file, hub id) and, where its tokenizer is on disk or the hub is
 reachable, its chat format; the dataset's and the held-out set's rows where the data is local,
 cached or reachable; the batch arithmetic for the planned number of processes; the packages the
-recipe uses (`traac.training.packages`); the extra reward functions (imported, signatures checked);
-the resume checkpoint. What cannot be reached offline is said plainly and left to run time, never
-reported as an error.
+recipe uses (`traac.training.planning.packages`); the extra reward functions (imported, signatures
+checked); the resume checkpoint. What cannot be reached offline is said plainly and left to run
+time, never reported as an error.
 """
 
 from __future__ import annotations
@@ -34,14 +34,14 @@ from traac.pipelines.train import (
     resume_checkpoint,
     validate,
 )
-from traac.training.compress import check_probe_layers_of
-from traac.training.config import TRAACConfig
-from traac.training.copies import COPY_LOSS_WORDS, COPY_POOL_WORDS
-from traac.training.extra_rewards import load_extra_rewards
-from traac.training.memory import Sharding, recipe_estimate
-from traac.training.packages import requirements
-from traac.training.presets import preset_rows
-from traac.training.profiles import describe_profile
+from traac.training.planning.memory import Sharding, recipe_estimate
+from traac.training.planning.packages import requirements
+from traac.training.planning.presets import preset_rows
+from traac.training.planning.profiles import describe_profile
+from traac.training.planning.traac_config import TRAACConfig
+from traac.training.step.compressor import check_probe_layers_of
+from traac.training.step.copy_rules import COPY_LOSS_WORDS, COPY_POOL_WORDS
+from traac.training.trl_adapter.extra_rewards import load_extra_rewards
 
 CHECKED_AT_RUN_TIME = "not reachable offline, checked at run time"
 
@@ -298,8 +298,8 @@ def launch_sharding(config: Any, requested: str | None) -> tuple[str, Sharding]:
 
 
 def memory_line(script: Any, config: Any, processes: int) -> str:
-    """`traac.training.memory`'s estimate, from the model's config (no weights); left to run
-    time when the config is neither on disk nor reachable."""
+    """`traac.training.planning.memory`'s estimate, from the model's config (no weights); left to
+    run time when the config is neither on disk nor reachable."""
     name = script.model_name_or_path
     named = MODELS.get(name)
     where = named.cached() if named is not None else name

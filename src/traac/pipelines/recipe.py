@@ -1,6 +1,6 @@
 """A training recipe read before the training stack is imported: `traac train` checks here the
-recipe file and its YAML, the counts of `traac.training.counts` and a misspelt built-in model
-name, so those mistakes are named in a second rather than after the imports of torch,
+recipe file and its YAML, the counts of `traac.training.planning.counts` and a misspelt built-in
+model name, so those mistakes are named in a second rather than after the imports of torch,
 transformers and TRL. The full parse follows (`traac.pipelines.train.parse`), which checks every
 field again.
 
@@ -28,7 +28,7 @@ from traac.common.outputs import writable_dir
 from traac.errors import TraacError
 from traac.method.difficulty import FLAT_KEYS
 from traac.pipelines.recipe_fields import declared_fields
-from traac.training.counts import check_counts
+from traac.training.planning.counts import check_counts
 
 _SCORERS = ("reference", "policy")  # scoring_model values that name no model
 

@@ -1,5 +1,5 @@
-"""A recipe that says more than it does: fields the run does not read (`traac.training.effects`),
-refused or noted by who set them.
+"""A recipe that says more than it does: fields the run does not read
+(`traac.training.planning.effects`), refused or noted by who set them.
 
 A field is refused (one line, exit 2) when it was written together with, or after, what makes it
 unread: in the same recipe as its `mode` (or `use_peft`), or on the command line. Its author
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from traac.errors import TraacError
-from traac.training.effects import Unread, describe, unread_fields
+from traac.training.planning.effects import Unread, describe, unread_fields
 
 _RECIPE, _LINE = 1, 2  # where a field was set: the recipe file, the command line (or a variant)
 _FIX = {

@@ -32,8 +32,8 @@ CLASSES = (
     ("trl", "trainer/base_config.py", "_BaseConfig", ("TrainingArguments",)),
     ("trl", "trainer/grpo_config.py", "GRPOConfig", ("_BaseConfig",)),
     ("traac", "method/settings.py", "FormatSettings", ()),
-    ("traac", "training/config.py", "TRAACConfig", ("GRPOConfig", "FormatSettings")),
-    ("traac", "training/lora.py", "LoraArguments", ()),
+    ("traac", "training/planning/traac_config.py", "TRAACConfig", ("GRPOConfig", "FormatSettings")),
+    ("traac", "training/trl_adapter/lora.py", "LoraArguments", ()),
     ("traac", "pipelines/train.py", "TrainScriptArguments", ("LoraArguments",)),
 )  # fmt: skip
 # The parser's third class, `method_fields()`: every method's settings (`MethodSettings`

@@ -48,7 +48,7 @@ from traac.pipelines.experiments import (
     ExperimentSettings,
 )
 from traac.pipelines.variants import CONTRASTS
-from traac.training.metrics_file import METRICS_FILE
+from traac.training.telemetry.metrics_file import METRICS_FILE
 
 RECIPE = "recipe.yaml"
 RUN = "run.json"

@@ -34,8 +34,8 @@ from traac.evaluation.inference.thinking_backend import ThinkingBackend
 from traac.method.formats import resolve_chat_format
 from traac.method.settings import CompressionSettings
 from traac.pipelines.train import TrainScriptArguments, parse, train
-from traac.training.config import TRAACConfig
-from traac.training.telemetry import read_metrics
+from traac.training.planning.traac_config import TRAACConfig
+from traac.training.telemetry.step_stats import read_metrics
 
 logger = logging.getLogger(__name__)
 HELD_OUT_SEED = 2026  # held-out problems: the testbed's SFT and RL pools never hold them

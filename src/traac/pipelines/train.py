@@ -44,10 +44,6 @@ from traac.pipelines.recipe import (
 )
 from traac.pipelines.recipe_effects import settings_without_effect
 from traac.pipelines.recipe_fields import CHECKPOINTING
-from traac.training.checkpoint import STATE_FILE
-from traac.training.config import TRAACConfig, method_mapping
-from traac.training.counts import COUNTS, check_counts
-from traac.training.lora import LoraArguments
 from traac.training.methods.registry import (
     METHODS,
     check_unused,
@@ -55,8 +51,12 @@ from traac.training.methods.registry import (
     setting_names,
     split_settings,
 )
-from traac.training.packages import check_packages
-from traac.training.trainer import TRAACTrainer
+from traac.training.planning.counts import COUNTS, check_counts
+from traac.training.planning.packages import check_packages
+from traac.training.planning.traac_config import TRAACConfig, method_mapping
+from traac.training.trl_adapter.checkpoint import STATE_FILE
+from traac.training.trl_adapter.lora import LoraArguments
+from traac.training.trl_adapter.trainer import TRAACTrainer
 
 logger = get_logger(__name__)
 METHOD_FIELDS = method_fields()  # the methods' settings, flat: the train parser's third class

@@ -39,8 +39,8 @@ def record_steps(patch: Callable[[Any, str, Any], None] = setattr) -> None:
     this process's prompts (after resampling) and the re-answer prompts it owes, each a
     prompt followed by a compression's think block, as `last_step` records them. `patch`
     makes the two changes (pytest's `monkeypatch.setattr`, to undo them after a test)."""
-    import traac.training.driver as driver
-    import traac.training.trainer as trainer
+    import traac.training.step.driver as driver
+    import traac.training.trl_adapter.trainer as trainer
 
     patch(driver, "verify_many", verdicts)
     real = trainer.TRAACTrainer.traac_step

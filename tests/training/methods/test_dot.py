@@ -7,10 +7,10 @@ import math
 import pytest
 
 from traac.errors import TraacError
-from traac.training.config import TRAACConfig
 from traac.training.methods.base import RunContext
 from traac.training.methods.dot import dot_cutoffs, largest_z
 from traac.training.methods.registry import method_run, parse_settings
+from traac.training.planning.traac_config import TRAACConfig
 
 # Seven rollouts of 10 tokens and one of 50: mean 15, sample variance (7 x 25 + 35^2) / 7 = 200.
 SEVEN_AND_ONE = [10] * 7 + [50]

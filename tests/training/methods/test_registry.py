@@ -11,7 +11,6 @@ import pytest
 from traac.errors import TraacError
 from traac.method.settings import CompressionSettings
 from traac.pipelines.variants import COMPARE
-from traac.training.copies import CopySettings
 from traac.training.methods.base import RunContext
 from traac.training.methods.registry import (
     METHODS,
@@ -22,6 +21,7 @@ from traac.training.methods.registry import (
     split_settings,
 )
 from traac.training.methods.traac import TraacMethod, TraacSettings
+from traac.training.step.copy_rules import CopySettings
 
 RUN = RunContext(correctness_reward=4.0, max_completion_length=160, easy_threshold=0.8)
 

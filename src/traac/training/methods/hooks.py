@@ -1,8 +1,8 @@
 """The chosen method of one run on the step's phases: `MethodHooks`, which the trainer holds
 whatever the method, so it has no branch per method.
 
-The phases are the step's (`traac.training.step`, `traac.training.driver`): the rewards TRL
-sums (`reward_funcs`), what the method adds to each group (`compresses`: compressed,
+The phases are the step's (`traac.training.step.phases`, `traac.training.step.driver`): the rewards
+TRL sums (`reward_funcs`), what the method adds to each group (`compresses`: compressed,
 re-answered copies), what a share of its rollouts start with (`prefill`: AdaptThink's empty
 think block), which rows it keeps (`retain`: GFPO's filter), what it needs bound once
 TRL holds the tokenizer (`bind`), and what it keeps across steps (`state_dict`)."""
@@ -16,7 +16,7 @@ from traac.method.formats import ChatFormat
 from traac.method.rewards import Gather
 from traac.training.methods.base import TRAAC_REWARDS, GroupReward, MethodRun, Prefill, prefill_of
 from traac.training.methods.registry import Method
-from traac.training.rewards import TraacRewards
+from traac.training.trl_adapter.reward_functions import TraacRewards
 
 RewardFunc = Callable[..., list[float]]
 

@@ -13,7 +13,6 @@ from traac.common.scoring_model import check_scoring_model
 from traac.errors import TraacError
 from traac.method.early_exit import EARLY_EXIT_MODES, PREFIX_COMPRESSIONS
 from traac.method.settings import SCORER_KINDS, CompressionSettings, ScorerKind, check_choice
-from traac.training.copies import CopySettings
 from traac.training.methods.base import (
     TRAAC_REWARDS,
     MethodRun,
@@ -21,7 +20,8 @@ from traac.training.methods.base import (
     RunContext,
     declared_in,
 )
-from traac.training.presets import authors_probe_layers
+from traac.training.planning.presets import authors_probe_layers
+from traac.training.step.copy_rules import CopySettings
 
 CALIBRATIONS = ("none", "rank")
 # A CompressionSettings field every run shares: the peers that read the text split it too.
@@ -34,7 +34,7 @@ class TraacSettings(MethodSettings):
     whose `split_phrases` is shared), which compressed copies are made and what they are trained
     on (`CopySettings`), the oracle compressions, the scoring model and the uniformity
     calibration. `probe_layers`, `copy_pool` and `copy_loss` left unset are the preset's
-    (`traac.training.presets`)."""
+    (`traac.training.planning.presets`)."""
 
     COUNTS = ("calibration_window",)
 

@@ -1,0 +1,1 @@
+"""Recipe and memory planning, before a model loads: TRAACConfig and its checks."""

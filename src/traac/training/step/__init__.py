@@ -1,0 +1,1 @@
+"""The TRAAC step outside TRL: its phases, their driver and host, rounds, compression."""

@@ -1,0 +1,1 @@
+"""What a training run records and reads back: step stats, copies, metrics.jsonl."""
