@@ -513,8 +513,11 @@ def test_train_help_is_short_names_config_and_the_way_to_trls_fields(capsys: Any
     assert out.index("--mode") < out.index("traac train --help-all` lists all")
     assert "--adam-beta1" not in out  # transformers' fields wait for --help-all
     assert len(out.splitlines()) < 400
+    assert "alp (--alp-beta, --alp-normalizer)" in out  # a peer's settings, by name only
+    assert "global coefficient beta" not in out  # ALP's field help waits for --help-all
     assert cli_main(["train", "--help-all"]) == 0
-    assert "--adam_beta1" in capsys.readouterr().out
+    full = capsys.readouterr().out
+    assert "--adam_beta1" in full and "global coefficient beta" in full
 
 
 # A few cases as a user runs them: a fresh interpreter, its exit code, and whether torch was

@@ -158,13 +158,20 @@ def short_parser() -> argparse.ArgumentParser:
     traac = p.add_argument_group("TRAAC (TRAACConfig; docs/method.md)")
     settings = p.add_argument_group("think format and step phrases (as on traac eval, generate)")
     compressing = " and ".join(n for n, m in METHODS.items() if m.settings is TraacSettings)
-    methods = p.add_argument_group(
-        f"method_args: the compression settings of {compressing}, then the peers' "
-        "(docs/peer_methods.md)"
+    methods = p.add_argument_group(f"method_args: the compression settings of {compressing}")
+    for f in dataclasses.fields(TraacSettings):
+        _add(methods, f)
+    # The peers' settings by name only: described in full by --help-all (one group per method
+    # would grow this help by a screen for every method added).
+    peers = [
+        f"{name} ({', '.join('--' + f.name.replace('_', '-') for f in dataclasses.fields(cls))})"
+        for name, cls in _peer_settings(METHODS, settings_classes(), TraacSettings)
+    ]
+    p.add_argument_group(
+        "method_args: the peers' settings (`traac train --help-all` describes each; "
+        "docs/peer_methods.md)",
+        "; ".join(peers) + ".",
     )
-    for cls in settings_classes():
-        for f in dataclasses.fields(cls):
-            _add(methods, f)
     changed = p.add_argument_group("GRPO fields whose defaults follow the paper, not TRL")
     own_fields = inspect.get_annotations(TRAACConfig)
     for f in dataclasses.fields(TRAACConfig):
@@ -175,6 +182,17 @@ def short_parser() -> argparse.ArgumentParser:
         elif f.name in own_fields:
             _add(changed, f)
     return p
+
+
+def _peer_settings(
+    methods: dict[str, Any], classes: list[type], own: type
+) -> list[tuple[str, type]]:
+    """Each peer settings class once, named by the modes that read it (`dler, dler_difficulty`)."""
+    return [
+        (", ".join(n for n, m in methods.items() if m.settings is cls), cls)
+        for cls in classes
+        if cls is not own
+    ]
 
 
 def print_short_help() -> None:
