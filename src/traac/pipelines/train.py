@@ -47,13 +47,14 @@ from traac.pipelines.recipe_fields import CHECKPOINTING
 from traac.training.methods.registry import (
     METHODS,
     check_unused,
+    join_flat,
     method_fields,
     setting_names,
     split_settings,
 )
 from traac.training.planning.counts import COUNTS, check_counts
 from traac.training.planning.packages import check_packages
-from traac.training.planning.traac_config import TRAACConfig, method_mapping
+from traac.training.planning.traac_config import TRAACConfig
 from traac.training.trl_adapter.checkpoint import STATE_FILE
 from traac.training.trl_adapter.lora import LoraArguments
 from traac.training.trl_adapter.trainer import TRAACTrainer
@@ -289,12 +290,7 @@ def route_settings(
     )  # fmt: skip
     merged: dict[str, Any] = {}
     for where, nested, keys in given:
-        nested = method_mapping(nested)
-        twice = [k for k in keys if k in nested]
-        if twice:
-            raise TraacError(f"{twice[0]}: set flat and in method_args in {where}; keep one "
-                             f"(method_args: {{{twice[0]}: VALUE}})")  # fmt: skip
-        merged.update({**nested, **{k: getattr(parsed, k) for k in keys}})
+        merged.update(join_flat(nested, {k: getattr(parsed, k) for k in keys}, where))
     if parsed.mode not in METHODS:  # the config names the mode; its settings wait for it
         parsed.method_args = merged
         return {}

@@ -415,3 +415,15 @@ def test_a_preset_fills_the_compression_settings_of_the_modes_that_have_them(
         pinned = make(mode=mode, preset=preset, method_args={"copy_pool": "all_correct"})
         assert pinned.preset_pinned["copy_pool"] == "recipe"
         assert pinned.method_settings.copy_pool == "all_correct"
+
+
+def test_from_flat_joins_flat_settings_and_refuses_a_key_written_both_ways() -> None:
+    flat = TRAACConfig.from_flat(output_dir="unused", use_cpu=True, bf16=False, mode="alp",
+                                 alp_beta=0.5, scorer="random")  # fmt: skip
+    assert flat.method_settings == make(mode="alp", method_args={"alp_beta": 0.5}).method_settings
+    with pytest.raises(TRAACConfigError) as error:
+        TRAACConfig.from_flat(output_dir="unused", mode="alp", alp_beta=0.5,
+                              method_args={"alp_beta": 1.0})  # fmt: skip
+    assert str(error.value) == (
+        "alp_beta: set flat and in method_args; keep one (method_args: {alp_beta: VALUE})"
+    )

@@ -13,6 +13,7 @@ reward object's `bind`: the tokenizer), and its settings (`settings`: what a rec
 from __future__ import annotations
 
 import dataclasses
+import json
 import typing
 from collections.abc import Mapping
 from typing import Any
@@ -104,6 +105,33 @@ def setting_names() -> set[str]:
 
 def _owner(key: str) -> type[MethodSettings] | None:
     return next((cls for cls in settings_classes() if key in cls.names()), None)
+
+
+def method_mapping(value: Any) -> dict[str, Any]:
+    """`method_args` as a mapping: JSON text (the command line's) read, unset as empty."""
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as err:
+            raise TraacError(f"method_args: {value!r} is not JSON ({err.msg})") from None
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise TraacError(f"method_args: {value!r} is not a mapping of setting: value")
+    return dict(value)
+
+
+def join_flat(nested: Any, flat: Mapping[str, Any], where: str = "") -> dict[str, Any]:
+    """`method_args` (`nested`) with the settings written `flat` beside it, the spelling from
+    before `method_args`, flat over nested; a key written both ways in one place (`where`: the
+    recipe, the command line) is refused in one line, since one would silently win."""
+    nested = method_mapping(nested)
+    twice = sorted(flat.keys() & nested.keys())
+    if twice:
+        place = f" in {where}" if where else ""
+        raise TraacError(f"{twice[0]}: set flat and in method_args{place}; keep one "
+                         f"(method_args: {{{twice[0]}: VALUE}})")  # fmt: skip
+    return {**nested, **flat}
 
 
 def split_settings(

@@ -41,6 +41,8 @@ from traac.training.methods.registry import (
     METHODS,
     Method,
     check_unused,
+    join_flat,
+    method_mapping,
     method_run,
     parse_settings,
     setting_names,
@@ -74,20 +76,6 @@ def _mode_help() -> str:
         "and compression (correctness and format stay; docs/peer_methods.md): "
         f"{' | '.join(peers)}."
     )
-
-
-def method_mapping(value: Any) -> dict[str, Any]:
-    """`method_args` as a mapping: JSON text (the command line's) read, unset as empty."""
-    if value is None:
-        return {}
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as err:
-            raise TraacError(f"method_args: {value!r} is not JSON ({err.msg})") from None
-    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-        raise TraacError(f"method_args: {value!r} is not a mapping of setting: value")
-    return dict(value)
 
 
 @dataclass
@@ -308,11 +296,11 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
         mode's join `method_args`; another mode's are unused, and checked, as `traac train`
         treats a recipe's (`traac.pipelines.train.route_settings`)."""
         flat = {name: values.pop(name) for name in list(values) if name in setting_names()}
-        nested = method_mapping(values.pop("method_args", None))
-        twice = sorted(flat.keys() & nested.keys())
-        if twice:
-            raise TRAACConfigError(f"{twice[0]}: set flat and in method_args; keep one")
-        given, mode = {**nested, **flat}, values.get("mode", "traac")
+        try:
+            given = join_flat(values.pop("method_args", None), flat)
+        except TraacError as error:
+            raise TRAACConfigError(str(error)) from None
+        mode = values.get("mode", "traac")
         own, others = split_settings(given, mode) if mode in METHODS else (given, {})
         config = cls(**values, method_args=own)
         check_unused(others, config.run_context())
