@@ -311,6 +311,29 @@ def test_a_run_stopped_mid_training_records_that_leg(tmp_path: Path, monkeypatch
     assert record["finished"] is False and record["seconds"] >= 0
 
 
+def test_a_legs_provenance_is_on_record_before_it_trains(tmp_path: Path, monkeypatch) -> None:
+    """A leg killed outright (SIGKILL: no handler runs) still names its commit and CPU, which
+    decide the weights: the leg is recorded as it starts, once a leg."""
+    legs_at_train: list[int] = []
+
+    def killed(recipe: Recipe, base: Path, model: Path, progress: object) -> Path:
+        legs = json.loads((model.parent / "provenance.json").read_text())["legs"]
+        legs_at_train.append(len(legs))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("traac.pipelines.experiments.resolve_model", lambda *a: str(tmp_path))
+    monkeypatch.setattr(HeldOut, "evaluate", lambda *a: None)
+    monkeypatch.setattr(Recipe, "train", killed)
+    s = settings(tmp_path, variants=["TRAAC"], seeds=[0])
+    for _ in range(2):
+        with pytest.raises(KeyboardInterrupt):
+            run_experiment(s)
+    assert legs_at_train == [1, 2]
+    (run,) = s.plan()
+    legs = json.loads((run.directory / "provenance.json").read_text())["legs"]
+    assert [set(leg) >= {"code", "cpu", "command", "time"} for leg in legs] == [True, True]
+
+
 def test_the_report_shows_what_each_compressing_run_removed(tmp_path: Path) -> None:
     """A run whose metrics show compressed copies gets its per-bin table; one that compressed
     nothing (CR+LR) gets none."""

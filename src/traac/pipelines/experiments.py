@@ -272,6 +272,8 @@ def run_experiment(
     for run in runs:
         stage = f"{run.variant}, seed {run.seed}"
         trained_before = run.recipe.trained(run.directory / "model")
+        if not trained_before:  # before any work: a leg killed outright is still on record
+            record_leg(run.directory)
         try:
             with stages.stage(stage):
                 model = run.recipe.train(base, run.directory / "model", progress)
@@ -281,15 +283,12 @@ def run_experiment(
         except KeyboardInterrupt:  # the checkpoint is saved; so is the time this leg took
             if not trained_before:
                 run_seconds(run.directory, stages.seconds[stage], finished=False)
-                record_leg(run.directory)
             raise
         summaries.setdefault(run.variant, {})[run.seed] = summary
         samples = SamplesFile(settings.eval_dir(run.directory) / SAMPLES_FILE).read()
         records.setdefault(run.variant, {})[run.seed] = list(samples.values())
         took = None if trained_before else stages.seconds[stage]
         seconds.setdefault(run.variant, {})[run.seed] = run_seconds(run.directory, took)
-        if took is not None:
-            record_leg(run.directory)
     results = {name: VariantResult.of(s) for name, s in summaries.items()}
     front = pareto_front({name: (r.accuracy["overall"].mean, r.length["overall"].mean)
                           for name, r in results.items()})  # fmt: skip
@@ -322,7 +321,10 @@ def run_seconds(directory: Path, took: float | None, finished: bool = True) -> f
 
 
 def record_leg(directory: Path) -> None:
-    """Add this invocation's provenance (commit, CPU, command, time) to the run's legs."""
+    """Add this invocation's provenance (commit, CPU, command, start time) to the run's legs,
+    as it starts on the run: a leg killed outright (a machine taken back) leaves no time in
+    `seconds.json`, but its commit and CPU, which decide the weights, stay on record."""
+    output_dir(directory)
     path = directory / PROVENANCE
     try:
         legs = list(json.loads(path.read_text())["legs"])
