@@ -265,6 +265,9 @@ CASES: list[tuple[str, Any, str]] = [
     ("train copy-loss under a mode that never compresses",
      lambda t: ["train", "--config", recipe(t, mode="cr"), "--copy-loss", "answer_only"],
      "--copy-loss: no effect (mode cr never compresses); drop it, or train a mode that reads it"),
+    ("train negated flag of another mode's setting",
+     lambda t: ["train", "--config", recipe(t), "--no_l1_budget_in_prompt", "--dry-run"],
+     "--l1-budget-in-prompt: no effect (only mode l1_max reads it, not traac)"),
     # --- the trained mode's own settings, one mapping (issue 57) ---
     ("yaml method_args key the mode lacks",
      lambda t: ["train", "--config", recipe(t, mode="alp", method_args={"alp_bta": 2}),

@@ -36,7 +36,6 @@ from traac.errors import TraacError
 from traac.method.difficulty import FLAT_KEYS
 from traac.pipelines.model_registry import resolve_model
 from traac.pipelines.recipe import (
-    overrides,
     read_recipe,
     remember_fields,
     unknown_option,
@@ -174,8 +173,7 @@ def parse(argv: list[str]) -> tuple[TrainScriptArguments, TRAACConfig]:
             f"model_name_or_path: {script.model_name_or_path} is a LoRA adapter directory; "
             "train from its base model (adapters are trained afresh with use_peft: true)"
         )
-    line = {k: v for k, v in overrides(argv).items() if k != "config"}
-    script.notes = tuple(settings_without_effect(recipe, line, config.mode, script.use_peft))
+    script.notes = tuple(settings_without_effect(recipe, parser.line, config.mode, script.use_peft))
     config.settings_noted = True
     return script, config
 
@@ -223,6 +221,7 @@ class _Parser(TrlParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.recipe: dict[str, Any] = {}
+        self.line: dict[str, Any] = {}  # the fields the command line set, by name, as parsed
         self.unused: dict[type, dict[str, Any]] = {}
 
     def set_defaults_with_config(self, **kwargs: Any) -> list[str]:
@@ -240,6 +239,7 @@ class _Parser(TrlParser):
         parsed, rest = super().parse_known_args(args, namespace)
         options = {o: a.dest for a in self._actions for o in a.option_strings}
         line = {options[a.partition("=")[0]] for a in args or () if a.partition("=")[0] in options}
+        self.line = {dest: getattr(parsed, dest) for dest in line}  # `--no_x` sets x
         self.unused = route_settings(parsed, self.recipe, line)
         return parsed, rest
 
