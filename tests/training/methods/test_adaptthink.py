@@ -54,3 +54,18 @@ def test_a_share_out_of_range_is_one_line_naming_the_field() -> None:
         values = {"adaptthink_bonus": 0.05, "adaptthink_share": bad}
         with pytest.raises(TraacError, match=rf"^adaptthink_share: .*{why}"):
             method_run("adaptthink", parse_settings("adaptthink", values, run), run)
+
+
+def test_the_share_of_empty_think_blocks_goes_to_trl_and_to_the_steps_line(
+    peer, call_texts
+) -> None:
+    """TRL averages what `log_metric` gets into its logs; the step's own line of
+    `metrics.jsonl` takes the same value (`take_logged`), once: the next step starts empty."""
+    rewards = peer("adaptthink")
+    to_trl: dict[str, float] = {}
+    texts = ["<think></think>\\boxed{4}", "<think>So 4.</think>\\boxed{4}"] * 2
+    call_texts(rewards, texts, [True] * 4, log_metric=to_trl.__setitem__)
+    call_texts(rewards, texts[:1] * 4, [True] * 4)  # a second call of the step, no TRL logger
+    assert to_trl == {"adaptthink/no_think_share": 0.5}
+    assert rewards.take_logged() == {"adaptthink/no_think_share": 0.75}  # (0.5 + 1) / 2
+    assert rewards.take_logged() == {}

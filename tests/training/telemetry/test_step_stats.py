@@ -164,3 +164,15 @@ def test_telemetry_reaches_tensorboard(
         assert f"train/traac/{ALL}/{field}" in tags
     # right or wrong rollouts, whichever these weights gave: their think lengths are logged
     assert {f"train/traac/{ALL}/think_tokens_{k}" for k in ("correct", "incorrect")} & tags
+
+
+def test_a_peer_methods_own_metric_is_in_its_line(quick_testbed: Path, tmp_path: Path) -> None:
+    """AdaptThink's share of empty think blocks: in `metrics.jsonl` as TRL logged it. Half of
+    each group starts with one (the prefill), so at least half the rollouts hold one."""
+    trainer = run(quick_testbed, tmp_path / "out", mode="adaptthink", max_steps=1)
+    capture = LogCapture()
+    trainer.add_callback(capture)
+    trainer.train()
+    (row,) = [json.loads(x) for x in (tmp_path / "out" / METRICS_FILE).read_text().splitlines()]
+    share = row["adaptthink/no_think_share"]
+    assert 0.5 <= share <= 1.0 and capture.logs[0]["adaptthink/no_think_share"] == share

@@ -82,9 +82,8 @@ class AdaptThinkReward(GroupReward):
     ) -> list[float]:
         texts = self.decoded(completion_ids, "find empty think blocks")
         thinking = [thinks(t, self.chat_format) for t in texts]
-        log = kwargs.get("log_metric")
-        if log is not None and thinking:
-            log("adaptthink/no_think_share", thinking.count(False) / len(thinking))
+        if thinking:
+            self.log(kwargs, "adaptthink/no_think_share", thinking.count(False) / len(thinking))
         bonus = adaptthink_bonus(thinking, self.settings.adaptthink_bonus)
         return [self.scale * r for r in bonus]
 

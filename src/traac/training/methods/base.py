@@ -227,6 +227,22 @@ class GroupReward:
         self.num_generations = num_generations
         self.gather = gather
         self.rank = rank
+        self.logged: dict[str, list[float]] = {}
+
+    def log(self, kwargs: Mapping[str, Any], name: str, value: float) -> None:
+        """One of the method's step metrics: to TRL's logs (the `log_metric` TRL passes a reward
+        function) and to the run's `metrics.jsonl`, whose line the trainer writes from
+        `take_logged` after the step."""
+        self.logged.setdefault(name, []).append(value)
+        log = kwargs.get("log_metric")
+        if log is not None:
+            log(name, value)
+
+    def take_logged(self) -> dict[str, float]:
+        """The step's metrics (each its mean over the step's calls), cleared for the next step."""
+        taken = {name: sum(values) / len(values) for name, values in self.logged.items()}
+        self.logged = {}
+        return taken
 
     def bind(
         self, tokenizer: Any, chat_format: ChatFormat, phrases: Sequence[str] | None = None

@@ -106,10 +106,8 @@ class DOTReward(GroupReward):
             still = self.truncated_verdicts(completion_ids, mine, rows, kwargs)
             for i, ok in zip(rows, still, strict=True):
                 out[i] = 0.0 if ok else -1.0
-        log = kwargs.get("log_metric")
-        if log is not None:
-            log("dot/truncated", float(len(rows)))
-            log("dot/broken", float(sum(r < 0 for r in out)))
+        self.log(kwargs, "dot/truncated", float(len(rows)))
+        self.log(kwargs, "dot/broken", float(sum(r < 0 for r in out)))
         return [self.scale * r for r in out]
 
     def truncated_verdicts(

@@ -67,9 +67,8 @@ class FirstCorrectReward(GroupReward):
         correct = self.verdicts(completions, **kwargs)
         shares = self.shares_after(completion_ids, correct, kwargs)
         right = [share for share, ok in zip(shares, correct, strict=True) if ok]
-        log = kwargs.get("log_metric")
-        if log is not None and right:
-            log("first_correct/share_after", sum(right) / len(right))
+        if right:
+            self.log(kwargs, "first_correct/share_after", sum(right) / len(right))
         coef = self.settings.first_correct_coef
         return [self.scale * r for r in first_correct_penalty(shares, correct, coef)]
 

@@ -74,6 +74,11 @@ class MethodHooks:
             return None
         return self.length.retain
 
+    def take_logged(self) -> dict[str, float]:
+        """The method's own metrics of the step (AdaptThink's share of empty think blocks, ...),
+        for the run's `metrics.jsonl`."""
+        return {} if self.length is None else self.length.take_logged()
+
     def state_dict(self) -> dict[str, Any]:
         """What the method keeps across steps (Laser-D's targets), for the checkpoint."""
         return {} if self.length is None else self.length.state_dict()

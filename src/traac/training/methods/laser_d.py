@@ -143,10 +143,8 @@ class LaserDReward(GroupReward):
         groups, offset, count = self.groups(completions, completion_ids, kwargs)
         state = kwargs.get("trainer_state")
         targets = self.laser.observe(groups, None if state is None else state.global_step)
-        log = kwargs.get("log_metric")
-        if log is not None:
-            for band, target in targets.items():
-                log(f"laser/target_{band}", float(target))
+        for band, target in targets.items():
+            self.log(kwargs, f"laser/target_{band}", float(target))
         out: list[float] = []
         for lengths, correct in groups:
             target = targets[laser_band(pass_rate(correct))]

@@ -231,10 +231,14 @@ def scope_stats(
     )
 
 
-def append_metrics(output_dir: str | Path, stats: StepStats) -> None:
+def append_metrics(
+    output_dir: str | Path, stats: StepStats, method: Mapping[str, float] | None = None
+) -> None:
+    """The step's line: its telemetry, the copies' records and the trained method's own metrics
+    (`method`, named by it: `adaptthink/no_think_share`), which TRL logs but keeps nowhere."""
     path = Path(output_dir) / METRICS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = {"step": stats.step, **stats.flat()}
+    line = {"step": stats.step, **stats.flat(), **(method or {})}
     if stats.copy_groups:
         line[COPY_GROUPS] = to_json(stats.copy_groups)
     with path.open("a") as f:

@@ -418,8 +418,9 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
         step.record.stats = stats
         for key, value in stats.flat().items():
             self._metrics["train"][key].append(value)
+        method = self.method.take_logged()  # every process: none carries into the next step
         if self.accelerator.is_main_process:
-            append_metrics(self.args.output_dir, stats)
+            append_metrics(self.args.output_dir, stats, method)
 
     def _save_checkpoint(self, model: Any, trial: Any) -> None:
         """TRL's checkpoint plus the TRAAC state (`traac.training.trl_adapter.checkpoint`)."""
