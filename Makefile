@@ -35,7 +35,7 @@ install: $(DEV)
 
 test: $(DEV)
 	$(VENV)/bin/ruff check src tests benchmarks
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=15 tests
 
 lint: $(DEV)
 	$(VENV)/bin/ruff check src tests benchmarks
