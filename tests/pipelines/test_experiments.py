@@ -127,7 +127,7 @@ def test_a_store_keyed_by_the_recipe_text_is_found_under_its_old_keys(tmp_path: 
     old = store / run_key(recipe.read_text(), {"mode": "cr_lr", "seed": 0}, "testbed")
     (old / "model").mkdir(parents=True)
     runs = {run.variant: run.directory for run in settings.plan()}
-    new = run_key(read_recipe(recipe), {"mode": "traac", "seed": 0}, "testbed")
+    new = run_key(read_recipe(recipe), {**COMPARE["TRAAC"], "seed": 0}, "testbed")
     assert runs == {"CR+LR": old, "TRAAC": store / new}
     (store / run_key(read_recipe(recipe), {"mode": "cr_lr", "seed": 0}, "testbed")).mkdir()
     assert settings.plan()[0].directory != old  # both there: the new key wins

@@ -84,7 +84,13 @@ def test_the_dry_run_names_each_authors_setting_and_what_overrode_it(tmp_path: P
     assert profiled["authors: loss_type"].startswith(
         "grpo, the optimizer_profile grpo's: overrides the authors' dapo"
     )
-    (paper,) = preset_rows(make(tmp_path), "x")
+    (default,) = preset_rows(make(tmp_path), "x")
+    assert default == (
+        "preset traac",
+        "format_preset paper, length_weight 2, probe_layers all, copy_pool evicted, "
+        "copy_loss answer_only",
+    )
+    (paper,) = preset_rows(make(tmp_path, preset="paper"), "x")
     assert paper == (
         "preset paper",
         "format_preset paper, length_weight 2, probe_layers all, copy_pool evicted, copy_loss full",

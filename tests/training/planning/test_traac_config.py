@@ -293,6 +293,7 @@ def test_testbed_recipe_is_valid() -> None:
     assert script.model_name_or_path == "testbed" and script.dataset.startswith("testbed")
     assert config.use_cpu and 0 < config.max_steps <= 200 and config.mode == "traac"
     assert config.max_completion_length <= 200
+    assert config.method_settings.copy_loss == "full"  # what the testbed's figures measured
 
 
 def test_smollm2_think_recipe_is_valid() -> None:
@@ -301,6 +302,9 @@ def test_smollm2_think_recipe_is_valid() -> None:
     probe = config.method_settings
     assert config.use_cpu and config.mode == "traac" and probe.scoring_model == "reference"
     assert (probe.probe_layers, probe.probe_heads) == ("all", "all")  # the paper's probe
+    assert (config.preset, probe.copy_loss) == ("traac", "answer_only")  # the verdict's copies
+    _, paper = parse(["--config", str(RECIPES / "smollm2-think.yaml"), "--preset", "paper"])
+    assert paper.method_settings.copy_loss == "full"
 
 
 def test_parser_reads_the_dry_run_flags() -> None:
@@ -399,7 +403,7 @@ def test_a_method_args_key_the_mode_lacks_is_one_line_naming_its_keys(
     assert str(error.value).startswith(message) and "\n" not in str(error.value)
 
 
-@pytest.mark.parametrize("preset", ["paper", "authors"])
+@pytest.mark.parametrize("preset", ["traac", "paper", "authors"])
 @pytest.mark.parametrize("mode", ["traac", "compression_no_difficulty", "cr_lr", "alp"])
 def test_a_preset_fills_the_compression_settings_of_the_modes_that_have_them(
     preset: str, mode: str
@@ -407,7 +411,8 @@ def test_a_preset_fills_the_compression_settings_of_the_modes_that_have_them(
     """As when they were config fields: probe layers, copy pool and copy loss unset are the
     preset's; a mode without them has nothing filled, and its config nothing to read."""
     config = make(mode=mode, preset=preset)
-    fills = {"paper": ("all", "evicted", "full"), "authors": (None, "all_correct", "full")}
+    fills = {"traac": ("all", "evicted", "answer_only"), "paper": ("all", "evicted", "full"),
+             "authors": (None, "all_correct", "full")}  # fmt: skip
     s = config.traac_settings  # a mode that does not compress: the preset's defaults
     assert (s.probe_layers, s.copy_pool, s.copy_loss) == fills[preset]
     assert isinstance(config.method_settings, TraacSettings) == config.compresses

@@ -65,7 +65,8 @@ def test_copy_loss_is_checked(tmp_path: Path) -> None:
     def copies(**values: object) -> object:
         return TRAACConfig(**common, **values).traac_settings
 
-    assert copies().copy_loss == "full"  # the paper's
+    assert copies().copy_loss == "answer_only"  # traac's default (the verdict study)
+    assert copies(preset="paper").copy_loss == "full"  # the paper's
     assert copies(method_args={"copy_loss": "answer_only"}).copy_loss == "answer_only"
     with pytest.raises(TRAACConfigError, match="copy_loss: 'think' is not one of"):
         copies(method_args={"copy_loss": "think"})
@@ -75,7 +76,7 @@ def test_copy_loss_is_checked(tmp_path: Path) -> None:
     with pytest.raises(TRAACConfigError, match="copy_tags is not a setting of mode cr,"):
         copies(method_args={"copy_tags": "double"}, mode="cr")
     unused = TRAACConfig.from_flat(**common, copy_loss="answer_only", mode="cr_lr")
-    assert unused.method_args == {} and unused.traac_settings.copy_loss == "full"
+    assert unused.method_args == {} and unused.traac_settings.copy_loss == "answer_only"
     assert copies(mode="cr_lr", preset="authors").copy_pool == "all_correct"  # the preset's
 
 

@@ -1,6 +1,10 @@
-"""`preset: paper | authors` (docs/method.md#presets): the values where the paper and the authors'
-code (joykirat18/TRAAC, a fork of verl) disagree, and for the authors' preset every setting of
-their code traac reproduces, with the file that sets it.
+"""`preset: traac | paper | authors` (docs/method.md#presets): the values where traac's own
+default, the paper and the authors' code (joykirat18/TRAAC, a fork of verl) disagree, and for
+the authors' preset every setting of their code traac reproduces, with the file that sets it.
+
+`traac`, the default, is the paper's form with one change the verdict study measured at the
+seed level (docs/results.md#verdict): the compressed copies' think blocks masked from the loss
+(`copy_loss: answer_only`); `paper` is the paper's exact form.
 
 A preset fills only the fields a recipe leaves unset (those default to None, "from the preset"),
 the config's and its mode's own (`method_args`: the compression settings of the modes that
@@ -20,10 +24,8 @@ from typing import Any
 
 from traac.method.difficulty import DifficultySettings
 from traac.method.formats import AUX_PROMPT
-from traac.method.rewards import REWARD_PRESETS
 from traac.method.settings import check_choice, preset_name
 
-PRESET_NAMES = tuple(REWARD_PRESETS)
 _ABSENT = object()  # a setting the run's mode does not have
 AUTHORS_REPO = "joykirat18/TRAAC"
 ROLLOUT = "verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py"
@@ -33,13 +35,24 @@ R1_DISTILL = "r1-distill"  # in the model's name or path: a DeepSeek-R1 distill
 
 # What each preset fills where the recipe leaves the field unset. The paper's loss is the
 # default optimiser profile's (grpo: each rollout averaged over its own tokens).
+PAPER_FILLS: dict[str, Any] = {
+    "format_preset": "paper",
+    "length_weight": 2.0,
+    "probe_layers": "all",
+    "copy_pool": "evicted",
+    "copy_loss": "full",
+}
 PRESET_FILLS: dict[str, dict[str, Any]] = {
-    "paper": {"format_preset": "paper", "length_weight": 2.0, "probe_layers": "all",
-              "copy_pool": "evicted", "copy_loss": "full"},
+    # On SmolLM2 (smollm2-think, 30 steps) copies trained on in full taught the policy to write
+    # pruned reasoning: 10.73 points below CR+LR, and masking their think blocks gave back
+    # 11.98 [+8.01, +15.95] (seed-level t-interval; records/smollm2-think-verdict).
+    "traac": {**PAPER_FILLS, "copy_loss": "answer_only"},
+    "paper": PAPER_FILLS,
     # probe_layers None: the authors' rule per model (`authors_probe_layers`)
     "authors": {"format_preset": "authors", "length_weight": 1.0, "probe_layers": None,
                 "copy_pool": "all_correct", "copy_loss": "full", "loss_type": "dapo"},
 }  # fmt: skip
+PRESET_NAMES = tuple(PRESET_FILLS)
 
 
 @dataclass(frozen=True)
@@ -138,18 +151,18 @@ def model_kind(config: Any) -> tuple[str | None, str]:
 
 def preset_rows(config: Any, model_name: str) -> list[tuple[str, str]]:
     """The dry run's rows for the preset: for `authors`, each setting of the authors' code the
-    run has, its value in this run and its file, or who overrode it; for `paper`, the values it
-    filled."""
+    run has, its value in this run and its file, or who overrode it; for `traac` and `paper`,
+    the values it filled."""
     pinned = getattr(config, "preset_pinned", {})
     names = {*PRESET_FILLS["authors"], *(s.field for s in AUTHORS), *AUTHORS_NOT_APPLIED}
     values = {name: config.setting(name, _ABSENT) for name in names}
     has = {name: value for name, value in values.items() if value is not _ABSENT}
     if config.preset != "authors":
-        filled = [f"{k} {_plain(has[k])}" for k in PRESET_FILLS["paper"]
+        filled = [f"{k} {_plain(has[k])}" for k in PRESET_FILLS[config.preset]
                   if k in has and k not in pinned]  # fmt: skip
         kept = [f"{k} {_plain(has[k])} ({by})" for k, by in pinned.items()]
-        return [("preset paper", ", ".join(filled) + (f"; set elsewhere: {', '.join(kept)}"
-                                                     if kept else ""))]  # fmt: skip
+        return [(f"preset {config.preset}", ", ".join(filled) + (
+            f"; set elsewhere: {', '.join(kept)}" if kept else ""))]  # fmt: skip
     rows = []
     for s in AUTHORS:
         if s.field not in has:

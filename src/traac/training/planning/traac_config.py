@@ -1,10 +1,13 @@
 """`TRAACConfig`: TRL's `GRPOConfig` plus what every TRAAC run shares (docs/method.md), and the
 trained method's own settings, one field: `method_args`.
 
-Defaults are the paper's. `preset: authors` switches to the authors' implementation where it
-differs from the paper (format 0.25 + 0.25, length weight W = 1, probe layers = first half of the
-model, every right rollout re-answered, token-mean loss; `traac.training.planning.presets`) unless a
-field is set explicitly: those fields default to `None`, "from preset".
+Defaults are the paper's but one: the default `preset: traac` masks the compressed copies' think
+blocks from the loss (`copy_loss: answer_only`, from the verdict study, docs/method.md#copies);
+`preset: paper` is the paper's exact form. `preset: authors` switches to the authors'
+implementation where it differs from the paper (format 0.25 + 0.25, length weight W = 1, probe
+layers = first half of the model, every right rollout re-answered, token-mean loss;
+`traac.training.planning.presets`) unless a field is set explicitly: those fields default to
+`None`, "from preset".
 What each `mode` trains is its entry in `traac.training.methods.registry.METHODS`, with its
 settings class: `method_args` is parsed into it once (`method_settings`), TRAAC's compressing
 modes taking `TraacSettings` (the compression settings) and each peer method its own; a recipe's
@@ -27,7 +30,7 @@ from trl import GRPOConfig
 
 from traac.errors import TraacError
 from traac.method.difficulty import DifficultySettings
-from traac.method.rewards import RewardSettings
+from traac.method.rewards import REWARD_PRESETS, RewardSettings
 from traac.method.settings import (
     CompressionSettings,
     FormatSettings,
@@ -51,7 +54,7 @@ from traac.training.methods.registry import (
 from traac.training.methods.traac import TraacMethod, TraacSettings
 from traac.training.planning.counts import COUNTS, check_counts
 from traac.training.planning.precision import DTYPE_NAMES, load_dtype, resolve_bf16
-from traac.training.planning.presets import PRESET_FILLS, PRESET_NAMES, apply_preset
+from traac.training.planning.presets import PRESET_FILLS, apply_preset
 from traac.training.planning.profiles import OPTIMIZER_PROFILES, PROFILE_FIELDS, resolve_profile
 from traac.training.trl_adapter.extra_rewards import check_extra_weights
 from traac.training.trl_adapter.rollouts import ROLLOUT_BATCHINGS, check_refill
@@ -106,11 +109,12 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
             batch-level reward normalisation, clip-higher, token-mean loss, dynamic sampling):
             the values of `scale_rewards`, `epsilon_high`, `loss_type` and `dynamic_sampling`
             left unset (`traac.training.planning.profiles`). Works with every mode.
-        preset (`str`, *optional*, defaults to `"paper"`):
-            `paper` or `authors` (the authors' code; `reference`, its old name, still works):
-            the values of `format_preset`, `length_weight`, `probe_layers`, `copy_pool`,
-            `copy_loss` and (authors, with no `optimizer_profile` set) `loss_type` left unset
-            (`traac.training.planning.presets`).
+        preset (`str`, *optional*, defaults to `"traac"`):
+            `traac` (the paper's values, the copies' think blocks masked), `paper` (the paper's
+            exact form) or `authors` (the authors' code; `reference`, its old name, still
+            works): the values of `format_preset`, `length_weight`, `probe_layers`,
+            `copy_pool`, `copy_loss` and (authors, with no `optimizer_profile` set)
+            `loss_type` left unset (`traac.training.planning.presets`).
 
         method_args (`dict` or `None`, *optional*, defaults to `None`):
             The trained mode's own settings, one mapping parsed once into its settings class
@@ -216,11 +220,12 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
                   "choices": tuple(OPTIMIZER_PROFILES)},
     )  # fmt: skip
     preset: str = field(
-        default="paper",
-        metadata={"help": "paper | authors (the authors' code): the values of the fields left "
-                  "unset (format_preset, length_weight, probe_layers, copy_pool, copy_loss; "
-                  "authors also loss_type dapo, the token mean, unless optimizer_profile is "
-                  "set)."},
+        default="traac",
+        metadata={"help": "traac (the paper's values, the copies' think blocks masked: "
+                  "copy_loss answer_only) | paper (the paper's exact form) | authors (the "
+                  "authors' code): the values of the fields left unset (format_preset, "
+                  "length_weight, probe_layers, copy_pool, copy_loss; authors also loss_type "
+                  "dapo, the token mean, unless optimizer_profile is set)."},
     )  # fmt: skip
     method_args: dict[str, Any] | str | None = field(
         default=None,
@@ -337,7 +342,7 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
     def _validate_traac(self) -> None:
         if self.format_preset is not None:
             self.format_preset = preset_name("format_preset", self.format_preset)
-            check_choice("format_preset", self.format_preset, PRESET_NAMES)
+            check_choice("format_preset", self.format_preset, tuple(REWARD_PRESETS))
         choices = {
             "dynamic_sampling": DYNAMIC_SAMPLING,
             "scale_rewards": ("group", "batch", "none"),
