@@ -38,11 +38,12 @@ def test_counts_per_tier_and_over_all() -> None:
     }  # fmt: skip
 
 
-@pytest.mark.slow
-def test_train_evaluates_the_held_out_problems_every_eval_steps(
-    quick_testbed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    logged: list[dict] = []  # what the trainer hands every report_to logger
+def train_with_eval(
+    quick_testbed: Path, out: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> list[dict]:
+    """`traac train` of 2 steps with the held-out problems evaluated after each; what the
+    trainer handed every report_to logger, each with its step."""
+    logged: list[dict] = []
     log = TRAACTrainer.log
 
     def spy(self: TRAACTrainer, logs: dict, *args: Any) -> None:
@@ -50,16 +51,24 @@ def test_train_evaluates_the_held_out_problems_every_eval_steps(
         logged.append({**logs, "step": self.state.global_step})
 
     monkeypatch.setattr(TRAACTrainer, "log", spy)
-    out = tmp_path / "out"
     code = cli_main(
         ["train", "--config", str(RECIPE), "--model_name_or_path", str(quick_testbed),
          "--dataset", "testbed:easy?n=4", "--eval_dataset", "testbed:all?n=2",
          "--eval_strategy", "steps", "--eval_steps", "1", "--per_device_eval_batch_size", "8",
-         "--output_dir", str(out), "--mode", "cr", "--max_steps", "2",
+         "--output_dir", str(out), "--mode", mode, "--max_steps", "2",
          "--per_device_train_batch_size", str(2 * N), "--num_generations", str(N),
          "--max_completion_length", "48", "--disable_tqdm", "true"]
     )  # fmt: skip
     assert code == 0
+    return logged
+
+
+@pytest.mark.slow
+def test_train_evaluates_the_held_out_problems_every_eval_steps(
+    quick_testbed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    logged = train_with_eval(quick_testbed, out, "cr", monkeypatch)
     lines = [json.loads(x) for x in (out / METRICS_FILE).read_text().splitlines()]
     evals = [r for r in lines if r.get("split") == "eval"]
     assert [r["step"] for r in evals] == [1, 2]
@@ -88,3 +97,22 @@ def test_train_evaluates_the_held_out_problems_every_eval_steps(
         assert h["eval_completions/mean_length"] == pytest.approx(
             record["traac/all/response_tokens"]
         )
+
+
+@pytest.mark.slow
+def test_a_methods_metric_of_a_training_step_leaves_the_evaluation_out(
+    quick_testbed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AdaptThink logs its share of empty think blocks whenever its reward runs, held-out
+    evaluation included: TRL keeps those apart (`eval_...`), and so does `metrics.jsonl`,
+    whose line of step 2 is that step's training rollouts alone, as TRL's train log is."""
+    out = tmp_path / "out"
+    logged = train_with_eval(quick_testbed, out, "adaptthink", monkeypatch)
+    key = "adaptthink/no_think_share"
+    train = {h["step"]: h[key] for h in logged if key in h}
+    assert [h["step"] for h in logged if f"eval_{key}" in h] == [1, 2]
+    rows = [json.loads(x) for x in (out / METRICS_FILE).read_text().splitlines()]
+    kept = {r["step"]: r[key] for r in rows if r.get("split") != "eval"}
+    assert set(kept) == set(train) == {1, 2}
+    for step, share in kept.items():
+        assert share == pytest.approx(train[step])

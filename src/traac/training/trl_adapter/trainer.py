@@ -225,6 +225,7 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
             output = super()._generate_and_score_completions(step.reward_rows(extra))
         if not self.model.training:
             self.record_held_out(step.record)
+            self.method.take_logged()  # TRL logged them as eval metrics; not the next step's
             return output
         # TRL's advantages of every process's rows, in pooled order (this process's in `output`)
         step.advantages = self.accelerator.gather(output["advantages"]).tolist()
