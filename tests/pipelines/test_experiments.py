@@ -133,6 +133,35 @@ def test_a_store_keyed_by_the_recipe_text_is_found_under_its_old_keys(tmp_path: 
     assert settings.plan()[0].directory != old  # both there: the new key wins
 
 
+def test_a_traac_run_keyed_before_the_variants_named_their_copies_is_found(
+    tmp_path: Path,
+) -> None:
+    """Before the TRAAC variants named the paper's full copies (`copy_loss: full`), the paper's
+    preset filled them and the key had no `copy_loss`: such a run is the same run where the
+    recipe leaves the copies unset, and is found; where it masks them, it is not."""
+    store = tmp_path / "store"
+    variant = "TRAAC, after-answer compression"
+    unnamed = {"mode": "traac", "compression": "after_answer", "seed": 0}
+
+    def directory(recipe: Path) -> Path:
+        settings = ExperimentSettings.make("compare", tmp_path / "out", recipe, False,
+                                           [variant], [0], store, 10)  # fmt: skip
+        return settings.plan()[0].directory
+
+    unset = tmp_path / "unset.yaml"  # the testbed recipe, its copies left to the preset
+    unset.write_text(RECIPE.read_text().replace("copy_loss: full", ""))
+    for recipe in (RECIPE, unset):  # copies full, or unset
+        old = store / run_key(read_recipe(recipe), unnamed, "testbed")
+        (old / "model").mkdir(parents=True)
+        assert directory(recipe) == old
+    masked = tmp_path / "masked.yaml"
+    masked.write_text(RECIPE.read_text().replace("copy_loss: full", "copy_loss: answer_only"))
+    (store / run_key(read_recipe(masked), unnamed, "testbed") / "model").mkdir(parents=True)
+    assert directory(masked) == store / run_key(
+        read_recipe(masked), {**COMPARE[variant], "seed": 0}, "testbed"
+    )
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

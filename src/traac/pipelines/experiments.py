@@ -14,8 +14,8 @@ seconds. Runs live in a store shared by the experiments (`--runs`, default `runs
 output) under a key made of the parsed recipe (its mapping: a comment or a reordering changes
 nothing), the overrides and the seed: the same run is trained once, whichever experiment asks
 for it first, and a rerun keeps finished runs (and continues a checkpointed one). A store
-written before the keys hashed the parsed recipe (they hashed its text) is found under its old
-keys (`run_directory`).
+written before the keys hashed the parsed recipe (they hashed its text), or before the TRAAC
+variants named their full copies, is found under its old keys (`run_directory`).
 """
 
 from __future__ import annotations
@@ -229,12 +229,31 @@ def run_key(recipe: Mapping[str, Any] | str, overrides: Mapping[str, Any], base:
 def run_directory(
     runs: Path, recipe: Mapping[str, Any], text: str, overrides: Mapping[str, Any], base: str
 ) -> Path:
-    """A run's directory in the store `runs`: under the parsed recipe's key, unless only the
-    key of the recipe's `text` exists there (a store trained before keys hashed the parsed
-    recipe), whose runs are then found, kept and continued where they are."""
+    """A run's directory in the store `runs`: under the parsed recipe's key, unless only an
+    older key of the same run exists there, whose run is then found, kept and continued where
+    it is: the key of the recipe's `text` (a store trained before keys hashed the parsed
+    recipe) and, for the paper's TRAAC and its variants, the key without their `copy_loss:
+    full` (`_unnamed_copies`)."""
     directory = runs / run_key(recipe, overrides, base)
-    old = runs / run_key(text, overrides, base)
-    return old if old.is_dir() and not directory.exists() else directory
+    if directory.exists():
+        return directory
+    named = [overrides, *_unnamed_copies(recipe, overrides)]
+    older = (runs / run_key(r, o, base) for o in named for r in (recipe, text))
+    return next((old for old in older if old.is_dir()), directory)
+
+
+def _unnamed_copies(recipe: Mapping[str, Any], overrides: Mapping[str, Any]) -> list[dict]:
+    """A TRAAC variant's fields as they were before the variants named the paper's full copies
+    (when `preset: paper`, which fills them, was the default): the same run wherever the
+    recipe leaves `copy_loss` unset or full."""
+    args = recipe.get("method_args")
+    given = recipe.get("copy_loss", args.get("copy_loss") if isinstance(args, dict) else None)
+    if (overrides.get("mode"), overrides.get("copy_loss"), given) not in (
+        ("traac", "full", None),
+        ("traac", "full", "full"),
+    ):
+        return []
+    return [{k: v for k, v in overrides.items() if k != "copy_loss"}]
 
 
 @dataclass(frozen=True)
