@@ -16,7 +16,7 @@ from traac.evaluation.harness.records import SampleRecord
 from traac.evaluation.harness.runner import SAMPLES_FILE
 from traac.pipelines.experiments import PROVENANCE, RUN_SECONDS, ExperimentSettings, run_key
 from traac.pipelines.recipe import read_recipe
-from traac.pipelines.records import RECIPE, keep, load, slug, study_tables
+from traac.pipelines.records import RECIPE, compute_table, keep, load, slug, study_tables
 from traac.training.telemetry.metrics_file import METRICS_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,3 +127,25 @@ def test_records_show_prints_the_tables_and_keep_names_its_mistakes(
     assert "holds no recipe.yaml" in capsys.readouterr().err
     with pytest.raises(TraacError, match="no kept run"):
         study_tables(None, [], "t")
+
+
+def test_what_compression_costs_a_step_worked_by_hand(tmp_path: Path) -> None:
+    """Per step, decoding 10 then 30 s, probe 1 then 3, re-answers 2 then 0: means 20, 2 and 1,
+    a 15% share; a second seed's 10% gives 12.5 ± 2.5. The held-out evaluation's line and a
+    run without phase seconds count for nothing."""
+    settings = fake_store(tmp_path)
+    study = settings.recipe.parent
+    keep(settings, study)
+    lines = {0: [{"step": 1, "traac/seconds/generate": 10, "traac/seconds/score": 1,
+                  "traac/seconds/regenerate": 2},
+                 {"step": 2, "traac/seconds/generate": 30, "traac/seconds/score": 3,
+                  "traac/seconds/regenerate": 0},
+                 {"step": 2, "split": "eval", "traac/seconds/generate": 999}],
+             1: [{"step": 1, "traac/seconds/generate": 20, "traac/seconds/score": 1,
+                  "traac/seconds/regenerate": 1}]}  # fmt: skip
+    for seed, rows in lines.items():
+        path = study / "runs" / slug(VARIANTS[1]) / f"seed{seed}" / "metrics.jsonl.gz"
+        path.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
+    _, runs = load(study)
+    table = compute_table(study, runs, order=VARIANTS)
+    assert table.rows == [(VARIANTS[1], "2", "20.0 ± 0.0", "1.5 ± 0.5", "1.0 ± 0.0", "12.5 ± 2.5")]

@@ -17,7 +17,8 @@ recipe every run trained from (STUDY/recipe.yaml). `keep` copies the finished ru
 store in; `show` recomputes the study's tables from the kept samples alone: per variant,
 accuracy and length per tier, AUC_OAA (t_max = the held-out response cap) and underthinking,
 mean ± s.e. over seeds; per contrast, each seed's paired effect and a seed-level 95% t-interval
-(docs/evaluation.md#seed-level)."""
+(docs/evaluation.md#seed-level); from the kept training metrics, what the probe and the
+re-answers cost a step beside the rollouts' decoding."""
 
 
 def build_parser() -> ArgumentParser:
@@ -59,7 +60,7 @@ def main(argv: list[str]) -> int:
         console.print(f"kept {len(kept)} run(s): {'; '.join(kept) or 'none finished'}")
         return 0
     from traac.pipelines.experiment_results import effects_table_of
-    from traac.pipelines.records import load, study_tables
+    from traac.pipelines.records import compute_table, load, study_tables
 
     base, runs = load(args.study)
     if not runs:
@@ -67,13 +68,15 @@ def main(argv: list[str]) -> int:
         return 0
     tables = study_tables(base, runs, f"{args.study.name} (kept records)", order=list(COMPARE))
     effects = [effects_table_of(tables.effects)] if tables.effects else []
+    compute = compute_table(args.study, runs, order=list(COMPARE))
+    extra = [*effects, compute] if compute.rows else effects
     if args.markdown:
         print(f"AUC_OAA at t_max {tables.t_max}.\n\n{tables.table.markdown()}\n")
-        for table in effects:
-            print(f"{table.markdown()}\n")
+        for table in extra:
+            print(f"{table.title}.\n\n{table.markdown()}\n")
         return 0
     print_table(console, tables.table)
-    for table in effects:
+    for table in extra:
         print_table(console, table)
     console.print(f"AUC_OAA at t_max {tables.t_max}; intervals over seeds (Student's t, 95%).")
     return 0

@@ -15,7 +15,8 @@ and, per run, what its figures are computed from:
 run gives the same bytes); `load` reads them back; `study_tables` recomputes the experiment's
 tables from the samples alone: accuracy, length, AUC_OAA (at the held-out response cap, as the
 experiment's report) and underthinking need neither the model nor its tokenizer, so a later
-traac recomputes the same figures whatever its summary format.
+traac recomputes the same figures whatever its summary format; `compute_table` reads the kept
+metrics for what compression costs a step.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import gzip
 import hashlib
 import json
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from traac.evaluation.harness.records import EvalSummary, SampleRecord, summariz
 from traac.evaluation.harness.runner import SAMPLES_FILE
 from traac.pipelines.experiment_results import (
     Effect,
+    Stat,
     VariantResult,
     experiment_table,
     paired_effects,
@@ -48,7 +50,7 @@ from traac.pipelines.experiments import (
     ExperimentSettings,
 )
 from traac.pipelines.variants import CONTRASTS
-from traac.training.telemetry.metrics_file import METRICS_FILE
+from traac.training.telemetry.metrics_file import EVAL_SPLIT, METRICS_FILE
 
 RECIPE = "recipe.yaml"
 RUN = "run.json"
@@ -211,9 +213,41 @@ def study_tables(
     return StudyTables(experiment_table(results, title), results, effects, t_max.pop())
 
 
-def seconds_by_run(runs: Sequence[KeptRun]) -> Mapping[str, Mapping[int, float | None]]:
-    """Each kept run's recorded wall seconds, by variant and seed."""
-    out: dict[str, dict[int, float | None]] = {}
+PHASES = ("generate", "score", "regenerate")  # rollouts decoded; the probe; the re-answers
+
+
+def phase_seconds(study: Path, run: KeptRun) -> dict[str, float]:
+    """A kept run's seconds a training step in each of `PHASES` (means over its steps, from
+    its kept metrics; empty if none were kept). A phase the run's mode never enters is 0."""
+    path = study / "runs" / slug(run.variant) / f"seed{run.seed}" / METRICS
+    if not path.is_file():
+        return {}
+    with gzip.open(path, "rt") as lines:
+        rows = [json.loads(line) for line in lines if line.strip()]
+    steps = [row for row in rows if row.get("split") != EVAL_SPLIT and "step" in row]
+    if not steps:
+        return {}
+    return {p: sum(row.get(f"traac/seconds/{p}", 0.0) for row in steps) / len(steps)
+            for p in PHASES}  # fmt: skip
+
+
+def compute_table(study: Path, runs: Sequence[KeptRun], order: Sequence[str] = ()) -> Table:
+    """What compression costs a training step, per variant (mean ± s.e. over seeds): the
+    rollouts' decoding, the probe and the re-answers, and the last two as a share of the first,
+    a ratio taken within each run, so that it holds across the loads the runs shared a machine
+    with (the seconds themselves do not)."""
+    by_variant: dict[str, list[dict[str, float]]] = {}
     for run in runs:
-        out.setdefault(run.variant, {})[run.seed] = run.record.get("seconds")
-    return out
+        seconds = phase_seconds(study, run)
+        if seconds.get("generate"):
+            by_variant.setdefault(run.variant, []).append(seconds)
+    names = [n for n in order if n in by_variant] + [n for n in by_variant if n not in order]
+    columns = ["variant", "seeds", "decoding s a step", "probe s a step", "re-answers s a step",
+               "probe + re-answers, % of decoding"]  # fmt: skip
+    table = Table(columns, title="What compression costs a training step (mean ± s.e. over seeds)")
+    for name in names:
+        seeds = by_variant[name]
+        share = [100 * (s["score"] + s["regenerate"]) / s["generate"] for s in seeds]
+        table.add(name, str(len(seeds)), *(Stat.of([s[p] for s in seeds]).cell() for p in PHASES),
+                  Stat.of(share).cell())  # fmt: skip
+    return table
