@@ -147,5 +147,8 @@ def test_what_compression_costs_a_step_worked_by_hand(tmp_path: Path) -> None:
         path = study / "runs" / slug(VARIANTS[1]) / f"seed{seed}" / "metrics.jsonl.gz"
         path.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
     _, runs = load(study)
-    table = compute_table(study, runs, order=VARIANTS)
+    table = compute_table(runs, order=VARIANTS)
     assert table.rows == [(VARIANTS[1], "2", "20.0 ± 0.0", "1.5 ± 0.5", "1.0 ± 0.0", "12.5 ± 2.5")]
+    path.write_bytes(b"not gzip")
+    with pytest.raises(TraacError, match=r"seed1/metrics.jsonl.gz is not a kept metrics file"):
+        compute_table(load(study)[1])

@@ -68,7 +68,7 @@ def main(argv: list[str]) -> int:
         return 0
     tables = study_tables(base, runs, f"{args.study.name} (kept records)", order=list(COMPARE))
     effects = [effects_table_of(tables.effects)] if tables.effects else []
-    compute = compute_table(args.study, runs, order=list(COMPARE))
+    compute = compute_table(runs, order=list(COMPARE))
     extra = [*effects, compute] if compute.rows else effects
     if args.markdown:
         print(f"AUC_OAA at t_max {tables.t_max}.\n\n{tables.table.markdown()}\n")

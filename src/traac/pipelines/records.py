@@ -123,12 +123,13 @@ def keep(settings: ExperimentSettings, into: Path) -> list[str]:
 
 @dataclass(frozen=True)
 class KeptRun:
-    """One kept run: its record (`run.json`) and its evaluation samples."""
+    """One kept run: its record (`run.json`), its evaluation samples and where it is kept."""
 
     variant: str
     seed: int
     record: dict[str, Any]
     samples: list[SampleRecord]
+    directory: Path
 
     @property
     def t_max(self) -> int:
@@ -152,7 +153,7 @@ def _kept(directory: Path) -> KeptRun:
     if not isinstance(record, dict) or "variant" not in record or "held_out" not in record:
         raise TraacError(f"records: {directory / RUN} is missing or not a run record")
     samples = read_samples(directory / SAMPLES)
-    return KeptRun(record["variant"], int(record.get("seed", 0)), record, samples)
+    return KeptRun(record["variant"], int(record.get("seed", 0)), record, samples, directory)
 
 
 def load(study: Path) -> tuple[KeptRun | None, list[KeptRun]]:
@@ -216,14 +217,17 @@ def study_tables(
 PHASES = ("generate", "score", "regenerate")  # rollouts decoded; the probe; the re-answers
 
 
-def phase_seconds(study: Path, run: KeptRun) -> dict[str, float]:
+def phase_seconds(run: KeptRun) -> dict[str, float]:
     """A kept run's seconds a training step in each of `PHASES` (means over its steps, from
     its kept metrics; empty if none were kept). A phase the run's mode never enters is 0."""
-    path = study / "runs" / slug(run.variant) / f"seed{run.seed}" / METRICS
+    path = run.directory / METRICS
     if not path.is_file():
         return {}
-    with gzip.open(path, "rt") as lines:
-        rows = [json.loads(line) for line in lines if line.strip()]
+    try:
+        with gzip.open(path, "rt") as lines:
+            rows = [json.loads(line) for line in lines if line.strip()]
+    except (OSError, ValueError) as err:
+        raise TraacError(f"records: {path} is not a kept metrics file ({err})") from None
     steps = [row for row in rows if row.get("split") != EVAL_SPLIT and "step" in row]
     if not steps:
         return {}
@@ -231,14 +235,14 @@ def phase_seconds(study: Path, run: KeptRun) -> dict[str, float]:
             for p in PHASES}  # fmt: skip
 
 
-def compute_table(study: Path, runs: Sequence[KeptRun], order: Sequence[str] = ()) -> Table:
+def compute_table(runs: Sequence[KeptRun], order: Sequence[str] = ()) -> Table:
     """What compression costs a training step, per variant (mean ± s.e. over seeds): the
     rollouts' decoding, the probe and the re-answers, and the last two as a share of the first,
     a ratio taken within each run, so that it holds across the loads the runs shared a machine
     with (the seconds themselves do not)."""
     by_variant: dict[str, list[dict[str, float]]] = {}
     for run in runs:
-        seconds = phase_seconds(study, run)
+        seconds = phase_seconds(run)
         if seconds.get("generate"):
             by_variant.setdefault(run.variant, []).append(seconds)
     names = [n for n in order if n in by_variant] + [n for n in by_variant if n not in order]
