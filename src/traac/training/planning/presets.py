@@ -44,8 +44,8 @@ PAPER_FILLS: dict[str, Any] = {
 }
 PRESET_FILLS: dict[str, dict[str, Any]] = {
     # On SmolLM2 (smollm2-think, 30 steps) copies trained on in full taught the policy to write
-    # pruned reasoning: 10.73 points below CR+LR, and masking their think blocks gave back
-    # 11.98 [+8.01, +15.95] (seed-level t-interval; records/smollm2-think-verdict).
+    # pruned reasoning: 11.87 points below CR+LR, and masking their think blocks gave back
+    # 11.60 [+9.78, +13.41] (three seeds, seed-level t-interval; records/smollm2-think-verdict).
     "traac": {**PAPER_FILLS, "copy_loss": "answer_only"},
     "paper": PAPER_FILLS,
     # probe_layers None: the authors' rule per model (`authors_probe_layers`)
