@@ -92,7 +92,7 @@ def child_grpo(opts: argparse.Namespace) -> dict[str, Any]:
     instrument(recorder)
     with tempfile.TemporaryDirectory() as out:
         argv = ["--config", str(opts.recipe), "--output_dir", out, "--max_steps", str(opts.steps),
-                "--disable_tqdm", "True"]  # fmt: skip
+                "--disable_tqdm", "True", "--num_threads", str(opts.threads)]  # fmt: skip
         argv += [x for value in opts.override for x in value.split("=", 1)]
         script, config = parse(argv)
         profiler = cProfile.Profile() if opts.profile else None
