@@ -105,6 +105,24 @@ class Count(TrainerCallback):
         write()
 
 
+release = Trainer.release_gathers
+
+
+def checked_release(self):  # after it, each ZeRO-3 engine holds no gathered parameter
+    release(self)
+    from deepspeed.runtime.zero.partition_parameters import ZeroParamStatus
+
+    engines = {"policy": self.model_wrapped, "reference": self.ref_model,
+               "scorer": self.probe.model}
+    record["released"] = {
+        role: all(p.ds_status == ZeroParamStatus.NOT_AVAILABLE
+                  for p in engine.module.parameters())
+        for role, engine in engines.items()
+        if hasattr(engine, "empty_partition_cache") and engine.zero_optimization_stage() == 3
+    }
+    write()
+
+
 init = Trainer.__init__
 
 
@@ -116,6 +134,7 @@ def counted_init(self, *args, **kwargs):
 GenerationRounds.regenerate = counted_regenerate
 Trainer._log_step = log_then_stop
 Trainer.__init__ = counted_init
+Trainer.release_gathers = checked_release
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -259,6 +278,12 @@ def test_the_engines_ran_the_stage_and_features_asked(launches: dict[str, Launch
         stage = 3 if name.startswith("zero3") else 2
         assert [r["stage"] for r in run.ranks] == [stage, stage], name
         assert [r["partitioned"] for r in run.ranks] == [stage == 3] * 2, name
+    # Every ZeRO-3 engine's gathers released before the processes leave (`release_gathers`):
+    # the policy's alone with LoRA (its reference is itself), with the reference's and the
+    # foreign scorer's otherwise.
+    assert [r["released"] for r in lora.ranks] == [{"policy": True}] * 2
+    both = {"policy": True, "reference": True, "scorer": True}
+    assert [r["released"] for r in foreign.ranks] == [both] * 2
 
 
 @pytest.mark.slow

@@ -195,9 +195,23 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
         self.add_callback(MetricsFromStart())
 
     def train(self, *args: Any, **kwargs: Any) -> Any:
-        """`Trainer.train`, with SIGINT/SIGTERM turned into checkpoint-and-stop."""
+        """`Trainer.train`, with SIGINT/SIGTERM turned into checkpoint-and-stop; then the
+        parameter gathers still in flight released (`release_gathers`)."""
         with self.stop_on_signal.installed():
-            return super().train(*args, **kwargs)
+            output = super().train(*args, **kwargs)
+        self.release_gathers()
+        return output
+
+    def release_gathers(self) -> None:
+        """Wait for and release each ZeRO-3 engine's parameter all-gathers still in flight
+        (prefetched for a forward that never came), through DeepSpeed's
+        `empty_partition_cache`. Left to interpreter exit, gloo's worker thread frees them
+        during finalisation and a process aborts (SIGABRT, "terminate called without an active
+        exception") after a run that succeeded."""
+        models = (self.model_wrapped, self.ref_model, self.probe.model)
+        engines = {id(m): m for m in models if hasattr(m, "empty_partition_cache")}
+        for engine in engines.values():
+            engine.empty_partition_cache()
 
     @property
     def interrupted(self) -> int | None:
