@@ -50,7 +50,8 @@ from traac.pipelines.experiments import (
     ExperimentSettings,
 )
 from traac.pipelines.variants import CONTRASTS
-from traac.training.telemetry.metrics_file import EVAL_SPLIT, METRICS_FILE
+from traac.training.telemetry.metrics_file import METRICS_FILE
+from traac.training.telemetry.step_stats import read_metrics
 
 RECIPE = "recipe.yaml"
 RUN = "run.json"
@@ -220,19 +221,14 @@ PHASES = ("generate", "score", "regenerate")  # rollouts decoded; the probe; the
 def phase_seconds(run: KeptRun) -> dict[str, float]:
     """A kept run's seconds a training step in each of `PHASES` (means over its steps, from
     its kept metrics; empty if none were kept). A phase the run's mode never enters is 0."""
-    path = run.directory / METRICS
-    if not path.is_file():
-        return {}
     try:
-        with gzip.open(path, "rt") as lines:
-            rows = [json.loads(line) for line in lines if line.strip()]
+        steps = read_metrics(run.directory / METRICS)
     except (OSError, ValueError) as err:
-        raise TraacError(f"records: {path} is not a kept metrics file ({err})") from None
-    steps = [row for row in rows if row.get("split") != EVAL_SPLIT and "step" in row]
+        raise TraacError(f"records: {run.directory / METRICS} is not a kept metrics file "
+                         f"({err})") from None  # fmt: skip
     if not steps:
         return {}
-    return {p: sum(row.get(f"traac/seconds/{p}", 0.0) for row in steps) / len(steps)
-            for p in PHASES}  # fmt: skip
+    return {p: sum(step.seconds.get(p, 0.0) for step in steps) / len(steps) for p in PHASES}
 
 
 def compute_table(runs: Sequence[KeptRun], order: Sequence[str] = ()) -> Table:

@@ -9,6 +9,7 @@ steps it redoes twice.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from collections.abc import Iterator
@@ -23,11 +24,13 @@ EVAL_SPLIT = "eval"  # the `split` of a held-out evaluation's line
 
 def metric_rows(path: str | Path) -> Iterator[dict[str, Any]]:
     """Each whole line of the file in order, as a dict (none if the file is missing); a line a
-    crash cut short, or one that is not an object with a numeric `step`, is skipped."""
+    crash cut short, or one that is not an object with a numeric `step`, is skipped. A `.gz`
+    file (a kept run's, `traac.pipelines.records`) is read decompressed."""
     path = Path(path)
     if not path.is_file():
         return
-    for line in path.read_text().splitlines():
+    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    for line in text.splitlines():
         row = _row(line)
         if row is not None:
             yield row
