@@ -4,16 +4,20 @@ read back from a run's `metrics.jsonl`, and its table."""
 from __future__ import annotations
 
 import json
+import logging
+import multiprocessing
 from dataclasses import replace
 
 import pytest
 
 from traac.evaluation.harness.runner import SAMPLES_FILE, SamplesFile
+from traac.pipelines import stages
 from traac.pipelines.stages import (
     BinCompression,
     HeldOut,
     Recipe,
     compression_table,
+    evaluating_beside,
     training_compression,
 )
 
@@ -88,3 +92,59 @@ def test_held_out_refill_batching_writes_the_padded_samples(quick_testbed, tmp_p
     assert len(samples["padded"]) == 3 * 2 * 2
     assert samples["refill"] == samples["padded"]
     assert summaries["refill"] == summaries["padded"]
+
+
+BESIDE = HeldOut(per_tier=2, num_samples=2, max_new_tokens=48, batch_size=3, batching="refill")
+
+
+@pytest.mark.slow
+def test_an_evaluation_beside_writes_the_samples_the_caller_would_have(
+    quick_testbed, tmp_path, monkeypatch
+):
+    """The child (one thread, another process) leaves every sample; the caller's evaluation
+    then only reads them back, and they are the ones an evaluation in place writes."""
+    monkeypatch.setattr(stages, "cores", lambda: 2)  # as on a 2-core machine, whatever this is
+    beside, here = tmp_path / "beside" / "run", tmp_path / "here" / "run"
+    with evaluating_beside(BESIDE, quick_testbed, beside):
+        pass  # the block's end waits for the child
+    written = SamplesFile(beside / SAMPLES_FILE).read()
+    assert len(written) == 3 * 2 * 2
+    assert (tmp_path / "beside" / "run.beside.log").is_file()
+    summary = BESIDE.evaluate(quick_testbed, beside)
+    assert SamplesFile(beside / SAMPLES_FILE).read() == written  # nothing decoded again
+    assert BESIDE.evaluate(quick_testbed, here) == summary
+    assert SamplesFile(here / SAMPLES_FILE).read() == written
+
+
+def test_on_one_core_nothing_runs_beside(monkeypatch, tmp_path):
+    monkeypatch.setattr(stages, "cores", lambda: 1)
+    with evaluating_beside(BESIDE, tmp_path / "no-model", tmp_path / "eval" / "run"):
+        assert multiprocessing.active_children() == []
+    assert not (tmp_path / "eval").exists()
+
+
+@pytest.mark.slow
+def test_a_failed_evaluation_beside_is_logged_and_left_to_the_caller(tmp_path, caplog, monkeypatch):
+    monkeypatch.setattr(stages, "cores", lambda: 2)
+    with (
+        caplog.at_level(logging.WARNING, logger=stages.__name__),
+        evaluating_beside(BESIDE, tmp_path / "no-model", tmp_path / "eval" / "run"),
+    ):
+        pass
+    assert "the evaluation beside failed (exit 1;" in caplog.text
+    assert "no-model" in (tmp_path / "eval" / "run.beside.log").read_text()
+
+
+def test_an_exception_in_the_block_stops_the_evaluation_beside(
+    quick_testbed, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(stages, "cores", lambda: 2)
+    run = tmp_path / "eval" / "run"
+    with (
+        pytest.raises(RuntimeError, match="training failed"),
+        evaluating_beside(BESIDE, quick_testbed, run),
+    ):
+        raise RuntimeError("training failed")
+    assert multiprocessing.active_children() == []
+    # stopped, not waited for: the child was still starting (a finished one writes all 12)
+    assert len(SamplesFile(run / SAMPLES_FILE).read()) < 3 * 2 * 2

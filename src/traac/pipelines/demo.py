@@ -1,10 +1,11 @@
 """The demo: TRAAC end to end on the CPU testbed, reported in the paper's layout.
 
-Stages: build the testbed (cached) -> evaluate the base model on held-out problems of the three
-tiers -> train it with TRAAC (`recipes/testbed.yaml`) -> evaluate the trained model on the same
-problems -> (with `--budget-sweep` only) sweep think budgets over both models on a subset of
-those problems, interrupting the think block the paper's way and answering from the reasoning
-as written (truncate) or pruned by the probe (compress) -> tables, plots, example compressions.
+Stages: build the testbed (cached) -> train it with TRAAC (`recipes/testbed.yaml`), evaluating
+the base model on held-out problems of the three tiers beside it (on a second core, where there
+is one) -> evaluate the trained model on the same problems -> (with `--budget-sweep` only)
+sweep think budgets over both models on a subset of those problems, interrupting the think
+block the paper's way and answering from the reasoning as written (truncate) or pruned by the
+probe (compress) -> tables, plots, example compressions.
 The sweep is not in the default demo: at the testbed's budgets a think block holds 2-5 steps,
 of which tau 0.4 evicts floor(n x 0.4 x (1 - u)) = 0, so it would print a table of zeros
 (docs/results.md#demo). Every stage is resumable: rerunning the demo into the same directory
@@ -55,6 +56,7 @@ from traac.pipelines.stages import (
     Stages,
     TierRow,
     compression_table,
+    evaluating_beside,
     tier_rows,
     training_compression,
 )
@@ -204,10 +206,11 @@ def run_demo(settings: DemoSettings, progress: Progress | None = None) -> DemoRe
     with stages.stage("testbed"):
         base = ensure_testbed(quick=settings.quick, progress=progress)
         logger.info(f"testbed model: {base}")
-    with stages.stage("evaluate base"):
-        summary = settings.held_out.evaluate(base, out / "eval" / "base" / HELD_OUT_RUN, progress)
-    with stages.stage("train TRAAC"):
+    base_eval = out / "eval" / "base" / HELD_OUT_RUN
+    with stages.stage("train TRAAC"), evaluating_beside(settings.held_out, base, base_eval):
         recipe.train(base, trained, progress)
+    with stages.stage("evaluate base"):  # what the evaluation beside training left, if any
+        summary = settings.held_out.evaluate(base, base_eval, progress)
     with stages.stage("evaluate TRAAC"):
         settings.held_out.evaluate(trained, out / "eval" / "traac" / HELD_OUT_RUN, progress)
     if settings.sweep is not None:

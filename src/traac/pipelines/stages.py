@@ -9,7 +9,10 @@ its final model (kept) or its last checkpoint (continued).
 from __future__ import annotations
 
 import logging
+import multiprocessing
+import os
 import statistics
+import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -142,6 +145,61 @@ class HeldOut:
         """The first `per_tier` problems of each tier (a prefix of each tier's draws), sampled
         `num_samples` times, decoded alike."""
         return replace(self, per_tier=min(per_tier, self.per_tier), num_samples=num_samples)
+
+
+def _evaluate_alone(held_out: HeldOut, model: Path, output: Path, log: Path) -> None:
+    """A child process's work (`evaluating_beside`): one evaluation on one torch thread, its
+    output, warnings and loading bars in `log` rather than under the parent's progress bar."""
+    import torch
+    import transformers
+
+    with open(log, "w") as f:
+        os.dup2(f.fileno(), sys.stdout.fileno())
+        os.dup2(f.fileno(), sys.stderr.fileno())
+    torch.set_num_threads(1)
+    transformers.utils.logging.disable_progress_bar()
+    held_out.evaluate(model, output)
+
+
+def cores() -> int:
+    """The cores this process may run on (its affinity where the platform tells it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+@contextmanager
+def evaluating_beside(held_out: HeldOut, model: Path, output: Path) -> Iterator[None]:
+    """Evaluate `model` into `output` in a child process, on one thread, while the block runs:
+    the demo trains on one torch thread, so a 2-core machine's other core is idle meanwhile.
+
+    The child only fills `output`; the caller's `held_out.evaluate(model, output)` afterwards
+    resumes from it and decodes whatever the child left (one core: all of it; a failed or
+    interrupted child: the rest). The samples are the same either way: each request samples
+    its own seeded stream, and one thread or two decode the same tokens on the testbed. The
+    block's end waits for the child; an exception in the block stops it."""
+    if cores() < 2:
+        yield
+        return
+    output_dir = output.parent
+    output_dir.mkdir(parents=True, exist_ok=True)
+    log = output_dir / f"{output.name}.beside.log"
+    child = multiprocessing.get_context("spawn").Process(
+        target=_evaluate_alone, args=(held_out, model, output, log), daemon=True
+    )
+    child.start()
+    logger.info(f"evaluating {model} beside, in process {child.pid} (log: {log})")
+    try:
+        yield
+    except BaseException:
+        child.terminate()
+        raise
+    finally:
+        child.join()
+    if child.exitcode != 0:
+        logger.warning(
+            f"the evaluation beside failed (exit {child.exitcode}; {log}): it runs here instead"
+        )
 
 
 @dataclass(frozen=True)
