@@ -17,6 +17,11 @@ GRPO (`--grpo`, the default): `--steps` optimizer steps of the recipe (4 prompts
   optimizer+TRL  the rest of the optimizer step: clipping, AdamW, scheduler, TRL's logging
                  and callbacks
 
+`--whole` (with `--against`) times each checkout's whole `traac train` command instead, as a
+user runs it: 1 step and 1 + `--steps` steps of its own recipe, a fresh process each, and the
+difference per step. It needs no instrumentation, so it runs checkouts whose package layout the
+phases above do not know (a79f189, the step of the issue's 2.2 s).
+
 `--baseline` runs the recipe beside its original configuration in the same checkout, alternating:
 `rollout_batching: padded` and no `logprob_rows` (TRL's padded generate and log-prob chunks of
 all 32 rows, the step before the speed settings), and prints old / new per phase.
@@ -27,6 +32,7 @@ loss), the backward, the optimizer and the rest (data loading, Trainer's bookkee
 
     python benchmarks/testbed_step.py                          # GRPO and SFT, this checkout
     python benchmarks/testbed_step.py --against /tmp/old/src   # old against new, alternating
+    python benchmarks/testbed_step.py --against /tmp/old/src --whole --steps 20 --rounds 3
     python benchmarks/testbed_step.py --grpo --baseline        # padded against the recipe
     python benchmarks/testbed_step.py --grpo --profile 15      # + cProfile's top 15 functions
 """
@@ -264,6 +270,47 @@ def table(kind: str, results: dict[str, list[dict[str, Any]]]) -> None:
     print()
 
 
+def train_seconds(src: Path, steps: int, out: Path) -> float:
+    """Wall seconds of `traac train --max-steps STEPS` of `src`'s checkout, from its root with
+    its own recipe, in a fresh process (its start and model loading included)."""
+    code = "import sys; from traac.cli import main; sys.exit(main())"
+    argv = [sys.executable, "-c", code, "train", "--config", str(RECIPE),
+            "--max-steps", str(steps), "--output-dir", str(out)]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": "1"}
+    begin = time.perf_counter()
+    done = subprocess.run(argv, cwd=src.parent, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        sys.exit(f"traac train in {src.parent} failed (exit {done.returncode}):\n"
+                 f"{done.stderr[-3000:]}")  # fmt: skip
+    return time.perf_counter() - begin
+
+
+def whole(variants: dict[str, Path], opts: argparse.Namespace, folder: Path) -> None:
+    """Per variant and round: (seconds of 1 + `steps` steps - seconds of 1 step) / `steps`."""
+    per_step: dict[str, list[float]] = {v: [] for v in variants}
+    weights: dict[str, set[str]] = {v: set() for v in variants}
+    for r in range(opts.rounds):
+        for name, src in variants.items():
+            out = folder / f"{name}-{r}"
+            one = train_seconds(src, 1, out / "one")
+            many = train_seconds(src, 1 + opts.steps, out / "many")
+            per_step[name].append((many - one) / opts.steps)
+            model = out / "many" / "model.safetensors"
+            weights[name].add(hashlib.sha256(model.read_bytes()).hexdigest()[:16])
+            print(
+                f"  {name}: 1 step {one:.1f} s, {1 + opts.steps} steps {many:.1f} s, "
+                f"{per_step[name][-1]:.3f} s a step; load {os.getloadavg()[0]:.2f}",
+                flush=True,
+            )
+    print("\n| checkout | s a step, each round | mean | weights sha256 |\n|---|---|---:|---|")
+    for name, values in per_step.items():
+        rounds = ", ".join(f"{v:.3f}" for v in values)
+        print(f"| {name} | {rounds} | {statistics.mean(values):.3f} | "
+              f"{', '.join(sorted(weights[name]))} |")  # fmt: skip
+    old, new = (statistics.mean(v) for v in per_step.values())
+    print(f"\nwhole step: old / new {old:.3f} s / {new:.3f} s = {old / new:.2f}x (means)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grpo", action="store_true", help="the GRPO step only")
@@ -278,6 +325,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the recipe's)")
     parser.add_argument("--override", action="append", default=[],
                         help="a GRPO recipe override, e.g. --override=--beta=0")  # fmt: skip
+    parser.add_argument("--whole", action="store_true",
+                        help="with --against: time each checkout's `traac train`")  # fmt: skip
     parser.add_argument("--profile", type=int, default=0, help="print cProfile's top N (GRPO)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--recipe", type=Path, help=argparse.SUPPRESS)
@@ -291,6 +340,10 @@ def main() -> None:
         return
     if opts.against and opts.baseline:
         parser.error("--against or --baseline, not both")
+    if opts.whole and not opts.against:
+        parser.error("--whole times two checkouts: give --against OLD/src")
+    if opts.whole and (opts.sft or opts.profile):
+        parser.error("--whole times the GRPO training command only, without a profile")
     if opts.baseline and opts.sft:
         parser.error("--baseline times the GRPO step only (the SFT step has no speed settings)")
     with tempfile.TemporaryDirectory(prefix="testbed_step-") as folder:
@@ -301,6 +354,12 @@ def main() -> None:
             padded = baseline_recipe(ROOT / RECIPE, Path(folder))
             variants = {"padded": (ROOT / "src", padded), "recipe": (ROOT / "src", None)}
             opts.grpo = True
+        if opts.whole:
+            print(f"machine: {cpu_name()}, {os.cpu_count()} cores, load average "
+                  f"{os.getloadavg()[0]:.2f} at the start")  # fmt: skip
+            print("command: python " + " ".join(["benchmarks/testbed_step.py", *sys.argv[1:]]))
+            whole({name: src for name, (src, _) in variants.items()}, opts, Path(folder))
+            return
         compare(variants, opts)
 
 
