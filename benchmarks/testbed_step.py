@@ -20,7 +20,7 @@ GRPO (`--grpo`, the default): `--steps` optimizer steps of the recipe (4 prompts
 `--whole` (with `--against`) times each checkout's whole `traac train` command instead, as a
 user runs it: 1 step and 1 + `--steps` steps of its own recipe, a fresh process each, and the
 difference per step. It needs no instrumentation, so it runs checkouts whose package layout the
-phases above do not know (a79f189, the step of the issue's 2.2 s).
+phases above do not know (a79f189, the step of the Zen 3's 2.2 s).
 
 `--baseline` runs the recipe beside its original configuration in the same checkout, alternating:
 `rollout_batching: padded` and no `logprob_rows` (TRL's padded generate and log-prob chunks of
