@@ -169,7 +169,9 @@ def cores() -> int:
 
 
 @contextmanager
-def evaluating_beside(held_out: HeldOut, model: Path, output: Path) -> Iterator[None]:
+def evaluating_beside(
+    held_out: HeldOut, model: Path, output: Path
+) -> Iterator[multiprocessing.process.BaseProcess | None]:
     """Evaluate `model` into `output` in a child process, on one thread, while the block runs:
     the demo trains on one torch thread, so a 2-core machine's other core is idle meanwhile.
 
@@ -177,20 +179,20 @@ def evaluating_beside(held_out: HeldOut, model: Path, output: Path) -> Iterator[
     resumes from it and decodes whatever the child left (one core: all of it; a failed or
     interrupted child: the rest). The samples are the same either way: each request samples
     its own seeded stream, and one thread or two decode the same tokens on the testbed. The
-    block's end waits for the child; an exception in the block stops it."""
+    block gets the child (None on one core); its end waits for it; an exception stops it."""
     if cores() < 2:
-        yield
+        yield None
         return
-    output_dir = output.parent
-    output_dir.mkdir(parents=True, exist_ok=True)
-    log = output_dir / f"{output.name}.beside.log"
+    folder = output.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder / f"{output.name}.beside.log"
     child = multiprocessing.get_context("spawn").Process(
         target=_evaluate_alone, args=(held_out, model, output, log), daemon=True
     )
     child.start()
     logger.info(f"evaluating {model} beside, in process {child.pid} (log: {log})")
     try:
-        yield
+        yield child
     except BaseException:
         child.terminate()
         raise
