@@ -40,7 +40,8 @@ $(DEV): $(CORE)
 install: $(DEV)
 
 # One pytest worker a core, up to 4 (each builds the session's models into its own cache): on 2
-# idle Zen 4 cores the suite took 6 min 21 s against 15 min 27 s in one process.
+# idle Zen 4 cores the suite took 6 min 21 s against 15 min 27 s in one process (7 min 5 s from a
+# clean clone, the venv byte-compiled: docs/results.md#suite).
 test: $(DEV)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(PY) -m pytest -q -n auto --maxprocesses 4 --durations=15 tests
