@@ -354,18 +354,15 @@ def main() -> None:
             padded = baseline_recipe(ROOT / RECIPE, Path(folder))
             variants = {"padded": (ROOT / "src", padded), "recipe": (ROOT / "src", None)}
             opts.grpo = True
+        header(variants, opts)
         if opts.whole:
-            print(f"machine: {cpu_name()}, {os.cpu_count()} cores, load average "
-                  f"{os.getloadavg()[0]:.2f} at the start")  # fmt: skip
-            print("command: python " + " ".join(["benchmarks/testbed_step.py", *sys.argv[1:]]))
             whole({name: src for name, (src, _) in variants.items()}, opts, Path(folder))
             return
         compare(variants, opts)
 
 
-def compare(variants: dict[str, tuple[Path, Path | None]], opts: argparse.Namespace) -> None:
-    """Each variant's (src, recipe or None: its checkout's) children, alternating, and tables."""
-    kinds = ["grpo"] * (not opts.sft) + ["sft"] * (not opts.grpo)
+def header(variants: dict[str, tuple[Path, Path | None]], opts: argparse.Namespace) -> None:
+    """The machine, the command and each variant's checkout, before any figure."""
     load = "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
     print(f"machine: {cpu_name()}, {os.cpu_count()} cores, {opts.threads} torch thread(s), "
           f"load average {load} at the start")  # fmt: skip
@@ -375,6 +372,11 @@ def compare(variants: dict[str, tuple[Path, Path | None]], opts: argparse.Namesp
                                 capture_output=True, text=True).stdout.strip()  # fmt: skip
         print(f"{name}: {src} ({commit[:70] or 'not a git checkout'})"
               + (f", the recipe with {SPEED_SETTINGS}" if recipe else ""))  # fmt: skip
+
+
+def compare(variants: dict[str, tuple[Path, Path | None]], opts: argparse.Namespace) -> None:
+    """Each variant's (src, recipe or None: its checkout's) children, alternating, and tables."""
+    kinds = ["grpo"] * (not opts.sft) + ["sft"] * (not opts.grpo)
     for kind in kinds:
         results: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
         for _ in range(opts.rounds):
