@@ -3,6 +3,8 @@ wait passively, see `traac.cli`)."""
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 from traac.errors import TraacError
@@ -26,3 +28,10 @@ def set_threads(requested: int | None) -> int:
     if requested is not None:
         torch.set_num_threads(requested)
     return torch.get_num_threads()
+
+
+def cores() -> int:
+    """The cores this process may run on (its affinity where the platform tells it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1

@@ -28,6 +28,7 @@ from traac.common.models import (
 )
 from traac.common.progress import NullProgress, Progress
 from traac.common.tables import Table, fmt
+from traac.common.threads import cores, set_threads
 from traac.evaluation.harness.records import TIER_ORDER, EvalSummary
 from traac.evaluation.harness.runner import EvalSettings, run_eval
 from traac.evaluation.inference.generation import Backend, make_backend
@@ -150,22 +151,14 @@ class HeldOut:
 def _evaluate_alone(held_out: HeldOut, model: Path, output: Path, log: Path) -> None:
     """A child process's work (`evaluating_beside`): one evaluation on one torch thread, its
     output, warnings and loading bars in `log` rather than under the parent's progress bar."""
-    import torch
     import transformers
 
     with open(log, "w") as f:
         os.dup2(f.fileno(), sys.stdout.fileno())
         os.dup2(f.fileno(), sys.stderr.fileno())
-    torch.set_num_threads(1)
+    set_threads(1)
     transformers.utils.logging.disable_progress_bar()
     held_out.evaluate(model, output)
-
-
-def cores() -> int:
-    """The cores this process may run on (its affinity where the platform tells it)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 @contextmanager
