@@ -157,7 +157,7 @@ def decode_padded(
         options["logits_processor"] = LogitsProcessorList([ForcedDraw(sampler, requests)])
     if static:
         options["cache_implementation"] = "static"
-    with torch.inference_mode():
+    with torch.no_grad():  # not inference mode: see decode_refilled
         out = model.generate(
             input_ids=ids.to(device),
             attention_mask=mask.to(device),
@@ -261,7 +261,12 @@ def decode_refilled(
         return _select(batch, keep)
 
     ready: _Rows | None = None  # prefilled rows waiting for a slot
-    with torch.inference_mode():
+    # No grad, not inference mode: under ZeRO-3 the forward gathers parameters, and the small
+    # ones stay gathered (`stage3_param_persistence_threshold`) as tensors made here; made in
+    # inference mode they could never again be saved for a backward (the next training
+    # forward fails). The same tokens, and no cost seen: testbed-quick, 32 rows, 5 alternating
+    # runs on a shared 2-core Zen 4, median time under no_grad 0.98x inference mode's.
+    with torch.no_grad():
         while waiting or ready is not None or rows is not None:
             if rows is not None:
                 logits = _step(model, rows)

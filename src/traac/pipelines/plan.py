@@ -22,6 +22,7 @@ from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers import AutoTokenizer
 
 from traac.common.gguf import check_gguf, is_gguf_path
+from traac.common.launch import fsdp_launch, zero_stage
 from traac.common.models import load_config, resolve_model_path
 from traac.common.scoring_model import is_foreign
 from traac.data.hub import HubUnavailable, hub_reachable
@@ -287,12 +288,10 @@ def launch_sharding(config: Any, requested: str | None) -> tuple[str, Sharding]:
         if requested not in SHARDINGS:
             raise TraacError(f"dry_run_sharding: {requested!r}; use one of {', '.join(SHARDINGS)}")
         return requested, SHARDINGS[requested]
-    stage = os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE")
-    if isinstance(config.deepspeed, dict):
-        stage = str(config.deepspeed.get("zero_optimization", {}).get("stage", stage))
-    if stage is not None and stage.isdigit():
-        return f"zero{stage}", Sharding(zero=int(stage))
-    if os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true" or config.fsdp:
+    stage = zero_stage(config.deepspeed)
+    if stage is not None:
+        return f"zero{stage}", Sharding(zero=stage)
+    if fsdp_launch(config.fsdp):
         return "fsdp", SHARDINGS["fsdp"]
     return "none", SHARDINGS["none"]
 

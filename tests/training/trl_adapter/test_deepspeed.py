@@ -11,7 +11,9 @@ collective under ZeRO-3) and the re-answers each process asks for; and with
 
 Six launches cover: ZeRO-3 with `zero3_init_flag` (LoRA, the confidence scorer, evaluation during
 training), ZeRO-3 without it (the attention scorer on a foreign scoring model), and ZeRO-2 (a
-peer mode; the random scorer run straight through, and stopped by SIGTERM then resumed).
+peer mode; the random scorer run straight through, and stopped by SIGTERM then resumed). Each
+runs recipes/testbed.yaml as shipped, its refilled rollouts included (a ZeRO-3 policy decodes
+them gathered), made small where the launch says.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ N = 4  # rollouts per prompt; 2 prompts per process
 SIGTERM_EXIT = 143  # a process's exit after a SIGTERM (128 + 15)
 
 WORKER = """
-import json, os, signal, sys
+import hashlib, json, os, signal, sys
 from pathlib import Path
 
 from transformers import TrainerCallback
@@ -45,18 +47,21 @@ import traac.training.step.driver as driver_module
 import traac.training.trl_adapter.trainer as trainer_module
 from traac.cli import main
 from traac.training.step.rounds import GenerationRounds
+from traac.training.trl_adapter.rollouts import RefillRollouts
 
 RANK = int(os.environ["RANK"])
 REPORT = Path(os.environ["TRAAC_TEST_REPORT"]) / f"rank{RANK}.json"
 STOP_AT = int(os.environ.get("TRAAC_TEST_SIGTERM_STEP", "0"))
 driver_module.verify_many = lambda items, responses, **kw: [RANK == 0] * len(responses)
 Trainer = trainer_module.TRAACTrainer
-record = {"reanswers": [], "forwards": [], "final": None}
+record = {"reanswers": [], "forwards": [], "final": None, "decoded": []}
 counts = {}
+decoding = []  # inside a refilled round: the policy gathered, its forwards no collectives
 
 
 def count(role):
-    counts[role] += 1
+    if not decoding:
+        counts[role] += 1
 
 
 def write():
@@ -69,6 +74,20 @@ regenerate = GenerationRounds.regenerate
 def counted_regenerate(self, prompts, prefix_lengths, filler):
     record["reanswers"].append(len(prompts))
     return regenerate(self, prompts, prefix_lengths, filler)
+
+
+decode = RefillRollouts.__call__
+
+
+def recorded_decode(self, model, prompts, max_new_tokens, step):  # each round's tokens, hashed
+    decoding.append(True)
+    try:
+        out = decode(self, model, prompts, max_new_tokens, step)
+    finally:
+        decoding.clear()
+    tokens = hashlib.sha256(json.dumps([prompts, out]).encode()).hexdigest()[:16]
+    record["decoded"].append([step, len(prompts), tokens])
+    return out
 
 
 log_step = Trainer._log_step
@@ -132,6 +151,7 @@ def counted_init(self, *args, **kwargs):
 
 
 GenerationRounds.regenerate = counted_regenerate
+RefillRollouts.__call__ = recorded_decode
 Trainer._log_step = log_then_stop
 Trainer.__init__ = counted_init
 Trainer.release_gathers = checked_release
@@ -180,6 +200,9 @@ def launches(
     def launch(name: str, stage: int, init_flag: bool, *extra: str, stop_at: int = 0) -> Launch:
         out = root / name
         out.mkdir(exist_ok=True)
+        # The shipped recipe as it is (refilled rollouts included), made small: the quick
+        # model, 2 steps of 2 prompts x N rollouts a process with shorter completions, so a
+        # launch takes a minute, not the recipe's hours; its output in the test's directory.
         argv = [
             sys.executable, "-m", "accelerate.commands.launch",
             "--config_file", str(accelerate_config(root, stage, init_flag)),
@@ -188,7 +211,7 @@ def launches(
             "--dataset", "testbed:easy?n=16", "--output_dir", str(out / "run"),
             "--max_steps", "2", "--per_device_train_batch_size", str(2 * N),
             "--num_generations", str(N), "--max_completion_length", "96",
-            "--disable_tqdm", "true", "--rollout_batching", "padded", *extra,
+            "--disable_tqdm", "true", *extra,
         ]  # fmt: skip
         run_env = {**env, "TRAAC_TEST_REPORT": str(out), "TRAAC_TEST_SIGTERM_STEP": str(stop_at)}
         begin = time.perf_counter()
@@ -256,12 +279,32 @@ def test_every_process_runs_as_many_forwards_of_each_sharded_model(
     launches: dict[str, Launch], name: str
 ) -> None:
     """Under ZeRO-3 each forward gathers the parameters from every process: a process that
-    skipped one (it had nothing to score or re-answer) would leave the others waiting."""
+    skipped one (it had nothing to score or re-answer) would leave the others waiting. The
+    refilled rounds decode with the policy gathered once for the round, so their forwards (as
+    many as each process's longest row takes) are not counted."""
     rank0, rank1 = launches[name].ranks
     assert rank0["forwards"] == rank1["forwards"] and rank0["final"] == rank1["final"]
     roles = set(rank0["final"])
     assert "policy" in roles and ("scorer" in roles) == (name == "zero3_foreign")
     assert all(n > 0 for n in rank0["final"].values())
+
+
+@pytest.mark.slow
+def test_every_launch_decodes_the_same_first_rollouts(launches: dict[str, Launch]) -> None:
+    """Before the first update every launch holds the same weights (LoRA's adapters start at
+    zero), prompts and seeds, so its first round of refilled rollouts is the same tokens on each
+    process whether ZeRO-2 or ZeRO-3, gathered with or without `zero3_init_flag`; the two
+    processes draw from streams of their own."""
+    first = {
+        name: [r["decoded"][0] for r in run.ranks]
+        for name, run in launches.items()
+        if name != "zero2_resumed"  # its first round is step 2's
+    }
+    assert len({json.dumps(rounds) for rounds in first.values()}) == 1, first
+    rank0, rank1 = first["zero2_random"]
+    assert rank0[0] == rank1[0] == 0 and rank0[2] != rank1[2]
+    for name, run in launches.items():  # every round of rollouts and re-answers was refilled
+        assert all(r["decoded"] for r in run.ranks), name
 
 
 @pytest.mark.slow

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from traac.training.trl_adapter.rollouts import FSDP_REFUSED
+
 ROOT = Path(__file__).resolve().parents[3]
 CPU_2PROC = ROOT / "recipes" / "accelerate" / "cpu_2proc.yaml"
 N = 4
@@ -45,6 +47,7 @@ from traac.training.planning.traac_config import TRAACConfig
 from traac.training.trl_adapter.trainer import TRAACTrainer
 
 model, out, n, lora = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "lora"
+batching = sys.argv[5]
 rank = int(os.environ["RANK"])  # set by the launcher
 driver_module.verify_many = lambda items, responses, **kw: [rank == 0] * len(responses)
 
@@ -53,7 +56,7 @@ tokenizer.padding_side = "left"
 args = TRAACConfig(
     output_dir=out, use_cpu=True, bf16=False, gradient_checkpointing=False, report_to="none",
     save_strategy="no", disable_tqdm=True, per_device_train_batch_size=n, num_generations=n,
-    max_completion_length=200, beta=0.04, seed=0, method_args={
+    max_completion_length=200, beta=0.04, seed=0, rollout_batching=batching, method_args={
         "scorer": "attention", "scoring_model": "reference", "uniformity_calibration": "rank"
     },
 )
@@ -107,26 +110,44 @@ os._exit(0)
 """
 
 
+def run_worker(
+    model: Path, tmp_path: Path, port: int, policy: str, batching: str
+) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    launch = [
+        sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(CPU_2PROC),
+        "--main_process_port", str(port),
+        str(script), str(model), str(tmp_path / "out"), str(N), policy, batching,
+    ]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    try:
+        return subprocess.run(launch, capture_output=True, text=True, timeout=300, env=env)
+    except subprocess.TimeoutExpired as err:
+        pytest.fail(f"the sharded run hung; stderr: {err.stderr!s:.2000}")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("policy", ["full", "lora"])
 def test_a_process_with_no_candidates_does_not_deadlock_a_sharded_run(
     quick_testbed: Path, tmp_path: Path, free_port: Callable[[], int], policy: str
 ) -> None:
-    script = tmp_path / "worker.py"
-    script.write_text(WORKER)
-    launch = [
-        sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(CPU_2PROC),
-        "--main_process_port", str(free_port()),
-        str(script), str(quick_testbed), str(tmp_path / "out"), str(N), policy,
-    ]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    try:
-        done = subprocess.run(launch, capture_output=True, text=True, timeout=300, env=env)
-    except subprocess.TimeoutExpired as err:
-        pytest.fail(f"the sharded run hung; stderr: {err.stderr!s:.2000}")
+    done = run_worker(quick_testbed, tmp_path, free_port(), policy, "padded")
     assert done.returncode == 0, done.stdout[-1000:] + done.stderr[-3000:]
     line = next(x for x in done.stdout.splitlines() if x.startswith("REPORT "))
     for step in json.loads(line.removeprefix("REPORT ")):
         assert step["pass_rates"] == [1.0, 0.0]  # process 0 all right, process 1 all wrong
         assert step["scored"] == N  # process 0's candidates were scored, and only those
         assert step["used"] > 0  # and re-answered, while process 1 regenerated nothing
+
+
+@pytest.mark.slow
+def test_refilled_decoding_of_a_hand_sharded_policy_stops_in_one_line(
+    quick_testbed: Path, tmp_path: Path, free_port: Callable[[], int]
+) -> None:
+    """Refilled, each process decodes its rows alone, as many forwards as its longest row
+    takes, while every FSDP2 forward is a collective: the first re-answer round stops on both
+    processes with the fix, instead of hanging. (An FSDP launch is refused at the dry run.)"""
+    done = run_worker(quick_testbed, tmp_path, free_port(), "full", "refill")
+    assert done.returncode != 0
+    assert done.stderr.count(f"TraacError: {FSDP_REFUSED}") == 2, done.stderr[-3000:]

@@ -106,6 +106,9 @@ def test_a_traac_step_samples_and_reanswers_through_refill(quick_testbed, tmp_pa
     assert len(answers) == 3 and all(len(a) <= t.max_completion_length - 10 for a, _ in answers)
 
 
+_ZERO3 = {"ACCELERATE_USE_DEEPSPEED": "true", "ACCELERATE_DEEPSPEED_ZERO_STAGE": "3"}
+
+
 @pytest.mark.parametrize(
     ("fields", "named"),
     [
@@ -119,6 +122,31 @@ def test_rollout_batching_validates_at_once(tmp_path, fields, named):
     with pytest.raises(TraacError, match=rf"^{named}: "):
         config(tmp_path, **fields)
     assert config(tmp_path).rollout_batching == "padded"
+
+
+@pytest.mark.parametrize(
+    ("launch", "fields", "named"),
+    [  # the accelerate launch's environment, the recipe's fields, the field the line names
+        ({"ACCELERATE_USE_FSDP": "true"}, {}, "rollout_batching"),
+        ({}, {"fsdp": "full_shard"}, "rollout_batching"),
+        (_ZERO3, {"ds3_gather_for_generation": False}, "rollout_batching"),
+    ],
+)
+def test_refill_refuses_a_launch_whose_decoding_forwards_are_collectives(
+    tmp_path, monkeypatch, launch, fields, named
+):
+    for name, value in launch.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(TraacError, match=rf"^{named}: .*rollout_batching padded$"):
+        config(tmp_path, rollout_batching="refill", **fields)
+
+
+@pytest.mark.parametrize("stage", ["1", "2", "3"])
+def test_refill_runs_under_every_zero_stage_that_gathers(tmp_path, monkeypatch, stage):
+    """ZeRO-1/2 keep every parameter on every process; ZeRO-3 decodes gathered (the trainer)."""
+    monkeypatch.setenv("ACCELERATE_USE_DEEPSPEED", "true")
+    monkeypatch.setenv("ACCELERATE_DEEPSPEED_ZERO_STAGE", stage)
+    assert config(tmp_path, rollout_batching="refill").rollout_batching == "refill"
 
 
 def test_micro_batches_make_the_update_of_one_batch(quick_testbed, tmp_path):

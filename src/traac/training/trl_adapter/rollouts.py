@@ -21,11 +21,20 @@ from typing import Any
 
 import numpy as np
 from accelerate.utils import is_peft_model
+from torch.distributed.fsdp import FSDPModule
+from transformers.distributed.fsdp import is_fsdp_managed_module
 
 from traac.common.decoding import RowSampler, decode_rows
+from traac.common.launch import fsdp_launch, zero_stage
 from traac.errors import TraacError
 
 ROLLOUT_BATCHINGS = ("padded", "refill")
+
+
+FSDP_REFUSED = (
+    "rollout_batching: refill decodes each process's rows alone, and every FSDP forward is a "
+    "collective across processes; set rollout_batching padded"
+)
 
 
 def check_refill(args: Any) -> None:
@@ -37,10 +46,15 @@ def check_refill(args: Any) -> None:
             "rollout_batching: refill replaces TRL's padded transformers generation; set "
             "rollout_batching padded with use_vllm or use_transformers_continuous_batching"
         )
-    if args.deepspeed or args.fsdp:
+    # Each process decodes its rows alone, as many forwards as its longest row takes: no forward
+    # may be a collective. ZeRO-3 gathers the policy for the round (`ds3_gather_for_generation`,
+    # as TRL generates); FSDP shards every forward.
+    if fsdp_launch(args.fsdp):
+        raise TraacError(FSDP_REFUSED)
+    if zero_stage(args.deepspeed) == 3 and not args.ds3_gather_for_generation:
         raise TraacError(
-            "rollout_batching: refill decodes each process's prompts alone, which sharded "
-            "forwards (DeepSpeed, FSDP) cannot; set rollout_batching padded"
+            "rollout_batching: refill under ZeRO-3 decodes with the policy's parameters gathered; "
+            "set ds3_gather_for_generation true, or rollout_batching padded"
         )
     unsupported = {
         "top_k": args.top_k not in (0, None),
@@ -85,6 +99,8 @@ class RefillRollouts:
         step `step`; call it in the autocast the run's forwards use."""
         if not prompts:
             return []
+        if isinstance(model, FSDPModule) or is_fsdp_managed_module(model):  # sharded by hand
+            raise TraacError(FSDP_REFUSED)  # (an FSDP launch is refused by `check_refill`)
         if step != self._step:
             self._step, self._round = step, 0
         self._round += 1

@@ -59,6 +59,7 @@ from accelerate.utils import gather_object
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 from trl.extras.profiling import profiling_context
+from trl.models import unwrap_model_for_generation
 
 from traac.common.outputs import writable_dir
 from traac.errors import TraacError
@@ -351,12 +352,23 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
         self, prompt_ids: list[list[int]], *rest: Any
     ) -> tuple[list[list[int]], list[list[float]] | None]:
         """TRL's generation backend, or traac's refilled decoding (`rollout_batching: refill`,
-        `traac.training.trl_adapter.rollouts`) in the autocast of the run's forwards."""
+        `traac.training.trl_adapter.rollouts`) in the autocast of the run's forwards.
+
+        Refilled, each process decodes its rows alone, as many steps as its longest row takes,
+        so no decoding forward may be a collective: under ZeRO-3 the policy decodes inside TRL's
+        own generation context, its parameters gathered for the whole round (one collective in,
+        one out, which every process reaches: the driver matches their rounds)."""
         if self.refill is None:
             return self._generate_single_turn(prompt_ids, *rest)
-        model = self.accelerator.unwrap_model(self.model)
         budget = self.generation_config.max_new_tokens
-        with torch.no_grad(), self.accelerator.autocast():
+        gather = self.args.ds3_gather_for_generation  # `check_refill` refused False
+        with (
+            unwrap_model_for_generation(
+                self.model_wrapped, self.accelerator, gather_deepspeed3_params=gather
+            ) as model,
+            torch.no_grad(),
+            self.accelerator.autocast(),
+        ):
             return self.refill(model, prompt_ids, budget, self.state.global_step), None
 
     def prompt_ids(self, prompts: list[Any]) -> list[list[int]]:
