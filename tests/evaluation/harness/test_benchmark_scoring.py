@@ -11,9 +11,12 @@ from pathlib import Path
 import pytest
 
 from traac.cli import main
+from traac.common.items import Item
 from traac.data.datasets import reasoning_gym_items
-from traac.evaluation.harness.otb_official import official_answer, task_credit
+from traac.evaluation.harness.otb_official import judge_input, judged, official_answer, task_credit
 from traac.evaluation.harness.runner import read_summary
+from traac.verification import verify_many
+from traac.verification.screening import task_answer_allowed
 
 
 @pytest.fixture(scope="module")
@@ -177,3 +180,40 @@ def test_official_underthinking_credit_is_partial_and_reads_the_first_box():
     assert task_credit(f"no box {gold}", item) == pytest.approx(len(gold) / len(f"no box {gold}"))
     assert official_answer("\\boxed{a}b} \\boxed{c}", "x") == "a"
     assert official_answer("\\boxed{A # B x}", "ab") == "A # B "  # others blanked, runs halved
+
+
+def test_official_underthinking_answers_are_unescaped_twice():
+    [item] = reasoning_gym_items("tsumego", size=1, seed=0)
+    response = f"\\boxed{{{item.answer}\\\\ }}"  # the box holds the move, two backslashes, a blank
+    assert official_answer(response, "tsumego") == f"{item.answer} "
+    assert task_credit(response, item) == 1.0  # once unescaped it kept a backslash: 0.75
+
+
+def test_refused_underthinking_answers_score_the_scorers_floor_unrun():
+    [item] = reasoning_gym_items("puzzle24", size=1, seed=0, min_value=8, max_value=10)
+    equation, text = "(10-8)*8+8=24", "I cannot find one."
+    meta = item.entry["metadata"]
+    assert not task_answer_allowed("puzzle24", equation, meta)  # never reaches sympy
+    assert not task_answer_allowed("puzzle24", text, meta)
+    # reasoning-gym's puzzle24 scorer gives 0.01 to what it cannot read (traac once gave 0)
+    assert task_credit(f"<think>ok</think> \\boxed{{{equation}}}", item) == pytest.approx(0.01)
+    assert task_credit(text, item) == pytest.approx(0.01)  # no box: the whole response
+    assert task_credit(f"\\boxed{{{item.answer}}}", item) == 1.0
+
+
+def test_the_official_judge_is_shown_one_box_of_the_tail():
+    item = Item(id="q", question="Pick (A)-(D)", answer="B", verifier="choice")
+    hedge = "<think>hmm</think> \\boxed{B}, or maybe \\boxed{C}"
+    assert judge_input(hedge, "</think>") == ("B", True)
+    assert judged([item], [hedge], "</think>") == [True]
+    assert verify_many([item], [hedge]) == [False]  # traac's own scoring reads both boxes
+    # the first box of the last 2,000 characters after the first closer, up to the next closer
+    early = "<think>x</think> \\boxed{B} " + "y" * 2000 + " \\boxed{C}"
+    second = "<think>x</think> \\boxed{C}</think> \\boxed{B}"
+    unclosed = "<think> " + "z" * 3000 + " \\boxed{B}"
+    assert [judge_input(r, "</think>")[0] for r in (early, second, unclosed)] == ["C", "C", "B"]
+    assert judged([item] * 3, [early, second, unclosed], "</think>") == [False, False, True]
+    assert judge_input("<think>x</think> The answer is B.", "</think>") == (
+        " The answer is B.",
+        False,
+    )
