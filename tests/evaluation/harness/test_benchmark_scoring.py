@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,17 +45,25 @@ def write(path: Path, rows: list[dict]) -> Path:
     return path
 
 
+def write_kept(path: Path, keep: Any) -> list[dict]:
+    """Keep the rows of a JSONL file that `keep` accepts; the rows kept."""
+    rows = [r for r in map(json.loads, path.read_text().splitlines()) if keep(r)]
+    write(path, rows)
+    return rows
+
+
 def evaluate(tmp_path: Path, name: str, dataset: Path, responses: Path, *extra: str) -> int:
     argv = ["eval", "--dataset", str(dataset), "--responses", str(responses)]
     return main([*argv, "--output", str(tmp_path / name), *extra])
 
 
-# OTB: two overthinking questions, one overthinking-math question, two underthinking ones; two
-# samples each: (answer given, think words, closed).
+# OTB: two overthinking questions, one overthinking-math question, two underthinking ones and
+# one underthinking-math question; two samples each: (answer given, think words, closed).
 OTB_ROWS = [
     ("o1", "2", "otb-overthink"), ("o2", "3", "otb-overthink"),
     ("m1", "4", "otb-overthink-math"),
     ("u1", "5", "otb-underthink"), ("u2", "6", "otb-underthink"),
+    ("n1", "7", "otb-underthink-math"),
 ]  # fmt: skip
 OTB_SAMPLES = {
     "o1": [("2", 100, True), ("2", 300, True)],
@@ -62,6 +71,7 @@ OTB_SAMPLES = {
     "m1": [("4", 400, True), ("4", 201, False)],  # never closed: 201 + the box, all thinking
     "u1": [("5", 10, True), ("9", 10, True)],
     "u2": [("6", 10, True), ("6", 10, True)],
+    "n1": [("7", 10, True), ("8", 10, True)],
 }
 
 
@@ -120,12 +130,44 @@ def test_official_otb_scoring_by_hand(tmp_path, otb_files, word_tokenizer):
     m1 = 1.0 * (1000 - 301) / 1000  # the unclosed one is judged whole: right, 202 words
     general = (o1 + o2 + m1) / 3  # every overthinking row, math included
     o = (general + m1) / 2  # averaged with the math rows: m1 counts twice
-    u = (0.5 + 1.0) / 2  # no reasoning-gym task: each sample's verdict
-    assert otb.scoring == "official"
+    # no reasoning-gym task (u1, u2 here; n1, an AIME-like row, which the official code fails
+    # on for want of metadata.source_dataset): each sample's verdict; n1 right once of twice
+    u = ((0.5 + 1.0 + 0.5) / 3 + 0.5) / 2
+    assert (otb.scoring, otb.footing) == ("official", "official, with math rows")
     assert otb.overthink == pytest.approx(100 * o) and otb.underthink == pytest.approx(100 * u)
     assert otb.f1 == pytest.approx(100 * 2 * o * u / (o + u))
     text = (tmp_path / "official" / "summary.md").read_text()
-    assert "official scoring" in text and f"F1 {100 * 2 * o * u / (o + u):.2f}" in text
+    assert "footing: official, with math rows" in text and "leaderboard" not in text
+    assert f"F1 {100 * 2 * o * u / (o + u):.2f}" in text
+    saved = json.loads((tmp_path / "official" / "summary.json").read_text())["otb"]
+    assert saved["footing"] == "official, with math rows"
+
+
+@pytest.mark.parametrize(
+    ("kept", "footing"),
+    [({"otb-overthink", "otb-underthink"}, "official, general rows only"),
+     ({"otb-overthink", "otb-overthink-math", "otb-underthink"},
+      "official, math rows in one half only")],
+)  # fmt: skip
+def test_official_otb_names_its_footing_without_the_math_rows(
+    tmp_path, otb_files, word_tokenizer, kept, footing
+):
+    dataset, responses = otb_files
+    ids = {r["id"] for r in write_kept(dataset, lambda r: r["data_source"] in kept)}
+    write_kept(responses, lambda r: r["id"] in ids)
+    extra = ["--tokenizer", str(word_tokenizer), "--otb-scoring", "official"]
+    assert evaluate(tmp_path, "official", dataset, responses, *extra) == 0
+    otb = read_summary(tmp_path / "official").otb
+    assert otb.footing == footing
+    if footing.endswith("general rows only"):
+        o = ((1.0 * 0.8) + (0.5 * 0.6)) / 2  # o1 and o2 alone, each once
+        assert otb.overthink == pytest.approx(100 * o)
+        assert otb.underthink == pytest.approx(100 * (0.5 + 1.0) / 2)
+    text = (tmp_path / "official" / "summary.md").read_text()
+    assert f"footing: {footing}" in text and "not the leaderboard's footing" in text
+    assert evaluate(tmp_path, "paper", dataset, responses, "--tokenizer", str(word_tokenizer)) == 0
+    assert read_summary(tmp_path / "paper").otb.footing == "paper"
+    assert "footing: paper" in (tmp_path / "paper" / "summary.md").read_text()
 
 
 def test_t_max_and_official_scoring_need_tokens(tmp_path, otb_files, capsys):

@@ -148,7 +148,17 @@ def official_otb(
 
     o = _macro(per_question(over, over_score))
     u = _macro(per_question(under, lambda rs: statistics.fmean(credit[r.key] for r in rs)))
-    return OTBScore(100.0 * o, 100.0 * u, otb_f1(100.0 * o, 100.0 * u), scoring="official")
+    f1 = otb_f1(100.0 * o, 100.0 * u)
+    return OTBScore(100.0 * o, 100.0 * u, f1, scoring="official", footing=footing(over, under))
+
+
+def footing(over: Sequence[SampleRecord], under: Sequence[SampleRecord]) -> str:
+    """Which rows the official O and U average: the leaderboard's (math rows in both halves),
+    the general rows only, or math rows in one half (where the official code gives NaN)."""
+    halves = [any("math" in r.data_source for r in rows) for rows in (over, under)]
+    if all(halves):
+        return "official, with math rows"
+    return "official, math rows in one half only" if any(halves) else "official, general rows only"
 
 
 def _macro(questions: dict[str, tuple[str, float]]) -> float:
