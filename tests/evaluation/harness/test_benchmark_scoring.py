@@ -6,6 +6,7 @@ words, so the think lengths are counted by eye."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from traac.cli import main
 from traac.common.items import Item
 from traac.data.datasets import reasoning_gym_items
 from traac.evaluation.harness.otb_official import judge_input, judged, official_answer, task_credit
+from traac.evaluation.harness.records import OTB_GENERAL_ONLY, OTBScore
 from traac.evaluation.harness.runner import read_summary
 from traac.verification import verify_many
 from traac.verification.screening import task_answer_allowed
@@ -259,3 +261,12 @@ def test_the_official_judge_is_shown_one_box_of_the_tail():
         " The answer is B.",
         False,
     )
+
+
+def test_summaries_written_before_the_footing_say_what_is_known():
+    old = {"overthink": 50.0, "underthink": 40.0, "f1": 44.44}
+    assert OTBScore.from_json(old).footing == "paper"
+    official = OTBScore.from_json({**old, "scoring": "official"})
+    assert official.footing == "official, rows unrecorded"
+    assert "leaderboard" not in official.sentence(1000, "tokens")  # not known to be off it
+    assert "not the leaderboard's" in replace(official, footing=OTB_GENERAL_ONLY).sentence(1, "t")

@@ -38,7 +38,14 @@ from typing import Any
 
 from traac.common.items import Item
 from traac.data.datasets import OTB_OVERTHINK, OTB_UNDERTHINK
-from traac.evaluation.harness.records import EvalSummary, OTBScore, SampleRecord
+from traac.evaluation.harness.records import (
+    OTB_GENERAL_ONLY,
+    OTB_ONE_HALF_MATH,
+    OTB_WITH_MATH,
+    EvalSummary,
+    OTBScore,
+    SampleRecord,
+)
 from traac.method.formats import ChatFormat
 from traac.method.metrics import OTB_OFFICIAL_T, otb_f1
 from traac.verification import DEFAULT_TIMEOUT, get_pool, verify_answers
@@ -157,8 +164,8 @@ def footing(over: Sequence[SampleRecord], under: Sequence[SampleRecord]) -> str:
     the general rows only, or math rows in one half (where the official code gives NaN)."""
     halves = [any("math" in r.data_source for r in rows) for rows in (over, under)]
     if all(halves):
-        return "official, with math rows"
-    return "official, math rows in one half only" if any(halves) else "official, general rows only"
+        return OTB_WITH_MATH
+    return OTB_ONE_HALF_MATH if any(halves) else OTB_GENERAL_ONLY
 
 
 def _macro(questions: dict[str, tuple[str, float]]) -> float:

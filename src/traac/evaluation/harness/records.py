@@ -87,6 +87,10 @@ class SampleRecord:
         return record
 
 
+# The footings of an official OTB score, by the rows its O and U average (`otb_official.footing`)
+OTB_WITH_MATH = "official, with math rows"  # the leaderboard's
+OTB_GENERAL_ONLY = "official, general rows only"
+OTB_ONE_HALF_MATH = "official, math rows in one half only"
 OTB_NOT_LEADERBOARD = (
     "not the leaderboard's footing, whose O and U also average the official math rows "
     "(MATH-500 levels 1-2; AIME 2025 and HMMT February 2025)"
@@ -127,13 +131,13 @@ class OTBScore:
     def sentence(self, t_max: int, unit: str) -> str:
         """The line summary.md and `traac eval` print, naming the scoring."""
         if self.scoring == "official":
+            mathless = self.footing in (OTB_GENERAL_ONLY, OTB_ONE_HALF_MATH)
             return (
                 f"OptimalThinkingBench, footing: {self.footing} (facebookresearch/RAM "
                 f"projects/otb: per question mean(correct) x max(0, T - mean think tokens) / T, "
                 f"T = {OTB_OFFICIAL_T}; reasoning-gym partial credit): O {self.overthink:.2f}, U "
                 f"{self.underthink:.2f}, F1 {self.f1:.2f}"
-                + ("" if "with math" in self.footing else f"; {OTB_NOT_LEADERBOARD}")
-            )
+            ) + (f"; {OTB_NOT_LEADERBOARD}" if mathless else "")
         return (
             f"OptimalThinkingBench, footing: paper: AUC_OAA {self.overthink:.2f} (t_max = "
             f"{t_max} {unit}), UnderthinkingBench accuracy {self.underthink:.2f}, "
