@@ -121,10 +121,11 @@ def test_auc_oaa_is_at_its_own_t_max_whatever_the_response_budget(
     assert small.by_source["otb-overthink"].auc_oaa == pytest.approx(at_10000)
 
 
-def test_official_otb_scoring_by_hand(tmp_path, otb_files, word_tokenizer):
+def test_official_otb_scoring_by_hand(tmp_path, otb_files, word_tokenizer, capsys):
     dataset, responses = otb_files
     extra = ["--tokenizer", str(word_tokenizer), "--otb-scoring", "official"]
     assert evaluate(tmp_path, "official", dataset, responses, *extra) == 0
+    assert "footing: official, with math rows" in " ".join(capsys.readouterr().out.split())
     otb = read_summary(tmp_path / "official").otb
     # Per question mean(correct) * max(0, 1000 - mean think words) / 1000:
     o1 = 1.0 * (1000 - 200) / 1000  # right twice, 100 and 300 words
