@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from traac.data import adapters
-from traac.data.datasets import load_items
+from traac.data.datasets import load_items, reasoning_gym_items
 from traac.errors import TraacError
 from traac.verification import verify_item
 
@@ -105,12 +105,41 @@ def test_overthinking_adapter_keeps_numeric_and_four_option_mcq():
         row("Paris", {"mode": "mcq", "options": ["Rome", "Paris", "Oslo", "Bern"]}),
         row("x", {"mode": "mcq", "options": ["a", "b", "x", "d", "e", "f", "g", "h"]}),  # 8 options
         row("the ozone layer", {"mode": "short"}),  # needs an LLM judge
-        {"question": "Hard", "answer": "1", "subset": "underthinkingbench", "metadata": "{}"},
+        {"question": "Odd", "answer": "1", "subset": "other", "metadata": "{}"},  # no half
     ]
     items = adapters.adapt_otb_hub(rows)
     assert [(i.verifier, i.answer) for i in items] == [("math", "12"), ("choice", "B")]
     assert "(B) Paris" in items[1].question
     assert {i.data_source for i in items} == {adapters.OTB_OVERTHINK}
+
+
+def test_official_prepared_otb_file_keeps_every_half_and_its_math_rows(tmp_path):
+    # the layout of the official prepare.py's otb_full, saved as a file
+    [entry] = [i.entry for i in reasoning_gym_items("letter_counting", size=1, seed=0)]
+    rows = [
+        {"question": "Q", "answer": "12", "subset": "overthinkingbench",
+         "metadata": json.dumps({"mode": "numeric", "id": "o1"})},
+        {"question": entry["question"], "answer": entry["answer"], "subset": "underthinkingbench",
+         "metadata": json.dumps(entry["metadata"])},
+        {"question": "1+1?", "answer": "\\frac{4}{2}", "subset": "overthinking-math",
+         "metadata": json.dumps({"source": "math-500", "id": "test/algebra/1.json"})},
+        {"question": "AIME 1", "answer": "70", "subset": "underthinking-math",
+         "metadata": json.dumps({"source": "aime", "id": 0})},
+        {"question": "HMMT 1", "answer": "\\sqrt{2}", "subset": "underthinking-math",
+         "metadata": json.dumps({"source": "hmmt", "id": 1, "problem_type": ["Algebra"]})},
+    ]  # fmt: skip
+    items = load_items(str(write_jsonl(tmp_path / "otb_full.jsonl", rows)))
+    got = {(i.data_source, i.id, i.verifier, i.answer) for i in items}
+    assert got == {
+        ("otb-overthink", "o1", "math", "12"),
+        ("otb-underthink", "otb-underthink-letter_counting-0", "task", entry["answer"]),
+        ("otb-overthink-math", "otb-overthink-math-math-500-test/algebra/1.json", "math",
+         "\\frac{4}{2}"),
+        ("otb-underthink-math", "otb-underthink-math-aime-0", "math", "70"),
+        ("otb-underthink-math", "otb-underthink-math-hmmt-1", "math", "\\sqrt{2}"),
+    }  # fmt: skip
+    with pytest.raises(TraacError, match="otb-underthink-math: row 0 has no 'answer'"):
+        adapters.adapt_otb_hub([{**rows[3], "answer": ""}])
 
 
 def test_bbh_adapter_keeps_the_task():

@@ -63,3 +63,38 @@ def test_standard_sets_are_named_hub_datasets(monkeypatch, name, repo, configs, 
         assert asked == [(repo, config, "test") for config in configs]
         assert [i.answer for i in items] == [answer] * len(configs)
         assert {i.data_source for i in items} == {name}
+
+
+def test_otb_adds_the_official_math_rows_where_the_cache_has_them(monkeypatch):
+    over = {"question": "Q", "answer": "12", "subset": "overthinkingbench",
+            "metadata": '{"mode": "numeric", "id": "o1"}'}  # fmt: skip
+    under = {**over, "subset": "underthinkingbench"}  # the hub's; otb regenerates its own
+    found = {
+        "facebook/optimal_thinking_bench": [over, under],
+        "math-ai/aime25": [{"problem": "A?", "answer": "70", "id": "0"}],
+        "MathArena/hmmt_feb_2025": [{"problem": "H?", "answer": "2", "problem_idx": 1}],
+        "HuggingFaceH4/MATH-500": [
+            {"problem": f"M{level}?", "answer": "1", "unique_id": f"m{level}", "level": level}
+            for level in (1, 2, 3, 5)
+        ],
+    }
+    asked = []
+
+    def rows(spec, repo, config, split):
+        asked.append((repo, split))
+        if repo not in found:
+            raise hub.HubUnavailable(f"dataset {spec!r} needs the network or the hub cache")
+        return found[repo]
+
+    monkeypatch.setattr(hub, "_hub_rows", rows)
+    items = load_items("otb?n=1")
+    math = [(i.data_source, i.question) for i in items if "math" in i.data_source]
+    assert math == [
+        ("otb-underthink-math", "A?"), ("otb-underthink-math", "H?"),
+        ("otb-overthink-math", "M1?"), ("otb-overthink-math", "M2?"),  # levels 1-2 only
+    ]  # fmt: skip
+    assert ("HuggingFaceH4/MATH-500", "test") in asked and ("math-ai/aime25", "test") in asked
+    assert [i.data_source for i in items].count("otb-overthink") == 1
+    assert [i.data_source for i in items].count("otb-underthink") == 11  # regenerated, n=1
+    del found["MathArena/hmmt_feb_2025"]  # one set missing: the general rows only
+    assert not [i for i in load_items("otb?n=1") if "math" in i.data_source]

@@ -41,7 +41,8 @@ summary (avg@k, pass@k, maj@k, lengths, overthinking) from samples.jsonl without
 
 datasets: a .json/.jsonl/.parquet file; testbed:easy|medium|hard|all[?n=&seed=];
 reasoning-gym:TASK[?size=&seed=]; otb-underthink[?n=&seed=]; otb-overthink; otb (both halves,
-F1); aime, amc, gpqa-diamond, bbeh, bbeh-full, bbh, supergpqa, dapo-math-17k or a hub id.
+F1, and the official math rows where the hub cache has them); aime, amc, gpqa-diamond, bbeh,
+bbeh-full, bbh, supergpqa, dapo-math-17k or a hub id.
 
 The compression options (--scorer ... --confidence-top-k) act with --compress-tau; --aux-prompt
 also with --think-budget."""

@@ -26,6 +26,9 @@ _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 OTB_UNDERTHINK = "otb-underthink"
 OTB_OVERTHINK = "otb-overthink"
+# The math rows the official prepare.py adds to each half (a source holding "math" is a math row)
+OTB_OVERTHINK_MATH = "otb-overthink-math"
+OTB_UNDERTHINK_MATH = "otb-underthink-math"
 
 
 def _field(row: Row, key: str, i: int, source: str, kind: type | tuple[type, ...] = str) -> Any:
@@ -374,13 +377,26 @@ def adapt_dapo(rows: Sequence[Row], source: str = "dapo-math-17k") -> list[Item]
 
 
 def adapt_otb_hub(rows: Sequence[Row], source: str = OTB_OVERTHINK) -> list[Item]:
-    """OverthinkingBench rows of facebook/optimal_thinking_bench (question, answer, subset,
-    metadata JSON). As in the paper, only automatically verifiable items are kept: numeric
-    answers (math-verify) and 4-option multiple choice (letter); short-phrase and open-ended
-    items need an LLM judge and are left out by design."""
-    items = []
+    """OptimalThinkingBench rows (question, answer, subset, metadata JSON): the hub's, or the
+    official prepare.py's `otb_full` saved as a file. Each half keeps its benchmark name as its
+    data source, whatever the file is called, so the OTB scores find it (`source` names rows in
+    errors).
+
+    - `*thinking-math` rows (MATH-500 levels 1-2, AIME 2025, HMMT): math items of
+      `otb-overthink-math` / `otb-underthink-math`, ids from their metadata's source and id;
+    - underthinking rows: reasoning-gym entries (`adapt_reasoning_gym`) of `otb-underthink`;
+    - overthinking rows: as in the paper, only automatically verifiable items are kept: numeric
+      answers (math-verify) and 4-option multiple choice (letter); short-phrase and open-ended
+      items need an LLM judge and are left out by design."""
+    items, under = [], []
     for i, row in enumerate(rows):
         subset = str(row.get("subset", "")) if isinstance(row, Mapping) else ""
+        if "math" in subset and "thinking" in subset:
+            items.append(_otb_math_item(row, i, subset))
+            continue
+        if "underthink" in subset:
+            under.append(row)
+            continue
         if "overthink" not in subset:
             continue
         question = _field(row, "question", i, source)
@@ -405,11 +421,23 @@ def adapt_otb_hub(rows: Sequence[Row], source: str = OTB_OVERTHINK) -> list[Item
                 question=item_question,
                 answer=gold,
                 verifier=verifier,
-                data_source=source,
+                data_source=OTB_OVERTHINK,
             )
         )
+    items += adapt_reasoning_gym(under, OTB_UNDERTHINK) if under else []
     _check_unique(items, source)
     return items
+
+
+def _otb_math_item(row: Row, i: int, subset: str) -> Item:
+    """One of prepare.py's math rows, checked with math-verify (its answers are LaTeX)."""
+    source = OTB_OVERTHINK_MATH if "overthink" in subset else OTB_UNDERTHINK_MATH
+    question = _field(row, "question", i, source)
+    answer = _answer_text(_field(row, "answer", i, source, (str, int, float)))
+    meta = row_metadata(row)
+    meta = meta if isinstance(meta, Mapping) else {}
+    tag = "-".join(str(meta[k]) for k in ("source", "id") if meta.get(k) is not None) or str(i)
+    return Item(id=f"{source}-{tag}", question=question, answer=answer, data_source=source)
 
 
 def _check_unique(items: list[Item], source: str) -> None:

@@ -10,7 +10,8 @@
   task's own `score_answer` (reasoning-gym is an optional extra, imported here on first use);
 - ``otb-underthink[?n=&seed=]``: UnderthinkingBench regenerated with reasoning-gym
   (docs/method.md#evaluation; the same extra);
-- ``otb-overthink`` and ``otb`` (both halves; the overthinking half needs the hub);
+- ``otb-overthink`` and ``otb`` (both halves; the overthinking half needs the hub; ``otb`` adds
+  the official MATH-500 / AIME 2025 / HMMT math rows where the hub or its cache has all three);
 - named hub benchmarks (`HUB_DATASETS`: ``aime``, ``amc``, ``gpqa-diamond``, ``bbeh``,
   ``bbh``, ``supergpqa``, ``dapo-math-17k``; beside them ``aime2025``, ``math-500``,
   ``gsm8k``), their hub ids, or any other hub id with a question/answer layout.
@@ -28,9 +29,16 @@ from typing import Any
 
 from traac.common.items import Item
 from traac.common.reasoning_gym_extra import import_reasoning_gym, reasoning_gym_tasks
-from traac.data.adapters import OTB_OVERTHINK, OTB_UNDERTHINK
+from traac.data.adapters import OTB_OVERTHINK, OTB_UNDERTHINK, adapt_otb_hub
 from traac.data.files import FILE_SUFFIXES, adapt_detected, load_file
-from traac.data.hub import HUB_DATASETS, HUB_NAME_BY_REPO, HubSource, load_hub
+from traac.data.hub import (
+    HUB_DATASETS,
+    HUB_NAME_BY_REPO,
+    HubSource,
+    HubUnavailable,
+    load_hub,
+    otb_math_rows,
+)
 from traac.data.specs import spec_options, split_spec
 from traac.data.testbed_problems import parse_spec
 from traac.errors import TraacError
@@ -77,7 +85,11 @@ def load_items(spec: str) -> list[Item]:
                 f"{err} (OverthinkingBench, the overthinking half of 'otb', exists only on the "
                 f"hub; '{OTB_UNDERTHINK}' is regenerated offline)"
             ) from err
-        return over + otb_underthink_items(**spec_options(spec, params, n=50))
+        try:  # where the cache (or the hub) has them, as the leaderboard's footing does
+            math = adapt_otb_hub(otb_math_rows(spec))
+        except HubUnavailable:
+            math = []  # the general rows only: the OTB score names that footing
+        return over + otb_underthink_items(**spec_options(spec, params, n=50)) + math
     path = Path(name).expanduser()
     prompt_column = params.pop("prompt_column", None)
     if path.exists() or name.endswith(FILE_SUFFIXES):

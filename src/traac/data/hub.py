@@ -83,6 +83,11 @@ def _bbeh_mini(row: Row) -> bool:
     return bool(row.get("mini"))
 
 
+def _otb_overthink(row: Row) -> bool:
+    """The hub's OverthinkingBench rows (its underthinking half is regenerated offline)."""
+    return "overthink" in str(row.get("subset", ""))
+
+
 HUB_DATASETS: dict[str, HubSource] = {
     "aime": HubSource("AI-MO/aimo-validation-aime", adapt_aime, "train"),
     "amc": HubSource("AI-MO/aimo-validation-amc", adapt_amc, "train"),
@@ -91,7 +96,9 @@ HUB_DATASETS: dict[str, HubSource] = {
     ),
     "bbeh": HubSource("BBEH/bbeh", adapt_bbeh, "train", row_filter=_bbeh_mini),
     "bbeh-full": HubSource("BBEH/bbeh", adapt_bbeh, "train"),
-    OTB_OVERTHINK: HubSource("facebook/optimal_thinking_bench", adapt_otb_hub, "train"),
+    OTB_OVERTHINK: HubSource(
+        "facebook/optimal_thinking_bench", adapt_otb_hub, "train", row_filter=_otb_overthink
+    ),
     "bbh": HubSource("lukaemon/bbh", adapt_bbh, "test", BBH_TASKS),
     "supergpqa": HubSource(
         "m-a-p/SuperGPQA", adapt_supergpqa, "train", options={"per_difficulty": 540, "seed": 0}
@@ -104,6 +111,13 @@ HUB_DATASETS: dict[str, HubSource] = {
     "math-500": HubSource("HuggingFaceH4/MATH-500", adapt_math500, "test"),
     "gsm8k": HubSource("openai/gsm8k", adapt_gsm8k, "test", ("main",)),
 }
+# The math rows the official prepare.py (facebookresearch/RAM projects/otb, f0be196) adds to
+# OptimalThinkingBench: (repo, split, subset, metadata source, id field); MATH-500 levels 1-2 only.
+OTB_MATH_SOURCES = (
+    ("math-ai/aime25", "test", "underthinking-math", "aime", "id"),
+    ("MathArena/hmmt_feb_2025", "train", "underthinking-math", "hmmt", "problem_idx"),
+    ("HuggingFaceH4/MATH-500", "test", "overthinking-math", "math-500", "unique_id"),
+)
 # Hub ids lead to the same adapters (BBEH/bbeh: the mini split, as in the paper).
 HUB_NAME_BY_REPO = {src.repo: name for name, src in reversed(HUB_DATASETS.items())}
 
@@ -127,6 +141,20 @@ def load_hub(spec: str, source: HubSource, params: dict[str, str], name: str) ->
     if not rows:
         raise TraacError(f"dataset {spec!r}: the hub split has no rows")
     return source.adapter(rows, source=name, **{**source.options, **typed})
+
+
+def otb_math_rows(spec: str) -> list[Row]:
+    """prepare.py's math rows, in its layout (`adapt_otb_hub` reads them), from the hub or its
+    cache; `HubUnavailable` where any of the three sets is missing."""
+    rows: list[Row] = []
+    for repo, split, subset, source, key in OTB_MATH_SOURCES:
+        for row in _hub_rows(spec, repo, None, split):
+            if source == "math-500" and row.get("level") not in (1, 2):
+                continue
+            meta = {"source": source, "id": row.get(key)}
+            rows.append({"question": row.get("problem"), "answer": row.get("answer"),
+                         "subset": subset, "metadata": meta})  # fmt: skip
+    return rows
 
 
 class HubUnavailable(TraacError):

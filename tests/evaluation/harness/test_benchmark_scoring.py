@@ -6,14 +6,20 @@ words, so the think lengths are counted by eye."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from traac.cli import main
+from traac.common.items import Item
 from traac.data.datasets import reasoning_gym_items
-from traac.evaluation.harness.otb_official import official_answer, task_credit
+from traac.evaluation.harness.otb_official import judge_input, judged, official_answer, task_credit
+from traac.evaluation.harness.records import OTB_GENERAL_ONLY, OTBScore
 from traac.evaluation.harness.runner import read_summary
+from traac.verification import verify_many
+from traac.verification.screening import task_answer_allowed
 
 
 @pytest.fixture(scope="module")
@@ -41,17 +47,25 @@ def write(path: Path, rows: list[dict]) -> Path:
     return path
 
 
+def write_kept(path: Path, keep: Any) -> list[dict]:
+    """Keep the rows of a JSONL file that `keep` accepts; the rows kept."""
+    rows = [r for r in map(json.loads, path.read_text().splitlines()) if keep(r)]
+    write(path, rows)
+    return rows
+
+
 def evaluate(tmp_path: Path, name: str, dataset: Path, responses: Path, *extra: str) -> int:
     argv = ["eval", "--dataset", str(dataset), "--responses", str(responses)]
     return main([*argv, "--output", str(tmp_path / name), *extra])
 
 
-# OTB: two overthinking questions, one overthinking-math question, two underthinking ones; two
-# samples each: (answer given, think words, closed).
+# OTB: two overthinking questions, one overthinking-math question, two underthinking ones and
+# one underthinking-math question; two samples each: (answer given, think words, closed).
 OTB_ROWS = [
     ("o1", "2", "otb-overthink"), ("o2", "3", "otb-overthink"),
     ("m1", "4", "otb-overthink-math"),
     ("u1", "5", "otb-underthink"), ("u2", "6", "otb-underthink"),
+    ("n1", "7", "otb-underthink-math"),
 ]  # fmt: skip
 OTB_SAMPLES = {
     "o1": [("2", 100, True), ("2", 300, True)],
@@ -59,6 +73,7 @@ OTB_SAMPLES = {
     "m1": [("4", 400, True), ("4", 201, False)],  # never closed: 201 + the box, all thinking
     "u1": [("5", 10, True), ("9", 10, True)],
     "u2": [("6", 10, True), ("6", 10, True)],
+    "n1": [("7", 10, True), ("8", 10, True)],
 }
 
 
@@ -106,10 +121,11 @@ def test_auc_oaa_is_at_its_own_t_max_whatever_the_response_budget(
     assert small.by_source["otb-overthink"].auc_oaa == pytest.approx(at_10000)
 
 
-def test_official_otb_scoring_by_hand(tmp_path, otb_files, word_tokenizer):
+def test_official_otb_scoring_by_hand(tmp_path, otb_files, word_tokenizer, capsys):
     dataset, responses = otb_files
     extra = ["--tokenizer", str(word_tokenizer), "--otb-scoring", "official"]
     assert evaluate(tmp_path, "official", dataset, responses, *extra) == 0
+    assert "footing: official, with math rows" in " ".join(capsys.readouterr().out.split())
     otb = read_summary(tmp_path / "official").otb
     # Per question mean(correct) * max(0, 1000 - mean think words) / 1000:
     o1 = 1.0 * (1000 - 200) / 1000  # right twice, 100 and 300 words
@@ -117,12 +133,44 @@ def test_official_otb_scoring_by_hand(tmp_path, otb_files, word_tokenizer):
     m1 = 1.0 * (1000 - 301) / 1000  # the unclosed one is judged whole: right, 202 words
     general = (o1 + o2 + m1) / 3  # every overthinking row, math included
     o = (general + m1) / 2  # averaged with the math rows: m1 counts twice
-    u = (0.5 + 1.0) / 2  # no reasoning-gym task: each sample's verdict
-    assert otb.scoring == "official"
+    # no reasoning-gym task (u1, u2 here; n1, an AIME-like row, which the official code fails
+    # on for want of metadata.source_dataset): each sample's verdict; n1 right once of twice
+    u = ((0.5 + 1.0 + 0.5) / 3 + 0.5) / 2
+    assert (otb.scoring, otb.footing) == ("official", "official, with math rows")
     assert otb.overthink == pytest.approx(100 * o) and otb.underthink == pytest.approx(100 * u)
     assert otb.f1 == pytest.approx(100 * 2 * o * u / (o + u))
     text = (tmp_path / "official" / "summary.md").read_text()
-    assert "official scoring" in text and f"F1 {100 * 2 * o * u / (o + u):.2f}" in text
+    assert "footing: official, with math rows" in text and "leaderboard" not in text
+    assert f"F1 {100 * 2 * o * u / (o + u):.2f}" in text
+    saved = json.loads((tmp_path / "official" / "summary.json").read_text())["otb"]
+    assert saved["footing"] == "official, with math rows"
+
+
+@pytest.mark.parametrize(
+    ("kept", "footing"),
+    [({"otb-overthink", "otb-underthink"}, "official, general rows only"),
+     ({"otb-overthink", "otb-overthink-math", "otb-underthink"},
+      "official, math rows in one half only")],
+)  # fmt: skip
+def test_official_otb_names_its_footing_without_the_math_rows(
+    tmp_path, otb_files, word_tokenizer, kept, footing
+):
+    dataset, responses = otb_files
+    ids = {r["id"] for r in write_kept(dataset, lambda r: r["data_source"] in kept)}
+    write_kept(responses, lambda r: r["id"] in ids)
+    extra = ["--tokenizer", str(word_tokenizer), "--otb-scoring", "official"]
+    assert evaluate(tmp_path, "official", dataset, responses, *extra) == 0
+    otb = read_summary(tmp_path / "official").otb
+    assert otb.footing == footing
+    if footing.endswith("general rows only"):
+        o = ((1.0 * 0.8) + (0.5 * 0.6)) / 2  # o1 and o2 alone, each once
+        assert otb.overthink == pytest.approx(100 * o)
+        assert otb.underthink == pytest.approx(100 * (0.5 + 1.0) / 2)
+    text = (tmp_path / "official" / "summary.md").read_text()
+    assert f"footing: {footing}" in text and "not the leaderboard's footing" in text
+    assert evaluate(tmp_path, "paper", dataset, responses, "--tokenizer", str(word_tokenizer)) == 0
+    assert read_summary(tmp_path / "paper").otb.footing == "paper"
+    assert "footing: paper" in (tmp_path / "paper" / "summary.md").read_text()
 
 
 def test_t_max_and_official_scoring_need_tokens(tmp_path, otb_files, capsys):
@@ -177,3 +225,49 @@ def test_official_underthinking_credit_is_partial_and_reads_the_first_box():
     assert task_credit(f"no box {gold}", item) == pytest.approx(len(gold) / len(f"no box {gold}"))
     assert official_answer("\\boxed{a}b} \\boxed{c}", "x") == "a"
     assert official_answer("\\boxed{A # B x}", "ab") == "A # B "  # others blanked, runs halved
+
+
+def test_official_underthinking_answers_are_unescaped_twice():
+    [item] = reasoning_gym_items("tsumego", size=1, seed=0)
+    response = f"\\boxed{{{item.answer}\\\\ }}"  # the box holds the move, two backslashes, a blank
+    assert official_answer(response, "tsumego") == f"{item.answer} "
+    assert task_credit(response, item) == 1.0  # once unescaped it kept a backslash: 0.75
+
+
+def test_refused_underthinking_answers_score_the_scorers_floor_unrun():
+    [item] = reasoning_gym_items("puzzle24", size=1, seed=0, min_value=8, max_value=10)
+    equation, text = "(10-8)*8+8=24", "I cannot find one."
+    meta = item.entry["metadata"]
+    assert not task_answer_allowed("puzzle24", equation, meta)  # never reaches sympy
+    assert not task_answer_allowed("puzzle24", text, meta)
+    # reasoning-gym's puzzle24 scorer gives 0.01 to what it cannot read (traac once gave 0)
+    assert task_credit(f"<think>ok</think> \\boxed{{{equation}}}", item) == pytest.approx(0.01)
+    assert task_credit(text, item) == pytest.approx(0.01)  # no box: the whole response
+    assert task_credit(f"\\boxed{{{item.answer}}}", item) == 1.0
+
+
+def test_the_official_judge_is_shown_one_box_of_the_tail():
+    item = Item(id="q", question="Pick (A)-(D)", answer="B", verifier="choice")
+    hedge = "<think>hmm</think> \\boxed{B}, or maybe \\boxed{C}"
+    assert judge_input(hedge, "</think>") == ("B", True)
+    assert judged([item], [hedge], "</think>") == [True]
+    assert verify_many([item], [hedge]) == [False]  # traac's own scoring reads both boxes
+    # the first box of the last 2,000 characters after the first closer, up to the next closer
+    early = "<think>x</think> \\boxed{B} " + "y" * 2000 + " \\boxed{C}"
+    second = "<think>x</think> \\boxed{C}</think> \\boxed{B}"
+    unclosed = "<think> " + "z" * 3000 + " \\boxed{B}"
+    assert [judge_input(r, "</think>")[0] for r in (early, second, unclosed)] == ["C", "C", "B"]
+    assert judged([item] * 3, [early, second, unclosed], "</think>") == [False, False, True]
+    assert judge_input("<think>x</think> The answer is B.", "</think>") == (
+        " The answer is B.",
+        False,
+    )
+
+
+def test_summaries_written_before_the_footing_say_what_is_known():
+    old = {"overthink": 50.0, "underthink": 40.0, "f1": 44.44}
+    assert OTBScore.from_json(old).footing == "paper"
+    official = OTBScore.from_json({**old, "scoring": "official"})
+    assert official.footing == "official, rows unrecorded"
+    assert "leaderboard" not in official.sentence(1000, "tokens")  # not known to be off it
+    assert "not the leaderboard's" in replace(official, footing=OTB_GENERAL_ONLY).sentence(1, "t")

@@ -9,12 +9,15 @@ Per question, over its samples:
   included); a response that never closes its think block counts whole;
 - overthinking half: score = mean(correct) * max(0, T - mean(think tokens)) / T with T = 1000
   (`OTB_OFFICIAL_T`; the official t_max option is read and never used). Correctness is traac's
-  rule-based verdict where the official code asks an LLM judge; a response whose think block never
-  closed is judged on its whole text, as the judge reads it there, so it can score;
+  rule-based verdict on exactly what the official code hands its LLM judge (`judge_input`: the
+  first box of the last 2,000 characters after the first `</think>`), so a response whose think
+  block never closed is judged on its tail and can score;
 - underthinking half: score = mean over samples of reasoning-gym's `score_answer`, partial
   credit included, on the first `\\boxed{...}` anywhere in the response (cut at its first `}`),
   or the whole response where there is none, with the official per-task touch-ups (`ab`,
-  `mini_sudoku`). An item with no reasoning-gym task (the official code would fail on it for
+  `mini_sudoku`, `\\ ` unescaped twice). An answer the task's allow-list keeps from an
+  evaluating scorer gets what the scorer gives an answer it cannot read (puzzle24's 0.01), and
+  is never run. An item with no reasoning-gym task (the official code would fail on it for
   want of `metadata.source_dataset`) scores its traac verdict, 0 or 1;
 - O and U: the mean over the half's questions, averaged with the mean over its math questions
   where there are any (the official "general" mean takes every row of the half, math included,
@@ -35,11 +38,20 @@ from typing import Any
 
 from traac.common.items import Item
 from traac.data.datasets import OTB_OVERTHINK, OTB_UNDERTHINK
-from traac.evaluation.harness.records import EvalSummary, OTBScore, SampleRecord
+from traac.evaluation.harness.records import (
+    OTB_GENERAL_ONLY,
+    OTB_ONE_HALF_MATH,
+    OTB_WITH_MATH,
+    EvalSummary,
+    OTBScore,
+    SampleRecord,
+)
 from traac.method.formats import ChatFormat
 from traac.method.metrics import OTB_OFFICIAL_T, otb_f1
 from traac.verification import DEFAULT_TIMEOUT, get_pool, verify_answers
 from traac.verification.screening import task_answer_allowed
+
+JUDGE_CHARS = 2000  # the official judge reads this many characters of the answer's tail
 
 
 def official_answer(response: str, task: str) -> str:
@@ -51,21 +63,22 @@ def official_answer(response: str, task: str) -> str:
         answer = re.sub(r"[^#AB]", " ", answer).replace("  ", " ")
     elif task == "mini_sudoku":
         answer = answer.replace("\\\\", "\n").replace("\\", " ")
-    return answer.replace("\\ ", " ")
+    return answer.replace("\\ ", " ").replace("\\ ", " ")  # twice, as the official code does
 
 
 def task_credit(response: str, item: Item, timeout: float = DEFAULT_TIMEOUT) -> float | None:
     """reasoning-gym's score (0..1, partial credit kept) of the official answer, in the entry
     shape the official code builds (the metadata's fields, the task, the answer, the metadata);
-    None for an item with no reasoning-gym task. An answer the task's allow-list refuses, or a
-    check that times out, scores 0."""
+    None for an item with no reasoning-gym task. An answer the task's allow-list refuses is
+    scored as no answer (the scorer's floor for what it cannot read: what the official scorer
+    gives the unreadable ones, without running any); a check that times out scores 0."""
     if item.verifier != "task" or not item.entry:
         return None
     meta = dict(item.entry.get("metadata") or {})
     task = str(meta["source_dataset"])
-    answer = official_answer(response, task)
+    answer: str | None = official_answer(response, task)
     if not task_answer_allowed(task, answer, meta):
-        return 0.0
+        answer = None
     entry = json.loads(
         json.dumps({**meta, "puzzle": task, "answer": item.entry.get("answer"), "metadata": meta},
                    default=str)
@@ -73,6 +86,27 @@ def task_credit(response: str, item: Item, timeout: float = DEFAULT_TIMEOUT) -> 
     message = {"op": "task", "task": task, "answer": answer, "entry": entry}
     score = get_pool().call(message, timeout, task=task)
     return 0.0 if score is None else float(score)
+
+
+def judge_input(response: str, think_close: str) -> tuple[str, bool]:
+    """What the official overthinking judge is shown as the student's answer, and whether it is
+    a box's text: the text after the first closer up to the next one (all of it where there is
+    none), its last 2,000 characters, and there the first box up to its first closing brace,
+    else that whole tail."""
+    parts = response.split(think_close)
+    tail = (parts[1] if len(parts) > 1 else response)[-JUDGE_CHARS:]
+    _, opened, after = tail.partition("\\boxed{")
+    return (after.split("}", 1)[0], True) if opened else (tail, False)
+
+
+def judged(items: Sequence[Item], responses: Sequence[str], think_close: str) -> list[bool]:
+    """traac's rule-based verdict on each judge input, in the LLM judge's place: a box's text is
+    read as the whole answer (boxed again), a tail without a box as any final answer is."""
+    answers = []
+    for response in responses:
+        shown, boxed = judge_input(response, think_close)
+        answers.append(f"\\boxed{{{shown}}}" if boxed else shown)
+    return verify_answers(items, answers, think_close=think_close)
 
 
 def official_think_tokens(responses: Sequence[str], tokenizer: Any, think_close: str) -> list[int]:
@@ -94,11 +128,8 @@ def official_otb(
     if not over or not under:
         return None
     close = chat_format.think_close
-    unclosed = [r for r in over if not r.closed]
-    rejudged = verify_answers([by_id[r.id] for r in unclosed], [r.response for r in unclosed],
-                              think_close=close)  # fmt: skip
-    correct = {r.key: float(r.correct) for r in over}
-    correct.update({r.key: float(v) for r, v in zip(unclosed, rejudged, strict=True)})
+    verdicts = judged([by_id[r.id] for r in over], [r.response for r in over], close)
+    correct = {r.key: float(v) for r, v in zip(over, verdicts, strict=True)}
     tokens = dict(
         zip(
             [r.key for r in over],
@@ -124,7 +155,17 @@ def official_otb(
 
     o = _macro(per_question(over, over_score))
     u = _macro(per_question(under, lambda rs: statistics.fmean(credit[r.key] for r in rs)))
-    return OTBScore(100.0 * o, 100.0 * u, otb_f1(100.0 * o, 100.0 * u), scoring="official")
+    f1 = otb_f1(100.0 * o, 100.0 * u)
+    return OTBScore(100.0 * o, 100.0 * u, f1, scoring="official", footing=footing(over, under))
+
+
+def footing(over: Sequence[SampleRecord], under: Sequence[SampleRecord]) -> str:
+    """Which rows the official O and U average: the leaderboard's (math rows in both halves),
+    the general rows only, or math rows in one half (where the official code gives NaN)."""
+    halves = [any("math" in r.data_source for r in rows) for rows in (over, under)]
+    if all(halves):
+        return OTB_WITH_MATH
+    return OTB_ONE_HALF_MATH if any(halves) else OTB_GENERAL_ONLY
 
 
 def _macro(questions: dict[str, tuple[str, float]]) -> float:

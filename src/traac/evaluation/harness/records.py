@@ -87,40 +87,59 @@ class SampleRecord:
         return record
 
 
+# The footings of an official OTB score, by the rows its O and U average (`otb_official.footing`)
+OTB_WITH_MATH = "official, with math rows"  # the leaderboard's
+OTB_GENERAL_ONLY = "official, general rows only"
+OTB_ONE_HALF_MATH = "official, math rows in one half only"
+OTB_NOT_LEADERBOARD = (
+    "not the leaderboard's footing, whose O and U also average the official math rows "
+    "(MATH-500 levels 1-2; AIME 2025 and HMMT February 2025)"
+)
+
+
 @dataclass(frozen=True)
 class OTBScore:
     """OptimalThinkingBench: its overthinking half's score O, its underthinking half's U and
     their F1 (all in percent). `scoring` says how: `paper` (O = AUC_OAA at the summary's t_max
     over responses, U = accuracy) or `official` (the official code's per-question product of
-    means at T = 1000 and reasoning-gym's partial credit: `evaluation.harness.otb_official`)."""
+    means at T = 1000 and reasoning-gym's partial credit: `evaluation.harness.otb_official`).
+    `footing` says beside which figures it may stand: `paper`, or the official scoring with or
+    without the math rows the leaderboard's figures average in (`otb_official.footing`)."""
 
     overthink: float
     underthink: float
     f1: float
     scoring: str = "paper"
+    footing: str = "paper"
 
     @classmethod
     def from_json(cls, row: Mapping[str, Any]) -> OTBScore:
         """Summaries written before `scoring` existed name O and U `auc_oaa` and
-        `underthink_accuracy`, and were scored the paper's way."""
+        `underthink_accuracy`, and were scored the paper's way; those written before `footing`
+        did not record whether an official score held math rows."""
+        scoring = row.get("scoring", "paper")
         return cls(
             overthink=row["overthink"] if "overthink" in row else row["auc_oaa"],
             underthink=row["underthink"] if "underthink" in row else row["underthink_accuracy"],
             f1=row["f1"],
-            scoring=row.get("scoring", "paper"),
+            scoring=scoring,
+            footing=row.get(
+                "footing", "paper" if scoring == "paper" else "official, rows unrecorded"
+            ),
         )
 
     def sentence(self, t_max: int, unit: str) -> str:
         """The line summary.md and `traac eval` print, naming the scoring."""
         if self.scoring == "official":
+            mathless = self.footing in (OTB_GENERAL_ONLY, OTB_ONE_HALF_MATH)
             return (
-                f"OptimalThinkingBench, official scoring (facebookresearch/RAM projects/otb: per "
-                f"question mean(correct) x max(0, T - mean think tokens) / T, T = "
-                f"{OTB_OFFICIAL_T}; reasoning-gym partial credit): O {self.overthink:.2f}, U "
+                f"OptimalThinkingBench, footing: {self.footing} (facebookresearch/RAM "
+                f"projects/otb: per question mean(correct) x max(0, T - mean think tokens) / T, "
+                f"T = {OTB_OFFICIAL_T}; reasoning-gym partial credit): O {self.overthink:.2f}, U "
                 f"{self.underthink:.2f}, F1 {self.f1:.2f}"
-            )
+            ) + (f"; {OTB_NOT_LEADERBOARD}" if mathless else "")
         return (
-            f"OptimalThinkingBench, paper scoring: AUC_OAA {self.overthink:.2f} (t_max = "
+            f"OptimalThinkingBench, footing: paper: AUC_OAA {self.overthink:.2f} (t_max = "
             f"{t_max} {unit}), UnderthinkingBench accuracy {self.underthink:.2f}, "
             f"F1 {self.f1:.2f}"
         )

@@ -127,7 +127,7 @@ def _percent(value: float, base: float) -> str:
 def otb_table(models: Sequence[Model]) -> Table | None:
     """OverthinkingBench / UnderthinkingBench / F1 for runs that hold both halves."""
     table = Table(
-        ["Model", "Dataset", "Scoring", "Overthink Acc", "Overthink Len", "O", "Underthink Acc",
+        ["Model", "Dataset", "Footing", "Overthink Acc", "Overthink Len", "O", "Underthink Acc",
          "Underthink Len", "U", "F1"],
         left=frozenset({0, 1, 2}),
     )  # fmt: skip
@@ -139,7 +139,7 @@ def otb_table(models: Sequence[Model]) -> Table | None:
             src = run.summary.by_source
             over, under = src["otb-overthink"], src["otb-underthink"]
             table.add(
-                model.name, dataset, otb.scoring, fmt(over.accuracy, 2),
+                model.name, dataset, otb.footing, fmt(over.accuracy, 2),
                 _length(over.mean_response_tokens), fmt(otb.overthink, 2),
                 fmt(under.accuracy, 2), _length(under.mean_response_tokens),
                 fmt(otb.underthink, 2), fmt(otb.f1, 2),
@@ -148,10 +148,11 @@ def otb_table(models: Sequence[Model]) -> Table | None:
 
 
 OTB_CAPTION = (
-    "OptimalThinkingBench: O and U by each run's scoring: paper (O = AUC_OAA at t_max = "
+    "OptimalThinkingBench: O and U on each run's footing: paper (O = AUC_OAA at t_max = "
     "{t_max} {unit} over responses, U = accuracy) or official (the official code's: per question "
     "mean(correct) x max(0, 1000 - mean think tokens) / 1000, U with reasoning-gym's partial "
-    "credit); F1 = 2OU / (O + U):"
+    "credit), with the official math rows (the leaderboard's footing) or without them; "
+    "F1 = 2OU / (O + U):"
 )
 
 
