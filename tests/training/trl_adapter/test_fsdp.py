@@ -53,6 +53,9 @@ driver_module.verify_many = lambda items, responses, **kw: [rank == 0] * len(res
 
 tokenizer = load_tokenizer(model)
 tokenizer.padding_side = "left"
+# No recipe: accelerate cannot launch FSDP on CPUs, so the worker shards by hand and drives
+# `traac_step` on the teacher's traces. The re-answers decode as the test asks: padded (TRL's
+# `generate`, which keeps the processes in step), or refilled (refused on an FSDP policy).
 args = TRAACConfig(
     output_dir=out, use_cpu=True, bf16=False, gradient_checkpointing=False, report_to="none",
     save_strategy="no", disable_tqdm=True, per_device_train_batch_size=n, num_generations=n,

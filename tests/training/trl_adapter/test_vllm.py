@@ -151,6 +151,10 @@ def test_server_mode_sends_one_request_per_round_and_syncs_once_per_step(
 
 def test_three_layouts_on_two_processes(quick_testbed: Path, tmp_path: Path) -> None:
     """One `accelerate launch` of two CPU processes runs each layout for two steps."""
+    # The shipped recipe with vLLM on, which samples through TRL's vLLM generation: refilled
+    # decoding is traac's engine in its place (refused beside use_vllm), so padded; made small
+    # (the quick model, 2 steps of 2 prompts a process, 96 tokens), the random scorer and
+    # resampling so that both the re-answer and the resample rounds reach vLLM.
     base = [
         "train", "--config", str(ROOT / "recipes" / "testbed.yaml"),
         "--model_name_or_path", str(quick_testbed), "--dataset", "testbed:easy?n=24",
