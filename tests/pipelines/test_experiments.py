@@ -18,9 +18,11 @@ from traac.method.metrics import GroupStats
 from traac.pipelines.experiment_results import (
     Stat,
     effects_table_of,
+    effects_tables,
     paired_effects,
     pareto_front,
     tier_effects_table,
+    within_model_table,
 )
 from traac.pipelines.experiments import (
     ExperimentSettings,
@@ -269,9 +271,10 @@ def test_effects_are_differences_paired_by_seed() -> None:
     assert row[-3:] == ("+3.0 ± 1.0", "-17.0 ± 3.0", "+2.5 ± 1.5")
     # Seed level: effects +4 and +2, t(0.975, 1) = 12.706 x sd 1.414 / sqrt 2 = 12.706.
     row = effects_table_of([effect]).rows[0]
-    assert row[3:5] == ("+4.00, +2.00", "+3.00 [-9.71, +15.71]")
-    assert row[5:7] == ("-20.0, -14.0", "-17.0 [-55.1, +21.1]")
-    assert row[-2:] == ("–", "–")  # no samples given
+    assert row[:4] == ("CR+LR − CR", "2", "+4.00, +2.00", "+3.00 [-9.71, +15.71]")
+    assert row[4:6] == ("-20.0, -14.0", "-17.0 [-55.1, +21.1]")
+    assert not within_model_table([effect]).rows  # no samples given
+    assert len(effects_tables([effect], None)) == 2
 
 
 def record(pid: str, sample: int, correct: bool, length: int) -> SampleRecord:
@@ -300,9 +303,11 @@ def test_effects_pair_problems_over_the_shared_seeds_samples() -> None:
     assert pooled is not None and pooled.accuracy.items == 2
     assert pooled.accuracy.delta == pytest.approx(37.5)
     assert pooled.response_tokens.delta == pytest.approx(-10.0)  # -10 on both problems
-    row = effects_table_of([effect]).rows[0]
-    # The problem bootstrap holds the models fixed: never starred, even where it excludes 0.
-    assert row[-2:] == (pooled.accuracy.cell(2, mark=False), "-10.0 [-10.0, -10.0]")
+    (row,) = within_model_table([effect]).rows
+    # The problem bootstrap holds the models fixed: never starred, even where it excludes 0, and
+    # in a table of its own, labelled within-model, out of the effects' columns.
+    assert row[1:] == (pooled.accuracy.cell(2, mark=False), "-10.0 [-10.0, -10.0]")
+    assert "Within model" in effects_tables([effect], None)[-1].title
 
 
 def test_run_seconds_are_recorded_once_and_read_back(tmp_path: Path) -> None:

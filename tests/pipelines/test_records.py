@@ -123,6 +123,22 @@ def test_records_show_prints_the_tables_and_keep_names_its_mistakes(
     out = capsys.readouterr().out
     assert out.startswith("AUC_OAA at t_max 256.") and "+10.00, +20.00, +30.00" in out
     assert "+20.00 [-4.84, +44.84]" in out and "-10.0* [-10.0, -10.0]" in out
+    # What the seeds resolve (worked in tests/evaluation/harness/test_seeds.py): 90% [+3.14,
+    # +36.86], p 0.074 (one contrast: Holm leaves it), 15 to 25 with a seed left out, MDE 30.97;
+    # no margin stated, so no TOST column.
+    row = ("| TRAAC without compression − CR+LR | +20.00 [+3.14, +36.86] | 0.074 → 0.074 | "
+           "+15.00 to +25.00 | 30.97 | not resolved after Holm: +3.1 to +36.9 points not "
+           "excluded |")  # fmt: skip
+    assert row in out and "no equivalence margin stated" in out and "TOST" not in out
+    assert "Within model: problem bootstrap" in out
+    (study / "study.yaml").write_text("margin: 40  # stated before the runs\n")
+    assert cli_main(["records", "show", str(study), "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "| TOST p, ±40 | verdict |" in out and "| equivalent within ±40 points |" in out
+    (study / "study.yaml").write_text("margin: three\n")
+    assert cli_main(["records", "show", str(study)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "margin:" in err and "give a positive number" in err
     assert cli_main(["records", "show", str(tmp_path)]) == 2  # no recipe.yaml
     assert "holds no recipe.yaml" in capsys.readouterr().err
     with pytest.raises(TraacError, match="no kept run"):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from traac.commands import ArgumentParser
 from traac.errors import TraacError
-from traac.pipelines.variants import COMPARE, DEFAULT_SEEDS, check_variants
+from traac.pipelines.variants import DEFAULT_SEEDS, check_variants
 
 DESCRIPTION = """\
 A study directory (records/<study>) keeps, per run of a `traac experiment compare`, its
@@ -17,8 +17,14 @@ recipe every run trained from (STUDY/recipe.yaml). `keep` copies the finished ru
 store in; `show` recomputes the study's tables from the kept samples alone: per variant,
 accuracy and length per tier, AUC_OAA (t_max = the held-out response cap) and underthinking,
 mean ± s.e. over seeds; per contrast, each seed's paired effect and a seed-level 95% t-interval
-(docs/evaluation.md#seed-level); from the kept training metrics, what the probe and the
-re-answers cost a step beside the rollouts' decoding."""
+(docs/evaluation.md#seed-level), and what the seeds resolve: the 90% interval, the p of no
+effect adjusted by Holm across the contrasts, the mean with each seed left out, the minimum
+detectable effect at 80% power, the equivalence test (TOST) at the margin the study states in
+STUDY/study.yaml (`margin: 3`; none without it) and a verdict word from those numbers; the
+problem bootstrap with the trained models held fixed, labelled within-model; from the kept
+training metrics, what the probe and the re-answers cost a step beside the rollouts' decoding."""
+
+TABLES = ("variants", "effects", "bounds", "within-model", "compute")  # `show`'s, in its order
 
 
 def build_parser() -> ArgumentParser:
@@ -27,6 +33,8 @@ def build_parser() -> ArgumentParser:
     show = sub.add_parser("show", help="the study's tables, from its kept records")
     show.add_argument("study", type=Path, help="a study directory (records/<study>)")
     show.add_argument("--markdown", action="store_true", help="markdown tables (for the docs)")
+    show.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES), metavar="NAME",
+                      help=f"which tables, of {', '.join(TABLES)} (default: all)")  # fmt: skip
     keep = sub.add_parser("keep", help="copy the finished runs of a run store into the study")
     keep.add_argument("study", type=Path, help="a study directory holding recipe.yaml")
     keep.add_argument("--runs", type=Path, required=True, help="the run store the runs are in")
@@ -59,24 +67,17 @@ def main(argv: list[str]) -> int:
         kept = keep(settings, args.study)
         console.print(f"kept {len(kept)} run(s): {'; '.join(kept) or 'none finished'}")
         return 0
-    from traac.pipelines.experiment_results import effects_table_of
-    from traac.pipelines.records import compute_table, load, study_tables
+    from traac.pipelines.records import shown_markdown, shown_tables
 
-    base, runs = load(args.study)
-    if not runs:
+    shown = shown_tables(args.study)
+    if not shown:
         print("No run is kept yet.")
         return 0
-    tables = study_tables(base, runs, f"{args.study.name} (kept records)", order=list(COMPARE))
-    effects = [effects_table_of(tables.effects)] if tables.effects else []
-    compute = compute_table(runs, order=list(COMPARE))
-    extra = [*effects, compute] if compute.rows else effects
     if args.markdown:
-        print(f"AUC_OAA at t_max {tables.t_max}.\n\n{tables.table.markdown()}\n")
-        for table in extra:
-            print(f"{table.title}.\n\n{table.markdown()}\n")
+        print(shown_markdown(shown, args.tables))
         return 0
-    print_table(console, tables.table)
-    for table in extra:
-        print_table(console, table)
-    console.print(f"AUC_OAA at t_max {tables.t_max}; intervals over seeds (Student's t, 95%).")
+    for name, (_, table) in shown.items():
+        if name in args.tables:
+            print_table(console, table)
+    console.print(f"{shown['variants'][0]} Intervals over seeds (Student's t).")
     return 0

@@ -48,11 +48,12 @@ from traac.pipelines.experiment_results import (
     Effect,
     VariantResult,
     effects_markdown,
-    effects_table_of,
+    effects_tables,
     experiment_table,
     paired_effects,
     pareto_front,
     seconds_markdown,
+    stated_margin,
 )
 from traac.pipelines.model_registry import resolve_model
 from traac.pipelines.recipe import check_continuable, read_recipe
@@ -262,7 +263,8 @@ class ExperimentResult:
     results: dict[str, VariantResult]
     pareto_front: list[str]
     effects: list[Effect]
-    effects_table: Table | None
+    effects_tables: list[Table]  # the effects, their bounds, the within-model bootstrap
+    margin: float | None  # the equivalence margin the study states (study.yaml)
     seconds: dict[str, dict[int, float | None]]  # variant -> seed -> wall seconds of the run
     files: list[Path]
 
@@ -273,6 +275,7 @@ def run_experiment(
     """Train and evaluate every (variant, seed), resuming what is done; write `<name>.md`,
     `<name>.json` and `<name>_pareto.png` into the output directory."""
     progress = progress or NullProgress()
+    margin = stated_margin(settings.recipe.parent)  # a study's mistake, before any training
     runs = settings.plan()
     continuations = settings.continuations(runs)
     output_dir(settings.output)  # writable, before any work
@@ -313,8 +316,8 @@ def run_experiment(
                           for name, r in results.items()})  # fmt: skip
     table = experiment_table(results, settings.title)
     effects = paired_effects(CONTRASTS[settings.name], summaries, records)
-    effects_table = effects_table_of(effects) if effects else None
-    result = ExperimentResult(table, results, front, effects, effects_table, seconds, [])
+    tables = effects_tables(effects, margin)
+    result = ExperimentResult(table, results, front, effects, tables, margin, seconds, [])
     result.files.extend(write_report(settings, runs, result, stages.seconds))
     return result
 
@@ -385,7 +388,7 @@ def write_report(
         f"{result.table.markdown()}\n\n"
         f"Pareto front (overall accuracy against length): {', '.join(result.pareto_front)}.\n\n"
         f"![Pareto plot]({plot.name})\n\n"
-        f"{effects_markdown(result.effects)}"
+        f"{effects_markdown(result.effects, result.margin)}"
         f"{compression_markdown(runs)}"
         f"{seconds_markdown(result.seconds)}"
         f"Time of this invocation (runs found in the store are reused and take about 0 s): "

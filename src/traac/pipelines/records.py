@@ -40,8 +40,12 @@ from traac.pipelines.experiment_results import (
     Effect,
     Stat,
     VariantResult,
+    bounds_table,
+    effects_table_of,
     experiment_table,
     paired_effects,
+    stated_margin,
+    within_model_table,
 )
 from traac.pipelines.experiments import (
     BASE,
@@ -49,7 +53,7 @@ from traac.pipelines.experiments import (
     RUN_SECONDS,
     ExperimentSettings,
 )
-from traac.pipelines.variants import CONTRASTS
+from traac.pipelines.variants import COMPARE, CONTRASTS
 from traac.training.telemetry.metrics_file import METRICS_FILE
 from traac.training.telemetry.step_stats import read_metrics
 
@@ -251,3 +255,32 @@ def compute_table(runs: Sequence[KeptRun], order: Sequence[str] = ()) -> Table:
         table.add(name, str(len(seeds)), *(Stat.of([s[p] for s in seeds]).cell() for p in PHASES),
                   Stat.of(share).cell())  # fmt: skip
     return table
+
+
+def shown_tables(study: Path) -> dict[str, tuple[str, Table]]:
+    """What `traac records show` prints of `study`, by name (variants, effects, bounds,
+    within-model, compute, in that order, each where there is one): each table with the line
+    that captions it; empty when no run is kept. The study's stated margin is read first, so that
+    a mistake in it costs nothing."""
+    margin = stated_margin(study)
+    base, runs = load(study)
+    if not runs:
+        return {}
+    tables = study_tables(base, runs, f"{study.name} (kept records)", order=list(COMPARE))
+    shown = {"variants": (f"AUC_OAA at t_max {tables.t_max}.", tables.table)}
+    if tables.effects:
+        within = within_model_table(tables.effects)
+        shown["effects"] = ("", effects_table_of(tables.effects))
+        shown["bounds"] = ("", bounds_table(tables.effects, margin))
+        if within.rows:
+            shown["within-model"] = ("", within)
+    compute = compute_table(runs, order=list(COMPARE))
+    if compute.rows:
+        shown["compute"] = ("", compute)
+    return {name: (caption or f"{table.title}.", table) for name, (caption, table) in shown.items()}
+
+
+def shown_markdown(shown: dict[str, tuple[str, Table]], names: Sequence[str] = ()) -> str:
+    """The tables of `shown` that `names` selects (all without), each under its caption."""
+    return "\n\n".join(f"{caption}\n\n{table.markdown()}" for name, (caption, table)
+                       in shown.items() if not names or name in names)  # fmt: skip
