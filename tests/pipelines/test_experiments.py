@@ -27,6 +27,8 @@ from traac.pipelines.experiment_results import (
 from traac.pipelines.experiments import (
     ExperimentSettings,
     compression_markdown,
+    end_leg,
+    record_leg,
     run_experiment,
     run_key,
     run_seconds,
@@ -365,7 +367,36 @@ def test_a_legs_provenance_is_on_record_before_it_trains(tmp_path: Path, monkeyp
     assert legs_at_train == [1, 2]
     (run,) = s.plan()
     legs = json.loads((run.directory / "provenance.json").read_text())["legs"]
-    assert [set(leg) >= {"code", "cpu", "command", "time"} for leg in legs] == [True, True]
+    keys = {"code", "versions", "cpu", "machine", "command", "time", "weights_sha256"}
+    assert [set(leg) >= keys for leg in legs] == [True, True]
+    # Each stopped leg ended, unfinished, and `seconds` is the sum of the legs.
+    assert [leg["finished"] for leg in legs] == [False, False]
+    seconds = json.loads((run.directory / "seconds.json").read_text())["seconds"]
+    assert seconds == pytest.approx(sum(leg["seconds"] for leg in legs), abs=0.11)
+    base = json.loads((s.base_eval_dir / "provenance.json").read_text())["legs"]
+    # The base evaluation's legs too (its summary is never written here: evaluated twice).
+    assert [(set(leg) >= keys, leg["finished"]) for leg in base] == [(True, True)] * 2
+
+
+def test_a_resumed_run_shows_every_leg_as_it_started_and_ended(tmp_path: Path) -> None:
+    """A leg stopped by Ctrl-C, one killed outright (it never ends: its start stays on record)
+    and the one that finished: three legs, and `seconds` sums the two that ended."""
+    record_leg(tmp_path, "w")
+    end_leg(tmp_path, 100.04, finished=False)
+    run_seconds(tmp_path, 100.04, finished=False)
+    record_leg(tmp_path, "w")  # killed: no handler runs
+    record_leg(tmp_path, "w")
+    end_leg(tmp_path, 50.0, finished=True)
+    total = run_seconds(tmp_path, 50.0)
+    legs = json.loads((tmp_path / "provenance.json").read_text())["legs"]
+    assert [(leg.get("seconds"), leg.get("finished")) for leg in legs] == [
+        (100.0, False),
+        (None, None),
+        (50.0, True),
+    ]
+    assert total == 150.0 and all(leg["weights_sha256"] == "w" for leg in legs)
+    end_leg(tmp_path, 9.0, finished=True)  # no leg open: nothing rewritten
+    assert json.loads((tmp_path / "provenance.json").read_text())["legs"] == legs
 
 
 def test_the_report_shows_what_each_compressing_run_removed(tmp_path: Path) -> None:

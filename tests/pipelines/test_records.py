@@ -4,8 +4,10 @@ intervals whose values are worked by hand."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -33,7 +35,7 @@ def samples(right: int, length: int) -> str:
     return "".join(json.dumps(r) + "\n" for r in rows)
 
 
-def fake_store(tmp_path: Path) -> ExperimentSettings:
+def fake_store(tmp_path: Path, variants: tuple[str, ...] = VARIANTS) -> ExperimentSettings:
     """A run store as `traac experiment compare` leaves it, for two variants over three seeds:
     CR+LR gets 5 of 10 right at 50 tokens in every seed; the control 6, 7 and 8 of 10 at 40
     tokens (effects +10, +20, +30 points and -10 tokens, seed by seed)."""
@@ -41,11 +43,11 @@ def fake_store(tmp_path: Path) -> ExperimentSettings:
     study.mkdir()
     shutil.copy(ROOT / "recipes" / "testbed.yaml", study / RECIPE)
     settings = ExperimentSettings.make("compare", tmp_path / "out", study / RECIPE, False,
-                                       VARIANTS, [0, 1, 2], tmp_path / "store", 10)  # fmt: skip
+                                       variants, [0, 1, 2], tmp_path / "store", 10)  # fmt: skip
     for run in settings.plan():
         evaluation = settings.eval_dir(run.directory)
         evaluation.mkdir(parents=True)
-        control = run.variant == VARIANTS[1]
+        control = run.variant != VARIANTS[0]
         right, length = (6 + run.seed, 40) if control else (5, 50)
         (evaluation / SAMPLES_FILE).write_text(samples(right, length))
         (evaluation / "summary.json").write_text("{}\n")
@@ -76,6 +78,23 @@ def test_a_store_trained_under_the_old_text_keys_is_kept(tmp_path: Path) -> None
     assert record["run_key"] == run_key(text, overrides, settings.model)
 
 
+def test_keep_records_what_the_run_key_hashed_not_the_variants_later_name(tmp_path: Path) -> None:
+    """A TRAAC run trained before the variants named `copy_loss: full` is under the key without
+    it: its record says so (the run key is the truth), and the key recomputes from the recipe and
+    the recorded overrides."""
+    settings = fake_store(tmp_path, ("TRAAC",))
+    parsed = read_recipe(settings.recipe)
+    for run in settings.plan():
+        unnamed = {k: v for k, v in run.recipe.overrides.items() if k != "copy_loss"}
+        assert run.recipe.overrides["copy_loss"] == "full"
+        run.directory.rename(run.directory.parent / run_key(parsed, unnamed, settings.model))
+    assert len(keep(settings, settings.recipe.parent)) == 3
+    record = json.loads((settings.recipe.parent / "runs/traac/seed1/run.json").read_text())
+    assert record["fields"] == {"mode": "traac"} and record["key_recipe"] == "mapping"
+    assert record["overrides"] == {"mode": "traac", "seed": 1}
+    assert record["run_key"] == run_key(parsed, record["overrides"], settings.model)
+
+
 def test_kept_records_give_the_seed_level_effect_worked_by_hand(tmp_path: Path) -> None:
     settings = fake_store(tmp_path)
     study = settings.recipe.parent
@@ -89,6 +108,11 @@ def test_kept_records_give_the_seed_level_effect_worked_by_hand(tmp_path: Path) 
         [{"code": {"commit": "abc"}}],
     )
     assert gzip.decompress((run / "metrics.jsonl.gz").read_bytes()) == b'{"step": 1}\n'
+    text = gzip.decompress((run / "samples.jsonl.gz").read_bytes())
+    assert record["files"] == {
+        "samples.jsonl.gz": {"lines": 10, "sha256": hashlib.sha256(text).hexdigest()},
+        "metrics.jsonl.gz": {"lines": 1, "sha256": hashlib.sha256(b'{"step": 1}\n').hexdigest()},
+    }
     first = (run / "samples.jsonl.gz").read_bytes()
     keep(settings, study)  # kept again: the same bytes
     assert (run / "samples.jsonl.gz").read_bytes() == first
@@ -168,3 +192,12 @@ def test_what_compression_costs_a_step_worked_by_hand(tmp_path: Path) -> None:
     path.write_bytes(b"not gzip")
     with pytest.raises(TraacError, match=r"seed1/metrics.jsonl.gz is not a kept metrics file"):
         compute_table(load(study)[1])
+
+
+def test_a_studys_run_sh_refuses_another_commit_in_one_line() -> None:
+    """This checkout is not at the verdict study's commit (117a743), so its run.sh stops before
+    any work, naming both commits."""
+    out = subprocess.run(["bash", str(ROOT / "records/smollm2-think-verdict/run.sh"), "0",
+                          "store", "out"], capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert out.returncode == 2 and out.stdout == "" and out.stderr.count("\n") == 1
+    assert "not the study's commit 117a743c78ddc128b383c1209b8aaab3ff30e29b" in out.stderr

@@ -4,15 +4,20 @@ outlives the machine whose run store made it.
 A study directory (`records/<study>/`) holds the recipe every run trained from (`recipe.yaml`)
 and, per run, what its figures are computed from:
 
-    base/run.json, base/samples.jsonl.gz
-    runs/<variant>/seed<k>/run.json           variant, seed, fields, run key, held-out
-                                              settings, wall seconds, provenance (commit, CPU,
-                                              command) of each invocation that worked on it
+    base/run.json, base/samples.jsonl.gz      the base model's evaluation and its legs
+    runs/<variant>/seed<k>/run.json           variant, seed, the overrides its run key hashed
+                                              (and its fields: those less the seed), run key,
+                                              held-out settings, wall seconds, the legs that
+                                              worked on it (each as it started and ended:
+                                              commit, versions, CPU, machine, command, the
+                                              starting weights' sha256), and each kept file's
+                                              lines and sha256 (`verify` checks them)
     runs/<variant>/seed<k>/samples.jsonl.gz   the held-out evaluation, one line a sample
     runs/<variant>/seed<k>/metrics.jsonl.gz   the training telemetry, one line a step
 
 `keep` copies the finished runs of an experiment's store in (gzip with no timestamp, so the same
-run gives the same bytes); `load` reads them back; `study_tables` recomputes the experiment's
+run gives the same bytes), each with the overrides its run key was found under, never the
+variant's later name for them; `load` reads them back; `study_tables` recomputes the experiment's
 tables from the samples alone: accuracy, length, AUC_OAA (at the held-out response cap, as the
 experiment's report) and underthinking need neither the model nor its tokenizer, so a later
 traac recomputes the same figures whatever its summary format; `compute_table` reads the kept
@@ -52,7 +57,10 @@ from traac.pipelines.experiments import (
     PROVENANCE,
     RUN_SECONDS,
     ExperimentSettings,
+    Run,
+    run_keys,
 )
+from traac.pipelines.recipe import read_recipe
 from traac.pipelines.variants import COMPARE, CONTRASTS
 from traac.training.telemetry.metrics_file import METRICS_FILE
 from traac.training.telemetry.step_stats import read_metrics
@@ -85,6 +93,25 @@ def _json(path: Path) -> Any:
         return None
 
 
+def file_record(path: Path) -> dict[str, Any]:
+    """A kept gzip file's lines (not blank) and the sha256 of its text, as `verify` checks them."""
+    text = gzip.decompress(path.read_bytes())
+    return {"lines": sum(1 for line in text.splitlines() if line.strip()),
+            "sha256": hashlib.sha256(text).hexdigest()}  # fmt: skip
+
+
+def keyed_overrides(settings: ExperimentSettings, run: Run) -> tuple[str, dict[str, Any]]:
+    """How `run`'s key hashed the recipe (`mapping` or `text`) and the overrides it hashed:
+    what the run trained with, whatever its variant names now."""
+    text, parsed = settings.recipe.read_text(), read_recipe(settings.recipe)
+    keys = run_keys(parsed, text, run.recipe.overrides, settings.model)
+    found = [(form, overrides) for form, overrides, key in keys if key == run.directory.name]
+    if not found:
+        raise TraacError(f"records: {run.directory} is under no key of {run.variant}, seed "
+                         f"{run.seed}; keep it from the store it trained in")  # fmt: skip
+    return found[0]
+
+
 def keep(settings: ExperimentSettings, into: Path) -> list[str]:
     """Copy every finished run of `settings` (trained and evaluated in its store) and the base
     model's evaluation into the study directory `into`, whose `recipe.yaml` must be the
@@ -99,8 +126,10 @@ def keep(settings: ExperimentSettings, into: Path) -> list[str]:
     if (base_eval / SAMPLES_FILE).is_file():
         target = output_dir(into / "base")
         _gzip(base_eval / SAMPLES_FILE, target / SAMPLES)
-        run = {"variant": BASE, "model": settings.model, "held_out": held}
-        (target / RUN).write_text(json.dumps(run, indent=1) + "\n")
+        base = {"variant": BASE, "model": settings.model, "held_out": held,
+                "legs": (_json(base_eval / PROVENANCE) or {}).get("legs", []),
+                "files": {SAMPLES: file_record(target / SAMPLES)}}  # fmt: skip
+        (target / RUN).write_text(json.dumps(base, indent=1) + "\n")
     for run in settings.plan():
         samples = settings.eval_dir(run.directory) / SAMPLES_FILE
         summary = settings.eval_dir(run.directory) / "summary.json"
@@ -111,16 +140,22 @@ def keep(settings: ExperimentSettings, into: Path) -> list[str]:
         metrics = run.directory / "model" / METRICS_FILE
         if metrics.is_file():
             _gzip(metrics, target / METRICS)
+        form, overrides = keyed_overrides(settings, run)
+        fields = {k: v for k, v in overrides.items() if k != "seed"}
         record = {
             "variant": run.variant,
             "seed": run.seed,
-            "fields": dict(run.fields),
+            "fields": {k: v for k, v in fields.items() if k not in settings.train_overrides},
+            "overrides": overrides,
+            "key_recipe": form,
             "run_key": run.directory.name,
             "recipe_sha256": hashlib.sha256(recipe.read_bytes()).hexdigest(),
             "held_out": held,
             "seconds": (_json(run.directory / RUN_SECONDS) or {}).get("seconds"),
             "legs": (_json(run.directory / PROVENANCE) or {}).get("legs", []),
-        }
+            "files": {name: file_record(target / name) for name in (SAMPLES, METRICS)
+                      if (target / name).is_file()},
+        }  # fmt: skip
         (target / RUN).write_text(json.dumps(record, indent=1, default=str) + "\n")
         kept.append(f"{run.variant}, seed {run.seed}")
     return kept
