@@ -29,11 +29,15 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import re
 import shutil
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from traac.common.outputs import output_dir
 from traac.common.tables import Table
@@ -58,6 +62,7 @@ from traac.pipelines.experiments import (
     RUN_SECONDS,
     ExperimentSettings,
     Run,
+    run_key,
     run_keys,
 )
 from traac.pipelines.recipe import read_recipe
@@ -319,3 +324,109 @@ def shown_markdown(shown: dict[str, tuple[str, Table]], names: Sequence[str] = (
     """The tables of `shown` that `names` selects (all without), each under its caption."""
     return "\n\n".join(f"{caption}\n\n{table.markdown()}" for name, (caption, table)
                        in shown.items() if not names or name in names)  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------ verify
+
+# In the docs: a block of `traac records show DIR --markdown [--tables NAME...]`'s output, and
+# prose whose every decimal figure is one that `show` prints for DIR (to the figure's precision).
+BLOCK = re.compile(r"<!-- records: (\S+)((?: \S+)*?) -->\n(.*?)\n<!-- /records -->", re.S)
+CITES = re.compile(r"<!-- cites: (\S+) -->\n(.*?)\n<!-- /cites -->", re.S)
+DECIMAL = re.compile(r"[+−-]?\d+\.\d+")
+
+
+def verify(study: Path, pages: Sequence[Path]) -> tuple[list[str], str]:
+    """Every problem with the kept records of `study`, one line each, and a one-line summary:
+    each run's key recomputed from the study's recipe and the overrides it records (its fields
+    those less the seed), each kept file's lines and sha256 against its record, each run's
+    samples counted (every held-out problem of every tier, each sampled as often as the
+    settings say), and every block and cited figure of `pages` that names the study against
+    what `traac records show` prints (a page names the study from the repository's root, the
+    directory above `records/`)."""
+    base, runs = load(study)
+    recipe = study / RECIPE
+    text, parsed = recipe.read_text(), read_recipe(recipe)
+    model = str(yaml.safe_load(text).get("model_name_or_path", "testbed"))
+    recipe_sha = hashlib.sha256(recipe.read_bytes()).hexdigest()
+    problems: list[str] = []
+    for run in ([base] if base is not None else []) + list(runs):
+        where = run.directory.relative_to(study)
+        problems += [f"{where}: {p}" for p in _run_problems(run, parsed, text, model, recipe_sha)]
+    shown = shown_tables(study)
+    blocks = figures = 0
+    root = study.resolve().parent.parent  # blocks name a study from the repository's root
+    for page in pages:
+        content = page.read_text()
+        for match in BLOCK.finditer(content):
+            if (root / match.group(1)).resolve() != study.resolve():
+                continue
+            blocks += 1
+            options = match.group(2).split()
+            if options[:1] not in ([], ["--tables"]) or not set(options[1:]) <= set(shown):
+                problems.append(f"{page.name}: records block options {options} are not "
+                                f"--tables of {', '.join(shown)}")  # fmt: skip
+            elif match.group(3).strip() != shown_markdown(shown, options[1:]):
+                problems.append(f"{page.name}: the records block of {match.group(1)} is not what "
+                                f"`traac records show {match.group(1)} --markdown "
+                                f"{' '.join(options)}` prints; paste its output")  # fmt: skip
+        for match in CITES.finditer(content):
+            if (root / match.group(1)).resolve() != study.resolve():
+                continue
+            cited = DECIMAL.findall(match.group(2))
+            figures += len(cited)
+            printed = shown_markdown(shown)
+            for figure in cited:
+                if not _printed(figure, printed):
+                    problems.append(f"{page.name}: {figure} is cited from {match.group(1)} but "
+                                    "`traac records show` prints no such figure")  # fmt: skip
+    samples = sum(len(run.samples) for run in runs)
+    summary = (f"{study}: {len(runs)} runs{' and the base' if base else ''} as kept (keys, "
+               f"checksums, {samples:,} samples), {blocks} records block(s) and {figures} cited "
+               "figure(s) as `show` prints them")  # fmt: skip
+    return problems, summary
+
+
+def _run_problems(
+    run: KeptRun, parsed: dict[str, Any], text: str, model: str, recipe_sha: str
+) -> list[str]:
+    """What is wrong with one kept run (or the base): its key, its files, its samples."""
+    record, problems = run.record, []
+    if run.variant != BASE:
+        overrides = record.get("overrides")
+        if not isinstance(overrides, dict):
+            return ["no overrides recorded, so its key cannot be recomputed; keep it again"]
+        form = parsed if record.get("key_recipe") == "mapping" else text
+        if run_key(form, overrides, model) != record.get("run_key"):
+            problems.append(f"run key {record.get('run_key')} is not the key of the recipe and "
+                            f"its overrides {overrides}")  # fmt: skip
+        if record.get("fields") != {k: v for k, v in overrides.items() if k != "seed"}:
+            problems.append(f"fields {record.get('fields')} are not the overrides its key "
+                            f"hashed, less the seed ({overrides})")  # fmt: skip
+        if overrides.get("seed") != run.seed:
+            problems.append(f"seed {run.seed} is not its overrides' {overrides.get('seed')}")
+        if record.get("recipe_sha256") != recipe_sha:
+            problems.append("recipe_sha256 is not the study's recipe.yaml's")
+    files = record.get("files")
+    if not isinstance(files, dict) or SAMPLES not in files:
+        problems.append("no checksums of its files recorded; keep it again")
+        files = {}
+    for name, kept in files.items():
+        path = run.directory / name
+        found = file_record(path) if path.is_file() else {"lines": 0, "sha256": "missing"}
+        if found != kept:
+            problems.append(f"{name} holds {found['lines']} lines (sha256 {found['sha256'][:12]})"
+                            f", its record {kept.get('lines')} (sha256 "
+                            f"{str(kept.get('sha256'))[:12]})")  # fmt: skip
+    held = record["held_out"]
+    samples = Counter(s.id for s in run.samples)
+    short = sorted(k for k, n in samples.items() if n != held["num_samples"])
+    if short:
+        problems.append(f"{len(short)} problem(s) without {held['num_samples']} samples "
+                        f"(first {short[0]})")  # fmt: skip
+    return problems
+
+
+def _printed(figure: str, printed: str) -> bool:
+    """Is `figure` (its sign aside) a figure of `printed`, rounded to its own decimals?"""
+    value, digits = abs(float(figure.replace("−", "-"))), len(figure.partition(".")[2])
+    return any(abs(round(abs(float(f)), digits) - value) < 1e-9 for f in DECIMAL.findall(printed))
