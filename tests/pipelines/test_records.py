@@ -230,7 +230,8 @@ def test_verify_passes_kept_records_and_fails_each_change(
     code, lines = verified(tmp_path, capsys)
     assert code == 0 and len(lines) == 1, lines
     assert cli_main(["records", "verify", str(study), "--pages", str(tmp_path / "nope.md")]) == 2
-    assert capsys.readouterr().err.strip().startswith("--pages: ") is True
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--pages: " in err and "nope.md not found" in err
     assert (
         "6 runs and the base as kept" in lines[0] and "1 records block(s) and 5 cited" in lines[0]
     )
