@@ -186,9 +186,6 @@ def test_import_traac_is_light_and_every_public_name_resolves() -> None:
         _ = traac.NoSuchName
 
 
-RECORDS = re.compile(r"<!-- records: (\S+)((?: \S+)*?) -->\n(.*?)\n<!-- /records -->", re.S)
-
-
 def test_every_table_from_kept_records_is_what_the_records_give(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -196,9 +193,10 @@ def test_every_table_from_kept_records_is_what_the_records_give(
     `traac records show DIR --markdown [OPTIONS]` on the records kept in the repository, to the
     character."""
     from traac.cli import main as cli_main
+    from traac.pipelines.records import BLOCK
 
     monkeypatch.chdir(ROOT)
-    blocks = [(page, m) for page in PAGES for m in RECORDS.finditer(page.read_text())]
+    blocks = [(page, m) for page in PAGES for m in BLOCK.finditer(page.read_text())]
     assert any(page.name == "README.md" for page, _ in blocks)
     for page, match in blocks:
         options = match.group(2).split()

@@ -17,6 +17,7 @@ from traac.evaluation.harness.records import EvalSummary, SampleRecord
 from traac.method.metrics import GroupStats
 from traac.pipelines.experiment_results import (
     Stat,
+    effects_markdown,
     effects_table_of,
     effects_tables,
     paired_effects,
@@ -277,6 +278,9 @@ def test_effects_are_differences_paired_by_seed() -> None:
     assert row[4:6] == ("-20.0, -14.0", "-17.0 [-55.1, +21.1]")
     assert not within_model_table([effect]).rows  # no samples given
     assert len(effects_tables([effect], None)) == 2
+    # The report says what the two seeds resolve: t(0.95, 1) = 6.314 x 1 -> 90% [-3.31, +9.31].
+    report = effects_markdown([effect], 5.0)
+    assert "| CR+LR − CR | +3.00 [-3.31, +9.31] |" in report and "| TOST p, ±5 |" in report
 
 
 def record(pid: str, sample: int, correct: bool, length: int) -> SampleRecord:
