@@ -190,20 +190,20 @@ def test_import_traac_is_light_and_every_public_name_resolves() -> None:
         _ = traac.NoSuchName
 
 
-RECORDS = re.compile(r"<!-- records: (\S+) -->\n(.*?)\n<!-- /records -->", re.S)
-
-
 def test_every_table_from_kept_records_is_what_the_records_give(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A table between `<!-- records: DIR -->` and `<!-- /records -->` is the output of `traac
-    records show DIR --markdown` on the records kept in the repository, to the character."""
+    """A table between `<!-- records: DIR [OPTIONS] -->` and `<!-- /records -->` is the output of
+    `traac records show DIR --markdown [OPTIONS]` on the records kept in the repository, to the
+    character."""
     from traac.cli import main as cli_main
+    from traac.pipelines.records import BLOCK
 
     monkeypatch.chdir(ROOT)
-    blocks = [(page, m) for page in PAGES for m in RECORDS.finditer(page.read_text())]
+    blocks = [(page, m) for page in PAGES for m in BLOCK.finditer(page.read_text())]
     assert any(page.name == "results.md" for page, _ in blocks)
     for page, match in blocks:
-        assert cli_main(["records", "show", match.group(1), "--markdown"]) == 0
+        options = match.group(2).split()
+        assert cli_main(["records", "show", match.group(1), "--markdown", *options]) == 0
         printed = capsys.readouterr().out.strip()
-        assert match.group(2).strip() == printed, f"{page.name}: {match.group(1)}"
+        assert match.group(3).strip() == printed, f"{page.name}: {match.group(1)}"

@@ -8,6 +8,12 @@
 set -uo pipefail
 seed=$1 store=$2 out=$3
 here=$(cd "$(dirname "$0")" && pwd)
+study_commit=117a743c78ddc128b383c1209b8aaab3ff30e29b  # every kept run's (their run.json legs)
+head=$(git -C "$here" rev-parse HEAD 2>/dev/null)
+if [ "$head" != "$study_commit" ]; then
+  echo "run.sh: this checkout is at ${head:-no git commit}, not the study's commit $study_commit; run from a worktree at it (README.md, Running a seed)" >&2
+  exit 2
+fi
 traac=${TRAAC:-.venv/bin/traac}
 run() {  # one arm of this seed
   nice -n 10 "$traac" experiment compare --config "$here/recipe.yaml" --variants "$1" \

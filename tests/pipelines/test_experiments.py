@@ -17,14 +17,19 @@ from traac.evaluation.harness.records import EvalSummary, SampleRecord
 from traac.method.metrics import GroupStats
 from traac.pipelines.experiment_results import (
     Stat,
+    effects_markdown,
     effects_table_of,
+    effects_tables,
     paired_effects,
     pareto_front,
     tier_effects_table,
+    within_model_table,
 )
 from traac.pipelines.experiments import (
     ExperimentSettings,
     compression_markdown,
+    end_leg,
+    record_leg,
     run_experiment,
     run_key,
     run_seconds,
@@ -269,9 +274,13 @@ def test_effects_are_differences_paired_by_seed() -> None:
     assert row[-3:] == ("+3.0 ± 1.0", "-17.0 ± 3.0", "+2.5 ± 1.5")
     # Seed level: effects +4 and +2, t(0.975, 1) = 12.706 x sd 1.414 / sqrt 2 = 12.706.
     row = effects_table_of([effect]).rows[0]
-    assert row[3:5] == ("+4.00, +2.00", "+3.00 [-9.71, +15.71]")
-    assert row[5:7] == ("-20.0, -14.0", "-17.0 [-55.1, +21.1]")
-    assert row[-2:] == ("–", "–")  # no samples given
+    assert row[:4] == ("CR+LR − CR", "2", "+4.00, +2.00", "+3.00 [-9.71, +15.71]")
+    assert row[4:6] == ("-20.0, -14.0", "-17.0 [-55.1, +21.1]")
+    assert not within_model_table([effect]).rows  # no samples given
+    assert len(effects_tables([effect], None)) == 2
+    # The report says what the two seeds resolve: t(0.95, 1) = 6.314 x 1 -> 90% [-3.31, +9.31].
+    report = effects_markdown([effect], 5.0)
+    assert "| CR+LR − CR | +3.00 [-3.31, +9.31] |" in report and "| TOST p, ±5 |" in report
 
 
 def record(pid: str, sample: int, correct: bool, length: int) -> SampleRecord:
@@ -300,9 +309,11 @@ def test_effects_pair_problems_over_the_shared_seeds_samples() -> None:
     assert pooled is not None and pooled.accuracy.items == 2
     assert pooled.accuracy.delta == pytest.approx(37.5)
     assert pooled.response_tokens.delta == pytest.approx(-10.0)  # -10 on both problems
-    row = effects_table_of([effect]).rows[0]
-    # The problem bootstrap holds the models fixed: never starred, even where it excludes 0.
-    assert row[-2:] == (pooled.accuracy.cell(2, mark=False), "-10.0 [-10.0, -10.0]")
+    (row,) = within_model_table([effect]).rows
+    # The problem bootstrap holds the models fixed: never starred, even where it excludes 0, and
+    # in a table of its own, labelled within-model, out of the effects' columns.
+    assert row[1:] == (pooled.accuracy.cell(2, mark=False), "-10.0 [-10.0, -10.0]")
+    assert "Within model" in effects_tables([effect], None)[-1].title
 
 
 def test_run_seconds_are_recorded_once_and_read_back(tmp_path: Path) -> None:
@@ -360,7 +371,36 @@ def test_a_legs_provenance_is_on_record_before_it_trains(tmp_path: Path, monkeyp
     assert legs_at_train == [1, 2]
     (run,) = s.plan()
     legs = json.loads((run.directory / "provenance.json").read_text())["legs"]
-    assert [set(leg) >= {"code", "cpu", "command", "time"} for leg in legs] == [True, True]
+    keys = {"code", "versions", "cpu", "machine", "command", "time", "weights_sha256"}
+    assert [set(leg) >= keys for leg in legs] == [True, True]
+    # Each stopped leg ended, unfinished, and `seconds` is the sum of the legs.
+    assert [leg["finished"] for leg in legs] == [False, False]
+    seconds = json.loads((run.directory / "seconds.json").read_text())["seconds"]
+    assert seconds == pytest.approx(sum(leg["seconds"] for leg in legs), abs=0.11)
+    base = json.loads((s.base_eval_dir / "provenance.json").read_text())["legs"]
+    # The base evaluation's legs too (its summary is never written here: evaluated twice).
+    assert [(set(leg) >= keys, leg["finished"]) for leg in base] == [(True, True)] * 2
+
+
+def test_a_resumed_run_shows_every_leg_as_it_started_and_ended(tmp_path: Path) -> None:
+    """A leg stopped by Ctrl-C, one killed outright (it never ends: its start stays on record)
+    and the one that finished: three legs, and `seconds` sums the two that ended."""
+    record_leg(tmp_path, "w")
+    end_leg(tmp_path, 100.04, finished=False)
+    run_seconds(tmp_path, 100.04, finished=False)
+    record_leg(tmp_path, "w")  # killed: no handler runs
+    record_leg(tmp_path, "w")
+    end_leg(tmp_path, 50.0, finished=True)
+    total = run_seconds(tmp_path, 50.0)
+    legs = json.loads((tmp_path / "provenance.json").read_text())["legs"]
+    assert [(leg.get("seconds"), leg.get("finished")) for leg in legs] == [
+        (100.0, False),
+        (None, None),
+        (50.0, True),
+    ]
+    assert total == 150.0 and all(leg["weights_sha256"] == "w" for leg in legs)
+    end_leg(tmp_path, 9.0, finished=True)  # no leg open: nothing rewritten
+    assert json.loads((tmp_path / "provenance.json").read_text())["legs"] == legs
 
 
 def test_the_report_shows_what_each_compressing_run_removed(tmp_path: Path) -> None:

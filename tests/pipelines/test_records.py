@@ -4,8 +4,10 @@ intervals whose values are worked by hand."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,36 +18,36 @@ from traac.evaluation.harness.records import SampleRecord
 from traac.evaluation.harness.runner import SAMPLES_FILE
 from traac.pipelines.experiments import PROVENANCE, RUN_SECONDS, ExperimentSettings, run_key
 from traac.pipelines.recipe import read_recipe
-from traac.pipelines.records import RECIPE, compute_table, keep, load, slug, study_tables
+from traac.pipelines.records import RECIPE, SAMPLES, compute_table, keep, load, slug, study_tables
 from traac.training.telemetry.metrics_file import METRICS_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 VARIANTS = ("CR+LR", "TRAAC without compression")
-TIERS = ["easy"] * 4 + ["medium"] * 3 + ["hard"] * 3  # ten problems, one sample each
+TIERS = ["easy"] * 4 + ["medium"] * 3 + ["hard"] * 3  # ten problems, four samples each
 
 
 def samples(right: int, length: int) -> str:
-    """Ten problems, the first `right` answered right, every response `length` tokens with a
-    closed think block of half of it."""
-    rows = [SampleRecord(f"p{i}", 0, "<think>a</think>\\boxed{1}", i < right, length,
+    """Ten problems of four samples (the held-out default), the first `right` problems answered
+    right in every sample, every response `length` tokens with a closed think block of half."""
+    rows = [SampleRecord(f"p{i}", k, "<think>a</think>\\boxed{1}", i < right, length,
                          length // 2, True, tier=tier).to_json()
-            for i, tier in enumerate(TIERS)]  # fmt: skip
+            for i, tier in enumerate(TIERS) for k in range(4)]  # fmt: skip
     return "".join(json.dumps(r) + "\n" for r in rows)
 
 
-def fake_store(tmp_path: Path) -> ExperimentSettings:
+def fake_store(tmp_path: Path, variants: tuple[str, ...] = VARIANTS) -> ExperimentSettings:
     """A run store as `traac experiment compare` leaves it, for two variants over three seeds:
     CR+LR gets 5 of 10 right at 50 tokens in every seed; the control 6, 7 and 8 of 10 at 40
     tokens (effects +10, +20, +30 points and -10 tokens, seed by seed)."""
-    study = tmp_path / "study"
-    study.mkdir()
+    study = tmp_path / "records" / "study"  # as in a repository, whose root is tmp_path
+    study.mkdir(parents=True)
     shutil.copy(ROOT / "recipes" / "testbed.yaml", study / RECIPE)
     settings = ExperimentSettings.make("compare", tmp_path / "out", study / RECIPE, False,
-                                       VARIANTS, [0, 1, 2], tmp_path / "store", 10)  # fmt: skip
+                                       variants, [0, 1, 2], tmp_path / "store", 10)  # fmt: skip
     for run in settings.plan():
         evaluation = settings.eval_dir(run.directory)
         evaluation.mkdir(parents=True)
-        control = run.variant == VARIANTS[1]
+        control = run.variant != VARIANTS[0]
         right, length = (6 + run.seed, 40) if control else (5, 50)
         (evaluation / SAMPLES_FILE).write_text(samples(right, length))
         (evaluation / "summary.json").write_text("{}\n")
@@ -76,6 +78,23 @@ def test_a_store_trained_under_the_old_text_keys_is_kept(tmp_path: Path) -> None
     assert record["run_key"] == run_key(text, overrides, settings.model)
 
 
+def test_keep_records_what_the_run_key_hashed_not_the_variants_later_name(tmp_path: Path) -> None:
+    """A TRAAC run trained before the variants named `copy_loss: full` is under the key without
+    it: its record says so (the run key is the truth), and the key recomputes from the recipe and
+    the recorded overrides."""
+    settings = fake_store(tmp_path, ("TRAAC",))
+    parsed = read_recipe(settings.recipe)
+    for run in settings.plan():
+        unnamed = {k: v for k, v in run.recipe.overrides.items() if k != "copy_loss"}
+        assert run.recipe.overrides["copy_loss"] == "full"
+        run.directory.rename(run.directory.parent / run_key(parsed, unnamed, settings.model))
+    assert len(keep(settings, settings.recipe.parent)) == 3
+    record = json.loads((settings.recipe.parent / "runs/traac/seed1/run.json").read_text())
+    assert record["fields"] == {"mode": "traac"} and record["key_recipe"] == "mapping"
+    assert record["overrides"] == {"mode": "traac", "seed": 1}
+    assert record["run_key"] == run_key(parsed, record["overrides"], settings.model)
+
+
 def test_kept_records_give_the_seed_level_effect_worked_by_hand(tmp_path: Path) -> None:
     settings = fake_store(tmp_path)
     study = settings.recipe.parent
@@ -89,6 +108,11 @@ def test_kept_records_give_the_seed_level_effect_worked_by_hand(tmp_path: Path) 
         [{"code": {"commit": "abc"}}],
     )
     assert gzip.decompress((run / "metrics.jsonl.gz").read_bytes()) == b'{"step": 1}\n'
+    text = gzip.decompress((run / "samples.jsonl.gz").read_bytes())
+    assert record["files"] == {
+        "samples.jsonl.gz": {"lines": 40, "sha256": hashlib.sha256(text).hexdigest()},
+        "metrics.jsonl.gz": {"lines": 1, "sha256": hashlib.sha256(b'{"step": 1}\n').hexdigest()},
+    }
     first = (run / "samples.jsonl.gz").read_bytes()
     keep(settings, study)  # kept again: the same bytes
     assert (run / "samples.jsonl.gz").read_bytes() == first
@@ -123,6 +147,22 @@ def test_records_show_prints_the_tables_and_keep_names_its_mistakes(
     out = capsys.readouterr().out
     assert out.startswith("AUC_OAA at t_max 256.") and "+10.00, +20.00, +30.00" in out
     assert "+20.00 [-4.84, +44.84]" in out and "-10.0* [-10.0, -10.0]" in out
+    # What the seeds resolve (worked in tests/evaluation/harness/test_seeds.py): 90% [+3.14,
+    # +36.86], p 0.074 (one contrast: Holm leaves it), 15 to 25 with a seed left out, MDE 30.97;
+    # no margin stated, so no TOST column.
+    row = ("| TRAAC without compression − CR+LR | +20.00 [+3.14, +36.86] | 0.074 → 0.074 | "
+           "+15.00 to +25.00 | 30.97 | not resolved after Holm: +3.1 to +36.9 points not "
+           "excluded |")  # fmt: skip
+    assert row in out and "no equivalence margin stated" in out and "TOST" not in out
+    assert "Within model: problem bootstrap" in out
+    (study / "study.yaml").write_text("margin: 40  # stated before the runs\n")
+    assert cli_main(["records", "show", str(study), "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "| TOST p, ±40 | verdict |" in out and "| equivalent within ±40 points |" in out
+    (study / "study.yaml").write_text("margin: three\n")
+    assert cli_main(["records", "show", str(study)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "margin:" in err and "give a positive number" in err
     assert cli_main(["records", "show", str(tmp_path)]) == 2  # no recipe.yaml
     assert "holds no recipe.yaml" in capsys.readouterr().err
     with pytest.raises(TraacError, match="no kept run"):
@@ -152,3 +192,83 @@ def test_what_compression_costs_a_step_worked_by_hand(tmp_path: Path) -> None:
     path.write_bytes(b"not gzip")
     with pytest.raises(TraacError, match=r"seed1/metrics.jsonl.gz is not a kept metrics file"):
         compute_table(load(study)[1])
+
+
+def test_a_studys_run_sh_refuses_another_commit_in_one_line() -> None:
+    """This checkout is not at the verdict study's commit (117a743), so its run.sh stops before
+    any work, naming both commits."""
+    out = subprocess.run(["bash", str(ROOT / "records/smollm2-think-verdict/run.sh"), "0",
+                          "store", "out"], capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert out.returncode == 2 and out.stdout == "" and out.stderr.count("\n") == 1
+    assert "not the study's commit 117a743c78ddc128b383c1209b8aaab3ff30e29b" in out.stderr
+
+
+def verified(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
+    """`traac records verify` of the fake study against tmp_path's README.md: its exit status
+    and its lines (the summary, or one a problem)."""
+    code = cli_main(["records", "verify", str(tmp_path / "records" / "study")])
+    out = capsys.readouterr()
+    return code, (out.out + out.err).strip().splitlines()
+
+
+def test_verify_passes_kept_records_and_fails_each_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Kept records and a README that pastes `show`'s block and cites its figures verify; a
+    rewritten field, a missing sample, a changed figure in the block or in the cited prose each
+    make it exit 2, one line a problem."""
+    settings = fake_store(tmp_path)
+    study = settings.recipe.parent
+    keep(settings, study)
+    assert cli_main(["records", "show", str(study), "--markdown", "--tables", "bounds"]) == 0
+    block = capsys.readouterr().out.strip()
+    readme = tmp_path / "README.md"
+    cited = "The control gains +20.00 points [90%: +3.14, +36.86], p 0.074; MDE 31.0."
+    readme.write_text(f"<!-- records: records/study --tables bounds -->\n{block}\n"
+                      f"<!-- /records -->\n\n<!-- cites: records/study -->\n{cited}\n"
+                      "<!-- /cites -->\n")  # fmt: skip
+    code, lines = verified(tmp_path, capsys)
+    assert code == 0 and len(lines) == 1, lines
+    assert cli_main(["records", "verify", str(study), "--pages", str(tmp_path / "nope.md")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--pages: " in err and "nope.md not found" in err
+    assert (
+        "6 runs and the base as kept" in lines[0] and "1 records block(s) and 5 cited" in lines[0]
+    )
+
+    run = study / "runs" / "cr-lr" / "seed1"
+    record = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**record, "fields": {"mode": "cr", "seed": 1}}))
+    code, lines = verified(tmp_path, capsys)
+    assert code == 2 and lines == [
+        "runs/cr-lr/seed1: fields {'mode': 'cr', 'seed': 1} are not the overrides its key "
+        "hashed, less the seed ({'mode': 'cr_lr', 'seed': 1})"
+    ]
+    forged = {**record["overrides"], "mode": "cr"}
+    (run / "run.json").write_text(json.dumps({**record, "overrides": forged}))
+    code, lines = verified(tmp_path, capsys)
+    assert code == 2 and any("is not the key of the recipe" in line for line in lines)
+    (run / "run.json").write_text(json.dumps(record))
+
+    samples = gzip.decompress((run / "samples.jsonl.gz").read_bytes()).splitlines(keepends=True)
+    (run / "samples.jsonl.gz").write_bytes(gzip.compress(b"".join(samples[1:])))
+    code, lines = verified(tmp_path, capsys)
+    # and the figures that sample made no longer are what `show` prints: the docs' lines follow
+    assert code == 2 and all(line.startswith("README.md: ") for line in lines[2:])
+    assert lines[0].startswith("runs/cr-lr/seed1: samples.jsonl.gz holds 39 lines (sha256 ")
+    assert lines[0].endswith(f"its record 40 (sha256 {record['files'][SAMPLES]['sha256'][:12]})")
+    assert lines[1] == "runs/cr-lr/seed1: 1 problem(s) without 4 samples (first p0)"
+    (run / "samples.jsonl.gz").write_bytes(gzip.compress(b"".join(samples)))
+    assert verified(tmp_path, capsys)[0] == 0
+
+    readme.write_text(readme.read_text().replace("| 30.97 |", "| 30.96 |"))
+    code, lines = verified(tmp_path, capsys)
+    assert code == 2 and lines == ["README.md: the records block of records/study is not what "
+                                   "`traac records show records/study --markdown --tables "
+                                   "bounds` prints; paste its output"]  # fmt: skip
+    readme.write_text(
+        readme.read_text().replace("| 30.96 |", "| 30.97 |").replace("90%: +3.14", "90%: +3.15")
+    )
+    code, lines = verified(tmp_path, capsys)
+    assert code == 2 and lines == ["README.md: +3.15 is cited from records/study but `traac "
+                                   "records show` prints no such figure"]  # fmt: skip

@@ -70,8 +70,8 @@ def main(argv: list[str]) -> int:
     console = make_console()
     result = run_experiment(settings, make_progress(console))
     print_table(console, result.table)
-    if result.effects_table is not None:
-        print_table(console, result.effects_table)
+    for table in result.effects_tables:
+        print_table(console, table)
     console.print(f"Pareto front: {', '.join(result.pareto_front)}")
     for path in result.files:
         console.print(f"wrote {path}")

@@ -1,14 +1,15 @@
-"""`traac records show STUDY [--markdown]` and `traac records keep STUDY --runs STORE [--seeds N
-...] [--variants NAME ...] [--held-out N]`: the kept run records behind a results table
-(`traac.pipelines.records`)."""
+"""`traac records show STUDY [--markdown] [--tables NAME ...]`, `traac records keep STUDY --runs
+STORE [--seeds N ...] [--variants NAME ...] [--held-out N]` and `traac records verify STUDY
+[--pages PAGE ...]`: the kept run records behind a results table (`traac.pipelines.records`)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from traac.commands import ArgumentParser
 from traac.errors import TraacError
-from traac.pipelines.variants import COMPARE, DEFAULT_SEEDS, check_variants
+from traac.pipelines.variants import DEFAULT_SEEDS, check_variants
 
 DESCRIPTION = """\
 A study directory (records/<study>) keeps, per run of a `traac experiment compare`, its
@@ -17,22 +18,40 @@ recipe every run trained from (STUDY/recipe.yaml). `keep` copies the finished ru
 store in; `show` recomputes the study's tables from the kept samples alone: per variant,
 accuracy and length per tier, AUC_OAA (t_max = the held-out response cap) and underthinking,
 mean ± s.e. over seeds; per contrast, each seed's paired effect and a seed-level 95% t-interval
-(docs/evaluation.md#seed-level); from the kept training metrics, what the probe and the
-re-answers cost a step beside the rollouts' decoding."""
+(docs/evaluation.md#seed-level), and what the seeds resolve: the 90% interval, the p of no
+effect adjusted by Holm across the contrasts, the mean with each seed left out, the minimum
+detectable effect at 80% power, the equivalence test (TOST) at the margin the study states in
+STUDY/study.yaml (`margin: 3`; none without it) and a verdict word from those numbers; the
+problem bootstrap with the trained models held fixed, labelled within-model; from the kept
+training metrics, what the probe and the re-answers cost a step beside the rollouts' decoding.
+`verify` recomputes each kept run's key from the recipe and its recorded overrides, checks each
+kept file's lines and sha256 and each run's samples, and checks that every `<!-- records: STUDY
+-->` block and every figure between `<!-- cites: STUDY -->` and `<!-- /cites -->` of the pages
+(the repository's README.md and docs/results.md) is what `show` prints; it exits 2 with one
+line per problem."""
+
+TABLES = ("variants", "effects", "bounds", "within-model", "compute")  # `show`'s, in its order
 
 
 def build_parser() -> ArgumentParser:
     p = ArgumentParser(prog="traac records", description=DESCRIPTION)
-    sub = p.add_subparsers(dest="action", required=True, metavar="{show,keep}")
+    sub = p.add_subparsers(dest="action", required=True, metavar="{show,keep,verify}")
     show = sub.add_parser("show", help="the study's tables, from its kept records")
     show.add_argument("study", type=Path, help="a study directory (records/<study>)")
     show.add_argument("--markdown", action="store_true", help="markdown tables (for the docs)")
+    show.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES), metavar="NAME",
+                      help=f"which tables, of {', '.join(TABLES)} (default: all)")  # fmt: skip
     keep = sub.add_parser("keep", help="copy the finished runs of a run store into the study")
     keep.add_argument("study", type=Path, help="a study directory holding recipe.yaml")
     keep.add_argument("--runs", type=Path, required=True, help="the run store the runs are in")
     keep.add_argument("--seeds", type=int, nargs="+", default=list(DEFAULT_SEEDS))
     keep.add_argument("--variants", nargs="+", help="compare's variants (default: all)")
     keep.add_argument("--held-out", type=int, default=40, help="held-out problems per tier")
+    verify = sub.add_parser("verify", help="check the records and the figures the docs cite")
+    verify.add_argument("study", type=Path, help="a study directory (records/<study>)")
+    verify.add_argument("--pages", type=Path, nargs="+", help="the pages whose blocks and cited "
+                        "figures to check (default: README.md and docs/results.md of the "
+                        "repository the study is in)")  # fmt: skip
     return p
 
 
@@ -45,6 +64,22 @@ def main(argv: list[str]) -> int:
         check_variants("compare", args.variants, args.seeds, args.held_out)
         if not args.runs.is_dir():
             raise TraacError(f"--runs: {args.runs} is not a directory; give the run store")
+    if args.action == "verify":
+        root = args.study.resolve().parent.parent
+        pages = args.pages or [p for p in (root / "README.md", root / "docs" / "results.md")
+                               if p.is_file()]  # fmt: skip
+        missing = [str(p) for p in pages if not p.is_file()]
+        if missing:
+            raise TraacError(f"--pages: {', '.join(missing)} not found; give existing pages")
+        from traac.pipelines.records import verify
+
+        problems, summary = verify(args.study, pages)
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        if problems:
+            return 2
+        print(summary)
+        return 0
     from traac.console import make_console, print_table
 
     console = make_console(stderr=False)
@@ -59,24 +94,17 @@ def main(argv: list[str]) -> int:
         kept = keep(settings, args.study)
         console.print(f"kept {len(kept)} run(s): {'; '.join(kept) or 'none finished'}")
         return 0
-    from traac.pipelines.experiment_results import effects_table_of
-    from traac.pipelines.records import compute_table, load, study_tables
+    from traac.pipelines.records import shown_markdown, shown_tables
 
-    base, runs = load(args.study)
-    if not runs:
+    shown = shown_tables(args.study)
+    if not shown:
         print("No run is kept yet.")
         return 0
-    tables = study_tables(base, runs, f"{args.study.name} (kept records)", order=list(COMPARE))
-    effects = [effects_table_of(tables.effects)] if tables.effects else []
-    compute = compute_table(runs, order=list(COMPARE))
-    extra = [*effects, compute] if compute.rows else effects
     if args.markdown:
-        print(f"AUC_OAA at t_max {tables.t_max}.\n\n{tables.table.markdown()}\n")
-        for table in extra:
-            print(f"{table.title}.\n\n{table.markdown()}\n")
+        print(shown_markdown(shown, args.tables))
         return 0
-    print_table(console, tables.table)
-    for table in extra:
-        print_table(console, table)
-    console.print(f"AUC_OAA at t_max {tables.t_max}; intervals over seeds (Student's t, 95%).")
+    for name, (_, table) in shown.items():
+        if name in args.tables:
+            print_table(console, table)
+    console.print(f"{shown['variants'][0]} Intervals over seeds (Student's t).")
     return 0

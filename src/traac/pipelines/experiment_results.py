@@ -6,7 +6,10 @@ same model with the same seed, so what varies with the seed alone cancels in the
 Its interval is seed-level (Student's t over the per-seed effects,
 `traac.evaluation.harness.seeds`), and only that interval earns a `*`. Beside it, the held-out
 problems paired with the seeds' samples pooled give a problem bootstrap with the trained
-models held fixed (`pooled_comparison`): labelled as such, never starred.
+models held fixed (`pooled_comparison`): labelled as such, in a table of its own, never starred.
+What each contrast's seeds resolve (90% interval, Holm-adjusted p, each seed left out, the
+minimum detectable effect, the TOST at the study's stated margin, a verdict word) is
+`bounds_table`'s, over `traac.evaluation.harness.seeds.Bounds`.
 """
 
 from __future__ import annotations
@@ -15,15 +18,38 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
 
 from traac.common.tables import Table, fmt, signed
+from traac.errors import TraacError
 from traac.evaluation.harness.paired import Comparison, compare
 from traac.evaluation.harness.records import TIER_ORDER, EvalSummary, SampleRecord
-from traac.evaluation.harness.seeds import SeedInterval
+from traac.evaluation.harness.seeds import ALPHA, POWER, Bounds, SeedInterval, holm
 from traac.pipelines.stages import tier_columns, tier_rows
 
 TIERS = (*TIER_ORDER, "overall")
 UNDERTHINKING = "underthinking"  # seed_numbers' key, where the summary has it
+STUDY = "study.yaml"  # beside a study's recipe: what it states before its runs (its `margin`)
+
+
+def stated_margin(directory: Path) -> float | None:
+    """The equivalence margin, in accuracy points, that the study in `directory` states in its
+    `study.yaml` (`margin: 3`); None where it states none, and then no equivalence is tested."""
+    path = directory / STUDY
+    if not path.is_file():
+        return None
+    try:
+        margin = (yaml.safe_load(path.read_text()) or {}).get("margin")
+    except (yaml.YAMLError, AttributeError):
+        margin = "unreadable"
+    if margin is None:
+        return None
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or margin <= 0:
+        raise TraacError(f"margin: {path} gives {margin!r}; give a positive number of accuracy "
+                         "points (margin: 3) or no margin")  # fmt: skip
+    return float(margin)
 
 
 @dataclass(frozen=True)
@@ -180,29 +206,92 @@ def experiment_table(results: Mapping[str, VariantResult], title: str) -> Table:
 
 def effects_table_of(effects: Sequence[Effect]) -> Table:
     """One row per change: the per-seed effects on overall accuracy and length, their mean with
-    a seed-level 95% interval (`*` where it excludes 0), the same for AUC_OAA and
-    underthinking, and the problem bootstrap with the models fixed (never starred)."""
+    a seed-level 95% interval (`*` where it excludes 0), the same for AUC_OAA and underthinking."""
     table = Table(
-        ["change", "variant − baseline", "seeds", "Δ Acc by seed", "Δ Acc [95%, seeds]",
-         "Δ Len by seed", "Δ Len [95%, seeds]", "Δ AUC_OAA [95%, seeds]",
-         "Δ underthinking [95%, seeds]", "Δ Acc, problem bootstrap, models fixed [95%]",
-         "Δ Len, problem bootstrap, models fixed [95%]"],
+        ["variant − baseline", "seeds", "Δ Acc by seed", "Δ Acc [95%, seeds]", "Δ Len by seed",
+         "Δ Len [95%, seeds]", "Δ AUC_OAA [95%, seeds]", "Δ underthinking [95%, seeds]"],
         title="Effects: variant minus baseline, paired by seed; intervals over seeds",
-        left=frozenset({0, 1}),
     )  # fmt: skip
     for e in effects:
-        r, c = e.result, e.pooled
+        r = e.result
         acc, length = r.accuracy["overall"].interval, r.length["overall"].interval
         under = "–" if r.underthinking is None else r.underthinking.interval.cell(2)
-        pooled = (
-            ("–", "–")
-            if c is None
-            else (c.accuracy.cell(2, mark=False), c.response_tokens.cell(1, mark=False))
-        )
-        table.add(e.change, f"{e.variant} − {e.baseline}", str(len(r.seeds)), acc.by_seed(2),
-                  acc.cell(2), length.by_seed(1), length.cell(1), r.auc_oaa.interval.cell(2),
-                  under, *pooled)  # fmt: skip
+        table.add(f"{e.variant} − {e.baseline}", str(len(r.seeds)), acc.by_seed(2), acc.cell(2),
+                  length.by_seed(1), length.cell(1), r.auc_oaa.interval.cell(2),
+                  under)  # fmt: skip
     return table
+
+
+def effect_bounds(effects: Sequence[Effect], margin: float | None) -> list[Bounds]:
+    """Each effect's overall accuracy bounds, Holm's adjustment taken across all `effects`."""
+    intervals = [e.result.accuracy["overall"].interval for e in effects]
+    return [
+        Bounds(i, p, margin) for i, p in zip(intervals, holm([i.p for i in intervals]), strict=True)
+    ]
+
+
+def bounds_table(effects: Sequence[Effect], margin: float | None) -> Table:
+    """One row per change, on overall accuracy: the seed-level 90% interval, the p of "no
+    effect" and its Holm adjustment across the table's changes, the lowest and highest mean with
+    one seed left out, the minimum detectable effect at 80% power, the TOST's p at the study's
+    `margin` (no column without one) and the verdict those numbers give."""
+    tost = [] if margin is None else [f"TOST p, ±{margin:g}"]
+    table = Table(
+        ["variant − baseline", "Δ Acc [90%, seeds]", "p → Holm", "leaving one seed out",
+         f"MDE, {POWER:.0%} power", *tost, "verdict"],
+        title=(f"What the seeds resolve, accuracy in points: Holm across these {len(effects)} "
+               f"changes, tests at {ALPHA:g}, "
+               + ("no equivalence margin stated" if margin is None
+                  else f"equivalence margin ±{margin:g} stated by the study")),
+        left=frozenset({0, 5 + len(tost)}),
+    )  # fmt: skip
+    for e, b in zip(effects, effect_bounds(effects, margin), strict=True):
+        i = b.interval
+        ninety, drop = i.at(1 - 2 * ALPHA), i.leave_one_out()
+        p = "–" if i.p is None or b.p_holm is None else f"{i.p:.3f} → {b.p_holm:.3f}"
+        cells = [
+            f"{e.variant} − {e.baseline}",
+            "–"
+            if ninety is None
+            else f"{signed(i.mean, 2)} [{signed(ninety[0], 2)}, {signed(ninety[1], 2)}]",
+            p,
+            "–" if drop is None else f"{signed(drop[0], 2)} to {signed(drop[1], 2)}",
+            fmt(i.mde(), 2),
+            *([] if margin is None else [fmt(b.tost, 3)]),
+            b.verdict(),
+        ]
+        table.add(*cells)
+    return table
+
+
+def within_model_table(effects: Sequence[Effect]) -> Table:
+    """One row per change: the problem bootstrap with the seeds' samples pooled, the trained
+    models held fixed: how these models differ on these problems, not what the change does
+    (never starred; the seed-level tables say that)."""
+    table = Table(
+        ["variant − baseline", "Δ Acc [95%, problems]", "Δ Len [95%, problems]"],
+        title="Within model: problem bootstrap, trained models held fixed (not the change's "
+        "effect)",
+    )
+    for e in effects:
+        c = e.pooled
+        if c is not None:
+            table.add(f"{e.variant} − {e.baseline}", c.accuracy.cell(2, mark=False),
+                      c.response_tokens.cell(1, mark=False))  # fmt: skip
+    return table
+
+
+def effects_tables(effects: Sequence[Effect], margin: float | None) -> list[Table]:
+    """The effects, what their seeds resolve, and the within-model bootstrap where samples
+    were paired; none without effects."""
+    if not effects:
+        return []
+    within = within_model_table(effects)
+    return [
+        effects_table_of(effects),
+        bounds_table(effects, margin),
+        *([within] if within.rows else []),
+    ]
 
 
 def tier_effects_table(effects: Sequence[Effect]) -> Table:
@@ -224,22 +313,27 @@ def result_cells(r: VariantResult, sign: bool = False) -> list[str]:
     return [*cells, r.auc_oaa.cell(sign)]
 
 
-def effects_markdown(effects: Sequence[Effect]) -> str:
+def effects_markdown(effects: Sequence[Effect], margin: float | None) -> str:
     """The effects tables with what their cells mean."""
     if not effects:
         return ""
+    tables = "\n\n".join(t.markdown() for t in effects_tables(effects, margin))
     return (
         "## Effects, paired by seed\n\n"
         "Each row is one change: the variant minus its baseline, seed by seed (both runs of a "
         "seed start from the same model with the same seed). Accuracy, AUC_OAA and "
         "underthinking in points, length in tokens. Each seed's effect is listed; the "
         "interval is Student's t over those per-seed effects (95%, S - 1 degrees of freedom; "
-        "none with one seed), and only it earns a * (it excludes 0). The last two columns pair "
-        "the held-out problems instead, each problem's mean over the samples of every shared "
-        "seed, with a 95% bootstrap that resamples problems and holds the trained models fixed: "
-        "it ignores seed-to-seed variation and is never starred "
+        "none with one seed), and only it earns a * (it excludes 0). The second table says what "
+        "the seeds resolve on accuracy: the 90% interval, the p of no effect and its Holm "
+        "adjustment across the changes, the mean with each seed left out, the smallest effect "
+        "the observed spread detects at 80% power, the equivalence test (TOST) at the margin "
+        "the study states in its study.yaml (none without one), and the verdict they give. The "
+        "last pairs the held-out problems instead, each problem's mean over the samples of "
+        "every shared seed, with a 95% bootstrap that resamples problems and holds the trained "
+        "models fixed: it ignores seed-to-seed variation and is never starred "
         "(docs/evaluation.md#seed-level).\n\n"
-        f"{effects_table_of(effects).markdown()}\n\n"
+        f"{tables}\n\n"
         f"{tier_effects_table(effects).markdown()}\n\n"
     )
 

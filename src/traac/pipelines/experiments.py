@@ -31,7 +31,7 @@ import yaml
 
 from traac.common.outputs import output_dir, write_text
 from traac.common.progress import NullProgress, Progress
-from traac.common.provenance import provenance
+from traac.common.provenance import now, provenance, weights_sha256
 from traac.common.tables import Table
 from traac.errors import TraacError
 from traac.evaluation.harness.records import EvalSummary, SampleRecord
@@ -48,11 +48,12 @@ from traac.pipelines.experiment_results import (
     Effect,
     VariantResult,
     effects_markdown,
-    effects_table_of,
+    effects_tables,
     experiment_table,
     paired_effects,
     pareto_front,
     seconds_markdown,
+    stated_margin,
 )
 from traac.pipelines.model_registry import resolve_model
 from traac.pipelines.recipe import check_continuable, read_recipe
@@ -230,16 +231,23 @@ def run_directory(
     runs: Path, recipe: Mapping[str, Any], text: str, overrides: Mapping[str, Any], base: str
 ) -> Path:
     """A run's directory in the store `runs`: under the parsed recipe's key, unless only an
-    older key of the same run exists there, whose run is then found, kept and continued where
-    it is: the key of the recipe's `text` (a store trained before keys hashed the parsed
-    recipe) and, for the paper's TRAAC and its variants, the key without their `copy_loss:
-    full` (`_unnamed_copies`)."""
-    directory = runs / run_key(recipe, overrides, base)
-    if directory.exists():
-        return directory
-    named = [overrides, *_unnamed_copies(recipe, overrides)]
-    older = (runs / run_key(r, o, base) for o in named for r in (recipe, text))
-    return next((old for old in older if old.is_dir()), directory)
+    older key of the same run exists there (`run_keys`), whose run is then found, kept and
+    continued where it is."""
+    keys = [key for _, _, key in run_keys(recipe, text, overrides, base)]
+    return next((runs / key for key in keys if (runs / key).is_dir()), runs / keys[0])
+
+
+def run_keys(
+    recipe: Mapping[str, Any], text: str, overrides: Mapping[str, Any], base: str
+) -> list[tuple[str, dict[str, Any], str]]:
+    """Every key a run may be stored under, the current one first, each with what it hashed:
+    the recipe as `mapping` (parsed) or as `text` (a store trained before keys hashed the parsed
+    recipe), and the overrides, for the paper's TRAAC and its variants also without their
+    `copy_loss: full` (`_unnamed_copies`). The key a run was found under says what it trained
+    with (`traac records keep`, `traac records verify`)."""
+    named = [dict(overrides), *_unnamed_copies(recipe, overrides)]
+    forms = (("mapping", recipe), ("text", text))
+    return [(form, o, run_key(r, o, base)) for o in named for form, r in forms]
 
 
 def _unnamed_copies(recipe: Mapping[str, Any], overrides: Mapping[str, Any]) -> list[dict]:
@@ -262,7 +270,8 @@ class ExperimentResult:
     results: dict[str, VariantResult]
     pareto_front: list[str]
     effects: list[Effect]
-    effects_table: Table | None
+    effects_tables: list[Table]  # the effects, their bounds, the within-model bootstrap
+    margin: float | None  # the equivalence margin the study states (study.yaml)
     seconds: dict[str, dict[int, float | None]]  # variant -> seed -> wall seconds of the run
     files: list[Path]
 
@@ -273,6 +282,7 @@ def run_experiment(
     """Train and evaluate every (variant, seed), resuming what is done; write `<name>.md`,
     `<name>.json` and `<name>_pareto.png` into the output directory."""
     progress = progress or NullProgress()
+    margin = stated_margin(settings.recipe.parent)  # a study's mistake, before any training
     runs = settings.plan()
     continuations = settings.continuations(runs)
     output_dir(settings.output)  # writable, before any work
@@ -282,17 +292,23 @@ def run_experiment(
     stages = Stages()
     with stages.stage(settings.model):
         base = Path(resolve_model(settings.model, progress))
+        weights = weights_sha256(base)
     summaries: dict[str, dict[int, EvalSummary]] = {}
+    base_dir = settings.base_eval_dir
+    evaluated_before = (base_dir / "summary.json").is_file()
+    if not evaluated_before:
+        record_leg(base_dir, weights)
     with stages.stage("evaluate base"):
-        base_dir = settings.base_eval_dir
         summaries[BASE] = {0: settings.held_out.evaluate(base, base_dir, progress)}
+    if not evaluated_before:
+        end_leg(base_dir, stages.seconds["evaluate base"], finished=True)
     seconds: dict[str, dict[int, float | None]] = {}
     records: dict[str, dict[int, list[SampleRecord]]] = {}
     for run in runs:
         stage = f"{run.variant}, seed {run.seed}"
         trained_before = run.recipe.trained(run.directory / "model")
         if not trained_before:  # before any work: a leg killed outright is still on record
-            record_leg(run.directory)
+            record_leg(run.directory, weights)
         try:
             with stages.stage(stage):
                 model = run.recipe.train(base, run.directory / "model", progress)
@@ -302,19 +318,22 @@ def run_experiment(
         except KeyboardInterrupt:  # the checkpoint is saved; so is the time this leg took
             if not trained_before:
                 run_seconds(run.directory, stages.seconds[stage], finished=False)
+                end_leg(run.directory, stages.seconds[stage], finished=False)
             raise
         summaries.setdefault(run.variant, {})[run.seed] = summary
         samples = SamplesFile(settings.eval_dir(run.directory) / SAMPLES_FILE).read()
         records.setdefault(run.variant, {})[run.seed] = list(samples.values())
         took = None if trained_before else stages.seconds[stage]
+        if took is not None:
+            end_leg(run.directory, took, finished=True)
         seconds.setdefault(run.variant, {})[run.seed] = run_seconds(run.directory, took)
     results = {name: VariantResult.of(s) for name, s in summaries.items()}
     front = pareto_front({name: (r.accuracy["overall"].mean, r.length["overall"].mean)
                           for name, r in results.items()})  # fmt: skip
     table = experiment_table(results, settings.title)
     effects = paired_effects(CONTRASTS[settings.name], summaries, records)
-    effects_table = effects_table_of(effects) if effects else None
-    result = ExperimentResult(table, results, front, effects, effects_table, seconds, [])
+    tables = effects_tables(effects, margin)
+    result = ExperimentResult(table, results, front, effects, tables, margin, seconds, [])
     result.files.extend(write_report(settings, runs, result, stages.seconds))
     return result
 
@@ -339,17 +358,35 @@ def run_seconds(directory: Path, took: float | None, finished: bool = True) -> f
     return total
 
 
-def record_leg(directory: Path) -> None:
-    """Add this invocation's provenance (commit, CPU, command, start time) to the run's legs,
-    as it starts on the run: a leg killed outright (a machine taken back) leaves no time in
-    `seconds.json`, but its commit and CPU, which decide the weights, stay on record."""
-    output_dir(directory)
-    path = directory / PROVENANCE
+def record_leg(directory: Path, weights: str) -> None:
+    """Add this invocation's provenance (commit, versions, CPU, machine, command, start time)
+    and the sha256 of the `weights` it starts from to the run's legs, as it starts on the run:
+    a leg killed outright (a machine taken back) leaves no time in `seconds.json` and never
+    ends, but what decides its weights stays on record."""
+    legs = _legs(directory)
+    leg = {**provenance(), "weights_sha256": weights}
+    _write_legs(directory, [*legs, leg])
+
+
+def end_leg(directory: Path, took: float, finished: bool) -> None:
+    """Record that this invocation's leg (the last) ended: when, after how many seconds, and
+    whether the run was finished; a run's `seconds` is the sum of its ended legs'."""
+    legs = _legs(directory)
+    if legs and "ended" not in legs[-1]:
+        legs[-1] = {**legs[-1], "ended": now(), "seconds": round(took, 1), "finished": finished}
+        _write_legs(directory, legs)
+
+
+def _legs(directory: Path) -> list[dict[str, Any]]:
     try:
-        legs = list(json.loads(path.read_text())["legs"])
+        return list(json.loads((directory / PROVENANCE).read_text())["legs"])
     except (OSError, ValueError, KeyError, TypeError):
-        legs = []  # the first leg, or a damaged record: the legs from now on are still kept
-    write_text(path, json.dumps({"legs": [*legs, provenance()]}, indent=1) + "\n", "provenance")
+        return []  # the first leg, or a damaged record: the legs from now on are still kept
+
+
+def _write_legs(directory: Path, legs: list[dict[str, Any]]) -> None:
+    output_dir(directory)
+    write_text(directory / PROVENANCE, json.dumps({"legs": legs}, indent=1) + "\n", "provenance")
 
 
 def write_report(
@@ -385,7 +422,7 @@ def write_report(
         f"{result.table.markdown()}\n\n"
         f"Pareto front (overall accuracy against length): {', '.join(result.pareto_front)}.\n\n"
         f"![Pareto plot]({plot.name})\n\n"
-        f"{effects_markdown(result.effects)}"
+        f"{effects_markdown(result.effects, result.margin)}"
         f"{compression_markdown(runs)}"
         f"{seconds_markdown(result.seconds)}"
         f"Time of this invocation (runs found in the store are reused and take about 0 s): "

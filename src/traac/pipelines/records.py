@@ -4,15 +4,20 @@ outlives the machine whose run store made it.
 A study directory (`records/<study>/`) holds the recipe every run trained from (`recipe.yaml`)
 and, per run, what its figures are computed from:
 
-    base/run.json, base/samples.jsonl.gz
-    runs/<variant>/seed<k>/run.json           variant, seed, fields, run key, held-out
-                                              settings, wall seconds, provenance (commit, CPU,
-                                              command) of each invocation that worked on it
+    base/run.json, base/samples.jsonl.gz      the base model's evaluation and its legs
+    runs/<variant>/seed<k>/run.json           variant, seed, the overrides its run key hashed
+                                              (and its fields: those less the seed), run key,
+                                              held-out settings, wall seconds, the legs that
+                                              worked on it (each as it started and ended:
+                                              commit, versions, CPU, machine, command, the
+                                              starting weights' sha256), and each kept file's
+                                              lines and sha256 (`verify` checks them)
     runs/<variant>/seed<k>/samples.jsonl.gz   the held-out evaluation, one line a sample
     runs/<variant>/seed<k>/metrics.jsonl.gz   the training telemetry, one line a step
 
 `keep` copies the finished runs of an experiment's store in (gzip with no timestamp, so the same
-run gives the same bytes); `load` reads them back; `study_tables` recomputes the experiment's
+run gives the same bytes), each with the overrides its run key was found under, never the
+variant's later name for them; `load` reads them back; `study_tables` recomputes the experiment's
 tables from the samples alone: accuracy, length, AUC_OAA (at the held-out response cap, as the
 experiment's report) and underthinking need neither the model nor its tokenizer, so a later
 traac recomputes the same figures whatever its summary format; `compute_table` reads the kept
@@ -24,11 +29,15 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import re
 import shutil
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from traac.common.outputs import output_dir
 from traac.common.tables import Table
@@ -40,16 +49,24 @@ from traac.pipelines.experiment_results import (
     Effect,
     Stat,
     VariantResult,
+    bounds_table,
+    effects_table_of,
     experiment_table,
     paired_effects,
+    stated_margin,
+    within_model_table,
 )
 from traac.pipelines.experiments import (
     BASE,
     PROVENANCE,
     RUN_SECONDS,
     ExperimentSettings,
+    Run,
+    run_key,
+    run_keys,
 )
-from traac.pipelines.variants import CONTRASTS
+from traac.pipelines.recipe import read_recipe
+from traac.pipelines.variants import COMPARE, CONTRASTS
 from traac.training.telemetry.metrics_file import METRICS_FILE
 from traac.training.telemetry.step_stats import read_metrics
 
@@ -81,6 +98,25 @@ def _json(path: Path) -> Any:
         return None
 
 
+def file_record(path: Path) -> dict[str, Any]:
+    """A kept gzip file's lines (not blank) and the sha256 of its text, as `verify` checks them."""
+    text = gzip.decompress(path.read_bytes())
+    return {"lines": sum(1 for line in text.splitlines() if line.strip()),
+            "sha256": hashlib.sha256(text).hexdigest()}  # fmt: skip
+
+
+def keyed_overrides(settings: ExperimentSettings, run: Run) -> tuple[str, dict[str, Any]]:
+    """How `run`'s key hashed the recipe (`mapping` or `text`) and the overrides it hashed:
+    what the run trained with, whatever its variant names now."""
+    text, parsed = settings.recipe.read_text(), read_recipe(settings.recipe)
+    keys = run_keys(parsed, text, run.recipe.overrides, settings.model)
+    found = [(form, overrides) for form, overrides, key in keys if key == run.directory.name]
+    if not found:
+        raise TraacError(f"records: {run.directory} is under no key of {run.variant}, seed "
+                         f"{run.seed}; keep it from the store it trained in")  # fmt: skip
+    return found[0]
+
+
 def keep(settings: ExperimentSettings, into: Path) -> list[str]:
     """Copy every finished run of `settings` (trained and evaluated in its store) and the base
     model's evaluation into the study directory `into`, whose `recipe.yaml` must be the
@@ -95,8 +131,10 @@ def keep(settings: ExperimentSettings, into: Path) -> list[str]:
     if (base_eval / SAMPLES_FILE).is_file():
         target = output_dir(into / "base")
         _gzip(base_eval / SAMPLES_FILE, target / SAMPLES)
-        run = {"variant": BASE, "model": settings.model, "held_out": held}
-        (target / RUN).write_text(json.dumps(run, indent=1) + "\n")
+        base = {"variant": BASE, "model": settings.model, "held_out": held,
+                "legs": (_json(base_eval / PROVENANCE) or {}).get("legs", []),
+                "files": {SAMPLES: file_record(target / SAMPLES)}}  # fmt: skip
+        (target / RUN).write_text(json.dumps(base, indent=1) + "\n")
     for run in settings.plan():
         samples = settings.eval_dir(run.directory) / SAMPLES_FILE
         summary = settings.eval_dir(run.directory) / "summary.json"
@@ -107,16 +145,22 @@ def keep(settings: ExperimentSettings, into: Path) -> list[str]:
         metrics = run.directory / "model" / METRICS_FILE
         if metrics.is_file():
             _gzip(metrics, target / METRICS)
+        form, overrides = keyed_overrides(settings, run)
+        fields = {k: v for k, v in overrides.items() if k != "seed"}
         record = {
             "variant": run.variant,
             "seed": run.seed,
-            "fields": dict(run.fields),
+            "fields": {k: v for k, v in fields.items() if k not in settings.train_overrides},
+            "overrides": overrides,
+            "key_recipe": form,
             "run_key": run.directory.name,
             "recipe_sha256": hashlib.sha256(recipe.read_bytes()).hexdigest(),
             "held_out": held,
             "seconds": (_json(run.directory / RUN_SECONDS) or {}).get("seconds"),
             "legs": (_json(run.directory / PROVENANCE) or {}).get("legs", []),
-        }
+            "files": {name: file_record(target / name) for name in (SAMPLES, METRICS)
+                      if (target / name).is_file()},
+        }  # fmt: skip
         (target / RUN).write_text(json.dumps(record, indent=1, default=str) + "\n")
         kept.append(f"{run.variant}, seed {run.seed}")
     return kept
@@ -251,3 +295,138 @@ def compute_table(runs: Sequence[KeptRun], order: Sequence[str] = ()) -> Table:
         table.add(name, str(len(seeds)), *(Stat.of([s[p] for s in seeds]).cell() for p in PHASES),
                   Stat.of(share).cell())  # fmt: skip
     return table
+
+
+def shown_tables(study: Path) -> dict[str, tuple[str, Table]]:
+    """What `traac records show` prints of `study`, by name (variants, effects, bounds,
+    within-model, compute, in that order, each where there is one): each table with the line
+    that captions it; empty when no run is kept. The study's stated margin is read first, so that
+    a mistake in it costs nothing."""
+    margin = stated_margin(study)
+    base, runs = load(study)
+    if not runs:
+        return {}
+    tables = study_tables(base, runs, f"{study.name} (kept records)", order=list(COMPARE))
+    shown = {"variants": (f"AUC_OAA at t_max {tables.t_max}.", tables.table)}
+    if tables.effects:
+        within = within_model_table(tables.effects)
+        shown["effects"] = ("", effects_table_of(tables.effects))
+        shown["bounds"] = ("", bounds_table(tables.effects, margin))
+        if within.rows:
+            shown["within-model"] = ("", within)
+    compute = compute_table(runs, order=list(COMPARE))
+    if compute.rows:
+        shown["compute"] = ("", compute)
+    return {name: (caption or f"{table.title}.", table) for name, (caption, table) in shown.items()}
+
+
+def shown_markdown(shown: dict[str, tuple[str, Table]], names: Sequence[str] = ()) -> str:
+    """The tables of `shown` that `names` selects (all without), each under its caption."""
+    return "\n\n".join(f"{caption}\n\n{table.markdown()}" for name, (caption, table)
+                       in shown.items() if not names or name in names)  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------ verify
+
+# In the docs: a block of `traac records show DIR --markdown [--tables NAME...]`'s output, and
+# prose whose every decimal figure is one that `show` prints for DIR (to the figure's precision).
+BLOCK = re.compile(r"<!-- records: (\S+)((?: \S+)*?) -->\n(.*?)\n<!-- /records -->", re.S)
+CITES = re.compile(r"<!-- cites: (\S+) -->\n(.*?)\n<!-- /cites -->", re.S)
+DECIMAL = re.compile(r"[+−-]?\d+\.\d+")
+
+
+def verify(study: Path, pages: Sequence[Path]) -> tuple[list[str], str]:
+    """Every problem with the kept records of `study`, one line each, and a one-line summary:
+    each run's key recomputed from the study's recipe and the overrides it records (its fields
+    those less the seed), each kept file's lines and sha256 against its record, each run's
+    samples counted (every held-out problem of every tier, each sampled as often as the
+    settings say), and every block and cited figure of `pages` that names the study against
+    what `traac records show` prints (a page names the study from the repository's root, the
+    directory above `records/`)."""
+    base, runs = load(study)
+    recipe = study / RECIPE
+    text, parsed = recipe.read_text(), read_recipe(recipe)
+    model = str(yaml.safe_load(text).get("model_name_or_path", "testbed"))
+    recipe_sha = hashlib.sha256(recipe.read_bytes()).hexdigest()
+    problems: list[str] = []
+    for run in ([base] if base is not None else []) + list(runs):
+        where = run.directory.relative_to(study)
+        problems += [f"{where}: {p}" for p in _run_problems(run, parsed, text, model, recipe_sha)]
+    shown = shown_tables(study)
+    blocks = figures = 0
+    root = study.resolve().parent.parent  # blocks name a study from the repository's root
+    for page in pages:
+        content = page.read_text()
+        for match in BLOCK.finditer(content):
+            if (root / match.group(1)).resolve() != study.resolve():
+                continue
+            blocks += 1
+            options = match.group(2).split()
+            if options[:1] not in ([], ["--tables"]) or not set(options[1:]) <= set(shown):
+                problems.append(f"{page.name}: records block options {options} are not "
+                                f"--tables of {', '.join(shown)}")  # fmt: skip
+            elif match.group(3).strip() != shown_markdown(shown, options[1:]):
+                problems.append(f"{page.name}: the records block of {match.group(1)} is not what "
+                                f"`traac records show {match.group(1)} --markdown "
+                                f"{' '.join(options)}` prints; paste its output")  # fmt: skip
+        for match in CITES.finditer(content):
+            if (root / match.group(1)).resolve() != study.resolve():
+                continue
+            cited = DECIMAL.findall(match.group(2))
+            figures += len(cited)
+            printed = shown_markdown(shown)
+            for figure in cited:
+                if not _printed(figure, printed):
+                    problems.append(f"{page.name}: {figure} is cited from {match.group(1)} but "
+                                    "`traac records show` prints no such figure")  # fmt: skip
+    samples = sum(len(run.samples) for run in runs)
+    summary = (f"{study}: {len(runs)} runs{' and the base' if base else ''} as kept (keys, "
+               f"checksums, {samples:,} samples), {blocks} records block(s) and {figures} cited "
+               "figure(s) as `show` prints them")  # fmt: skip
+    return problems, summary
+
+
+def _run_problems(
+    run: KeptRun, parsed: dict[str, Any], text: str, model: str, recipe_sha: str
+) -> list[str]:
+    """What is wrong with one kept run (or the base): its key, its files, its samples."""
+    record, problems = run.record, []
+    if run.variant != BASE:
+        overrides = record.get("overrides")
+        if not isinstance(overrides, dict):
+            return ["no overrides recorded, so its key cannot be recomputed; keep it again"]
+        form = parsed if record.get("key_recipe") == "mapping" else text
+        if run_key(form, overrides, model) != record.get("run_key"):
+            problems.append(f"run key {record.get('run_key')} is not the key of the recipe and "
+                            f"its overrides {overrides}")  # fmt: skip
+        if record.get("fields") != {k: v for k, v in overrides.items() if k != "seed"}:
+            problems.append(f"fields {record.get('fields')} are not the overrides its key "
+                            f"hashed, less the seed ({overrides})")  # fmt: skip
+        if overrides.get("seed") != run.seed:
+            problems.append(f"seed {run.seed} is not its overrides' {overrides.get('seed')}")
+        if record.get("recipe_sha256") != recipe_sha:
+            problems.append("recipe_sha256 is not the study's recipe.yaml's")
+    files = record.get("files")
+    if not isinstance(files, dict) or SAMPLES not in files:
+        problems.append("no checksums of its files recorded; keep it again")
+        files = {}
+    for name, kept in files.items():
+        path = run.directory / name
+        found = file_record(path) if path.is_file() else {"lines": 0, "sha256": "missing"}
+        if found != kept:
+            problems.append(f"{name} holds {found['lines']} lines (sha256 {found['sha256'][:12]})"
+                            f", its record {kept.get('lines')} (sha256 "
+                            f"{str(kept.get('sha256'))[:12]})")  # fmt: skip
+    held = record["held_out"]
+    samples = Counter(s.id for s in run.samples)
+    short = sorted(k for k, n in samples.items() if n != held["num_samples"])
+    if short:
+        problems.append(f"{len(short)} problem(s) without {held['num_samples']} samples "
+                        f"(first {short[0]})")  # fmt: skip
+    return problems
+
+
+def _printed(figure: str, printed: str) -> bool:
+    """Is `figure` (its sign aside) a figure of `printed`, rounded to its own decimals?"""
+    value, digits = abs(float(figure.replace("−", "-"))), len(figure.partition(".")[2])
+    return any(abs(round(abs(float(f)), digits) - value) < 1e-9 for f in DECIMAL.findall(printed))
