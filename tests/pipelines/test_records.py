@@ -76,6 +76,25 @@ def test_a_store_trained_under_the_old_text_keys_is_kept(tmp_path: Path) -> None
     assert record["run_key"] == run_key(text, overrides, settings.model)
 
 
+@pytest.mark.parametrize("name", ["samples.jsonl.gz", "metrics.jsonl.gz"])
+def test_show_names_a_kept_file_cut_in_half_in_one_line(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A kept file cut in half, as a killed copy leaves it, raised EOFError (not OSError) from
+    gzip: `records show` traced back in 28-34 lines (issue 72, kind 4)."""
+    settings = fake_store(tmp_path)
+    study = settings.recipe.parent
+    keep(settings, study)
+    path = study / "runs" / slug(VARIANTS[0]) / "seed1" / name
+    step = b'{"step": 1, "traac/seconds/generate": 1}\n'
+    whole = path.read_bytes() if name.startswith("samples") else gzip.compress(step * 50)
+    path.write_bytes(whole[: len(whole) // 2])
+    assert cli_main(["records", "show", str(study)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert f"seed1/{name}" in err and "cut short or damaged" in err, err
+
+
 def test_kept_records_give_the_seed_level_effect_worked_by_hand(tmp_path: Path) -> None:
     settings = fake_store(tmp_path)
     study = settings.recipe.parent
@@ -150,5 +169,5 @@ def test_what_compression_costs_a_step_worked_by_hand(tmp_path: Path) -> None:
     table = compute_table(runs, order=VARIANTS)
     assert table.rows == [(VARIANTS[1], "2", "20.0 ± 0.0", "1.5 ± 0.5", "1.0 ± 0.0", "12.5 ± 2.5")]
     path.write_bytes(b"not gzip")
-    with pytest.raises(TraacError, match=r"seed1/metrics.jsonl.gz is not a kept metrics file"):
+    with pytest.raises(TraacError, match=r"seed1/metrics.jsonl.gz: cut short or damaged"):
         compute_table(load(study)[1])

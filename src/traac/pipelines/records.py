@@ -25,6 +25,7 @@ import gzip
 import hashlib
 import json
 import shutil
+import zlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -32,7 +33,7 @@ from typing import Any
 
 from traac.common.outputs import output_dir
 from traac.common.tables import Table
-from traac.errors import TraacError
+from traac.errors import TraacError, first_line
 from traac.evaluation.harness.overthinking import overthink_stats, underthinking
 from traac.evaluation.harness.records import EvalSummary, SampleRecord, summarize
 from traac.evaluation.harness.runner import SAMPLES_FILE
@@ -145,6 +146,9 @@ def read_samples(path: Path) -> list[SampleRecord]:
     try:
         with gzip.open(path, "rt") as lines:
             return [SampleRecord.from_json(json.loads(line)) for line in lines if line.strip()]
+    except (EOFError, zlib.error) as err:  # a copy cut short: no OSError
+        raise TraacError(f"records: {path} is cut short or damaged ({first_line(err)}); keep "
+                         "the run again (traac records keep)") from None  # fmt: skip
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise TraacError(f"records: {path} is not a kept samples file ({err})") from None
 
