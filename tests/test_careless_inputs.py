@@ -176,6 +176,10 @@ CASES: list[tuple[str, Any, str]] = [
     ("eval otb scoring", lambda t: ["eval", "--model", "testbed", "--dataset", "x",
                                     "--output", str(t / "o"), "--otb-scoring", "leaderboard"],
      "--otb-scoring: invalid choice"),
+    ("eval tokenizer beside a model",
+     lambda t: ["eval", "--model", "testbed", "--dataset", "x", "--output", str(t / "o"),
+                "--tokenizer", "gpt2"],
+     "--tokenizer gpt2: no effect with --model (lengths are counted in the model's own tokens)"),
     # --- generate ---
     ("generate tokens zero", lambda t: ["generate", "--prompt", "hi", "--max_new_tokens", "0"],
      "--max-new-tokens 0: must be at least 1"),

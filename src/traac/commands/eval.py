@@ -89,10 +89,10 @@ def build_parser() -> ArgumentParser:
     p.add_argument(
         "--otb-scoring",
         choices=OTB_SCORINGS,
-        default="paper",
-        help="OptimalThinkingBench O, U and F1: paper (AUC_OAA at --t-max over responses, full "
-        "credit) or official (facebookresearch/RAM projects/otb: per question, T = 1000, "
-        "partial credit; needs a tokenizer); docs/evaluation.md",
+        help="OptimalThinkingBench O, U and F1, on a dataset with both its halves (otb): paper "
+        "(the default: AUC_OAA at --t-max over responses, full credit) or official "
+        "(facebookresearch/RAM projects/otb: per question, T = 1000, partial credit; needs a "
+        "tokenizer); docs/evaluation.md",
     )
     p.add_argument(
         "--batch-size", type=int, default=8, help="prompts per generation batch (default 8)"
@@ -174,6 +174,11 @@ def check_args(args: argparse.Namespace) -> None:
     if args.scoring_model is not None:
         check_model("--scoring-model", args.scoring_model)
     check_input("--responses", args.responses)
+    if args.model is not None and args.tokenizer is not None:
+        raise TraacError(
+            f"--tokenizer {args.tokenizer}: no effect with --model (lengths are counted in the "
+            "model's own tokens); drop it"
+        )
     words = args.responses is not None and args.tokenizer is None
     if words and args.t_max is not None:
         raise TraacError(
