@@ -305,6 +305,33 @@ CASES: list[tuple[str, Any, str]] = [
     ("generate compression option under a budget alone",
      lambda t: ["generate", "--prompt", "hi", "--think-budget", "8", "--scorer", "random"],
      "--scorer: no effect, since nothing is compressed without --compress-tau"),
+    # --- a peer's settings that cancel it (issue 72, kind 1): its module's `RunRule`s and checks,
+    # enforced by `TRAACConfig`, so the dry run, the run and the Python API refuse alike ---
+    ("yaml adaptthink share that rounds to every rollout",
+     lambda t: ["train", "--config", recipe(t, mode="adaptthink", adaptthink_share=0.9),
+                "--dry-run"],
+     "adaptthink_share: 0.9 of num_generations=4 rounds to 4, so every rollout starts with an "
+     "empty think block"),
+    ("train adaptthink under vLLM",
+     lambda t: ["train", "--config", recipe(t, mode="adaptthink"), "--use-vllm", "true",
+                "--dry-run"],
+     "use_vllm: true cancels mode adaptthink: TRL's vLLM generation samples a group from one "
+     "prompt"),
+    ("yaml ddca with group scaling",
+     lambda t: ["train", "--config", recipe(t, mode="ddca", scale_rewards="group"), "--dry-run"],
+     "scale_rewards: 'group' cancels mode ddca"),
+    ("yaml arlcp under the dler profile",
+     lambda t: ["train", "--config", recipe(t, mode="arlcp", optimizer_profile="dler"),
+                "--dry-run"],
+     "scale_rewards: 'batch' (optimizer_profile dler's) cancels mode arlcp"),
+    ("train dot with resampling",
+     lambda t: ["train", "--config", recipe(t, mode="dot"), "--dynamic-sampling", "resample",
+                "--dry-run"],
+     "dynamic_sampling: 'resample' cancels mode dot: it leaves every all-right group out of the "
+     "loss, and those are the only groups DOT shapes; set dynamic_sampling none"),
+    ("yaml gfpo keeping every rollout",
+     lambda t: ["train", "--config", recipe(t, mode="gfpo", gfpo_keep=4), "--dry-run"],
+     "gfpo_keep: 4 keeps every rollout of num_generations=4, so GFPO filters nothing"),
     # --- outputs that cannot be written (issue 60, kind 2): before start-up, dry run or not ---
     ("train output-dir a file",
      lambda t: ["train", "--config", recipe(t, output_dir=str(a_file(t)))],

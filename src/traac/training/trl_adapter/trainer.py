@@ -146,11 +146,6 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
         self.method = MethodHooks(
             args.mode_spec, self.rewards, args.method_run(), args.num_generations, gather_object
         )
-        if self.method.prefills and args.use_vllm:
-            raise TraacError(
-                f"mode {args.mode}: prefills rollouts, which TRL's vLLM generation "
-                "cannot (it samples a group from one prompt); set use_vllm false"
-            )
         # + the caller's, the recipe's
         funcs = with_extra_rewards(self.method.reward_funcs, args, reward_funcs)
         model, train_dataset, kwargs = trainer_inputs(model, args, train_dataset, kwargs)
