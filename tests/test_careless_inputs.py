@@ -180,6 +180,10 @@ CASES: list[tuple[str, Any, str]] = [
      lambda t: ["eval", "--model", "testbed", "--dataset", "x", "--output", str(t / "o"),
                 "--tokenizer", "gpt2"],
      "--tokenizer gpt2: no effect with --model (lengths are counted in the model's own tokens)"),
+    ("eval sampling option beside responses",
+     lambda t: ["eval", "--responses", str(a_file(t)), "--dataset", "x", "--output", str(t / "o"),
+                "--temperature", "0.6"],
+     "--temperature: no effect with --responses (nothing is generated); drop it"),
     # --- generate ---
     ("generate tokens zero", lambda t: ["generate", "--prompt", "hi", "--max_new_tokens", "0"],
      "--max-new-tokens 0: must be at least 1"),

@@ -160,6 +160,10 @@ def build_parser() -> ArgumentParser:
     return p
 
 
+# Options only generation reads: with --responses, nothing is generated.
+_GENERATION = ("temperature", "top_p", "seed", "batch_size", "batching")
+
+
 def check_args(args: argparse.Namespace) -> None:
     """Every option that can be checked without a model, before torch is imported."""
     for flag in ("num_samples", "batch_size", "limit", "max_new_tokens", "think_budget",
@@ -179,6 +183,12 @@ def check_args(args: argparse.Namespace) -> None:
             f"--tokenizer {args.tokenizer}: no effect with --model (lengths are counted in the "
             "model's own tokens); drop it"
         )
+    if args.responses is not None:
+        parser = build_parser()
+        for name in _GENERATION:  # what only generating reads
+            if getattr(args, name) != parser.get_default(name):
+                raise TraacError(f"--{name.replace('_', '-')}: no effect with --responses "
+                                 "(nothing is generated); drop it")  # fmt: skip
     words = args.responses is not None and args.tokenizer is None
     if words and args.t_max is not None:
         raise TraacError(
