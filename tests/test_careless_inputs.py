@@ -333,9 +333,6 @@ CASES: list[tuple[str, Any, str]] = [
                 "--dry-run"],
      "dynamic_sampling: 'resample' cancels mode dot: it leaves every all-right group out of the "
      "loss, and those are the only groups DOT shapes; set dynamic_sampling none"),
-    ("yaml gfpo keeping every rollout",
-     lambda t: ["train", "--config", recipe(t, mode="gfpo", gfpo_keep=4), "--dry-run"],
-     "gfpo_keep: 4 keeps every rollout of num_generations=4, so GFPO filters nothing"),
     # --- outputs that cannot be written (issue 60, kind 2): before start-up, dry run or not ---
     ("train output-dir a file",
      lambda t: ["train", "--config", recipe(t, output_dir=str(a_file(t)))],

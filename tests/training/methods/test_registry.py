@@ -159,7 +159,6 @@ def test_a_method_declares_the_run_settings_it_needs_and_those_that_cancel_it(
         ({"mode": "adaptthink", "use_vllm": True}, r"^use_vllm: true cancels mode adaptthink"),
         ({"mode": "adaptthink", "method_args": {"adaptthink_share": 0.1}},
          r"^adaptthink_share: 0.1 of num_generations=4 rounds to 0, so no rollout starts"),
-        ({"mode": "gfpo", "method_args": {"gfpo_keep": 4}}, r"^gfpo_keep: 4 keeps every rollout"),
     ],
 )  # fmt: skip
 def test_the_peers_rules_are_the_python_apis_too(fields: dict, expected: str) -> None:

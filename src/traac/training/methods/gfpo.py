@@ -58,11 +58,6 @@ class GFPOSettings(MethodSettings):
                 f"gfpo_keep: {keep} must lie in [2, num_generations {n}] (a group's standard "
                 "deviation needs two rollouts); lower gfpo_keep or raise num_generations"
             )
-        if keep == n:
-            raise TraacError(
-                f"gfpo_keep: {keep} keeps every rollout of num_generations={n}, so GFPO filters "
-                "nothing; lower gfpo_keep (at least 2) or raise num_generations"
-            )
         return replace(self, gfpo_keep=keep)
 
 
