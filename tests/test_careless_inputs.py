@@ -614,3 +614,13 @@ def test_on_a_fresh_cache_a_misspelt_field_is_named_before_torch(
         )  # fmt: skip
         assert done.returncode == 2 and done.stdout.strip() == "False", done.stderr
         assert done.stderr.strip() == f"traac train: error: {expected}"
+
+
+def test_the_plan_of_ddca_shows_the_scaling_it_trains_with(
+    tmp_path: Path, no_work: None, capsys: Any
+) -> None:
+    """The plan said "scale_rewards group" and TRL divided DDCA's advantage again (issue 72,
+    kind 1): the scaling DDCA needs fills `scale_rewards` left unset."""
+    assert cli_main(["train", "--config", recipe(tmp_path, mode="ddca"), "--dry-run"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # the table wraps long values
+    assert "grpo (default): scale_rewards none," in out

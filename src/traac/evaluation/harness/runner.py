@@ -390,9 +390,14 @@ def with_overthinking(
 
 def check_otb_halves(items: Sequence[Item], dataset: str, scoring: str) -> None:
     """`--otb-scoring` scores OptimalThinkingBench, whose F1 needs both of its halves: on items
-    without them it would change nothing."""
+    without them it would change nothing. The official scoring counts a half's math rows in it
+    (`otb-overthink-math`: `otb_official`), the paper's its general rows alone."""
     sources = {item.data_source for item in items}
-    missing = [half for half in (OTB_OVERTHINK, OTB_UNDERTHINK) if half not in sources]
+
+    def holds(half: str) -> bool:
+        return any(s == half or (scoring == "official" and s.startswith(half)) for s in sources)
+
+    missing = [half for half in (OTB_OVERTHINK, OTB_UNDERTHINK) if not holds(half)]
     if missing:
         raise TraacError(
             f"--otb-scoring {scoring}: no effect on {dataset!r}, whose items hold no "
