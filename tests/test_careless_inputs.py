@@ -176,6 +176,14 @@ CASES: list[tuple[str, Any, str]] = [
     ("eval otb scoring", lambda t: ["eval", "--model", "testbed", "--dataset", "x",
                                     "--output", str(t / "o"), "--otb-scoring", "leaderboard"],
      "--otb-scoring: invalid choice"),
+    ("eval tokenizer beside a model",
+     lambda t: ["eval", "--model", "testbed", "--dataset", "x", "--output", str(t / "o"),
+                "--tokenizer", "gpt2"],
+     "--tokenizer gpt2: no effect with --model (lengths are counted in the model's own tokens)"),
+    ("eval sampling option beside responses",
+     lambda t: ["eval", "--responses", str(a_file(t)), "--dataset", "x", "--output", str(t / "o"),
+                "--temperature", "0.6"],
+     "--temperature: no effect with --responses (nothing is generated); drop it"),
     # --- generate ---
     ("generate tokens zero", lambda t: ["generate", "--prompt", "hi", "--max_new_tokens", "0"],
      "--max-new-tokens 0: must be at least 1"),
@@ -301,6 +309,30 @@ CASES: list[tuple[str, Any, str]] = [
     ("generate compression option under a budget alone",
      lambda t: ["generate", "--prompt", "hi", "--think-budget", "8", "--scorer", "random"],
      "--scorer: no effect, since nothing is compressed without --compress-tau"),
+    # --- a peer's settings that cancel it (issue 72, kind 1): its module's `RunRule`s and checks,
+    # enforced by `TRAACConfig`, so the dry run, the run and the Python API refuse alike ---
+    ("yaml adaptthink share that rounds to every rollout",
+     lambda t: ["train", "--config", recipe(t, mode="adaptthink", adaptthink_share=0.9),
+                "--dry-run"],
+     "adaptthink_share: 0.9 of num_generations=4 rounds to 4, so every rollout starts with an "
+     "empty think block"),
+    ("train adaptthink under vLLM",
+     lambda t: ["train", "--config", recipe(t, mode="adaptthink"), "--use-vllm", "true",
+                "--dry-run"],
+     "use_vllm: true cancels mode adaptthink: TRL's vLLM generation samples a group from one "
+     "prompt"),
+    ("yaml ddca with group scaling",
+     lambda t: ["train", "--config", recipe(t, mode="ddca", scale_rewards="group"), "--dry-run"],
+     "scale_rewards: 'group' cancels mode ddca"),
+    ("yaml arlcp under the dler profile",
+     lambda t: ["train", "--config", recipe(t, mode="arlcp", optimizer_profile="dler"),
+                "--dry-run"],
+     "scale_rewards: 'batch' (optimizer_profile dler's) cancels mode arlcp"),
+    ("train dot with resampling",
+     lambda t: ["train", "--config", recipe(t, mode="dot"), "--dynamic-sampling", "resample",
+                "--dry-run"],
+     "dynamic_sampling: 'resample' cancels mode dot: it leaves every all-right group out of the "
+     "loss, and those are the only groups DOT shapes; set dynamic_sampling none"),
     # --- outputs that cannot be written (issue 60, kind 2): before start-up, dry run or not ---
     ("train output-dir a file",
      lambda t: ["train", "--config", recipe(t, output_dir=str(a_file(t)))],
@@ -582,3 +614,13 @@ def test_on_a_fresh_cache_a_misspelt_field_is_named_before_torch(
         )  # fmt: skip
         assert done.returncode == 2 and done.stdout.strip() == "False", done.stderr
         assert done.stderr.strip() == f"traac train: error: {expected}"
+
+
+def test_the_plan_of_ddca_shows_the_scaling_it_trains_with(
+    tmp_path: Path, no_work: None, capsys: Any
+) -> None:
+    """The plan said "scale_rewards group" and TRL divided DDCA's advantage again (issue 72,
+    kind 1): the scaling DDCA needs fills `scale_rewards` left unset."""
+    assert cli_main(["train", "--config", recipe(tmp_path, mode="ddca"), "--dry-run"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # the table wraps long values
+    assert "grpo (default): scale_rewards none," in out

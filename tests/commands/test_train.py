@@ -510,6 +510,40 @@ def test_sigterm_then_resume_matches_an_uninterrupted_run(
     assert [without_timings(r) for r in records_b] == [without_timings(r) for r in records_a]
 
 
+def test_a_resume_refuses_the_settings_its_checkpoint_did_not_train_with(
+    quick_testbed: Path, tmp_path: Path, capsys: Any
+) -> None:
+    """`--resume-from-checkpoint auto` after the recipe's learning rate was edited exited 0 and
+    trained on at the checkpoint's rate (transformers restores the optimiser and its schedule)
+    (issue 72, kind 2). It is refused in one line naming the field, dry run or not, before any
+    weight loads, and by the Python API; raising max_steps alone trains on."""
+    from datasets import Dataset
+
+    from traac.pipelines.train import parse
+
+    out = tmp_path / "out"
+    every = ("--save_strategy", "steps", "--save_steps", "1", "--mode", "cr")
+    assert cli_main(train_args(quick_testbed, out, *every, "--max_steps", "1")) == 0
+    capsys.readouterr()
+    resume = train_args(quick_testbed, out, *every, "--max_steps", "2",
+                        "--resume_from_checkpoint", "auto")  # fmt: skip
+    for dry_run in ([], ["--dry-run"]):
+        assert cli_main([*resume, "--learning_rate", "1e-3", "--beta", "0.5", *dry_run]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1, err
+        assert f"resume_from_checkpoint: {out}/checkpoint-1 trained with " in err
+        assert "learning_rate 5e-05 (now 0.001), beta 0.04 (now 0.5);" in err
+        assert "only max_steps may change): put the recipe back, or start afresh" in err
+    assert not (out / "checkpoint-2").exists()
+    _, config = parse([*resume[1:], "--learning_rate", "1e-3"])
+    rows = Dataset.from_list([{"prompt": "1 + 1 =", "answer": "2"}] * 4)
+    trainer = TRAACTrainer(str(quick_testbed), args=config, train_dataset=rows)
+    with pytest.raises(TraacError, match=r"learning_rate 5e-05 \(now 0\.001\)"):
+        trainer.train(resume_from_checkpoint=True)
+    assert cli_main(resume) == 0
+    assert json.loads((out / "checkpoint-2" / "trainer_state.json").read_text())["global_step"] == 2
+
+
 @pytest.mark.slow
 def test_two_processes_hold_the_same_windows_after_every_step(
     quick_testbed: Path, tmp_path: Path

@@ -95,6 +95,66 @@ def test_keep_records_what_the_run_key_hashed_not_the_variants_later_name(tmp_pa
     assert record["run_key"] == run_key(parsed, record["overrides"], settings.model)
 
 
+@pytest.mark.parametrize("name", ["samples.jsonl.gz", "metrics.jsonl.gz"])
+def test_show_names_a_kept_file_cut_in_half_in_one_line(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A kept file cut in half, as a killed copy leaves it, raised EOFError (not OSError) from
+    gzip: `records show` traced back in 28-34 lines (issue 72, kind 4)."""
+    settings = fake_store(tmp_path)
+    study = settings.recipe.parent
+    keep(settings, study)
+    path = study / "runs" / slug(VARIANTS[0]) / "seed1" / name
+    step = b'{"step": 1, "traac/seconds/generate": 1}\n'
+    whole = path.read_bytes() if name.startswith("samples") else gzip.compress(step * 50)
+    path.write_bytes(whole[: len(whole) // 2])
+    assert cli_main(["records", "show", str(study)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert f"seed1/{name}" in err and "cut short or damaged" in err, err
+
+
+def test_keep_that_finds_nothing_says_what_it_looked_for_and_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each exited 0 with "kept 0 run(s): none finished" though finished runs were there, and a
+    study that does not exist was "no recipe.yaml" with no word on how one starts (issue 72,
+    kind 3)."""
+    settings = fake_store(tmp_path)
+    study, store = settings.recipe.parent, str(settings.runs)
+    report = tmp_path / "out"
+    report.mkdir()
+    (report / "report.md").write_text("# a report\n")
+    variants = ["--variants", *VARIANTS]
+    cases = [
+        (["--runs", str(report), *variants, "--held-out", "10"],
+         f"in {report}, which holds no experiment run (no MODE-seedN-KEY directory); give the "
+         "experiment's run store"),
+        (["--runs", store, *variants],
+         f"looked for 6 run(s) (CR+LR, TRAAC without compression; seeds 0 1 2) evaluated at "
+         f"held-out 40 in {store}; found 6 finished run(s) at held-out 10; you asked for 40: "
+         "pass --held-out 10"),
+        (["--runs", store, *variants, "--seeds", "7", "--held-out", "10"],
+         "it holds none of them, but runs of these modes at seeds 0 1 2"),
+    ]  # fmt: skip
+    for argv, expected in cases:
+        assert cli_main(["records", "keep", str(study), *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "kept nothing: " in err and expected in err, err
+    assert not (study / "runs").exists()  # nothing was kept
+    for summary in settings.runs.glob("*/eval-*/summary.json"):
+        summary.unlink()  # trained, not evaluated yet
+    assert cli_main(["records", "keep", str(study), "--runs", store, *variants,
+                     "--held-out", "10"]) == 2  # fmt: skip
+    assert "found 6 of them, none evaluated yet" in capsys.readouterr().err
+    absent = tmp_path / "records" / "new-study"
+    assert cli_main(["records", "keep", str(absent), "--runs", store]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(f"holds no recipe.yaml; a study starts as a directory holding the recipe "
+                        f"its runs trained from: mkdir -p {absent} && cp RECIPE "
+                        f"{absent}/recipe.yaml"), err  # fmt: skip
+
+
 def test_kept_records_give_the_seed_level_effect_worked_by_hand(tmp_path: Path) -> None:
     settings = fake_store(tmp_path)
     study = settings.recipe.parent
@@ -190,7 +250,7 @@ def test_what_compression_costs_a_step_worked_by_hand(tmp_path: Path) -> None:
     table = compute_table(runs, order=VARIANTS)
     assert table.rows == [(VARIANTS[1], "2", "20.0 ± 0.0", "1.5 ± 0.5", "1.0 ± 0.0", "12.5 ± 2.5")]
     path.write_bytes(b"not gzip")
-    with pytest.raises(TraacError, match=r"seed1/metrics.jsonl.gz is not a kept metrics file"):
+    with pytest.raises(TraacError, match=r"seed1/metrics.jsonl.gz: cut short or damaged"):
         compute_table(load(study)[1])
 
 

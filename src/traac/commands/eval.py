@@ -90,10 +90,10 @@ def build_parser() -> ArgumentParser:
     p.add_argument(
         "--otb-scoring",
         choices=OTB_SCORINGS,
-        default="paper",
-        help="OptimalThinkingBench O, U and F1: paper (AUC_OAA at --t-max over responses, full "
-        "credit) or official (facebookresearch/RAM projects/otb: per question, T = 1000, "
-        "partial credit; needs a tokenizer); docs/evaluation.md",
+        help="OptimalThinkingBench O, U and F1, on a dataset with both its halves (otb): paper "
+        "(the default: AUC_OAA at --t-max over responses, full credit) or official "
+        "(facebookresearch/RAM projects/otb: per question, T = 1000, partial credit; needs a "
+        "tokenizer); docs/evaluation.md",
     )
     p.add_argument(
         "--batch-size", type=int, default=8, help="prompts per generation batch (default 8)"
@@ -161,6 +161,10 @@ def build_parser() -> ArgumentParser:
     return p
 
 
+# Options only generation reads: with --responses, nothing is generated.
+_GENERATION = ("temperature", "top_p", "seed", "batch_size", "batching")
+
+
 def check_args(args: argparse.Namespace) -> None:
     """Every option that can be checked without a model, before torch is imported."""
     for flag in ("num_samples", "batch_size", "limit", "max_new_tokens", "think_budget",
@@ -175,6 +179,17 @@ def check_args(args: argparse.Namespace) -> None:
     if args.scoring_model is not None:
         check_model("--scoring-model", args.scoring_model)
     check_input("--responses", args.responses)
+    if args.model is not None and args.tokenizer is not None:
+        raise TraacError(
+            f"--tokenizer {args.tokenizer}: no effect with --model (lengths are counted in the "
+            "model's own tokens); drop it"
+        )
+    if args.responses is not None:
+        parser = build_parser()
+        for name in _GENERATION:  # what only generating reads
+            if getattr(args, name) != parser.get_default(name):
+                raise TraacError(f"--{name.replace('_', '-')}: no effect with --responses "
+                                 "(nothing is generated); drop it")  # fmt: skip
     words = args.responses is not None and args.tokenizer is None
     if words and args.t_max is not None:
         raise TraacError(

@@ -58,6 +58,11 @@ def build_parser() -> ArgumentParser:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     recipe = args.study / "recipe.yaml"
+    if not recipe.is_file() and args.action == "keep":
+        raise TraacError(
+            f"records: {args.study} holds no recipe.yaml; a study starts as a directory holding "
+            f"the recipe its runs trained from: mkdir -p {args.study} && cp RECIPE {recipe}"
+        )
     if not recipe.is_file():
         raise TraacError(f"records: {args.study} holds no recipe.yaml; give records/<study>")
     if args.action == "keep":
@@ -85,14 +90,16 @@ def main(argv: list[str]) -> int:
     console = make_console(stderr=False)
     if args.action == "keep":
         from traac.pipelines.experiments import ExperimentSettings
-        from traac.pipelines.records import keep
+        from traac.pipelines.records import keep, nothing_kept
 
         settings = ExperimentSettings.make(
             "compare", args.study / "report", recipe, False, args.variants, args.seeds,
             args.runs, args.held_out,
         )  # fmt: skip
         kept = keep(settings, args.study)
-        console.print(f"kept {len(kept)} run(s): {'; '.join(kept) or 'none finished'}")
+        if not kept:
+            raise TraacError(f"records keep: kept nothing: {nothing_kept(settings)}")
+        console.print(f"kept {len(kept)} run(s): {'; '.join(kept)}")
         return 0
     from traac.pipelines.records import shown_markdown, shown_tables
 

@@ -28,6 +28,7 @@ from traac.errors import TraacError
 
 COLUMNS = ("prompt", "id", "answer", "verifier", "data_source", "difficulty", "entry")
 ANSWER_COLUMNS = ("answer", "solution")  # traac's and open-r1's name of the gold answer
+PROMPT_COLUMNS = ("prompt", "question", "problem", "input")  # TRL's, then the file layouts'
 VERIFIER_NAMES: tuple[str, ...] = typing.get_args(VerifierKind)
 ACCEPTED = (
     "prompt (text or chat messages) and answer or solution, or question, problem or input with "
@@ -113,6 +114,24 @@ def training_rows(
         raise TraacError(f"{name}: verifier {unknown[0]!r} is not one of "
                          f"{', '.join(VERIFIER_NAMES)}")  # fmt: skip
     return dataset
+
+
+def check_rows(dataset: Any, name: str = "train_dataset") -> None:
+    """What `traac train --dataset` refuses in a file, refused in a `datasets.Dataset` before
+    any model loads: no rows at all (a filter that kept none), or a row whose question or gold
+    answer is missing or empty (trained on, it earns loss 0 and teaches nothing)."""
+    if not isinstance(dataset, Dataset):
+        return
+    if len(dataset) == 0:
+        raise TraacError(f"{name}: no rows (did a filter keep none?); pass at least one problem")
+    columns = dataset.column_names
+    for names in (PROMPT_COLUMNS, (*ANSWER_COLUMNS, "target", "gold")):
+        column = next((c for c in names if c in columns), None)
+        if column is None:
+            continue  # a layout without one: `training_rows` names the columns it takes
+        for i, value in enumerate(dataset[column]):
+            if value is None or not (value.strip() if isinstance(value, str) else value != []):
+                raise TraacError(f"{name}: row {i} has no {column!r} field (or it is empty)")
 
 
 def _readable(columns: Sequence[str]) -> bool:

@@ -203,8 +203,10 @@ class ExperimentSettings:
         """Where the base model is evaluated, once for every experiment on the store."""
         return self.eval_dir(self.runs / f"base-{_dir_name(self.model)}")
 
-    def eval_dir(self, directory: Path) -> Path:
-        h = self.held_out
+    def eval_dir(self, directory: Path, per_tier: int | None = None) -> Path:
+        """A run's evaluation on the held-out problems (`per_tier` of them a tier: the
+        settings' unless given)."""
+        h = self.held_out if per_tier is None else replace(self.held_out, per_tier=per_tier)
         return directory / f"eval-{h.per_tier}x{h.num_samples}-{h.max_new_tokens}t-{h.seed}"
 
 

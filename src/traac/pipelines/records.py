@@ -31,6 +31,7 @@ import hashlib
 import json
 import re
 import shutil
+import zlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
@@ -41,7 +42,7 @@ import yaml
 
 from traac.common.outputs import output_dir
 from traac.common.tables import Table
-from traac.errors import TraacError
+from traac.errors import TraacError, first_line
 from traac.evaluation.harness.overthinking import overthink_stats, underthinking
 from traac.evaluation.harness.records import EvalSummary, SampleRecord, summarize
 from traac.evaluation.harness.runner import SAMPLES_FILE
@@ -71,6 +72,8 @@ from traac.training.telemetry.metrics_file import METRICS_FILE
 from traac.training.telemetry.step_stats import read_metrics
 
 RECIPE = "recipe.yaml"
+_RUN_KEY = re.compile(r"(.+)-seed(\d+)-[0-9a-f]{12}")  # a run's store directory (`run_key`)
+_EVAL_SIZE = re.compile(r"eval-(\d+)x")  # its evaluation's held-out problems a tier (`eval_dir`)
 RUN = "run.json"
 SAMPLES = "samples.jsonl.gz"
 METRICS = "metrics.jsonl.gz"
@@ -166,6 +169,52 @@ def keep(settings: ExperimentSettings, into: Path) -> list[str]:
     return kept
 
 
+def nothing_kept(settings: ExperimentSettings) -> str:
+    """Why `keep` found no finished run of `settings` in its store, in words: what it looked for
+    and what the store holds instead (no run at all, runs at other seeds, evaluations at another
+    held-out size, or runs not evaluated yet)."""
+    runs, held = settings.plan(), settings.held_out
+    seeds = " ".join(map(str, settings.seeds))
+    wanted = (f"looked for {len(runs)} run(s) ({', '.join(settings.variants)}; seeds {seeds}) "
+              f"evaluated at held-out {held.per_tier} in {settings.runs}")  # fmt: skip
+    stored = sorted(d.name for d in settings.runs.iterdir() if _RUN_KEY.fullmatch(d.name))
+    if not stored:
+        return (
+            f"{wanted}, which holds no experiment run (no MODE-seedN-KEY directory); give "
+            "the experiment's run store (its --runs; by default runs/ beside its --output)"
+        )
+    there = [run for run in runs if run.directory.is_dir()]
+    if not there:
+        modes = {run.directory.name.partition("-seed")[0] for run in runs}
+        found = sorted(
+            {int(m[2]) for n in stored if (m := _RUN_KEY.fullmatch(n)) and m[1] in modes}
+        )
+        return (
+            f"{wanted}; it holds none of them, but runs of these modes at seeds "
+            f"{' '.join(map(str, found)) or 'none'} (under this recipe or another)"
+        )
+    done = [e for run in there for e in run.directory.glob("eval-*")
+            if (e / "summary.json").is_file() and (e / SAMPLES_FILE).is_file()]  # fmt: skip
+    at = {}  # each evaluation's held-out size, where that alone differs from the one asked
+    for e in done:
+        size = _EVAL_SIZE.match(e.name)
+        if size and settings.eval_dir(Path(), int(size[1])).name == e.name:
+            at[e.name] = int(size[1])
+    if done and len(at) == len({e.name for e in done}):
+        sizes = sorted(set(at.values()))
+        return (f"{wanted}; found {len(done)} finished run(s) at held-out "
+                f"{', '.join(map(str, sizes))}; you asked for {held.per_tier}: pass --held-out "
+                f"{sizes[0]}")  # fmt: skip
+    if done:
+        names = ", ".join(sorted({e.name for e in done}))
+        return (f"{wanted} ({settings.eval_dir(Path()).name}); found {len(done)} finished "
+                f"run(s) evaluated otherwise ({names}: a --quick study?)")  # fmt: skip
+    return (
+        f"{wanted}; found {len(there)} of them, none evaluated yet (traac experiment "
+        "compare evaluates each run once it has trained)"
+    )
+
+
 @dataclass(frozen=True)
 class KeptRun:
     """One kept run: its record (`run.json`), its evaluation samples and where it is kept."""
@@ -189,6 +238,9 @@ def read_samples(path: Path) -> list[SampleRecord]:
     try:
         with gzip.open(path, "rt") as lines:
             return [SampleRecord.from_json(json.loads(line)) for line in lines if line.strip()]
+    except (EOFError, zlib.error) as err:  # a copy cut short: no OSError
+        raise TraacError(f"records: {path} is cut short or damaged ({first_line(err)}); keep "
+                         "the run again (traac records keep)") from None  # fmt: skip
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise TraacError(f"records: {path} is not a kept samples file ({err})") from None
 

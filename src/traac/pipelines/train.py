@@ -54,7 +54,7 @@ from traac.training.methods.registry import (
 from traac.training.planning.counts import COUNTS, check_counts
 from traac.training.planning.packages import check_packages
 from traac.training.planning.traac_config import TRAACConfig
-from traac.training.trl_adapter.checkpoint import STATE_FILE
+from traac.training.trl_adapter.checkpoint import STATE_FILE, check_resumable
 from traac.training.trl_adapter.lora import LoraArguments
 from traac.training.trl_adapter.trainer import TRAACTrainer
 
@@ -415,6 +415,8 @@ def validate(script: TrainScriptArguments, config: TRAACConfig) -> str | None:
     check_fresh_start(config)
     resume = resume_checkpoint(config.resume_from_checkpoint, config.output_dir)
     check_unfinished(resume, config.max_steps)
+    if resume is not None:
+        check_resumable(resume, config)
     return resume
 
 

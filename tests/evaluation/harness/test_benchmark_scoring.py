@@ -184,6 +184,28 @@ def test_t_max_and_official_scoring_need_tokens(tmp_path, otb_files, capsys):
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
+@pytest.mark.parametrize("scoring", ["official", "paper"])
+def test_otb_scoring_on_a_set_without_both_halves_is_refused(
+    scoring, tmp_path, otb_files, word_tokenizer, capsys
+):
+    """It exited 0 and nothing said the option had changed nothing (issue 72, kind 5); the
+    paper's scoring, the default, is refused too when asked for by name."""
+    dataset, responses = otb_files
+    rows = [json.loads(line) for line in dataset.read_text().splitlines()]
+    over = write(tmp_path / "over.jsonl", [r for r in rows if r["data_source"] != "otb-underthink"])
+    tok = ["--tokenizer", str(word_tokenizer)]
+    assert evaluate(tmp_path, "o", over, responses, *tok, "--otb-scoring", scoring) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--otb-scoring {scoring}: no effect on" in err[0], err
+    assert "otb-underthink" in err[0] and "drop it" in err[0]
+    assert not (tmp_path / "o" / "run.json").exists()
+    # with both halves, after `--limit` kept only the first: the same
+    assert evaluate(tmp_path, "l", dataset, responses, *tok, "--otb-scoring", scoring,
+                    "--limit", "2") == 2  # fmt: skip
+    assert "no effect" in capsys.readouterr().err
+    assert evaluate(tmp_path, "w", dataset, responses, *tok, "--otb-scoring", scoring) == 0
+
+
 def test_g_pass_at_k_through_traac_eval(tmp_path):
     gold = {"a": "1", "b": "2"}
     rows = [{"id": i, "question": f"{i}?", "answer": a} for i, a in gold.items()]

@@ -11,7 +11,7 @@ import pytest
 from traac.errors import TraacError
 from traac.method.settings import CompressionSettings
 from traac.pipelines.variants import COMPARE
-from traac.training.methods.base import RunContext
+from traac.training.methods.base import RunContext, RunRule
 from traac.training.methods.registry import (
     METHODS,
     check_unused,
@@ -120,3 +120,55 @@ def test_a_field_declared_twice_is_refused(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setitem(METHODS, "twin", method)
     with pytest.raises(TypeError, match="two methods declare one field"):
         method_fields()
+
+
+def config(**fields: object) -> object:
+    from traac.training.planning.traac_config import TRAACConfig
+
+    return TRAACConfig(output_dir="unused", use_cpu=True, bf16=False, report_to="none",
+                       num_generations=4, per_device_train_batch_size=4, **fields)  # fmt: skip
+
+
+def test_a_method_declares_the_run_settings_it_needs_and_those_that_cancel_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The rules live on the method's registry entry and `TRAACConfig` enforces them, so a new
+    method states its own: one given here to ALP is refused, naming the field, the mode, why and
+    the fix; a value it needs, left unset, is filled (issue 72, kind 1)."""
+    rule = RunRule("beta", "no KL, no reference", "set beta above 0", cancels=(0.0,))
+    monkeypatch.setitem(METHODS, "alp", dataclasses.replace(METHODS["alp"], rules=(rule,)))
+    with pytest.raises(TraacError, match=r"^beta: 0\.0 cancels mode alp: no KL, no reference; "
+                       r"set beta above 0$"):  # fmt: skip
+        config(mode="alp", beta=0.0)
+    assert config(mode="kimi", beta=0.0).beta == 0.0  # another mode's rules are not ALP's
+    needs = RunRule("loss_type", "w", "set loss_type dr_grpo", needs="dr_grpo")
+    monkeypatch.setitem(METHODS, "alp", dataclasses.replace(METHODS["alp"], rules=(needs,)))
+    assert config(mode="alp").loss_type == "dr_grpo"
+    with pytest.raises(TraacError, match=r"^loss_type: 'grpo' \(optimizer_profile grpo's\) "
+                       r"cancels mode alp: w; drop optimizer_profile grpo$"):  # fmt: skip
+        config(mode="alp", optimizer_profile="grpo")
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"mode": "ddca", "scale_rewards": "batch"}, r"^scale_rewards: 'batch' cancels mode ddca"),
+        ({"mode": "arlcp", "scale_rewards": "group"}, r"^scale_rewards: 'group' cancels mode arl"),
+        ({"mode": "dot", "dynamic_sampling": "drop"}, r"^dynamic_sampling: 'drop' cancels mode d"),
+        ({"mode": "dot", "optimizer_profile": "dler"}, r"'resample' \(optimizer_profile dler's\)"),
+        ({"mode": "adaptthink", "use_vllm": True}, r"^use_vllm: true cancels mode adaptthink"),
+        ({"mode": "adaptthink", "method_args": {"adaptthink_share": 0.1}},
+         r"^adaptthink_share: 0.1 of num_generations=4 rounds to 0, so no rollout starts"),
+    ],
+)  # fmt: skip
+def test_the_peers_rules_are_the_python_apis_too(fields: dict, expected: str) -> None:
+    with pytest.raises(TraacError, match=expected):
+        config(**fields)
+
+
+def test_ddca_and_arlcp_train_unscaled_where_scale_rewards_is_unset() -> None:
+    """The plan showed `scale_rewards group` and TRL divided DDCA's advantage again."""
+    for mode in ("ddca", "arlcp"):
+        assert config(mode=mode).scale_rewards == "none"
+    assert config(mode="alp").scale_rewards == "group"  # the profile's, for the others
+    assert config(mode="ddca", scale_rewards="none").scale_rewards == "none"

@@ -53,6 +53,16 @@ TRAINER_MISTAKES = [
      "datasets.Dataset: pass one split, e.g. dataset['train']"),
     ({"eval_dataset": ROWS}, "eval_dataset: of type list"),
     ({"model": 3}, "model: 3 is of type int; pass a model name"),
+    # rows `traac train --dataset` refuses: the API loaded the weights and trained on them
+    # (loss 0; an empty set "trained 0 steps, model saved") (issue 72, kind 5)
+    ({"train_dataset": Dataset.from_list([*ROWS, {"prompt": "1 + 1 =", "solution": None}])},
+     "train_dataset: row 2 has no 'solution' field (or it is empty)"),
+    ({"train_dataset": Dataset.from_list(ROWS).filter(lambda row: False)},
+     "train_dataset: no rows (did a filter keep none?); pass at least one problem"),
+    ({"train_dataset": Dataset.from_list([{"question": " ", "answer": "1"}])},
+     "train_dataset: row 0 has no 'question' field (or it is empty)"),
+    ({"eval_dataset": {"held": Dataset.from_list([{"prompt": "1 =", "answer": ""}])}},
+     "eval_dataset['held']: row 0 has no 'answer' field (or it is empty)"),
 ]  # fmt: skip
 
 

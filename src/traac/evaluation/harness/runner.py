@@ -25,7 +25,7 @@ from filelock import FileLock, Timeout
 from traac.common.items import Item
 from traac.common.outputs import output_dir, write_text
 from traac.common.progress import NullProgress, Progress
-from traac.data.datasets import load_items
+from traac.data.datasets import OTB_OVERTHINK, OTB_UNDERTHINK, load_items
 from traac.data.files import json_value, read_text
 from traac.errors import TraacError
 from traac.evaluation.harness.otb_official import with_official_otb
@@ -388,6 +388,23 @@ def with_overthinking(
 # The whole run.
 
 
+def check_otb_halves(items: Sequence[Item], dataset: str, scoring: str) -> None:
+    """`--otb-scoring` scores OptimalThinkingBench, whose F1 needs both of its halves: on items
+    without them it would change nothing. The official scoring counts a half's math rows in it
+    (`otb-overthink-math`: `otb_official`), the paper's its general rows alone."""
+    sources = {item.data_source for item in items}
+
+    def holds(half: str) -> bool:
+        return any(s == half or (scoring == "official" and s.startswith(half)) for s in sources)
+
+    missing = [half for half in (OTB_OVERTHINK, OTB_UNDERTHINK) if not holds(half)]
+    if missing:
+        raise TraacError(
+            f"--otb-scoring {scoring}: no effect on {dataset!r}, whose items hold no "
+            f"{' nor '.join(missing)} (the OTB score needs both halves: --dataset otb); drop it"
+        )
+
+
 def run_eval(
     settings: EvalSettings,
     output: Path,
@@ -400,12 +417,14 @@ def run_eval(
     tokenizer: Any = None,
     progress: Progress | None = None,
     t_max: int = PAPER_T_MAX,
-    otb_scoring: str = "paper",
+    otb_scoring: str | None = None,
 ) -> RunResult:
     """Evaluate (or score) into `output`, resuming what is there; writes the summary files.
 
-    `t_max` (AUC_OAA's, in the run's length unit) and `otb_scoring` (`OTB_SCORINGS`) shape only
-    the summary, not the samples: a rerun may change them and rewrites the summary.
+    `t_max` (AUC_OAA's, in the run's length unit) and `otb_scoring` (`OTB_SCORINGS`; None:
+    `paper`, not asked for) shape only the summary, not the samples: a rerun may change them and
+    rewrites the summary. A scoring asked for on items without both halves of
+    OptimalThinkingBench, which it could not change, is refused before any model loads.
 
     `make_backend(tokenizer)` builds the generation backend (generation mode only), so that
     argument checks and the dataset fail fast before a model is loaded. run.json is written
@@ -420,7 +439,7 @@ def run_eval(
         raise TraacError(f"--batch-size {batch_size} must be >= 1")
     if isinstance(t_max, bool) or not isinstance(t_max, int) or t_max < 1:
         raise TraacError(f"--t-max {t_max!r}: must be a whole number of tokens, at least 1")
-    if otb_scoring not in OTB_SCORINGS:
+    if otb_scoring is not None and otb_scoring not in OTB_SCORINGS:
         raise TraacError(f"--otb-scoring {otb_scoring!r}: use one of {', '.join(OTB_SCORINGS)}")
     if otb_scoring == "official" and tokenizer is None:
         raise TraacError("--otb-scoring official counts think tokens: give a tokenizer")
@@ -431,6 +450,8 @@ def run_eval(
         items = all_items[:limit]
         if not items:
             raise TraacError(f"dataset {settings.dataset!r} has no items")
+        if otb_scoring is not None:
+            check_otb_halves(items, settings.dataset, otb_scoring)
         responses = read_responses(Path(settings.responses)) if settings.responses else None
         if responses is not None:
             pairs = select_responses(

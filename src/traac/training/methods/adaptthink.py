@@ -31,7 +31,13 @@ from typing import Any
 from traac.errors import TraacError
 from traac.method.formats import ChatFormat
 from traac.method.settings import check_positive
-from traac.training.methods.base import GroupReward, LengthMethod, MethodSettings, RunContext
+from traac.training.methods.base import (
+    GroupReward,
+    LengthMethod,
+    MethodSettings,
+    RunContext,
+    RunRule,
+)
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,20 @@ class AdaptThinkSettings(MethodSettings):
                 f"adaptthink_share: {self.adaptthink_share:g} must be below 1 (some rollouts "
                 "must think); lower it"
             )
+
+    def resolved(self, run: RunContext) -> AdaptThinkSettings:
+        """The share in whole rollouts: round(n x share) of each group of n start with an empty
+        think block, so a share that rounds to none or to all leaves one branch untrained."""
+        n, share = run.num_generations, self.adaptthink_share
+        k = round(n * share)
+        if not 0 < k < n:
+            which = "every rollout starts" if k else "no rollout starts"
+            raise TraacError(
+                f"adaptthink_share: {share:g} of num_generations={n} rounds to {k}, so {which} "
+                f"with an empty think block; choose a share that makes 1 to {n - 1} of {n} "
+                f"(0.5: {round(n * 0.5)})"
+            )
+        return self
 
 
 def thinks(text: str, chat_format: ChatFormat) -> bool:
@@ -101,4 +121,13 @@ METHOD = LengthMethod(
         f"{s.adaptthink_share:g} of each group's rollouts start with one"
     ),
     compare=(("AdaptThink", {"mode": "adaptthink", "scale_rewards": "none"}),),
+    rules=(
+        RunRule(
+            "use_vllm",
+            "TRL's vLLM generation samples a group from one prompt, so no rollout can be "
+            "prefilled with an empty think block",
+            "set use_vllm false",
+            cancels=(True,),
+        ),
+    ),
 )

@@ -25,7 +25,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from traac.errors import TraacError
-from traac.training.methods.base import GroupReward, LengthMethod, MethodSettings, RunContext
+from traac.training.methods.base import (
+    GroupReward,
+    LengthMethod,
+    MethodSettings,
+    RunContext,
+    RunRule,
+)
 from traac.training.methods.scale import PaperTokens
 
 KEYWORDS = ("wait", "alternatively", "hold on", "another thought", "verify", "think again", "but",
@@ -109,6 +115,15 @@ class ARLCPReward(GroupReward):
         return [self.scale * r for r in out[offset : offset + count]]
 
 
+# RLOO's advantage is the reward less the others' mean (the centred reward times G / (G - 1)), no
+# division by a standard deviation: GRPO stands in for it only unscaled.
+SCALE_NONE = RunRule(
+    "scale_rewards",
+    "its advantage (RLOO's) is the centred reward, which TRL would divide by a standard deviation",
+    "set scale_rewards none (or leave it unset)",
+    needs="none",
+)
+
 METHOD = LengthMethod(
     name="arlcp",
     paper="ARLCP, ICLR 2026 (ZeweiYu1/ARLCP)",
@@ -132,4 +147,5 @@ METHOD = LengthMethod(
             },
         ),
     ),
+    rules=(SCALE_NONE,),
 )

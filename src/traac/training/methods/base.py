@@ -121,6 +121,36 @@ def _typed(name: str, value: Any, hint: Any) -> Any:
 
 
 @dataclass(frozen=True)
+class RunRule:
+    """A setting of the run outside the method (a `TRAACConfig` field) that the method `needs`
+    at one value, or that `cancels` it at any of some values (the method would train as another,
+    or not at all), declared on the method's registry entry. `TRAACConfig` enforces its mode's
+    rules, so `traac train`, its dry run and the Python API refuse the same: a need left unset
+    is filled, a value set against a rule is one line with `why` and `fix`, before any weight
+    loads."""
+
+    field: str
+    why: str
+    fix: str
+    needs: Any = None  # None: no value needed
+    cancels: tuple[Any, ...] = ()
+
+    def broken_by(self, value: Any) -> bool:
+        """Whether `value` of the field goes against the rule."""
+        return (self.needs is not None and value != self.needs) or value in self.cancels
+
+    def message(self, mode: str, value: Any, profile: str | None = None) -> str:
+        """The one line: the field, its value, the mode it cancels, why, and the fix; a value
+        the optimiser `profile` gave is fixed by dropping it (the field set against an explicit
+        profile is refused too)."""
+        origin, fix = "", self.fix
+        if profile is not None:
+            origin, fix = f" (optimizer_profile {profile}'s)", f"drop optimizer_profile {profile}"
+        shown = str(value).lower() if isinstance(value, bool) else repr(value)
+        return f"{self.field}: {shown}{origin} cancels mode {mode}: {self.why}; {fix}"
+
+
+@dataclass(frozen=True)
 class LengthMethod:
     """One length-control method: everything traac knows of it, from its one module."""
 
@@ -135,6 +165,7 @@ class LengthMethod:
     # A recipe's training rows as the method needs them (L1-Max: each row's budget), or None.
     prepare: Callable[[Any, Any, int], Any] | None = None
     compare: tuple[tuple[str, dict[str, Any]], ...] = ()  # `experiment compare` variants
+    rules: tuple[RunRule, ...] = ()  # the run settings it needs or that cancel it
     # What the step adds to a group: a length method neither compresses nor re-answers; it
     # keeps the bins for telemetry only (nothing of its own reads a bin).
     compresses: ClassVar[bool] = False

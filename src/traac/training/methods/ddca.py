@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from traac.training.methods.base import GroupReward, LengthMethod, MethodSettings
+from traac.training.methods.base import GroupReward, LengthMethod, MethodSettings, RunRule
 
 EPS = 1e-8  # the authors' eps
 
@@ -79,6 +79,15 @@ class DDCAReward(GroupReward):
         )
 
 
+# Its reward is built so that the group-centred total is DDCA's advantage: TRL's `group` or
+# `batch` scaling would divide it again (the accuracy part already is).
+SCALE_NONE = RunRule(
+    "scale_rewards",
+    "its reward makes the group-centred total DDCA's advantage, which TRL would divide again",
+    "set scale_rewards none (or leave it unset)",
+    needs="none",
+)
+
 METHOD = LengthMethod(
     name="ddca",
     paper="DDCA, arXiv:2602.02099 (alphadl/DDCA)",
@@ -92,4 +101,5 @@ METHOD = LengthMethod(
         f"beta {s.ddca_beta:g}"
     ),
     compare=(("DDCA", {"mode": "ddca", "scale_rewards": "none"}),),
+    rules=(SCALE_NONE,),
 )

@@ -29,7 +29,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from traac.errors import TraacError
-from traac.training.methods.base import GroupReward, LengthMethod, MethodSettings, RunContext
+from traac.training.methods.base import (
+    GroupReward,
+    LengthMethod,
+    MethodSettings,
+    RunContext,
+    RunRule,
+)
 from traac.training.methods.scale import PaperTokens
 
 AUTHORS_ALPHA, AUTHORS_GROUP = 3.0, 32  # the runner's alpha and rollouts per prompt
@@ -146,4 +152,13 @@ METHOD = LengthMethod(
         f"m {s.dot_margin}"
     ),
     compare=(("DOT", {"mode": "dot", "dot_margin": PaperTokens(39)}),),
+    rules=(
+        RunRule(
+            "dynamic_sampling",
+            "it leaves every all-right group out of the loss, and those are the only groups DOT "
+            "shapes",
+            "set dynamic_sampling none",
+            cancels=("drop", "resample"),
+        ),
+    ),
 )

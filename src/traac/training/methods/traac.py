@@ -18,6 +18,7 @@ from traac.training.methods.base import (
     MethodRun,
     MethodSettings,
     RunContext,
+    RunRule,
     declared_in,
 )
 from traac.training.planning.presets import authors_probe_layers
@@ -129,6 +130,7 @@ class TraacMethod:
     rewards: tuple[str, ...]  # the reward functions TRL sums, in this order
     settings: type[TraacSettings] | None = None
     compare: ClassVar[tuple[tuple[str, dict[str, Any]], ...]] = ()  # its variants: variants.py
+    rules: ClassVar[tuple[RunRule, ...]] = ()  # none: every run setting leaves TRAAC TRAAC
 
     def run_of(self, settings: MethodSettings | None, run: RunContext) -> MethodRun | None:
         """No length term of its own to resolve."""

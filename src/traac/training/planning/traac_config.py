@@ -185,8 +185,9 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
     )
     scale_rewards: str | None = field(
         default=None,
-        metadata={"help": "TRL's reward scaling: group | batch | none (unset: the "
-                  "optimizer_profile's; grpo: group, dler: batch)."},
+        metadata={"help": "TRL's reward scaling: group | batch | none (unset: none for a mode "
+                  "that needs it, ddca or arlcp; else the optimizer_profile's; grpo: group, "
+                  "dler: batch)."},
     )  # fmt: skip
     weight_decay: float = field(default=0.1, metadata={"help": "AdamW weight decay."})
     warmup_steps: float = field(default=10, metadata={"help": "Learning-rate warm-up steps."})
@@ -316,7 +317,9 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
             check_choice("mode", self.mode, tuple(METHODS))  # its settings class comes next
             self.method_args = method_mapping(self.method_args)
             self.preset_pinned = apply_preset(self)  # before the profile: loss_type (presets)
+            given = self._fill_needs()
             self._resolve_profile()
+            self._check_rules(given)
             self._validate_traac()
             FormatSettings.__post_init__(self)
             self.bf16 = resolve_bf16(self.bf16, self.fp16, self.use_cpu)
@@ -338,6 +341,27 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
         aggregation = self.multi_objective_aggregation
         for name, value in resolve_profile(self.optimizer_profile, values, aggregation).items():
             setattr(self, name, value)
+
+    def _fill_needs(self) -> dict[str, Any]:
+        """The fields the mode's rules read (`RunRule`, declared by its method), as given (None:
+        unset); a value the mode needs, left unset, is filled (unless an explicit profile sets
+        it: `_check_rules` names the profile)."""
+        rules = METHODS[self.mode].rules
+        given = {rule.field: getattr(self, rule.field) for rule in rules}
+        for rule in rules:
+            if rule.needs is not None and given[rule.field] is None and not self.optimizer_profile:
+                setattr(self, rule.field, rule.needs)
+        return given
+
+    def _check_rules(self, given: dict[str, Any]) -> None:
+        """A value that cancels the mode (its method's `RunRule`s), set or the profile's, in one
+        line naming it and the fix."""
+        for rule in METHODS[self.mode].rules:
+            value = getattr(self, rule.field)
+            if not rule.broken_by(value):
+                continue
+            profile = self.optimizer_profile if given[rule.field] is None else None
+            raise TraacError(rule.message(self.mode, value, profile))
 
     def _validate_traac(self) -> None:
         if self.format_preset is not None:

@@ -12,11 +12,12 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from traac.errors import TraacError
+from traac.errors import TraacError, first_line
 
 METRICS_FILE = "metrics.jsonl"  # in a run's output_dir
 EVAL_SPLIT = "eval"  # the `split` of a held-out evaluation's line
@@ -29,11 +30,20 @@ def metric_rows(path: str | Path) -> Iterator[dict[str, Any]]:
     path = Path(path)
     if not path.is_file():
         return
-    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    text = _gunzipped(path) if path.suffix == ".gz" else path.read_text()
     for line in text.splitlines():
         row = _row(line)
         if row is not None:
             yield row
+
+
+def _gunzipped(path: Path) -> str:
+    """A `.gz` file's text; one cut short (a killed copy) or damaged is named in one line."""
+    try:
+        return gzip.decompress(path.read_bytes()).decode()
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as err:
+        raise TraacError(f"{path}: cut short or damaged ({first_line(err)}); copy it again "
+                         "from the run") from None  # fmt: skip
 
 
 def check_metrics_file(run_dir: Path) -> None:

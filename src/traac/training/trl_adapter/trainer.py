@@ -56,7 +56,7 @@ import numpy as np
 import torch
 from accelerate.logging import get_logger
 from accelerate.utils import gather_object
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
 from trl import GRPOTrainer
 from trl.extras.profiling import profiling_context
 from trl.models import unwrap_model_for_generation
@@ -81,6 +81,7 @@ from traac.training.step.phases import STEP_COLUMN, StepResult, TraacStep, rewar
 from traac.training.step.rounds import generation_group
 from traac.training.telemetry.step_stats import MetricsFromStart, StepClock, append_metrics
 from traac.training.trl_adapter.checkpoint import (
+    check_resumable,
     load_state,
     load_traac_state,
     save_state,
@@ -147,11 +148,6 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
         self.method = MethodHooks(
             args.mode_spec, self.rewards, args.method_run(), args.num_generations, gather_object
         )
-        if self.method.prefills and args.use_vllm:
-            raise TraacError(
-                f"mode {args.mode}: prefills rollouts, which TRL's vLLM generation "
-                "cannot (it samples a group from one prompt); set use_vllm false"
-            )
         # + the caller's, the recipe's
         funcs = with_extra_rewards(self.method.reward_funcs, args, reward_funcs)
         model, train_dataset, kwargs = trainer_inputs(model, args, train_dataset, kwargs)
@@ -197,7 +193,14 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
 
     def train(self, *args: Any, **kwargs: Any) -> Any:
         """`Trainer.train`, with SIGINT/SIGTERM turned into checkpoint-and-stop; then the
-        parameter gathers still in flight released (`release_gathers`)."""
+        parameter gathers still in flight released (`release_gathers`). A checkpoint to resume
+        from must have trained with these settings (`check_resumable`), as `traac train`
+        checks before loading any weight."""
+        resume = kwargs.get("resume_from_checkpoint", args[0] if args else None)
+        if resume is True:  # transformers' way of saying the newest in output_dir
+            resume = get_last_checkpoint(self.args.output_dir)
+        if isinstance(resume, str):
+            check_resumable(resume, self.args)
         with self.stop_on_signal.installed():
             output = super().train(*args, **kwargs)
         self.release_gathers()
@@ -547,7 +550,7 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
 
     def traac_state_dict(self) -> dict[str, Any]:
         """What a resumed run needs beyond TRL's state (`traac.training.trl_adapter.checkpoint`)."""
-        return traac_state(self.rewards.windows, self.uniformities, self.method)
+        return traac_state(self.rewards.windows, self.uniformities, self.method, self.args)
 
     def load_traac_state_dict(self, state: dict[str, Any]) -> None:
         load_traac_state(state, self.rewards.windows, self.uniformities, self.method)

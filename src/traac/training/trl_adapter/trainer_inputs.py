@@ -20,14 +20,16 @@ from trl.trainer.utils import get_config_model_id
 
 from traac.common.model_names import resolve_name
 from traac.common.models import load_tokenizer
-from traac.data.training import training_rows
+from traac.data.training import check_rows, training_rows
 from traac.errors import TraacError
 from traac.training.planning.traac_config import TRAACConfig
 
 
 def check_inputs(model: Any, train_dataset: Any, eval_dataset: Any) -> None:
-    """The arguments' kinds, named in one line before anything loads: TRL would otherwise
-    fail on them minutes later (a list has no `column_names`), or after loading the model."""
+    """The arguments' kinds and the datasets' rows (`check_rows`: none, or one without a
+    question or an answer), named in one line before anything loads: TRL would otherwise fail
+    on them minutes later (a list has no `column_names`), or train on them after loading the
+    model (an empty set "trained 0 steps, model saved")."""
     import torch.nn as nn
 
     if not isinstance(model, (str, nn.Module)):
@@ -35,9 +37,12 @@ def check_inputs(model: Any, train_dataset: Any, eval_dataset: Any) -> None:
                          "name traac knows (testbed, smollm2, ...), a directory or hub id, or a "
                          "model object")  # fmt: skip
     _check_dataset("train_dataset", train_dataset)
+    check_rows(train_dataset, "train_dataset")
     parts = eval_dataset.items() if isinstance(eval_dataset, dict) else [(None, eval_dataset)]
     for key, part in parts:
-        _check_dataset("eval_dataset" if key is None else f"eval_dataset[{key!r}]", part)
+        name = "eval_dataset" if key is None else f"eval_dataset[{key!r}]"
+        _check_dataset(name, part)
+        check_rows(part, name)
 
 
 def _check_dataset(name: str, dataset: Any) -> None:
