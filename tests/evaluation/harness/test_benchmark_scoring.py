@@ -192,7 +192,8 @@ def test_otb_scoring_on_a_set_without_both_halves_is_refused(
     paper's scoring, the default, is refused too when asked for by name."""
     dataset, responses = otb_files
     rows = [json.loads(line) for line in dataset.read_text().splitlines()]
-    over = write(tmp_path / "over.jsonl", [r for r in rows if r["data_source"] != "otb-underthink"])
+    over = [r for r in rows if not r["data_source"].startswith("otb-underthink")]  # math too
+    over = write(tmp_path / "over.jsonl", over)
     tok = ["--tokenizer", str(word_tokenizer)]
     assert evaluate(tmp_path, "o", over, responses, *tok, "--otb-scoring", scoring) == 2
     err = capsys.readouterr().err.strip().splitlines()
