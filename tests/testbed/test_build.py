@@ -299,3 +299,10 @@ def test_base_flag_errors_are_one_line(capsys):
     assert "--quick" in capsys.readouterr().err
     assert cli.main(["testbed", "show", "--base", "gpt2"]) == 2
     assert "--base" in capsys.readouterr().err
+
+
+def test_long_flag_errors_are_one_line(capsys):
+    assert cli.main(["testbed", "build", "--long", "interleaved", "--base", "smollm2"]) == 2
+    assert "--long builds the tiny model" in capsys.readouterr().err.strip()
+    assert cli.main(["testbed", "show", "--long", "sideways"]) == 2
+    assert "--long" in capsys.readouterr().err
