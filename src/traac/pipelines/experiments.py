@@ -33,6 +33,7 @@ from traac.common.outputs import output_dir, write_text
 from traac.common.progress import NullProgress, Progress
 from traac.common.provenance import provenance
 from traac.common.tables import Table
+from traac.data.testbed_problems import DATA_SOURCE
 from traac.errors import TraacError
 from traac.evaluation.harness.records import EvalSummary, SampleRecord
 from traac.evaluation.harness.runner import SAMPLES_FILE
@@ -140,7 +141,9 @@ class ExperimentSettings:
         check_recipe(recipe)
         if continue_from is not None:
             check_continuable(recipe, continue_from)
-        model = str(yaml.safe_load(recipe.read_text()).get("model_name_or_path", "testbed"))
+        fields = yaml.safe_load(recipe.read_text())
+        model = str(fields.get("model_name_or_path", "testbed"))
+        held_out = held_out.for_recipe(str(fields.get("dataset", "")))
         return cls(
             name=name,
             output=output,
@@ -204,7 +207,8 @@ class ExperimentSettings:
 
     def eval_dir(self, directory: Path) -> Path:
         h = self.held_out
-        return directory / f"eval-{h.per_tier}x{h.num_samples}-{h.max_new_tokens}t-{h.seed}"
+        source = "" if h.source == DATA_SOURCE else f"{h.source}-"  # the testbed's keep theirs
+        return directory / f"eval-{source}{h.per_tier}x{h.num_samples}-{h.max_new_tokens}t-{h.seed}"
 
 
 def _dir_name(model: str) -> str:
