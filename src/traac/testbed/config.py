@@ -47,7 +47,7 @@ POSITIONS: tuple[Position, ...] = ("trailing", "interleaved")
 
 @dataclass(frozen=True)
 class LongTeacherSettings:
-    """The long teacher (issue 69, `traac.testbed.long_traces`): where the redundancy sits is
+    """The long teacher (`traac.testbed.long_traces`): where the redundancy sits is
     the setting, `position`; everything else is drawn alike in both positions.
 
     A trace holds `max_redundant - fewer_per_term * (terms - min_terms)` redundant units at
@@ -158,7 +158,7 @@ BASES = ("smollm2",)
 
 
 def long_config(position: Position, seed: int = SFT_SEED) -> TestbedSettings:
-    """The tiny model on the long teacher's traces, redundancy at `position` (issue 69): the full
+    """The tiny model on the long teacher's traces, redundancy at `position`: the full
     testbed's architecture on a sixth of its traces (each about 4x as long: 188 SFT steps, about
     40 minutes on a shared 2-core CPU), its card sampled once on 50 problems a tier with a cap
     that fits the longest trace."""

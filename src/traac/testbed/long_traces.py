@@ -1,4 +1,4 @@
-"""The long teacher (issue 69): where a trace's redundancy sits is a setting, and nothing else.
+"""The long teacher: where a trace's redundancy sits is a setting, and nothing else.
 
 A trace computes a chain one operation a step and, beside the needed steps, writes redundant
 units of the kinds real long traces show (`traac.data.testbed_long`): a re-check of an
