@@ -28,8 +28,8 @@ all 32 rows, the step before the speed settings), and prints old / new per phase
 
 `--long` runs the long-interleaved testbed's step (`recipes/testbed-long-interleaved.yaml`: the
 same 32 rollouts, a 512-token cap, on `testbed-long-interleaved`, built first if need be) beside
-today's short one in the same checkout, alternating, and prints long / short per phase (what a study of the long regime costs a
-step).
+today's short one in the same checkout, alternating, and prints long / short per phase: what a
+study of the long regime costs a step.
 
 SFT (`--sft`): `--sft-steps` steps of the testbed's SFTTrainer, as `traac testbed build` runs
 it (batch 32 of the teacher's traces, sorted by length), split into the forward (with the

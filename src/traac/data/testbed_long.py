@@ -1,10 +1,11 @@
 """The long testbed's problems and step grammar: longer chains, and redundancy of three kinds.
 
 Attentive compression may cut what a length penalty cannot: redundancy *between* the steps
-the answer needs, where stopping early cuts nothing. The long teacher (`traac.testbed.long_traces`) writes each step
-in one of the shapes below, so a step's kind can be read back from its text alone: from the
-teacher's traces (whose labels sit beside them, and must agree) and from a model's own
-responses, which is how the share of redundant steps a model writes is measured.
+the answer needs, where stopping early cuts nothing. The long teacher
+(`traac.testbed.long_traces`) writes each step in one of the shapes below, so a step's kind can
+be read back from its text alone: from the teacher's traces (whose labels sit beside them, and
+must agree) and from a model's own responses, which is how the share of redundant steps a model
+writes is measured.
 
 Problems are `testbed-long[:TIER][?n=N&seed=S&split=eval|rl]`: the testbed's pools and seeds
 (`testbed_problems`), with longer chains in each tier (`LONG_TIERS`); their items carry the data
