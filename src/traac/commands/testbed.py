@@ -135,6 +135,12 @@ def _print_card(card: dict[str, Any], path: Path) -> None:
             _median(probe.get("eviction_fraction")),
         )
     print_table(console, table)
+    for tier, row in measured["tiers"].items():  # a long build's steps by the teacher's grammar
+        if "step_kinds" in row:
+            kinds = row["step_kinds"]
+            shares = ", ".join(f"{k} {v:.1%}" for k, v in kinds["shares"].items())
+            console.print(f"{tier}: {kinds['steps_per_response']:.1f} steps a response, "
+                          f"{kinds['redundant_share']:.1%} redundant ({shares})")  # fmt: skip
     versus = measured["probe"].get("recheck_vs_key", {})
     if versus.get("mean_ratio") is not None:
         relative = ", ".join(f"{k} {v:.2f}" for k, v in versus["relative_score"].items())
