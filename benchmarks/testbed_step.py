@@ -26,6 +26,11 @@ phases above do not know (a79f189, the step of the Zen 3's 2.2 s).
 `rollout_batching: padded` and no `logprob_rows` (TRL's padded generate and log-prob chunks of
 all 32 rows, the step before the speed settings), and prints old / new per phase.
 
+`--long` runs the long-interleaved testbed's step (`recipes/testbed-long-interleaved.yaml`: the
+same 32 rollouts, a 512-token cap, on `testbed-long-interleaved`, built first if need be) beside
+today's short one in the same checkout, alternating, and prints long / short per phase: what a
+study of the long regime costs a step.
+
 SFT (`--sft`): `--sft-steps` steps of the testbed's SFTTrainer, as `traac testbed build` runs
 it (batch 32 of the teacher's traces, sorted by length), split into the forward (with the
 loss), the backward, the optimizer and the rest (data loading, Trainer's bookkeeping).
@@ -34,6 +39,7 @@ loss), the backward, the optimizer and the rest (data loading, Trainer's bookkee
     python benchmarks/testbed_step.py --against /tmp/old/src   # old against new, alternating
     python benchmarks/testbed_step.py --against /tmp/old/src --whole --steps 20 --rounds 3
     python benchmarks/testbed_step.py --grpo --baseline        # padded against the recipe
+    python benchmarks/testbed_step.py --long --steps 4         # the long step against the short
     python benchmarks/testbed_step.py --grpo --profile 15      # + cProfile's top 15 functions
 """
 
@@ -59,6 +65,7 @@ from _common import cpu_name
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPE = Path("recipes") / "testbed.yaml"  # each checkout's own, beside its src
+LONG_RECIPE = Path("recipes") / "testbed-long-interleaved.yaml"  # `--long`
 RESULT = "RESULT "
 # The recipe's speed settings, and what `--baseline` sets them to (TRL's own paths)
 SPEED_SETTINGS = {"rollout_batching": "padded", "logprob_rows": None}
@@ -325,6 +332,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the recipe's)")
     parser.add_argument("--override", action="append", default=[],
                         help="a GRPO recipe override, e.g. --override=--beta=0")  # fmt: skip
+    parser.add_argument("--long", action="store_true",
+                        help="the long testbed's GRPO step beside the short one")  # fmt: skip
     parser.add_argument("--whole", action="store_true",
                         help="with --against: time each checkout's `traac train`")  # fmt: skip
     parser.add_argument("--profile", type=int, default=0, help="print cProfile's top N (GRPO)")
@@ -338,8 +347,10 @@ def main() -> None:
         run = child_grpo if opts.child == "grpo" else child_sft
         print(RESULT + json.dumps(run(opts)), flush=True)
         return
-    if opts.against and opts.baseline:
-        parser.error("--against or --baseline, not both")
+    if sum(map(bool, (opts.against, opts.baseline, opts.long))) > 1:
+        parser.error("one of --against, --baseline and --long")
+    if opts.long and opts.sft:
+        parser.error("--long times the GRPO step only")
     if opts.whole and not opts.against:
         parser.error("--whole times two checkouts: give --against OLD/src")
     if opts.whole and (opts.sft or opts.profile):
@@ -353,6 +364,9 @@ def main() -> None:
         if opts.baseline:
             padded = baseline_recipe(ROOT / RECIPE, Path(folder))
             variants = {"padded": (ROOT / "src", padded), "recipe": (ROOT / "src", None)}
+            opts.grpo = True
+        if opts.long:
+            variants = {"long": (ROOT / "src", ROOT / LONG_RECIPE), "short": (ROOT / "src", None)}
             opts.grpo = True
         header(variants, opts)
         if opts.whole:
@@ -370,8 +384,12 @@ def header(variants: dict[str, tuple[Path, Path | None]], opts: argparse.Namespa
     for name, (src, recipe) in variants.items():
         commit = subprocess.run(["git", "-C", str(src), "log", "-1", "--format=%h %s"],
                                 capture_output=True, text=True).stdout.strip()  # fmt: skip
-        print(f"{name}: {src} ({commit[:70] or 'not a git checkout'})"
-              + (f", the recipe with {SPEED_SETTINGS}" if recipe else ""))  # fmt: skip
+        other = (
+            f", {recipe.relative_to(ROOT)}"
+            if opts.long and recipe
+            else (f", the recipe with {SPEED_SETTINGS}" if recipe else "")
+        )
+        print(f"{name}: {src} ({commit[:70] or 'not a git checkout'}){other}")  # fmt: skip
 
 
 def compare(variants: dict[str, tuple[Path, Path | None]], opts: argparse.Namespace) -> None:

@@ -17,7 +17,8 @@ from traac.training.planning import packages
 RECIPES = Path(__file__).resolve().parents[1] / "recipes"
 # Each recipe and the GPUs its header names (0: a CPU recipe).
 MACHINES = {"qwen3-4b.yaml": 8, "r1-distill-qwen-7b.yaml": 8, "smollm2-think.yaml": 0,
-            "testbed.yaml": 0}  # fmt: skip
+            "testbed.yaml": 0, "testbed-long-trailing.yaml": 0,
+            "testbed-long-interleaved.yaml": 0}  # fmt: skip
 
 
 @pytest.fixture

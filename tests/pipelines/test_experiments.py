@@ -457,3 +457,14 @@ def test_quick_compare_end_to_end_then_resumes(quick_testbed: Path, tmp_path: Pa
     again = json.loads((out / "compare.json").read_text())
     assert again["variants"] == data["variants"]
     assert [m.stat().st_mtime_ns for m in models] == stamps
+
+
+def test_a_long_testbed_recipe_is_evaluated_on_the_long_tiers(tmp_path: Path) -> None:
+    long = RECIPE.parent / "testbed-long-interleaved.yaml"
+    s = ExperimentSettings.make("compare", tmp_path / "c", long, False, ["TRAAC"], [0], None, 40)
+    held = s.held_out
+    assert held.dataset == "testbed-long:all?n=40&seed=2026"
+    assert (held.max_new_tokens, held.t_max, held.per_tier) == (512, 512, 40)
+    assert s.base_eval_dir.name == "eval-testbed-long-40x4-512t-2026"
+    assert settings(tmp_path).held_out == HeldOut(10, 1, 160, t_max=160)  # the testbed's as before
+    assert settings(tmp_path).base_eval_dir.name == "eval-10x1-160t-2026"

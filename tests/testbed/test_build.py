@@ -299,3 +299,30 @@ def test_base_flag_errors_are_one_line(capsys):
     assert "--quick" in capsys.readouterr().err
     assert cli.main(["testbed", "show", "--base", "gpt2"]) == 2
     assert "--base" in capsys.readouterr().err
+
+
+def test_long_flag_errors_are_one_line(capsys):
+    assert cli.main(["testbed", "build", "--long", "interleaved", "--base", "smollm2"]) == 2
+    assert "--long builds the tiny model" in capsys.readouterr().err.strip()
+    assert cli.main(["testbed", "show", "--long", "sideways"]) == 2
+    assert "--long" in capsys.readouterr().err
+
+
+def test_show_prints_a_long_builds_step_kinds(tmp_path, capsys):
+    shares = {"needed": 0.3, "conclude": 0.075, "recheck": 0.625}
+    row = {"accuracy": 0.5, "think_tokens": 150.0, "recheck_share": 0.9, "well_formed": 1.0,
+           "step_kinds": {"steps_per_response": 20.0, "redundant_share": 0.625,
+                          "shares": shares}}  # fmt: skip
+    card = {
+        "config": {"name": "long-interleaved", "seed": 0},
+        "measure": {"problems_per_tier": 50, "samples": 1, "temperature": 1.0,
+                    "tiers": {"easy": row}, "probe": {},
+                    "targets": {"easy_accuracy": {"value": 0.5, "met": False}, "all_met": False}},
+        "train": {"parameters": 849_536, "steps": 563, "seconds": 876.0},
+        "build_seconds": 937.0,
+        "load_average": [3.0, 4.0, 5.0],
+    }  # fmt: skip
+    (tmp_path / CARD).write_text(json.dumps(card))
+    assert cli.main(["testbed", "show", "--long", "interleaved", "--output", str(tmp_path)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "easy: 20.0 steps a response, 62.5% redundant (needed 30.0%, conclude 7.5%, " in out

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from traac.errors import TraacError
 from traac.testbed.config import SMOLLM2_THINK, TINY, default_config
 
 # The keys of the models built before the settings classes were renamed (`*Config` to
@@ -31,3 +32,17 @@ def test_any_changed_value_changes_the_key():
     assert think == SMOLLM2_THINK
     assert replace(think, train=replace(think.train, epochs=2.0)).hash() != think.hash()
     assert default_config(seed=1).hash() != default_config().hash()
+
+
+def test_the_long_builds_have_their_own_keys_and_refuse_other_flags():
+    trailing, interleaved = default_config(long="trailing"), default_config(long="interleaved")
+    assert (trailing.name, interleaved.name) == ("long-trailing", "long-interleaved")
+    # the same build but for the redundancy's position
+    assert replace(trailing, name="x", teacher=interleaved.teacher) == replace(
+        interleaved, name="x"
+    )
+    assert len({trailing.hash(), interleaved.hash(), default_config().hash()}) == 3
+    with pytest.raises(TraacError, match="--long builds the tiny model"):
+        default_config(quick=True, long="trailing")
+    with pytest.raises(TraacError, match="unknown --long 'sideways'"):
+        default_config(long="sideways")  # type: ignore[arg-type]

@@ -1,7 +1,7 @@
 """`traac testbed`: build the tiny offline testbed model, or show the card of a built one.
 
-    traac testbed build [--output DIR] [--seed S] [--quick | --base smollm2] [--force]
-    traac testbed show  [--output DIR] [--seed S] [--quick | --base smollm2] [--json]
+    traac testbed build [--output DIR] [--seed S] [--quick | --base smollm2 | --long POS] [--force]
+    traac testbed show  [--output DIR] [--seed S] [--quick | --base smollm2 | --long POS] [--json]
 
 Without `--output` the model goes to the cache (`$TRAAC_CACHE_DIR/testbed`, default
 `~/.cache/traac/testbed`) under a key of its config's hash: what every other command uses when
@@ -9,7 +9,9 @@ given `--model testbed` or no model at all. A second build with the same config 
 The full testbed (seed 0) comes with the package, built (docs/testbed.md#shipped): its first
 build unpacks it in a second; `--force` builds it from the teacher's traces instead.
 `--base smollm2` fine-tunes SmolLM2-135M-Instruct on the same teacher traces instead: a real
-pretrained model that thinks (`--model smollm2-think` everywhere).
+pretrained model that thinks (`--model smollm2-think` everywhere). `--long trailing|interleaved`
+builds the tiny model on the long teacher's traces, redundancy after the answer or among the
+needed steps (`--model testbed-long-trailing`, `testbed-long-interleaved`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 
 from traac.commands import ArgumentParser
 from traac.errors import TraacError
-from traac.testbed.config import BASES, default_config
+from traac.testbed.config import BASES, POSITIONS, default_config
 
 
 def build_parser() -> ArgumentParser:
@@ -47,6 +49,12 @@ def build_parser() -> ArgumentParser:
             help="fine-tune this pretrained model on the teacher's traces instead "
             "(smollm2: about 38 minutes on 2 idle AVX2 cores)",
         )
+        p.add_argument(
+            "--long",
+            choices=POSITIONS,
+            help="the tiny model on long traces whose redundancy sits after the answer "
+            "(trailing) or among the needed steps (interleaved)",
+        )
         if name == "build":
             p.add_argument("--force", action="store_true", help="rebuild even if it exists")
         else:
@@ -58,7 +66,7 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.seed < 0:
         raise TraacError(f"--seed {args.seed}: must be an integer >= 0")
-    config = default_config(quick=args.quick, seed=args.seed, base=args.base)
+    config = default_config(quick=args.quick, seed=args.seed, base=args.base, long=args.long)
     from traac.testbed.build import CARD, build_cached, build_testbed, cache_path
 
     target = args.output.expanduser() if args.output else cache_path(config)
@@ -96,6 +104,8 @@ def build_command(args: argparse.Namespace) -> str:
         words.append("--quick")
     if args.base is not None:
         words.append(f"--base {args.base}")
+    if args.long is not None:
+        words.append(f"--long {args.long}")
     return " ".join(words)
 
 
@@ -125,6 +135,12 @@ def _print_card(card: dict[str, Any], path: Path) -> None:
             _median(probe.get("eviction_fraction")),
         )
     print_table(console, table)
+    for tier, row in measured["tiers"].items():  # a long build's steps by the teacher's grammar
+        if "step_kinds" in row:
+            kinds = row["step_kinds"]
+            shares = ", ".join(f"{k} {v:.1%}" for k, v in kinds["shares"].items())
+            console.print(f"{tier}: {kinds['steps_per_response']:.1f} steps a response, "
+                          f"{kinds['redundant_share']:.1%} redundant ({shares})")  # fmt: skip
     versus = measured["probe"].get("recheck_vs_key", {})
     if versus.get("mean_ratio") is not None:
         relative = ", ".join(f"{k} {v:.2f}" for k, v in versus["relative_score"].items())

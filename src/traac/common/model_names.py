@@ -19,7 +19,8 @@ from pathlib import Path
 
 from traac.errors import TraacError
 
-BUILTIN_MODELS = ("testbed", "testbed-quick", "testbed-tiny", "smollm2-think", "smollm2")
+BUILTIN_MODELS = ("testbed", "testbed-quick", "testbed-tiny", "testbed-long-trailing",
+                  "testbed-long-interleaved", "smollm2-think", "smollm2")  # fmt: skip
 
 _resolver: Callable[[str], str] | None = None
 

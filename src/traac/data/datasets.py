@@ -5,7 +5,8 @@
 - a local file (``.json``, ``.jsonl``, ``.parquet``) whose layout is detected from its rows
   (generic question/answer, OptimalThinkingBench's underthinking file, the BBEH file, and the
   hub layouts below saved to disk);
-- ``testbed:easy|medium|hard|all[?n=&seed=]``: the offline testbed's problems;
+- ``testbed:easy|medium|hard|all[?n=&seed=]``: the offline testbed's problems, and
+  ``testbed-long:...`` its longer chains (`testbed_long`);
 - ``reasoning-gym:TASK[?size=&seed=&<config>=...]``: procedurally generated, verified by the
   task's own `score_answer` (reasoning-gym is an optional extra, imported here on first use);
 - ``otb-underthink[?n=&seed=]``: UnderthinkingBench regenerated with reasoning-gym
@@ -40,6 +41,7 @@ from traac.data.hub import (
     otb_math_rows,
 )
 from traac.data.specs import spec_options, split_spec
+from traac.data.testbed_long import is_long_spec, parse_long_spec
 from traac.data.testbed_problems import parse_spec
 from traac.errors import TraacError
 
@@ -72,6 +74,8 @@ def load_items(spec: str) -> list[Item]:
     name, params = split_spec(spec)
     if name.startswith("testbed:") or name == "testbed":
         return list(parse_spec(spec))
+    if is_long_spec(name):
+        return parse_long_spec(spec)
     if name.startswith("reasoning-gym:"):
         task = name.split(":", 1)[1]
         return reasoning_gym_items(task, **spec_options(spec, params, default_size=50))

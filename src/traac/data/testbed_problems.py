@@ -43,6 +43,7 @@ MAX_N = 100_000  # problems per tier: far past every pool but the hard one, and 
 SHARES: dict[str, float] = {"eval": EVAL_SHARE, "rl": RL_SHARE, "sft": 1 - EVAL_SHARE - RL_SHARE}
 DATA_SOURCE = "testbed"
 CONCLUSION = "So the answer is"  # the teacher's conclusion line, which labels its steps
+GUESS = "Hmm, the rest is long, so I will estimate."  # the teacher's step before a guess
 
 
 StepKind = Literal["compute", "conclude", "recheck"]  # key steps: compute and conclude
@@ -127,16 +128,16 @@ def draw_entries(
         yield chain_sum_entry(space, stream, index)
 
 
-def _item(tier: str, entry: dict[str, Any], repeat: int) -> Item:
+def _item(tier: str, entry: dict[str, Any], repeat: int, source: str) -> Item:
     expression = entry["metadata"]["expression"]
     digest = hashlib.sha256(expression.encode()).hexdigest()[:10]
     suffix = f"-r{repeat + 1}" if repeat else ""
     return Item(
-        id=f"{DATA_SOURCE}/{tier}/{digest}{suffix}",
+        id=f"{source}/{tier}/{digest}{suffix}",
         question=entry["question"],
         answer=entry["answer"],
         verifier="task",
-        data_source=DATA_SOURCE,
+        data_source=source,
         tier=tier,
         entry=entry,
     )
@@ -148,8 +149,10 @@ def make_items(
     seed: int = EVAL_SEED,
     split: Split = "eval",
     tiers: TierSettings | None = None,
+    source: str = DATA_SOURCE,
 ) -> list[Item]:
-    """`n` problems of `tier` (easy|medium|hard, or all: n per tier) from one pool.
+    """`n` problems of `tier` (easy|medium|hard, or all: n per tier) from one pool, as items of
+    the data source `source` (`testbed`, or `testbed-long` with its longer tiers).
 
     Problems are distinct while the pool has enough of them; past that (the easy tier's ~50
     evaluation problems run out, the medium tier's ~1,000) the sample repeats and ids get an
@@ -157,7 +160,9 @@ def make_items(
     """
     tiers = tiers or TierSettings()
     if tier == "all":
-        return [item for name in tiers.terms for item in make_items(name, n, seed, split, tiers)]
+        return [
+            item for name in tiers.terms for item in make_items(name, n, seed, split, tiers, source)
+        ]
     if tier not in tiers.terms:
         raise TraacError(f"testbed tier {tier!r} is not one of {', '.join(tiers.terms)}, all")
     if split not in SPLITS:
@@ -186,7 +191,7 @@ def make_items(
     if not found:
         raise TraacError(f"testbed tier {tier!r} has no problems in the {split} pool")
     distinct = list(found.values())
-    return [_item(tier, distinct[i % len(distinct)], i // len(distinct)) for i in range(n)]
+    return [_item(tier, distinct[i % len(distinct)], i // len(distinct), source) for i in range(n)]
 
 
 def sft_entries(n: int, seed: int, min_terms: int, max_terms: int, digits: int) -> list[dict]:
@@ -200,8 +205,11 @@ def sft_entries(n: int, seed: int, min_terms: int, max_terms: int, digits: int) 
     return out
 
 
-def parse_spec(spec: str, split: Split = "eval", tiers: TierSettings | None = None) -> list[Item]:
-    """Items for a dataset name `testbed[:TIER][?n=N&seed=S&split=eval|rl]`.
+def parse_spec(
+    spec: str, split: Split = "eval", tiers: TierSettings | None = None, source: str = DATA_SOURCE
+) -> list[Item]:
+    """Items for a dataset name `testbed[:TIER][?n=N&seed=S&split=eval|rl]` (or `source`'s name
+    for another tier set, `tiers`).
 
     TIER is easy|medium|hard|all (default all; n per tier, default 200). The seed defaults to
     the split's own (evaluation or RL), so `testbed:hard` is the build's card set and
@@ -209,8 +217,8 @@ def parse_spec(spec: str, split: Split = "eval", tiers: TierSettings | None = No
     """
     head, _, query = spec.partition("?")
     name, _, tier = head.partition(":")
-    if name != DATA_SOURCE:
-        raise TraacError(f"dataset {spec!r}: a testbed spec starts with 'testbed'")
+    if name != source:
+        raise TraacError(f"dataset {spec!r}: a {source} spec starts with {source!r}")
     tier = tier or "all"
     try:
         pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
@@ -231,4 +239,4 @@ def parse_spec(spec: str, split: Split = "eval", tiers: TierSettings | None = No
         raise TraacError(f"dataset {spec!r}: n and seed must be integers") from err
     if n <= 0:
         raise TraacError(f"dataset {spec!r}: n must be positive")
-    return make_items(tier, n, seed, split_name, tiers)  # type: ignore[arg-type]
+    return make_items(tier, n, seed, split_name, tiers, source)  # type: ignore[arg-type]

@@ -23,6 +23,7 @@ from traac.common.items import Item, VerifierKind
 from traac.data.datasets import load_items
 from traac.data.files import adapt_detected
 from traac.data.specs import split_spec
+from traac.data.testbed_long import is_long_spec, parse_long_spec
 from traac.data.testbed_problems import parse_spec
 from traac.errors import TraacError
 
@@ -189,8 +190,10 @@ def item_from_row(row: Mapping[str, Any]) -> Item:
 
 
 def load_training_items(spec: str) -> list[Item]:
-    """Training problems named by `spec`: `testbed[:TIER][?n=N&seed=S]` (RL pool by default),
-    or any name the evaluation loader knows."""
+    """Training problems named by `spec`: `testbed[:TIER][?n=N&seed=S]` or `testbed-long[...]`
+    (RL pool by default), or any name the evaluation loader knows."""
     if spec.split(":")[0].split("?")[0] == "testbed":
         return parse_spec(spec, split="rl")
+    if is_long_spec(spec):
+        return parse_long_spec(spec, split="rl")
     return load_items(spec)

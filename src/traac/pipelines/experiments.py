@@ -33,6 +33,7 @@ from traac.common.outputs import output_dir, write_text
 from traac.common.progress import NullProgress, Progress
 from traac.common.provenance import now, provenance, weights_sha256
 from traac.common.tables import Table
+from traac.data.testbed_problems import DATA_SOURCE
 from traac.errors import TraacError
 from traac.evaluation.harness.records import EvalSummary, SampleRecord
 from traac.evaluation.harness.runner import SAMPLES_FILE
@@ -141,7 +142,9 @@ class ExperimentSettings:
         check_recipe(recipe)
         if continue_from is not None:
             check_continuable(recipe, continue_from)
-        model = str(yaml.safe_load(recipe.read_text()).get("model_name_or_path", "testbed"))
+        fields = yaml.safe_load(recipe.read_text())
+        model = str(fields.get("model_name_or_path", "testbed"))
+        held_out = held_out.for_recipe(str(fields.get("dataset", "")))
         return cls(
             name=name,
             output=output,
@@ -205,9 +208,10 @@ class ExperimentSettings:
 
     def eval_dir(self, directory: Path, per_tier: int | None = None) -> Path:
         """A run's evaluation on the held-out problems (`per_tier` of them a tier: the
-        settings' unless given)."""
+        settings' unless given); the testbed's directories keep their names."""
         h = self.held_out if per_tier is None else replace(self.held_out, per_tier=per_tier)
-        return directory / f"eval-{h.per_tier}x{h.num_samples}-{h.max_new_tokens}t-{h.seed}"
+        source = "" if h.source == DATA_SOURCE else f"{h.source}-"
+        return directory / f"eval-{source}{h.per_tier}x{h.num_samples}-{h.max_new_tokens}t-{h.seed}"
 
 
 def _dir_name(model: str) -> str:

