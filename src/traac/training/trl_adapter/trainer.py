@@ -364,10 +364,13 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
         if self.refill is None:
             return self._generate_single_turn(prompt_ids, *rest)
         budget = self.generation_config.max_new_tokens
-        gather = self.args.ds3_gather_for_generation  # `check_refill` refused False
+        args = self.args  # ds3_gather_for_generation False is refused (`check_refill`)
         with (
             unwrap_model_for_generation(
-                self.model_wrapped, self.accelerator, gather_deepspeed3_params=gather
+                self.model_wrapped,
+                self.accelerator,
+                gather_deepspeed3_params=args.ds3_gather_for_generation,
+                gradient_checkpointing_kwargs=args.gradient_checkpointing_kwargs,
             ) as model,
             torch.no_grad(),
             self.accelerator.autocast(),
