@@ -263,7 +263,7 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
                   "own rewards keep weight 1)."},
     )  # fmt: skip
 
-    # --- how rollouts decode (traac.training.trl_adapter.rollouts) ---
+    # --- how rollouts decode (traac.training.planning.rollout_batching) ---
     rollout_batching: str = field(
         default="padded",
         metadata={"help": "Transformers generation of rollouts and re-answers: padded (TRL's "
