@@ -35,7 +35,7 @@ from _common import (
     training_data,
 )
 from traac.pipelines.model_registry import resolve_model
-from traac.training.trl_adapter.lora import LoraArguments
+from traac.training.planning.lora import LoraArguments
 from traac.training.trl_adapter.trainer import TRAACTrainer
 
 VARIANTS = ("full", "lora")

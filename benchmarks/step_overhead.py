@@ -42,8 +42,8 @@ from _common import (
 from traac.method.formats import resolve_chat_format
 from traac.method.rewards import RewardSettings
 from traac.pipelines.model_registry import resolve_model
+from traac.training.methods.traac_rewards import TraacRewards
 from traac.training.telemetry.metrics_file import METRICS_FILE
-from traac.training.trl_adapter.reward_functions import TraacRewards
 from traac.training.trl_adapter.trainer import TRAACTrainer
 
 CALIBRATION = {"uniformity_calibration": "rank"}  # both trainers alike

@@ -1,6 +1,7 @@
 """The package's floors hold: a module imports only its own floor and those below it, no two
-modules import each other through any path, and no module outgrows the cap. (Inside a floor,
-tests/evaluation/test_rooms.py orders evaluation's rooms.)"""
+modules import each other through any path, and no module outgrows the cap. Inside `training`,
+its folders are ordered the same way (`TRAINING_ROOMS`); tests/evaluation/test_rooms.py orders
+evaluation's rooms."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ ROOT = Path(traac.__file__).parent
 FLOORS = {"errors": 0, "common": 1, "method": 2, "verification": 2, "data": 3, "console": 3,
           "evaluation": 4, "training": 4, "testbed": 5, "pipelines": 6, "commands": 7,
           "cli": 8}  # fmt: skip
-MAX_LINES = 600  # the largest today: training/trl_adapter/trainer.py, 556
+# training's folders, bottom to top: a folder imports only its own and those below it.
+TRAINING_ROOMS = ("telemetry", "step", "methods", "planning", "trl_adapter")
+MAX_LINES = 600  # the largest today: training/trl_adapter/trainer.py, 560
 
 
 def modules() -> dict[str, Path]:
@@ -61,6 +64,26 @@ def test_a_module_imports_only_its_floor_and_those_below() -> None:
         if floor(a) and floor(b) and floor(a) != floor(b)
         and FLOORS[floor(b)] >= FLOORS[floor(a)]
     )  # fmt: skip
+    assert against == []
+
+
+def room(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "training" else None
+
+
+def test_every_training_room_is_placed() -> None:
+    assert {room(m) for m in MODULES} - {None} == set(TRAINING_ROOMS)
+
+
+def test_a_training_module_imports_only_its_room_and_those_below() -> None:
+    rank = {name: i for i, name in enumerate(TRAINING_ROOMS)}
+    against = sorted(
+        f"{a} -> {b}"
+        for a, targets in GRAPH.items()
+        for b in targets
+        if room(a) and room(b) and rank[room(b)] > rank[room(a)]
+    )
     assert against == []
 
 

@@ -27,7 +27,7 @@ Two layers. A trainer that has verified its rollouts and binned its prompts call
 
 with `keys[i] = (data_source, bin)` and, under `accelerate`, `gather=accelerate.utils.gather_object`
 so every process pushes the same merged step into its windows; `length_rewards` is the length
-part alone. `traac.training.trl_adapter.reward_functions` wraps the same rewards as TRL reward
+part alone. `traac.training.methods.traac_rewards` wraps the same rewards as TRL reward
 functions.
 """
 

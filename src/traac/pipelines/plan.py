@@ -35,6 +35,7 @@ from traac.pipelines.train import (
     resume_checkpoint,
     validate,
 )
+from traac.training.planning.extra_rewards import load_extra_rewards
 from traac.training.planning.memory import Sharding, recipe_estimate
 from traac.training.planning.packages import requirements
 from traac.training.planning.presets import preset_rows
@@ -42,7 +43,6 @@ from traac.training.planning.profiles import describe_profile
 from traac.training.planning.traac_config import TRAACConfig
 from traac.training.step.compressor import check_probe_layers_of
 from traac.training.step.copy_rules import COPY_LOSS_WORDS, COPY_POOL_WORDS
-from traac.training.trl_adapter.extra_rewards import load_extra_rewards
 
 CHECKED_AT_RUN_TIME = "not reachable offline, checked at run time"
 

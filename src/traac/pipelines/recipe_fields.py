@@ -33,7 +33,7 @@ CLASSES = (
     ("trl", "trainer/grpo_config.py", "GRPOConfig", ("_BaseConfig",)),
     ("traac", "method/settings.py", "FormatSettings", ()),
     ("traac", "training/planning/traac_config.py", "TRAACConfig", ("GRPOConfig", "FormatSettings")),
-    ("traac", "training/trl_adapter/lora.py", "LoraArguments", ()),
+    ("traac", "training/planning/lora.py", "LoraArguments", ()),
     ("traac", "pipelines/train.py", "TrainScriptArguments", ("LoraArguments",)),
 )  # fmt: skip
 # The parser's third class, `method_fields()`: every method's settings (`MethodSettings`

@@ -52,10 +52,10 @@ from traac.training.methods.registry import (
     split_settings,
 )
 from traac.training.planning.counts import COUNTS, check_counts
+from traac.training.planning.lora import LoraArguments
 from traac.training.planning.packages import check_packages
 from traac.training.planning.traac_config import TRAACConfig
 from traac.training.trl_adapter.checkpoint import STATE_FILE, check_resumable
-from traac.training.trl_adapter.lora import LoraArguments
 from traac.training.trl_adapter.trainer import TRAACTrainer
 
 logger = get_logger(__name__)

@@ -15,7 +15,7 @@ from char_tokenizer import CharTokenizer, char_ids
 from traac.method.formats import ChatFormat
 from traac.training.methods.base import GroupReward, RunContext
 from traac.training.methods.registry import METHODS, method_run, parse_settings
-from traac.training.trl_adapter.reward_functions import TraacRewards
+from traac.training.methods.traac_rewards import TraacRewards
 
 VALUES: dict[str, Any] = {
     "alp_beta": 1.0, "alp_normalizer": 1000.0, "shorterbetter_beta": 0.001, "kimi_weight": 1.0,

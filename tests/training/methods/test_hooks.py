@@ -10,8 +10,8 @@ from traac.training.methods.base import TRAAC_REWARDS, LengthMethod
 from traac.training.methods.hooks import MethodHooks
 from traac.training.methods.registry import METHODS
 from traac.training.methods.traac import TraacMethod
+from traac.training.methods.traac_rewards import TraacRewards
 from traac.training.planning.traac_config import TRAACConfig
-from traac.training.trl_adapter.reward_functions import TraacRewards
 
 DESCRIPTIONS = {  # `--dry-run`'s line of each peer at max_completion_length 4000
     "alp": "ALP, arXiv:2506.05256: -(beta/N) max(p_solved, 1/K) |y|, beta 1, N 4000; length "

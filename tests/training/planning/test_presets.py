@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from traac.training.planning.presets import AUTHORS, PRESET_FILLS, authors_probe_layers, preset_rows
+from traac.training.methods.traac import authors_probe_layers
+from traac.training.planning.presets import AUTHORS, PRESET_FILLS, preset_rows
 from traac.training.planning.traac_config import TRAACConfig
 
 

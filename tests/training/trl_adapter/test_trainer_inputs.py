@@ -112,7 +112,7 @@ def test_named_rewards_resolve_to_functions_and_models_stay_as_given(tmp_path: P
     a local model directory stays a string for TRL to load as a reward model."""
     import trl.rewards
 
-    from traac.training.trl_adapter.extra_rewards import given_rewards
+    from traac.training.planning.extra_rewards import given_rewards
 
     (tmp_path / "rm").mkdir()
     (tmp_path / "rm" / "config.json").write_text("{}")

@@ -19,6 +19,7 @@ from trl import GRPOTrainer
 from traac.common.items import Item
 from traac.data.training import items_to_dataset
 from traac.training.planning.traac_config import TRAACConfig
+from traac.training.step.copy_rules import TRL_ROLLOUT_MASK
 from traac.training.step.host import StepHost
 from traac.training.trl_adapter.trainer import TRAACTrainer
 from traac.training.trl_adapter.trl_api import (
@@ -27,7 +28,6 @@ from traac.training.trl_adapter.trl_api import (
     TRL_BATCH_KEYS,
     TRL_CALLS,
     TRL_HOOKS,
-    TRL_ROLLOUT_MASK,
 )
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -27,7 +27,7 @@ from traac.method.rewards import Gather
 from traac.method.settings import check_positive
 
 Group = tuple[list[int], list[bool]]  # one prompt's rollout lengths and verdicts
-# TRAAC's rewards (`traac.training.trl_adapter.reward_functions.TraacRewards`' methods), the names
+# TRAAC's rewards (`traac.training.methods.traac_rewards.TraacRewards`' methods), the names
 # TRL logs: every method sums a prefix of them; one with a length term of its own puts it in the
 # third's place.
 TRAAC_REWARDS = ("correctness_reward", "format_reward", "length_reward")

@@ -16,7 +16,7 @@ from traac.method.formats import ChatFormat
 from traac.method.rewards import Gather
 from traac.training.methods.base import TRAAC_REWARDS, GroupReward, MethodRun, Prefill, prefill_of
 from traac.training.methods.registry import Method
-from traac.training.trl_adapter.reward_functions import TraacRewards
+from traac.training.methods.traac_rewards import TraacRewards
 
 RewardFunc = Callable[..., list[float]]
 

@@ -21,12 +21,12 @@ from traac.training.methods.base import (
     RunRule,
     declared_in,
 )
-from traac.training.planning.presets import authors_probe_layers
 from traac.training.step.copy_rules import CopySettings
 
 CALIBRATIONS = ("none", "rank")
 # A CompressionSettings field every run shares: the peers that read the text split it too.
 SHARED_COMPRESSION_FIELDS = ("split_phrases",)
+R1_DISTILL = "r1-distill"  # in the model's name or path: a DeepSeek-R1 distill
 
 
 @dataclass(frozen=True)
@@ -160,3 +160,12 @@ NO_DIFFICULTY = TraacMethod(
     TRAAC_REWARDS,
     TraacSettings,
 )
+
+
+def authors_probe_layers(model_type: str | None, name: str = "") -> str:
+    """The authors' layer rule: all layers for their DeepSeek-R1 distills (recognised by name,
+    as the authors' code does: an R1-Distill-Llama is a `llama` like SmolLM2), the first half
+    for Qwen3 and, traac's choice, for every other model (docs/method.md#presets)."""
+    if (model_type or "").startswith("qwen3"):
+        return "first_half"
+    return "all" if R1_DISTILL in name.lower() else "first_half"

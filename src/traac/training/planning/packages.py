@@ -2,7 +2,7 @@
 
 A recipe can name packages the core install does not bring: a `report_to` logger, vLLM
 (`use_vllm`) and DeepSpeed (`deepspeed`, or an accelerate launch config that selects it); a
-quantized base's bitsandbytes is checked with what it needs here (`training.trl_adapter.lora`).
+quantized base's bitsandbytes is checked with what it needs here (`training.planning.lora`).
 Without this check a missing one fails at trainer init, after the model has loaded (or mid-launch on
 every GPU). `traac train --dry-run` and the start of a real run call `check_packages`, which
 finds each package with `find_spec` (nothing heavy is imported) and names the pip line that

@@ -25,13 +25,13 @@ from typing import Any
 from traac.method.difficulty import DifficultySettings
 from traac.method.formats import AUX_PROMPT
 from traac.method.settings import check_choice, preset_name
+from traac.training.methods.traac import authors_probe_layers
 
 _ABSENT = object()  # a setting the run's mode does not have
 AUTHORS_REPO = "joykirat18/TRAAC"
 ROLLOUT = "verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py"
 EVICTION = "verl/workers/rollout/vllm_rollout/redundant_token_eviction.py"
 QWEN_HOST = "scripts/train/model_host_qwen.py"
-R1_DISTILL = "r1-distill"  # in the model's name or path: a DeepSeek-R1 distill
 
 # What each preset fills where the recipe leaves the field unset. The paper's loss is the
 # default optimiser profile's (grpo: each rollout averaged over its own tokens).
@@ -133,20 +133,6 @@ def apply_preset(config: Any) -> dict[str, str]:
         else:
             setattr(config, name, value)
     return pinned
-
-
-def authors_probe_layers(model_type: str | None, name: str = "") -> str:
-    """The authors' layer rule: all layers for their DeepSeek-R1 distills (recognised by name,
-    as the authors' code does: an R1-Distill-Llama is a `llama` like SmolLM2), the first half
-    for Qwen3 and, traac's choice, for every other model (docs/method.md#presets)."""
-    if (model_type or "").startswith("qwen3"):
-        return "first_half"
-    return "all" if R1_DISTILL in name.lower() else "first_half"
-
-
-def model_kind(config: Any) -> tuple[str | None, str]:
-    """A loaded model's type and name or path: what `authors_probe_layers` reads."""
-    return config.get_text_config().model_type, str(config.name_or_path or "")
 
 
 def preset_rows(config: Any, model_name: str) -> list[tuple[str, str]]:

@@ -53,11 +53,11 @@ from traac.training.methods.registry import (
 )
 from traac.training.methods.traac import TraacMethod, TraacSettings
 from traac.training.planning.counts import COUNTS, check_counts
+from traac.training.planning.extra_rewards import check_extra_weights
 from traac.training.planning.precision import DTYPE_NAMES, load_dtype, resolve_bf16
 from traac.training.planning.presets import PRESET_FILLS, apply_preset
 from traac.training.planning.profiles import OPTIMIZER_PROFILES, PROFILE_FIELDS, resolve_profile
-from traac.training.trl_adapter.extra_rewards import check_extra_weights
-from traac.training.trl_adapter.rollouts import ROLLOUT_BATCHINGS, check_refill
+from traac.training.planning.rollout_batching import ROLLOUT_BATCHINGS, check_refill
 
 DYNAMIC_SAMPLING = ("none", "drop", "resample")
 _NONNEGATIVE_FIELDS = ("correctness_reward", "length_weight", "beta")
@@ -157,7 +157,7 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
         length_window_steps (`int`, *optional*, defaults to `10`):
             Training steps kept in each (data source, bin) length window.
 
-        > Parameters that add rewards (`traac.training.trl_adapter.extra_rewards`)
+        > Parameters that add rewards (`traac.training.planning.extra_rewards`)
 
         extra_reward_funcs (`list[str]`, *optional*, defaults to `[]`):
             `module:function` paths of reward functions with TRL's signature, summed after the
@@ -251,7 +251,7 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
     length_window_steps: int = field(
         default=10, metadata={"help": "Training steps kept in each length window."}
     )
-    # --- rewards a recipe adds (traac.training.trl_adapter.extra_rewards) ---
+    # --- rewards a recipe adds (traac.training.planning.extra_rewards) ---
     extra_reward_funcs: list[str] = field(
         default_factory=list,
         metadata={"help": "Reward functions added to the mode's own, as module:function paths "
@@ -263,7 +263,7 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
                   "own rewards keep weight 1)."},
     )  # fmt: skip
 
-    # --- how rollouts decode (traac.training.trl_adapter.rollouts) ---
+    # --- how rollouts decode (traac.training.planning.rollout_batching) ---
     rollout_batching: str = field(
         default="padded",
         metadata={"help": "Transformers generation of rollouts and re-answers: padded (TRL's "

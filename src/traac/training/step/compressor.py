@@ -42,7 +42,6 @@ from traac.method.factory import build_compressor, check_probe_layers
 from traac.method.first_correct import Accepts, FirstCorrect, first_correct
 from traac.method.formats import ChatFormat
 from traac.method.rewards import Gather
-from traac.training.planning.presets import model_kind
 from traac.training.step.copy_rules import copy_think
 from traac.training.step.phases import Compression, Rollout, candidate_compressions
 from traac.verification import verify_many
@@ -113,6 +112,12 @@ def check_probe_layers_of(args: Any, model: Any) -> None:
     config = load_config(model)
     settings = args.compression_settings(config.get_text_config().model_type, model)
     check_probe_layers(settings, model)
+
+
+def model_kind(config: Any) -> tuple[str | None, str]:
+    """A loaded model's type and name or path: what the authors' layer rule reads
+    (`traac.training.methods.traac.authors_probe_layers`)."""
+    return config.get_text_config().model_type, str(config.name_or_path or "")
 
 
 def probe_compressor(

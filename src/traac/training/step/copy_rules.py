@@ -32,6 +32,9 @@ COPY_POOLS = ("evicted", "all_correct")
 COPY_POOL_WORDS = {"evicted": "the candidates that lost a step",
                    "all_correct": "every right, well-formed rollout"}  # fmt: skip
 COPY_TAGS = ("single", "double")
+# The key of `rollout_func`'s output TRL reads as its tool mask (`copy_loss: answer_only`): a
+# token under 0 is attended to but left out of the loss; the batch then carries `tool_mask`.
+TRL_ROLLOUT_MASK = ("env_mask", "tool_mask")
 
 
 @dataclass

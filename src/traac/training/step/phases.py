@@ -45,7 +45,7 @@ from traac.method.compression import CompressionResult, Compressor, ScoredTrace,
 from traac.method.difficulty import DifficultySettings, group_pass_rates
 from traac.method.formats import ChatFormat
 from traac.method.metrics import think_tokens_from_ids
-from traac.training.step.copy_rules import loss_masks
+from traac.training.step.copy_rules import TRL_ROLLOUT_MASK, loss_masks
 from traac.training.telemetry.copy_stats import PooledRecord, advantage_ranks, compute_evicted
 from traac.training.telemetry.step_stats import (
     ALL,
@@ -54,7 +54,6 @@ from traac.training.telemetry.step_stats import (
     StepStats,
     scope_stats,
 )
-from traac.training.trl_adapter.trl_api import TRL_ROLLOUT_MASK
 
 # The reward rows' column that carries the step's result into TRL's reward call, where the
 # keep phase is decided and recorded on it (no trainer attribute crosses TRL's hooks).

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from traac.training.trl_adapter.trl_api import TRL_ROLLOUT_MASK
+from traac.training.step.copy_rules import TRL_ROLLOUT_MASK
 
 
 def leave_out(

@@ -38,7 +38,8 @@ The TRL and transformers hooks overridden, what changes, and why:
 - `train` (public) -> SIGINT/SIGTERM become checkpoint-and-stop.
 
 Every use of TRL's private API is in the section marked "TRL adapter" below, and named in
-`traac.training.trl_adapter.trl_api`, which the contract test
+`traac.training.trl_adapter.trl_api` (the rollout mask key the copies write:
+`traac.training.step.copy_rules`), which the contract test
 (`tests/training/trl_adapter/test_trl_contract.py`) checks against the installed TRL: each hook's
 signature and each attribute.
 """
@@ -67,7 +68,10 @@ from traac.method.compression import Compressor
 from traac.method.formats import ChatFormat
 from traac.method.rewards import LengthWindows
 from traac.training.methods.hooks import MethodHooks
+from traac.training.methods.traac_rewards import EVALUATION_COLUMN, TraacRewards
 from traac.training.planning.effects import config_unread, describe
+from traac.training.planning.extra_rewards import given_rewards, with_extra_rewards
+from traac.training.planning.lora import as_reference, keep_4bit_trainable
 from traac.training.planning.traac_config import TRAACConfig
 from traac.training.step.compressor import (
     StepCompressor,
@@ -87,14 +91,11 @@ from traac.training.trl_adapter.checkpoint import (
     save_state,
     traac_state,
 )
-from traac.training.trl_adapter.extra_rewards import given_rewards, with_extra_rewards
 from traac.training.trl_adapter.final_model import FinalModel
 from traac.training.trl_adapter.held_out import HeldOutEvaluation
 from traac.training.trl_adapter.interrupt import StopOnSignal
 from traac.training.trl_adapter.left_out import leave_out, mask_rows
-from traac.training.trl_adapter.lora import as_reference, keep_4bit_trainable
 from traac.training.trl_adapter.padding import trimmed_forward
-from traac.training.trl_adapter.reward_functions import EVALUATION_COLUMN, TraacRewards
 from traac.training.trl_adapter.rollouts import refill_rollouts
 from traac.training.trl_adapter.trainer_inputs import check_inputs, trainer_inputs
 

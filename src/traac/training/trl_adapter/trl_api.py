@@ -33,9 +33,8 @@ TRL_CALLS: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 # Keys of the batch TRL generates and `_compute_loss` reads that dynamic sampling rewrites.
 TRL_BATCH_KEYS = ("completion_mask", "advantages", "num_items_in_batch")
-# The key of `rollout_func`'s output TRL reads as its tool mask (`copy_loss: answer_only`): a
-# token under 0 is attended to but left out of the loss; the batch then carries `tool_mask`.
-TRL_ROLLOUT_MASK = ("env_mask", "tool_mask")
+# (The key of `rollout_func`'s output TRL reads as its tool mask is the copies' to write:
+# `traac.training.step.copy_rules.TRL_ROLLOUT_MASK`, checked with these.)
 TRL_ATTRIBUTES = (
     "_tokenizer", "_metrics", "eos_token_ids", "use_vllm", "max_completion_length",
     "reward_func_names", "ref_model", "generation_config", "generation_kwargs", "rollout_func",

@@ -20,8 +20,8 @@ from traac.common.models import load_model, load_tokenizer
 from traac.data.testbed_problems import make_items
 from traac.data.training import items_to_dataset
 from traac.errors import TraacError
+from traac.training.planning.lora import LoraArguments, as_reference
 from traac.training.planning.traac_config import TRAACConfig
-from traac.training.trl_adapter.lora import LoraArguments, as_reference
 from traac.training.trl_adapter.trainer import TRAACTrainer
 
 N = 4  # rollouts per prompt

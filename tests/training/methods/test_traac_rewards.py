@@ -5,7 +5,7 @@ from traac.method.difficulty import DifficultySettings
 from traac.method.rewards import RewardSettings
 from traac.training.methods.hooks import MethodHooks
 from traac.training.methods.registry import METHODS
-from traac.training.trl_adapter.reward_functions import EVALUATION_COLUMN, TraacRewards
+from traac.training.methods.traac_rewards import EVALUATION_COLUMN, TraacRewards
 
 PAPER = RewardSettings.preset("paper")
 AUTHORS = RewardSettings.preset("authors")

@@ -14,14 +14,14 @@ from traac.common.models import load_tokenizer
 from traac.data.testbed_problems import make_items
 from traac.data.training import items_to_dataset
 from traac.errors import TraacError
-from traac.training.planning.traac_config import TRAACConfig
-from traac.training.trl_adapter.extra_rewards import (
+from traac.training.planning.extra_rewards import (
     check_extra_weights,
     load_extra_rewards,
     load_reward_func,
     split_path,
     with_extra_rewards,
 )
+from traac.training.planning.traac_config import TRAACConfig
 from traac.training.trl_adapter.trainer import TRAACTrainer
 
 MODULE = """
