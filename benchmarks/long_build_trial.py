@@ -49,6 +49,7 @@ def main() -> None:
     parser.add_argument("--chunk-traces", type=int, default=6_000)
     parser.add_argument("--learning-rate", type=float, default=None)
     parser.add_argument("--curriculum", type=int, default=0, help="chains with no unit first")
+    parser.add_argument("--curriculum-batch", type=int, default=16, help="their batch size")
     parser.add_argument("--out", type=Path, default=None, help="JSON lines, one per chunk")
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -62,11 +63,8 @@ def main() -> None:
         tokenizer = build_tokenizer(_corpus(entries, traces), base.model.vocab_size)
         model, steps = _init_model(base, tokenizer), 0
         bare = replace(base.teacher, min_redundant=0, max_redundant=0)
-        stages = [
-            replace(base, seed=base.seed + 100, teacher=bare,
-                    train=replace(train, n_traces=args.curriculum)),
-            base,
-        ]  # fmt: skip
+        first = replace(train, n_traces=args.curriculum, batch_size=args.curriculum_batch)
+        stages = [replace(base, seed=base.seed + 100, teacher=bare, train=first), base]
     else:
         source = cache_path(base)
         if not (source / "testbed_card.json").exists():
