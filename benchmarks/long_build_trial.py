@@ -50,6 +50,7 @@ def main() -> None:
     parser.add_argument("--learning-rate", type=float, default=None)
     parser.add_argument("--curriculum", type=int, default=0, help="chains with no unit first")
     parser.add_argument("--curriculum-batch", type=int, default=16, help="their batch size")
+    parser.add_argument("--then-lr", type=float, default=None, help="the long traces' peak lr")
     parser.add_argument("--out", type=Path, default=None, help="JSON lines, one per chunk")
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -64,7 +65,11 @@ def main() -> None:
         model, steps = _init_model(base, tokenizer), 0
         bare = replace(base.teacher, min_redundant=0, max_redundant=0)
         first = replace(train, n_traces=args.curriculum, batch_size=args.curriculum_batch)
-        stages = [replace(base, seed=base.seed + 100, teacher=bare, train=first), base]
+        then = replace(base.train, learning_rate=args.then_lr or base.train.learning_rate)
+        stages = [
+            replace(base, seed=base.seed + 100, teacher=bare, train=first),
+            replace(base, train=then),
+        ]
     else:
         source = cache_path(base)
         if not (source / "testbed_card.json").exists():
