@@ -10,8 +10,12 @@ A curriculum (`--curriculum N`): a fresh model (the build's tokenizer and archit
 learns N chains with no redundant unit (the same long grammar; both positions write the same
 trace when there is none), is measured, then learns the build's own traces and is measured again.
 
+A mix (`--mix N`): a fresh model learns N chains with no unit and `--chunk-traces` long traces
+shuffled together, in one stage (`--mix 0`: the long traces alone, at any scale and batch).
+
     nice -n 19 python benchmarks/long_build_trial.py --position interleaved --chunks 3
     nice -n 19 python benchmarks/long_build_trial.py --position interleaved --curriculum 9000
+    nice -n 19 python benchmarks/long_build_trial.py --mix 18000 --chunk-traces 18000 --batch 32
 """
 
 from __future__ import annotations
@@ -51,6 +55,11 @@ def main() -> None:
     parser.add_argument("--curriculum", type=int, default=0, help="chains with no unit first")
     parser.add_argument("--curriculum-batch", type=int, default=16, help="their batch size")
     parser.add_argument("--then-lr", type=float, default=None, help="the long traces' peak lr")
+    parser.add_argument(
+        "--mix", type=int, default=None, help="one stage, a fresh model: this many chains with no "
+        "unit shuffled into --chunk-traces long traces (0: the long traces alone)"
+    )  # fmt: skip
+    parser.add_argument("--batch", type=int, default=None, help="--mix's batch size")
     parser.add_argument("--out", type=Path, default=None, help="JSON lines, one per chunk")
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -58,7 +67,23 @@ def main() -> None:
     train = replace(base.train, n_traces=args.chunk_traces)
     if args.learning_rate is not None:
         train = replace(train, learning_rate=args.learning_rate)
-    if args.curriculum:
+    if args.mix is not None:
+        torch.manual_seed(base.seed)
+        entries, traces = teacher_traces(base)
+        tokenizer = build_tokenizer(_corpus(entries, traces), base.model.vocab_size)
+        model, steps = _init_model(base, tokenizer), 0
+        long = replace(base, train=replace(train, batch_size=args.batch or train.batch_size))
+        bare = replace(base.teacher, min_redundant=0, max_redundant=0)
+        parts = [
+            replace(
+                long,
+                seed=base.seed + 100,
+                teacher=bare,
+                train=replace(long.train, n_traces=args.mix),
+            )
+        ]
+        stages = [[*parts[: bool(args.mix)], long]]
+    elif args.curriculum:
         torch.manual_seed(base.seed)
         entries, traces = teacher_traces(base)
         tokenizer = build_tokenizer(_corpus(entries, traces), base.model.vocab_size)
@@ -67,8 +92,8 @@ def main() -> None:
         first = replace(train, n_traces=args.curriculum, batch_size=args.curriculum_batch)
         then = replace(base.train, learning_rate=args.then_lr or base.train.learning_rate)
         stages = [
-            replace(base, seed=base.seed + 100, teacher=bare, train=first),
-            replace(base, train=then),
+            [replace(base, seed=base.seed + 100, teacher=bare, train=first)],
+            [replace(base, train=then)],
         ]
     else:
         source = cache_path(base)
@@ -77,30 +102,37 @@ def main() -> None:
         model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
         tokenizer = AutoTokenizer.from_pretrained(source)
         steps = json.loads((source / "testbed_card.json").read_text())["train"]["steps"]
-        stages = [replace(base, seed=base.seed + k, train=train) for k in range(1, args.chunks + 1)]
+        stages = [
+            [replace(base, seed=base.seed + k, train=train)] for k in range(1, args.chunks + 1)
+        ]
     _run(stages, model, tokenizer, base, steps, args.out)
 
 
 def _run(
-    stages: list[TestbedSettings], model, tokenizer, base: TestbedSettings, steps: int, out
+    stages: list[list[TestbedSettings]], model, tokenizer, base: TestbedSettings, steps: int, out
 ) -> None:
-    """Each stage's SFT (its own traces and schedule), then the card's measurement."""
+    """Each stage's SFT (its parts' traces together, the last part's schedule), then the card's
+    measurement."""
     scratch = Path(tempfile.mkdtemp(prefix="long-trial-"))
     try:
-        for chunk, config in enumerate(stages, 1):
+        for chunk, parts in enumerate(stages, 1):
             started, cpu = time.perf_counter(), time.process_time()
+            config = parts[-1]
             with quiet_libraries():
-                entries, traces = teacher_traces(config)
+                records = [
+                    r for part in parts for r in sft_records(*teacher_traces(part), tokenizer)
+                ]
                 model.train()
-                info = _train(model, tokenizer, sft_records(entries, traces, tokenizer), config,
-                              scratch / f"chunk{chunk}", NullProgress())  # fmt: skip
+                info = _train(model, tokenizer, records, config, scratch / f"chunk{chunk}",
+                              NullProgress())  # fmt: skip
                 steps += info["steps"]
                 sft = (round(time.perf_counter() - started, 1), round(time.process_time() - cpu, 1))
                 measured = measure(model, tokenizer, base)
             row = {
                 "chunk": chunk,
-                "traces": config.train.n_traces,
-                "units": [config.teacher.min_redundant, config.teacher.max_redundant],
+                "traces": [part.train.n_traces for part in parts],
+                "units": [[p.teacher.min_redundant, p.teacher.max_redundant] for p in parts],
+                "batch": config.train.batch_size,
                 "total_steps": steps,
                 "final_loss": info["final_loss"],
                 "sft_wall_cpu_s": sft,
