@@ -61,6 +61,7 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--batch", type=int, default=None, help="--mix's batch size")
     parser.add_argument("--out", type=Path, default=None, help="JSON lines, one per chunk")
+    parser.add_argument("--save", type=Path, default=None, help="the last stage's model, here")
     args = parser.parse_args()
     torch.set_num_threads(1)
     base = long_config(args.position)
@@ -106,6 +107,9 @@ def main() -> None:
             [replace(base, seed=base.seed + k, train=train)] for k in range(1, args.chunks + 1)
         ]
     _run(stages, model, tokenizer, base, steps, args.out)
+    if args.save:
+        model.save_pretrained(args.save)
+        tokenizer.save_pretrained(args.save)
 
 
 def _run(
