@@ -371,6 +371,15 @@ CASES: list[tuple[str, Any, str]] = [
     ("testbed show seed and output, not built",
      lambda t: ["testbed", "show", "--seed", "3", "--output", str(t / "tb")],
      "run `traac testbed build --output {t}/tb --seed 3` first"),
+    ("testbed mechanism, no long build", lambda t: ["testbed", "mechanism"],
+     "--long: `traac testbed mechanism` measures a long build; pass --long trailing or "
+     "--long interleaved"),
+    ("testbed mechanism, no problems",
+     lambda t: ["testbed", "mechanism", "--long", "interleaved", "--per-tier", "0"],
+     "--per-tier 0: must be an integer >= 1"),
+    ("testbed mechanism, not built",
+     lambda t: ["testbed", "mechanism", "--long", "interleaved", "--output", str(t / "tb")],
+     "run `traac testbed build --output {t}/tb --long interleaved` first"),
     # --- the dispatcher ---
     ("misspelt command", lambda t: ["trian"], "unknown command 'trian'; did you mean train?"),
 ]  # fmt: skip

@@ -2,6 +2,7 @@
 
     traac testbed build [--output DIR] [--seed S] [--quick | --base smollm2 | --long POS] [--force]
     traac testbed show  [--output DIR] [--seed S] [--quick | --base smollm2 | --long POS] [--json]
+    traac testbed mechanism --long POS [--output DIR] [--per-tier N] [--json-out FILE]
 
 Without `--output` the model goes to the cache (`$TRAAC_CACHE_DIR/testbed`, default
 `~/.cache/traac/testbed`) under a key of its config's hash: what every other command uses when
@@ -11,7 +12,9 @@ build unpacks it in a second; `--force` builds it from the teacher's traces inst
 `--base smollm2` fine-tunes SmolLM2-135M-Instruct on the same teacher traces instead: a real
 pretrained model that thinks (`--model smollm2-think` everywhere). `--long trailing|interleaved`
 builds the tiny model on the long teacher's traces, redundancy after the answer or among the
-needed steps (`--model testbed-long-trailing`, `testbed-long-interleaved`).
+needed steps (`--model testbed-long-trailing`, `testbed-long-interleaved`). `mechanism` measures,
+before any RL, whether each step scorer finds a long build's redundant steps and what re-answers
+keep at equal think budgets (`traac.evaluation.reports.mechanism`), on its own right responses.
 """
 
 from __future__ import annotations
@@ -32,11 +35,13 @@ def build_parser() -> ArgumentParser:
         description="The testbed: a tiny Qwen3 taught by SFT to over- and under-think on "
         "reasoning-gym chain_sum problems, built offline on the CPU.",
     )
-    sub = parser.add_subparsers(dest="action", required=True, metavar="{build,show}")
+    sub = parser.add_subparsers(dest="action", required=True, metavar="{build,show,mechanism}")
     for name, text in (
         ("build", "build the model (into the cache unless --output), measure it, write its card"),
         ("show", "print the card of a built model"),
-    ):
+        ("mechanism", "a long build's step scorers against its labels, and re-answers at equal "
+         "think budgets, on its own right responses"),
+    ):  # fmt: skip
         p = sub.add_parser(name, help=text, description=text)
         p.add_argument("--output", type=Path, help="model directory (default: the cache entry)")
         p.add_argument("--seed", type=int, default=0, help="SFT data, teacher and init seed")
@@ -57,6 +62,10 @@ def build_parser() -> ArgumentParser:
         )
         if name == "build":
             p.add_argument("--force", action="store_true", help="rebuild even if it exists")
+        elif name == "mechanism":
+            p.add_argument("--per-tier", type=int, default=200, help="problems a tier, one "
+                           "sample each; the right ones are measured (default 200)")  # fmt: skip
+            p.add_argument("--json-out", type=Path, help="write both tables here as JSON")
         else:
             p.add_argument("--json", action="store_true", help="print the card as JSON")
     return parser
@@ -66,6 +75,11 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.seed < 0:
         raise TraacError(f"--seed {args.seed}: must be an integer >= 0")
+    if args.action == "mechanism" and args.long is None:
+        raise TraacError("--long: `traac testbed mechanism` measures a long build; pass --long "
+                         "trailing or --long interleaved")  # fmt: skip
+    if getattr(args, "per_tier", 1) < 1:
+        raise TraacError(f"--per-tier {args.per_tier}: must be an integer >= 1")
     config = default_config(quick=args.quick, seed=args.seed, base=args.base, long=args.long)
     from traac.testbed.build import CARD, build_cached, build_testbed, cache_path
 
@@ -81,6 +95,8 @@ def main(argv: list[str]) -> int:
         else:
             build_testbed(target, config, force=args.force, progress=progress)
     card_path = target / CARD
+    if args.action == "mechanism" and (target / "config.json").exists():
+        return _mechanism(args, config, target)  # any model of the build's tokenizer (a trial's)
     if not card_path.exists():
         raise TraacError(f"testbed: no built model at {target}; run `{build_command(args)}` "
                          "first")  # fmt: skip
@@ -89,6 +105,31 @@ def main(argv: list[str]) -> int:
         print(json.dumps(card, indent=2))
     else:
         _print_card(card, target)
+    return 0
+
+
+def _mechanism(args: argparse.Namespace, config: Any, target: Path) -> int:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from traac.console import make_console, make_progress, print_table
+    from traac.testbed.mechanism import long_mechanism
+
+    torch.set_num_threads(1)  # the tiny model's ops are too small to split
+    model = AutoModelForCausalLM.from_pretrained(target, dtype=torch.float32).eval()
+    tokenizer = AutoTokenizer.from_pretrained(target)
+    found, responses, drawn = long_mechanism(
+        model, tokenizer, config, args.per_tier, args.seed, make_progress()
+    )
+    console = make_console(stderr=False)
+    console.print(f"{len(responses)} right, well-formed responses of {drawn} drawn ({target})")
+    for rule in ("paper", "equal"):
+        print_table(console, found.detection_table(rule))
+    print_table(console, found.budget_table())
+    if args.json_out:
+        data = found.to_json() | {"model": str(target), "drawn": drawn, "right": len(responses)}
+        args.json_out.write_text(json.dumps(data, indent=2))
+        console.print(f"written: {args.json_out}")
     return 0
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from traac.common.tables import Table, signed
-from traac.evaluation.harness.metrics import bootstrap_mean_ci
+from traac.evaluation.harness.metrics import CONFIDENCE, bootstrap_mean_ci
 from traac.evaluation.harness.records import SampleRecord
 
 MARK = "*"  # after a change whose interval excludes 0
@@ -23,7 +23,7 @@ MARK = "*"  # after a change whose interval excludes 0
 
 @dataclass(frozen=True)
 class PairedDiff:
-    """Mean of A - B over `items` shared problems, and its 95% interval."""
+    """Mean of A - B over `items` shared problems, and its interval (95% unless asked)."""
 
     items: int
     delta: float
@@ -55,10 +55,12 @@ def item_means(
     return {k: statistics.fmean(v) for k, v in groups.items()}
 
 
-def paired_diff(a: dict[str, float], b: dict[str, float], shared: Sequence[str]) -> PairedDiff:
-    """A - B over the `shared` problems (at least one)."""
+def paired_diff(
+    a: dict[str, float], b: dict[str, float], shared: Sequence[str], confidence: float = CONFIDENCE
+) -> PairedDiff:
+    """A - B over the `shared` problems (at least one), its interval at `confidence`."""
     diffs = [a[k] - b[k] for k in shared]
-    low, high = bootstrap_mean_ci(diffs)
+    low, high = bootstrap_mean_ci(diffs, confidence=confidence)
     return PairedDiff(len(shared), statistics.fmean(diffs), low, high)
 
 

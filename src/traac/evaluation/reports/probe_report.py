@@ -242,24 +242,42 @@ def _answers_kept(
     chat_format: ChatFormat,
     seed: int,
 ) -> list[bool | None]:
-    """For each compressed response, is the answer written from the compressed reasoning right
-    (sampled at temperature 1, as training regenerates it)? None where nothing was evicted."""
+    """For each compressed response, is the answer written from the compressed reasoning right?
+    None where nothing was evicted."""
     todo = [k for k, res in enumerate(results) if res.compressed]
     out: list[bool | None] = [None] * len(results)
-    if not todo:
-        return out
-    prefixes = [chat_format.answer_prefix(results[k].text) for k in todo]
-    prompts = [responses[k].prompt + p for k, p in zip(todo, prefixes, strict=True)]
-    sampling = Sampling(temperature=1.0, top_p=1.0, max_new_tokens=ANSWER_TOKENS, seed=seed)
-    texts = []
-    for at in range(0, len(prompts), 64):
-        keys = [f"{responses[k].id}#answer" for k in todo[at : at + 64]]
-        texts += [g.text for g in backend.generate(prompts[at : at + 64], sampling, keys)]
-    items = [responses[k].item for k in todo]
-    verdicts = verify_many(items, [p + t for p, t in zip(prefixes, texts, strict=True)])
+    verdicts = reanswer(
+        [responses[k].prompt for k in todo], [results[k].text for k in todo],
+        [responses[k].item for k in todo], backend, chat_format, seed,
+        [f"{responses[k].id}#answer" for k in todo],
+    )  # fmt: skip
     for k, ok in zip(todo, verdicts, strict=True):
         out[k] = ok
     return out
+
+
+def reanswer(
+    prompts: Sequence[str],
+    reasonings: Sequence[str],
+    items: Sequence[Item],
+    backend: Backend,
+    chat_format: ChatFormat,
+    seed: int,
+    keys: Sequence[str],
+) -> list[bool]:
+    """Is the answer each prompt's model writes after `reasonings[k]` (closed) right? Sampled
+    at temperature 1, as training regenerates it; `keys` seed each row's draw."""
+    if not prompts:
+        return []
+    prefixes = [chat_format.answer_prefix(r) for r in reasonings]
+    full = [p + q for p, q in zip(prompts, prefixes, strict=True)]
+    sampling = Sampling(temperature=1.0, top_p=1.0, max_new_tokens=ANSWER_TOKENS, seed=seed)
+    texts = []
+    for at in range(0, len(full), 64):
+        texts += [
+            g.text for g in backend.generate(full[at : at + 64], sampling, keys[at : at + 64])
+        ]
+    return verify_many(list(items), [p + t for p, t in zip(prefixes, texts, strict=True)])
 
 
 def _stats(
