@@ -60,11 +60,14 @@ def main() -> None:
         "unit shuffled into --chunk-traces long traces (0: the long traces alone)"
     )  # fmt: skip
     parser.add_argument("--batch", type=int, default=None, help="--mix's batch size")
+    parser.add_argument("--carry", action="store_true", help="needed steps carry the chain's rest")
     parser.add_argument("--out", type=Path, default=None, help="JSON lines, one per chunk")
     parser.add_argument("--save", type=Path, default=None, help="the last stage's model, here")
     args = parser.parse_args()
     torch.set_num_threads(1)
     base = long_config(args.position)
+    if args.carry:
+        base = replace(base, teacher=replace(base.teacher, carry=True))
     train = replace(base.train, n_traces=args.chunk_traces)
     if args.learning_rate is not None:
         train = replace(train, learning_rate=args.learning_rate)

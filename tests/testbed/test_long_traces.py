@@ -66,11 +66,11 @@ def test_the_default_teacher_draws_the_shipped_traces():
 
 
 @settings(max_examples=300, deadline=None)
-@given(chains, st.integers(0, 10**6), st.sampled_from([0.0, 0.3, 1.0]))
-def test_both_positions_hold_the_same_steps_in_other_places(chain, seed, slip_prob):
+@given(chains, st.integers(0, 10**6), st.sampled_from([0.0, 0.3, 1.0]), st.booleans())
+def test_both_positions_hold_the_same_steps_in_other_places(chain, seed, slip_prob, carry):
     operands, operators = chain
     entry = _entry(operands, operators)
-    trailing, interleaved = _both(entry, seed, slip_prob=slip_prob, guess_prob=0.3)
+    trailing, interleaved = _both(entry, seed, slip_prob=slip_prob, guess_prob=0.3, carry=carry)
     for trace in (trailing, interleaved):
         steps = [s.text for s in split_steps(trace.reasoning)]
         assert steps == trace.reasoning.splitlines(keepends=True)  # one step a line
@@ -106,6 +106,26 @@ def test_both_positions_hold_the_same_steps_in_other_places(chain, seed, slip_pr
             needed_before = line.split(" ", 1)[1].rsplit(" = ", 1)[0]  # its operation
         elif kind == "recheck":  # re-checks the operation just computed
             assert needed_before in line
+
+
+@settings(max_examples=100, deadline=None)
+@given(chains, st.integers(0, 10**6))
+def test_a_carried_step_holds_what_the_next_needed_step_computes(chain, seed):
+    operands, operators = chain
+    _, interleaved = _both(_entry(operands, operators), seed, slip_prob=0.0, guess_prob=0.0,
+                           carry=True)  # fmt: skip
+    needed = [line for line, kind in zip(interleaved.reasoning.splitlines(), interleaved.labels,
+                                         strict=True) if kind == "needed"]  # fmt: skip
+    values = Chain(tuple(operands), tuple(operators)).partials()
+    assert len(needed) == len(operators)
+    for i, line in enumerate(needed[:-1]):
+        left = line.split(", leaving ")[1].removesuffix(".")
+        tail = " ".join(
+            f"{op} {x}" for op, x in zip(operators[i + 1 :], operands[i + 2 :], strict=True)
+        )
+        assert left == f"{values[i + 1]} {tail}"
+        assert needed[i + 1].split(" ", 1)[1].startswith(" ".join(left.split()[:3]) + " = ")
+    assert ", leaving" not in needed[-1]
 
 
 def test_interleaved_redundancy_sits_among_the_needed_steps():

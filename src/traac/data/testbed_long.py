@@ -64,7 +64,7 @@ def _regex(template: str) -> str:
 _GRAMMAR: tuple[tuple[LongKind, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(rf"{pattern}\Z"))
     for kind, pattern in (
-        ("needed", rf"(?:First,|Then) {_E} = {_N}\."),
+        ("needed", rf"(?:First,|Then) {_E} = {_N}(?:, leaving {_N}(?: [+-] {_N})+)?\."),
         ("conclude", rf"{re.escape(CONCLUSION)} {_N}\."),
         ("guess", re.escape(GUESS)),
         *(("recheck", _regex(t)) for t in RECHECKS),

@@ -56,6 +56,9 @@ class LongTeacherSettings:
     (`weights[2]`). A re-check slips with `slip_prob` and changes the answer. On chains of
     `guess_min_terms`+ terms `guess_prob` of the traces stop early and estimate. No trace is
     interrupted unless `interrupt_prob` says so (the short teacher's 0.15, for comparison).
+    With `carry`, each needed step also writes what remains of the chain (`Then 3 + 4 = 7,
+    leaving 7 - 8 - 4.`), so the next needed step reads its operation from the latest needed
+    step, wherever the redundant units put it, rather than counting steps back to the question.
     """
 
     position: Position = "interleaved"
@@ -69,6 +72,7 @@ class LongTeacherSettings:
     guess_min_terms: int = 7
     guess_prob: float = 0.25
     interrupt_prob: float = 0.0
+    carry: bool = False
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ def teach_long(entry: dict[str, Any], rng: random.Random, config: LongTeacherSet
 
     if len(chain.operands) >= config.guess_min_terms and rng.random() < config.guess_prob:
         done = rng.randint(1, n_ops - 2)
-        lines = [_needed(chain, values, i) for i in range(done)]
+        lines = [_needed(chain, values, i, config.carry) for i in range(done)]
         guess = values[done] + rng.randint(-9, 9)
         lines += [GUESS, f"{CONCLUSION} {guess}."]
         labels = ("needed",) * done + ("guess", "conclude")
@@ -78,7 +78,8 @@ def teach_long(entry: dict[str, Any], rng: random.Random, config: LongTeacherSet
     final = truth + (slip.slip if slip else 0)
 
     if config.position == "trailing":
-        lines = [_needed(chain, values, i) for i in range(n_ops)] + [f"{CONCLUSION} {truth}."]
+        lines = [_needed(chain, values, i, config.carry) for i in range(n_ops)]
+        lines.append(f"{CONCLUSION} {truth}.")
         labels: list[str] = ["needed"] * n_ops + ["conclude"]
         for unit in units:
             lines += _render(unit, chain, values)
@@ -92,7 +93,8 @@ def teach_long(entry: dict[str, Any], rng: random.Random, config: LongTeacherSet
         ordered = sorted(units, key=lambda u: u.anchor)  # stable: the draw order at one anchor
         for i in range(n_ops):
             # after the slip the chain goes on from its wrong value
-            lines.append(_needed(chain, shifted if slip and i > slip.anchor else values, i))
+            believed = shifted if slip and i > slip.anchor else values
+            lines.append(_needed(chain, believed, i, config.carry))
             labels.append("needed")
             for unit in (u for u in ordered if u.anchor == i):
                 lines += _render(unit, chain, shifted if slip and i > slip.anchor else values)
@@ -145,8 +147,15 @@ def _operation(chain: Chain, values: list[int], i: int) -> str:
     return f"{values[i]} {chain.operators[i]} {chain.operands[i + 1]}"
 
 
-def _needed(chain: Chain, values: list[int], i: int) -> str:
-    return f"{'First,' if i == 0 else 'Then'} {_operation(chain, values, i)} = {values[i + 1]}."
+def _needed(chain: Chain, values: list[int], i: int, carry: bool = False) -> str:
+    """Operation i and its result; with `carry`, what remains of the chain after it."""
+    step = f"{'First,' if i == 0 else 'Then'} {_operation(chain, values, i)} = {values[i + 1]}"
+    rest = [
+        f"{op} {x}" for op, x in zip(chain.operators[i + 1 :], chain.operands[i + 2 :], strict=True)
+    ]
+    if carry and rest:
+        step += f", leaving {' '.join([str(values[i + 1]), *rest])}"
+    return step + "."
 
 
 def _render(unit: _Unit, chain: Chain, values: list[int]) -> list[str]:
