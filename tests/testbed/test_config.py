@@ -18,6 +18,9 @@ KEYS = {
     "quick": (default_config(quick=True), "6c32eb8acad6"),
     "tiny": (TINY, "02a9e7816114"),
     "smollm2-think": (default_config(base="smollm2"), "eb8ce6dec65b"),
+    # built before the long teacher's `carry` setting
+    "long-trailing": (default_config(long="trailing"), "1ad3c312020b"),
+    "long-interleaved": (default_config(long="interleaved"), "3a5c2badaa49"),
 }
 
 
@@ -42,6 +45,8 @@ def test_the_long_builds_have_their_own_keys_and_refuse_other_flags():
         interleaved, name="x"
     )
     assert len({trailing.hash(), interleaved.hash(), default_config().hash()}) == 3
+    carried = replace(interleaved, teacher=replace(interleaved.teacher, carry=True))
+    assert carried.hash() != interleaved.hash()
     with pytest.raises(TraacError, match="--long builds the tiny model"):
         default_config(quick=True, long="trailing")
     with pytest.raises(TraacError, match="unknown --long 'sideways'"):
