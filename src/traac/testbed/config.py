@@ -126,10 +126,10 @@ class TestbedSettings:
         out = {"version": VERSION, **asdict(self)}
         if self.base is None:
             del out["base"]  # configs from before `base` keep their hash (their cache entry)
-        if out["teacher"].get("carry") is False:
-            del out["teacher"]["carry"]  # so do long configs from before `carry`
         else:
             del out["model"]  # the base decides the architecture
+        if out["teacher"].get("carry") is False:
+            del out["teacher"]["carry"]  # so do long configs from before `carry`
         return out
 
     def hash(self) -> str:
