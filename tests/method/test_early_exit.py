@@ -8,7 +8,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from traac.method.compression import CompressionResult, count_tokens
-from traac.method.early_exit import AFTER_ANSWER, early_exit, kept_whole, scored_part, with_head
+from traac.method.early_exit import (
+    COMPRESSION_KINDS,
+    early_exit,
+    kept_whole,
+    scored_part,
+    with_head,
+)
 from traac.method.first_correct import first_correct
 from traac.method.segmentation import Step
 
@@ -76,11 +82,13 @@ def test_the_prefix_is_kept_whole_and_the_rest_compressed() -> None:
 def test_after_answer_scores_what_follows_the_answer_and_nothing_without_one() -> None:
     [found] = first_correct([REASONING], gold("9"))
     [missing] = first_correct([REASONING], gold("7"))
-    for compression in ("early_exit_attention_weights", AFTER_ANSWER):
-        assert scored_part(found, compression) == found.tail
+    attention, after = (COMPRESSION_KINDS[k] for k in ("early_exit_attention_weights",
+                                                       "after_answer"))  # fmt: skip
+    for kind in (attention, after):
+        assert scored_part(found, kind) == found.tail
     assert found.tail == "Wait, let me verify: 2 + 3 = 5, 5 + 4 = 9. So the answer is 9."
-    assert scored_part(missing, "early_exit_attention_weights") == REASONING  # from its start
-    assert scored_part(missing, AFTER_ANSWER) == ""  # every step precedes the answer: kept
+    assert scored_part(missing, attention) == REASONING  # from its start
+    assert scored_part(missing, after) == ""  # every step precedes the answer: kept
     whole = kept_whole(missing, Words())
     assert not whole.compressed and whole.text == REASONING
     assert whole.tokens_before == whole.tokens_after == count_tokens(Words(), REASONING)

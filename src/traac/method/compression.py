@@ -266,13 +266,13 @@ class Compressor:
         lo = len(self.chat_format.think_open)
         hi = lo + len(reasoning)
         phrases = self.settings.phrases
-        if self.settings.step_scope == "probe":
+        if self.settings.splits_probe:
             scope_steps = split_steps(self.probe_text(reasoning), phrases)
         else:
             shifted = split_steps(reasoning, phrases)
             scope_steps = [Step(s.text, s.start + lo, s.end + lo) for s in shifted]
         if np.ndim(token_scores.scores) == 2:  # one row per head
-            if self.settings.probe_heads == "gated":
+            if self.settings.gates_heads:
                 token_scores = gate_heads(token_scores, scope_steps, self.settings.uniformity_gate)
             else:
                 token_scores = TokenScores(token_scores.offsets, token_scores.scores.mean(axis=0))

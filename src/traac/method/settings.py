@@ -181,6 +181,16 @@ class CompressionSettings:
         """What the scorer reads (`SCORER_KINDS`)."""
         return SCORER_KINDS[self.scorer]
 
+    @property
+    def splits_probe(self) -> bool:
+        """Steps are split over the whole probe text (`step_scope: probe`), not the reasoning."""
+        return self.step_scope == "probe"
+
+    @property
+    def gates_heads(self) -> bool:
+        """Only the heads that pass the uniformity gate are averaged (`probe_heads: gated`)."""
+        return self.probe_heads == "gated"
+
     def __post_init__(self) -> None:
         if self.probe_layers is None:  # in a training recipe the preset's, resolved per model
             self.probe_layers = "all"  # before (`TraacSettings.probe_layers_for`)

@@ -19,10 +19,11 @@ from traac.method.segmentation import Step
 from traac.testbed.config import TeacherSettings
 from traac.testbed.traces import teach
 from traac.training.planning.traac_config import TRAACConfig, TRAACConfigError
-from traac.training.step.copy_rules import copy_think, loss_masks
+from traac.training.step.copy_rules import CopySettings, copy_think, loss_masks
 from traac.training.trl_adapter.trainer import TRAACTrainer
 
 N = 4
+DOUBLE = CopySettings(copy_pool="evicted", copy_tags="double")
 
 
 def test_the_mask_covers_each_think_block_and_nothing_after() -> None:
@@ -39,10 +40,11 @@ def kept(evicted: bool) -> CompressionResult:
 
 
 def test_the_pool_rule_picks_which_candidates_are_re_answered() -> None:
-    fmt = CHAT_FORMATS["response-opens"]
-    assert copy_think(kept(True), fmt, "evicted", "single") == "<think>First, 1 + 2 = 3. </think>"
-    assert copy_think(kept(False), fmt, "evicted", "single") is None  # nothing lost: no copy
-    whole = copy_think(kept(False), fmt, "all_correct", "single")  # the authors': re-answered
+    fmt, evicted = CHAT_FORMATS["response-opens"], CopySettings(copy_pool="evicted")
+    assert copy_think(kept(True), fmt, evicted) == "<think>First, 1 + 2 = 3. </think>"
+    assert copy_think(kept(False), fmt, evicted) is None  # nothing lost: no copy
+    all_correct = CopySettings(copy_pool="all_correct")
+    whole = copy_think(kept(False), fmt, all_correct)  # the authors': re-answered
     assert whole == "<think>First, 1 + 2 = 3. So 3.</think>"
 
 
@@ -51,12 +53,10 @@ def test_double_tags_reproduce_the_authors_copies() -> None:
     closer, and is wrapped in tags again."""
     result = kept(True)
     responding, prompting = CHAT_FORMATS["response-opens"], CHAT_FORMATS["prompt-opens"]
-    doubled = copy_think(result, responding, "evicted", "double")
+    doubled = copy_think(result, responding, DOUBLE)
     assert doubled == "<think><think>First, 1 + 2 = 3. </think></think>"
     assert not responding.parse(f"{doubled}\\boxed{{3}}").well_formed  # costs format reward
-    assert (
-        copy_think(result, prompting, "evicted", "double") == "First, 1 + 2 = 3. </think></think>"
-    )
+    assert copy_think(result, prompting, DOUBLE) == "First, 1 + 2 = 3. </think></think>"
 
 
 def test_copy_loss_is_checked(tmp_path: Path) -> None:

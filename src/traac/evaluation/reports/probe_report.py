@@ -218,7 +218,7 @@ def probe_report(
         if on_spec is not None:
             on_spec(spec.name)
         settings = spec.settings
-        if settings.scorer_kind.attention and settings.probe_heads == "all":
+        if settings.scorer_kind.attention and not settings.gates_heads:
             layers = resolve_layers(settings.probe_layers or "all", num_layers)
             compressor = Compressor(_LayerSet(layer_rows, layers, tokenizer), fmt_, settings)
         else:

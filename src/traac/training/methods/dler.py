@@ -48,7 +48,7 @@ class DLERReward(GroupReward):
         """The truncation penalty at `dler_length`, or (`dler_difficulty`) at each group's
         limit from its pass rate."""
         s = self.settings
-        if self.run.method.name == "dler":
+        if self.run.method is METHOD:  # one limit; DIFFICULTY's depends on the pass rate
             return self.per_group(
                 completions,
                 completion_ids,

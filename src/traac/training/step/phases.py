@@ -369,11 +369,17 @@ def mark_dropped(groups: Sequence[Group], resampled: Sequence[int], sampling: st
 
 
 def slice_of(
-    groups: Sequence[Group], offset: int, count: int, n: int, sampling: str, copy_loss: str = "full"
+    groups: Sequence[Group],
+    offset: int,
+    count: int,
+    n: int,
+    sampling: str,
+    masks_think: bool = False,
 ) -> StepSlice:
     """The `count` pooled rollouts from global index `offset` on (one process's rows), with the
     columns its rewards read, under dynamic sampling which of them are dropped and, with
-    `copy_loss: answer_only`, each one's loss mask (a copy's think block masked, `loss_masks`)."""
+    `masks_think` (`copy_loss: answer_only`, `CopySettings.masks_think`), each one's loss mask
+    (a copy's think block masked, `loss_masks`)."""
     pooled = [r for g in groups for r in g.pooled]
     mine = pooled[offset : offset + count]
     owners = [groups[(offset + i) // n] for i in range(len(mine))]
@@ -384,7 +390,7 @@ def slice_of(
     )
     dropped = [g.dropped for g in owners] if sampling != "none" else None
     masks = None
-    if copy_loss == "answer_only":
+    if masks_think:
         masks = loss_masks([len(r.completion_ids) for r in mine], [r.think_prefix for r in mine])
     return StepSlice(mine, columns, dropped, masks)
 
