@@ -12,7 +12,7 @@ import traac
 
 ROOT = Path(traac.__file__).parent
 # Bottom to top; one number a floor, equal numbers side by side (neither imports the other).
-FLOORS = {"errors": 0, "common": 1, "method": 2, "verification": 2, "data": 3, "console": 3,
+FLOORS = {"errors": 0, "common": 1, "compression": 2, "verification": 2, "data": 3, "console": 3,
           "evaluation": 4, "training": 4, "testbed": 5, "pipelines": 6, "commands": 7,
           "cli": 8}  # fmt: skip
 # training's folders, bottom to top: a folder imports only its own and those below it.

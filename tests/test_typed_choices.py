@@ -13,15 +13,15 @@ import traac
 ROOT = Path(traac.__file__).parent
 # Each field, the module that owns its values (and alone may compare them), and what the others ask.
 OWNERS = {
-    "compression": "traac.method.early_exit",  # CompressionKind (TraacSettings.compression_kind)
+    "compression": "traac.compression.early_exit",  # CompressionKind (.compression_kind)
     "copy_loss": "traac.training.step.copy_rules",  # CopySettings.masks_think
     "copy_pool": "traac.training.step.copy_rules",  # CopySettings.copies_whole
     "copy_tags": "traac.training.step.copy_rules",  # CopySettings.double_tags
     "scoring_model": "traac.common.scoring_model",  # is_foreign, names_policy, names_reference
     "uniformity_calibration": "traac.training.methods.traac",  # TraacSettings.ranks_uniformity
-    "scorer": "traac.method.settings",  # ScorerKind
-    "step_scope": "traac.method.settings",  # CompressionSettings.splits_probe
-    "probe_heads": "traac.method.settings",  # CompressionSettings.gates_heads
+    "scorer": "traac.compression.settings",  # ScorerKind
+    "step_scope": "traac.compression.settings",  # CompressionSettings.splits_probe
+    "probe_heads": "traac.compression.settings",  # CompressionSettings.gates_heads
     "mode": "traac.training.methods.registry",  # the method object (METHODS) and its fields
 }
 # Values no other setting takes: compared anywhere but at their owner, they are these choices.

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from traac import cli
+from traac.compression.metrics import GroupStats
 from traac.errors import TraacError
 from traac.evaluation.harness.records import EvalSummary, SampleRecord
-from traac.method.metrics import GroupStats
 from traac.pipelines.experiment_results import (
     Stat,
     effects_markdown,

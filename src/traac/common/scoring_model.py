@@ -42,7 +42,7 @@ def check_scoring_model(
     name: str | None, scorer: str, field: str = "scoring_model", reads_policy: bool = False
 ) -> None:
     """A scoring model is named, and a foreign one goes with a scorer that reads it: a scorer
-    that `reads_policy` (confidence, step entropy: `traac.method.settings.ScorerKind.policy`)
+    that `reads_policy` (confidence, step entropy: `traac.compression.settings.ScorerKind.policy`)
     reads the policy's own sampling distribution."""
     if name is None:
         return

@@ -30,6 +30,10 @@ from traac.common.models import load_model, load_tokenizer
 from traac.common.outputs import output_dir
 from traac.common.progress import NullProgress, Progress
 from traac.common.tables import Table, fmt, signed
+from traac.compression.compression import uniformity_rank
+from traac.compression.factory import build_compressor
+from traac.compression.formats import ChatFormat
+from traac.compression.settings import TEST_TIME_TAU, CompressionSettings
 from traac.errors import TraacError
 from traac.evaluation.harness.records import TIER_ORDER
 from traac.evaluation.harness.runner import SAMPLES_FILE, SamplesFile
@@ -44,10 +48,6 @@ from traac.evaluation.reports.report import (
     sweep_points,
 )
 from traac.evaluation.reports.viewer import render_html
-from traac.method.compression import uniformity_rank
-from traac.method.factory import build_compressor
-from traac.method.formats import ChatFormat
-from traac.method.settings import TEST_TIME_TAU, CompressionSettings
 from traac.pipelines.stages import (
     QUICK_TRAINING,
     BinCompression,

@@ -26,8 +26,8 @@ from traac.common.cache import cache_root
 from traac.common.model_names import check_model_name
 from traac.common.outputs import writable_dir
 from traac.common.scoring_model import is_foreign
+from traac.compression.difficulty import FLAT_KEYS
 from traac.errors import TraacError
-from traac.method.difficulty import FLAT_KEYS
 from traac.pipelines.recipe_fields import declared_fields
 from traac.training.planning.counts import check_counts
 

@@ -11,11 +11,11 @@ import pytest
 import torch
 
 from traac.common.models import load_tokenizer
+from traac.compression.compression import CompressionResult
+from traac.compression.formats import CHAT_FORMATS
+from traac.compression.segmentation import Step
 from traac.data.testbed_problems import make_items
 from traac.data.training import item_from_row, items_to_dataset
-from traac.method.compression import CompressionResult
-from traac.method.formats import CHAT_FORMATS
-from traac.method.segmentation import Step
 from traac.testbed.config import TeacherSettings
 from traac.testbed.traces import teach
 from traac.training.planning.traac_config import TRAACConfig, TRAACConfigError

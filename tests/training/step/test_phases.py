@@ -8,10 +8,10 @@ import itertools
 import numpy as np
 import pytest
 
-from traac.method.compression import CompressionResult
-from traac.method.difficulty import SINGLE_BIN, DifficultySettings
-from traac.method.formats import ChatFormat
-from traac.method.segmentation import Step
+from traac.compression.compression import CompressionResult
+from traac.compression.difficulty import SINGLE_BIN, DifficultySettings
+from traac.compression.formats import ChatFormat
+from traac.compression.segmentation import Step
 from traac.training.step import phases as step
 from traac.training.step.phases import Compression, Rollout, TraacStep
 from traac.training.telemetry.step_stats import ALL

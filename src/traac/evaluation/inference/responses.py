@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from traac.method.compression import CompressionResult
-from traac.method.segmentation import Step
+from traac.compression.compression import CompressionResult
+from traac.compression.segmentation import Step
 
 FinishReason = Literal["stop", "length"]
 

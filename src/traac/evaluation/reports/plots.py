@@ -30,6 +30,7 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from traac.compression.metrics import oaa
 from traac.data.datasets import OTB_OVERTHINK
 from traac.evaluation.harness.records import SampleRecord
 from traac.evaluation.reports.report import (
@@ -42,7 +43,6 @@ from traac.evaluation.reports.report import (
     tiers_of,
     unit_of,
 )
-from traac.method.metrics import oaa
 
 # Per figure file: a heading and the sentence that tells a reader what to look for.
 CAPTIONS: dict[str, tuple[str, str]] = {

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from traac.common.tables import Table, fmt, signed
+from traac.compression.metrics import GroupStats
 from traac.errors import TraacError
 from traac.evaluation.harness.metrics import (
     SamplingStats,
@@ -38,7 +39,6 @@ from traac.evaluation.harness.records import (
 )
 from traac.evaluation.reports.runs import Model, Run
 from traac.evaluation.reports.runs import load_models as load_models  # where callers find it
-from traac.method.metrics import GroupStats
 
 
 def unit_of(models: Sequence[Model]) -> str:

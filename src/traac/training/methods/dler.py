@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from traac.compression.length_rewards import dler_length_reward, dler_limit
 from traac.errors import TraacError
-from traac.method.length_rewards import dler_length_reward, dler_limit
 from traac.training.methods.base import GroupReward, LengthMethod, MethodSettings, RunContext
 from traac.training.methods.scale import PaperTokens
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from traac.common.scoring_model import check_scoring_model
+from traac.compression.early_exit import COMPRESSION_KINDS, COMPRESSIONS, CompressionKind
+from traac.compression.settings import SCORER_KINDS, CompressionSettings, ScorerKind, check_choice
 from traac.errors import TraacError
-from traac.method.early_exit import COMPRESSION_KINDS, COMPRESSIONS, CompressionKind
-from traac.method.settings import SCORER_KINDS, CompressionSettings, ScorerKind, check_choice
 from traac.training.methods.base import (
     TRAAC_REWARDS,
     MethodRun,
@@ -77,12 +77,12 @@ class TraacSettings(MethodSettings):
 
     @property
     def scorer_kind(self) -> ScorerKind:
-        """What the scorer reads (`traac.method.settings.SCORER_KINDS`)."""
+        """What the scorer reads (`traac.compression.settings.SCORER_KINDS`)."""
         return SCORER_KINDS[self.scorer]
 
     @property
     def compression_kind(self) -> CompressionKind:
-        """What the compression does (`traac.method.early_exit.COMPRESSION_KINDS`)."""
+        """What the compression does (`traac.compression.early_exit.COMPRESSION_KINDS`)."""
         return COMPRESSION_KINDS[self.compression]
 
     @property

@@ -1,6 +1,6 @@
 """Compression of one process's candidates within a step (docs/method.md#step, step 4).
 
-The algorithm is `traac.method.compression`; this is what a distributed step adds around it.
+The algorithm is `traac.compression.compression`; this is what a distributed step adds around it.
 The scoring forwards are matched across processes: under FSDP or ZeRO-3 every forward is a
 collective, so a process with fewer candidates scores filler traces until it has run as many
 as the busiest, or the run deadlocks. The rank calibration ranks each uniformity against every
@@ -9,7 +9,7 @@ block (`Compression.prefix_ids`) that the driver regenerates an answer after; un
 `copy_pool: all_correct` so does every candidate, whole or not (`traac.training.step.copy_rules`).
 
 The compressions that keep a prefix (`compression: early_exit | early_exit_attention_weights
-| after_answer`, `traac.method.early_exit`) first find each candidate's first correct step: its
+| after_answer`, `traac.compression.early_exit`) first find each candidate's first correct step: its
 parsed answers are checked against the candidate's own item by `verify_many`, time-bounded in the
 verification pool like every verification.
 """
@@ -40,9 +40,8 @@ from traac.common.scoring_model import (
     names_policy,
     resolve_scoring_model,
 )
-from traac.errors import TraacError
-from traac.method.compression import Compressor
-from traac.method.early_exit import (
+from traac.compression.compression import Compressor
+from traac.compression.early_exit import (
     COMPRESSION_KINDS,
     CompressionKind,
     early_exit,
@@ -50,10 +49,11 @@ from traac.method.early_exit import (
     scored_part,
     with_head,
 )
-from traac.method.factory import build_compressor, check_probe_layers
-from traac.method.first_correct import Accepts, FirstCorrect, first_correct
-from traac.method.formats import ChatFormat
-from traac.method.rewards import Gather
+from traac.compression.factory import build_compressor, check_probe_layers
+from traac.compression.first_correct import Accepts, FirstCorrect, first_correct
+from traac.compression.formats import ChatFormat
+from traac.compression.rewards import Gather
+from traac.errors import TraacError
 from traac.training.step.copy_rules import CopySettings, copy_think
 from traac.training.step.phases import Compression, Rollout, candidate_compressions
 from traac.verification import verify_many

@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from traac.method.compression import CompressionResult
-from traac.method.formats import ChatFormat
-from traac.method.settings import check_choice
+from traac.compression.compression import CompressionResult
+from traac.compression.formats import ChatFormat
+from traac.compression.settings import check_choice
 
 COPY_LOSSES = ("full", "answer_only")
 COPY_LOSS_WORDS = {"full": "in full", "answer_only": "their re-answers only, think blocks masked"}

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from traac.common.items import Item
+from traac.compression.difficulty import DifficultySettings
+from traac.compression.formats import ChatFormat
 from traac.data.training import item_from_row
-from traac.method.difficulty import DifficultySettings
-from traac.method.formats import ChatFormat
 from traac.training.step.compressor import StepCompressor
 from traac.training.step.host import StepHost
 from traac.training.step.phases import (

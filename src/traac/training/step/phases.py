@@ -41,10 +41,15 @@ from typing import Any
 import numpy as np
 
 from traac.common.step_labels import labeller_for
-from traac.method.compression import CompressionResult, Compressor, ScoredTrace, uniformity_rank
-from traac.method.difficulty import DifficultySettings, group_pass_rates
-from traac.method.formats import ChatFormat
-from traac.method.metrics import think_tokens_from_ids
+from traac.compression.compression import (
+    CompressionResult,
+    Compressor,
+    ScoredTrace,
+    uniformity_rank,
+)
+from traac.compression.difficulty import DifficultySettings, group_pass_rates
+from traac.compression.formats import ChatFormat
+from traac.compression.metrics import think_tokens_from_ids
 from traac.training.step.copy_rules import TRL_ROLLOUT_MASK, loss_masks
 from traac.training.telemetry.copy_stats import PooledRecord, advantage_ranks, compute_evicted
 from traac.training.telemetry.step_stats import (

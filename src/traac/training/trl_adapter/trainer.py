@@ -63,10 +63,10 @@ from trl.extras.profiling import profiling_context
 from trl.models import unwrap_model_for_generation
 
 from traac.common.outputs import writable_dir
+from traac.compression.compression import Compressor
+from traac.compression.formats import ChatFormat
+from traac.compression.rewards import LengthWindows
 from traac.errors import TraacError
-from traac.method.compression import Compressor
-from traac.method.formats import ChatFormat
-from traac.method.rewards import LengthWindows
 from traac.training.methods.hooks import MethodHooks
 from traac.training.methods.traac_rewards import EVALUATION_COLUMN, TraacRewards
 from traac.training.planning.effects import config_unread, describe

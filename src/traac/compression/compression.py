@@ -21,10 +21,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from traac.compression.formats import ChatFormat
+from traac.compression.segmentation import Step, split_steps, token_step_index
+from traac.compression.settings import EVICTION_CAP, UNIFORMITY_GATE, CompressionSettings
 from traac.errors import TraacError
-from traac.method.formats import ChatFormat
-from traac.method.segmentation import Step, split_steps, token_step_index
-from traac.method.settings import EVICTION_CAP, UNIFORMITY_GATE, CompressionSettings
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from traac.compression.compression import CompressionResult
 from traac.errors import TraacError
-from traac.method.compression import CompressionResult
 
 # The paper's t_max of AUC_OAA (its maximum response length): `traac eval` and `traac report`
 # score at it unless told otherwise; decoupled from the response budget (`--max-new-tokens`).

@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
-from traac.errors import TraacError
-from traac.method.compression import (
+from traac.compression.compression import (
     Compressor,
     ScoreRequest,
     TokenScores,
@@ -21,9 +20,10 @@ from traac.method.compression import (
     uniformity,
     uniformity_rank,
 )
-from traac.method.formats import AUX_PROMPT, ChatFormat
-from traac.method.segmentation import Step, split_steps
-from traac.method.settings import CompressionSettings
+from traac.compression.formats import AUX_PROMPT, ChatFormat
+from traac.compression.segmentation import Step, split_steps
+from traac.compression.settings import CompressionSettings
+from traac.errors import TraacError
 
 
 def compress(reasoning, scorer, tau, chat_format=None, **settings):

@@ -3,9 +3,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from traac.errors import TraacError
-from traac.method.compression import CompressionResult
-from traac.method.metrics import (
+from traac.compression.compression import CompressionResult
+from traac.compression.metrics import (
     accuracy,
     auc_oaa,
     by_group,
@@ -18,7 +17,8 @@ from traac.method.metrics import (
     think_tokens,
     think_tokens_from_ids,
 )
-from traac.method.segmentation import Step
+from traac.compression.segmentation import Step
+from traac.errors import TraacError
 
 
 class WordTokenizer:

@@ -1,4 +1,4 @@
-"""The compressions that know a trace's first correct step (`traac.method.first_correct`, which
+"""The compressions that know a trace's first correct step (`traac.compression.first_correct`, which
 reads the label), as `CompressionResult`s: the authors' two oracles and one of traac's.
 
 - `early_exit`: keep the think block up to and including the first step whose answer the
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from traac.method.compression import CompressionResult, count_tokens
-from traac.method.first_correct import FirstCorrect
-from traac.method.segmentation import Step
+from traac.compression.compression import CompressionResult, count_tokens
+from traac.compression.first_correct import FirstCorrect
+from traac.compression.segmentation import Step
 
 
 @dataclass(frozen=True)

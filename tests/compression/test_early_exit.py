@@ -7,16 +7,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from traac.method.compression import CompressionResult, count_tokens
-from traac.method.early_exit import (
+from traac.compression.compression import CompressionResult, count_tokens
+from traac.compression.early_exit import (
     COMPRESSION_KINDS,
     early_exit,
     kept_whole,
     scored_part,
     with_head,
 )
-from traac.method.first_correct import first_correct
-from traac.method.segmentation import Step
+from traac.compression.first_correct import first_correct
+from traac.compression.segmentation import Step
 
 REASONING = (
     "First, 2 + 3 = 5. Then 5 + 4 = 9. Wait, let me verify: 2 + 3 = 5, 5 + 4 = 9. "

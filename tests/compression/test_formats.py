@@ -1,7 +1,7 @@
 import pytest
 
+from traac.compression.formats import AUX_PROMPT, ChatFormat, resolve_chat_format
 from traac.errors import TraacError
-from traac.method.formats import AUX_PROMPT, ChatFormat, resolve_chat_format
 
 
 def test_parse_response_opens():

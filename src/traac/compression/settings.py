@@ -15,14 +15,14 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from traac.compression.formats import AUX_PROMPT, CHAT_FORMATS, ChatFormat, resolve_chat_format
 from traac.errors import TraacError
-from traac.method.formats import AUX_PROMPT, CHAT_FORMATS, ChatFormat, resolve_chat_format
 
 
 @dataclass(frozen=True)
 class ScorerKind:
     """One step scorer, by what it reads: everything outside the module that builds it
-    (`traac.method.factory`) asks this, never the scorer's name."""
+    (`traac.compression.factory`) asks this, never the scorer's name."""
 
     name: str
     reads: str  # "attention" (the probe's layers), "policy" (the next-token distribution
