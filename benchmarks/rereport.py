@@ -39,8 +39,8 @@ import traac.evaluation.harness.overthinking as overthinking
 from _common import children_cpu, command, machine
 from traac.common.models import load_tokenizer
 from traac.compression.formats import resolve_chat_format
-from traac.compression.metrics import PAPER_T_MAX
 from traac.data.datasets import load_items
+from traac.evaluation.harness.paper_metrics import PAPER_T_MAX
 from traac.evaluation.harness.records import summarize
 from traac.evaluation.harness.runner import (
     RUN_FILE,

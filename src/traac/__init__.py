@@ -41,10 +41,10 @@ _EXPORTS: dict[str, str] = {
     "LengthWindows": "traac.compression.rewards",
     "format_reward": "traac.compression.rewards",
     "length_reward": "traac.compression.rewards",
-    "auc_oaa": "traac.compression.metrics",
-    "oaa": "traac.compression.metrics",
-    "otb_f1": "traac.compression.metrics",
-    "group_stats": "traac.compression.metrics",
+    "auc_oaa": "traac.evaluation.harness.paper_metrics",
+    "oaa": "traac.evaluation.harness.paper_metrics",
+    "otb_f1": "traac.evaluation.harness.paper_metrics",
+    "group_stats": "traac.evaluation.harness.paper_metrics",
     # verification
     "extract_answer": "traac.verification",
     "verify_math": "traac.verification",
@@ -130,7 +130,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; nothing is imported at run
     )
     from traac.compression.factory import build_compressor
     from traac.compression.formats import ChatFormat, resolve_chat_format
-    from traac.compression.metrics import auc_oaa, group_stats, oaa, otb_f1
     from traac.compression.rewards import (
         LengthWindows,
         RewardSettings,
@@ -141,6 +140,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; nothing is imported at run
     from traac.compression.segmentation import split_steps
     from traac.compression.settings import CompressionSettings
     from traac.errors import TraacError
+    from traac.evaluation.harness.paper_metrics import auc_oaa, group_stats, oaa, otb_f1
     from traac.evaluation.inference.testtime import ThinkingGenerator
     from traac.pipelines.model_registry import resolve_model
     from traac.training.planning.traac_config import TRAACConfig

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from traac import cli
-from traac.compression.metrics import GroupStats
 from traac.errors import TraacError
+from traac.evaluation.harness.paper_metrics import GroupStats
 from traac.evaluation.harness.records import EvalSummary, SampleRecord
 from traac.pipelines.experiment_results import (
     Stat,

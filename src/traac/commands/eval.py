@@ -22,9 +22,9 @@ from traac.commands import (
     settings_from,
 )
 from traac.common.sampling import check_sampling
-from traac.compression.metrics import OTB_SCORINGS, PAPER_T_MAX
 from traac.compression.settings import CompressionSettings, FormatSettings, check_compression_read
 from traac.errors import TraacError
+from traac.evaluation.harness.paper_metrics import OTB_SCORINGS, PAPER_T_MAX
 from traac.evaluation.harness.prompts import PROMPT_STYLES, default_prompt_style
 from traac.evaluation.inference.engines import BACKENDS, BATCHINGS, CALL_REQUESTS
 

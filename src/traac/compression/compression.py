@@ -10,6 +10,7 @@ differs.
 The attention scorer goes through the uniformity gate. The ablation scorers (random,
 confidence) do not: their near-uniform scores would evict nothing, so, as in the authors' code,
 they evict e = tau of the steps (random picks them at random, at most n - 1).
+`compression_stats` totals what a set of results removed (training's step telemetry).
 """
 
 from __future__ import annotations
@@ -321,3 +322,43 @@ class Compressor:
             raise TraacError("compress: one tau per reasoning trace is required")
         scored = self.score(reasonings, contexts)
         return [self.compress(t, tau) for t, tau in zip(scored, taus, strict=True)]
+
+
+@dataclass(frozen=True)
+class CompressionStats:
+    """What compression removed over a set of reasoning traces."""
+
+    traces: int
+    compressed: int  # traces with at least one step evicted
+    steps: int
+    steps_removed: int
+    tokens_before: int
+    tokens_after: int
+
+    @property
+    def tokens_removed(self) -> int:
+        return self.tokens_before - self.tokens_after
+
+    @property
+    def compressed_fraction(self) -> float:
+        return self.compressed / self.traces if self.traces else 0.0
+
+    @property
+    def step_removal_rate(self) -> float:
+        return self.steps_removed / self.steps if self.steps else 0.0
+
+    @property
+    def token_removal_rate(self) -> float:
+        return self.tokens_removed / self.tokens_before if self.tokens_before else 0.0
+
+
+def compression_stats(results: Sequence[CompressionResult]) -> CompressionStats:
+    """Totals over compression results (an empty list gives zeros)."""
+    return CompressionStats(
+        traces=len(results),
+        compressed=sum(r.compressed for r in results),
+        steps=sum(len(r.kept) for r in results),
+        steps_removed=sum(r.n_evicted for r in results),
+        tokens_before=sum(r.tokens_before for r in results),
+        tokens_after=sum(r.tokens_after for r in results),
+    )

@@ -38,8 +38,8 @@ from typing import Any
 
 from traac.common.items import Item
 from traac.compression.formats import ChatFormat
-from traac.compression.metrics import OTB_OFFICIAL_T, otb_f1
 from traac.data.datasets import OTB_OVERTHINK, OTB_UNDERTHINK
+from traac.evaluation.harness.paper_metrics import OTB_OFFICIAL_T, otb_f1
 from traac.evaluation.harness.records import (
     OTB_GENERAL_ONLY,
     OTB_ONE_HALF_MATH,

@@ -13,7 +13,6 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from traac.common.tables import Table, fmt
-from traac.compression.metrics import OTB_OFFICIAL_T, GroupStats, by_group, group_stats, otb_f1
 from traac.data.datasets import OTB_OVERTHINK, OTB_UNDERTHINK
 from traac.errors import TraacError
 from traac.evaluation.harness.metrics import (
@@ -25,6 +24,13 @@ from traac.evaluation.harness.metrics import (
     string_vote,
 )
 from traac.evaluation.harness.overthinking import OverthinkStats, overthinking_table
+from traac.evaluation.harness.paper_metrics import (
+    OTB_OFFICIAL_T,
+    GroupStats,
+    by_group,
+    group_stats,
+    otb_f1,
+)
 
 TIER_ORDER = ("easy", "medium", "hard")
 SUMMARY_VERSION = 2

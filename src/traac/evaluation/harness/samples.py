@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from traac.common.items import Item
-from traac.compression.formats import ChatFormat
-from traac.compression.metrics import think_tokens_from_ids
+from traac.compression.formats import ChatFormat, think_tokens_from_ids
 from traac.errors import TraacError
 from traac.evaluation.harness.records import SampleRecord
 from traac.evaluation.inference.responses import Generation

@@ -30,8 +30,8 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from traac.compression.metrics import oaa
 from traac.data.datasets import OTB_OVERTHINK
+from traac.evaluation.harness.paper_metrics import oaa
 from traac.evaluation.harness.records import SampleRecord
 from traac.evaluation.reports.report import (
     Model,

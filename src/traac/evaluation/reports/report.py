@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from traac.common.tables import Table, fmt, signed
-from traac.compression.metrics import GroupStats
 from traac.errors import TraacError
 from traac.evaluation.harness.metrics import (
     SamplingStats,
@@ -31,6 +30,7 @@ from traac.evaluation.harness.metrics import (
 )
 from traac.evaluation.harness.overthinking import OverthinkStats, overthinking_table
 from traac.evaluation.harness.paired import MARK, Comparison, compare, paired_table
+from traac.evaluation.harness.paper_metrics import GroupStats
 from traac.evaluation.harness.records import (
     MAJ_RULE,
     TIER_ORDER,

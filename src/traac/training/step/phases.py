@@ -48,8 +48,7 @@ from traac.compression.compression import (
     uniformity_rank,
 )
 from traac.compression.difficulty import DifficultySettings, group_pass_rates
-from traac.compression.formats import ChatFormat
-from traac.compression.metrics import think_tokens_from_ids
+from traac.compression.formats import ChatFormat, think_tokens_from_ids
 from traac.training.step.copy_rules import TRL_ROLLOUT_MASK, loss_masks
 from traac.training.telemetry.copy_stats import PooledRecord, advantage_ranks, compute_evicted
 from traac.training.telemetry.step_stats import (
