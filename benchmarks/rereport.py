@@ -41,7 +41,7 @@ from traac.common.models import load_tokenizer
 from traac.compression.formats import resolve_chat_format
 from traac.data.datasets import load_items
 from traac.evaluation.harness.paper_metrics import PAPER_T_MAX
-from traac.evaluation.harness.records import summarize
+from traac.evaluation.harness.results import summarize
 from traac.evaluation.harness.runner import (
     RUN_FILE,
     SAMPLES_FILE,

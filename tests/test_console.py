@@ -17,7 +17,7 @@ from traac.common.tables import Table
 from traac.compression.compression import CompressionResult, StepRecord
 from traac.compression.segmentation import Step
 from traac.console import RichProgress, fit_table, print_blocks, print_steps, print_table
-from traac.evaluation.harness.records import summary_table
+from traac.evaluation.harness.results import summary_table
 from traac.evaluation.harness.runner import EvalSettings, run_eval
 from traac.evaluation.reports.report import budget_table, load_models, report_blocks
 from traac.pipelines.demo import BinCompression, comparison_table, compression_table

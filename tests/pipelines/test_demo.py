@@ -13,7 +13,7 @@ from traac.compression.formats import AUX_PROMPT, ChatFormat
 from traac.compression.settings import CompressionSettings
 from traac.errors import TraacError
 from traac.evaluation.harness.paper_metrics import GroupStats
-from traac.evaluation.harness.records import EvalSummary
+from traac.evaluation.harness.results import EvalSummary
 from traac.evaluation.harness.runner import SAMPLES_FILE, EvalSettings, SamplesFile, run_eval
 from traac.evaluation.reports.html_report import write_report
 from traac.evaluation.reports.report import budget_table, load_models

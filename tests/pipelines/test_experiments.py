@@ -14,7 +14,7 @@ import pytest
 from traac import cli
 from traac.errors import TraacError
 from traac.evaluation.harness.paper_metrics import GroupStats
-from traac.evaluation.harness.records import EvalSummary, SampleRecord
+from traac.evaluation.harness.results import EvalSummary, SampleRecord
 from traac.pipelines.experiment_results import (
     Stat,
     effects_markdown,

@@ -240,7 +240,7 @@ def main(argv: list[str]) -> int:
     from traac.common.scoring_model import resolve_scoring_model
     from traac.compression.factory import check_probe_layers
     from traac.console import make_console, make_progress, print_blocks
-    from traac.evaluation.harness.records import summary_blocks
+    from traac.evaluation.harness.results import summary_blocks
     from traac.evaluation.harness.runner import EvalSettings, file_sha256, run_eval
     from traac.evaluation.inference.generation import Backend, VLLMSettings, make_backend
 

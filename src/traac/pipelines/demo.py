@@ -35,7 +35,7 @@ from traac.compression.factory import build_compressor
 from traac.compression.formats import ChatFormat
 from traac.compression.settings import TEST_TIME_TAU, CompressionSettings
 from traac.errors import TraacError
-from traac.evaluation.harness.records import TIER_ORDER
+from traac.evaluation.harness.results import TIER_ORDER
 from traac.evaluation.harness.runner import SAMPLES_FILE, SamplesFile
 from traac.evaluation.reports.plots import write_plots
 from traac.evaluation.reports.report import (

@@ -33,7 +33,7 @@ from traac.compression.formats import resolve_chat_format
 from traac.compression.settings import CompressionSettings
 from traac.data.testbed_long import LONG_SOURCE, is_long_spec
 from traac.data.testbed_problems import DATA_SOURCE
-from traac.evaluation.harness.records import TIER_ORDER, EvalSummary
+from traac.evaluation.harness.results import TIER_ORDER, EvalSummary
 from traac.evaluation.harness.runner import EvalSettings, run_eval
 from traac.evaluation.inference.generation import Backend, make_backend
 from traac.evaluation.inference.refill import RefillBackend

@@ -40,7 +40,7 @@ from traac.common.items import Item
 from traac.compression.formats import ChatFormat
 from traac.data.datasets import OTB_OVERTHINK, OTB_UNDERTHINK
 from traac.evaluation.harness.paper_metrics import OTB_OFFICIAL_T, otb_f1
-from traac.evaluation.harness.records import (
+from traac.evaluation.harness.results import (
     OTB_GENERAL_ONLY,
     OTB_ONE_HALF_MATH,
     OTB_WITH_MATH,

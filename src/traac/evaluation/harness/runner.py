@@ -33,7 +33,7 @@ from traac.evaluation.harness.otb_official import with_official_otb
 from traac.evaluation.harness.overthinking import overthinking_by_tier
 from traac.evaluation.harness.paper_metrics import OTB_SCORINGS, PAPER_T_MAX
 from traac.evaluation.harness.prompts import PROMPT_STYLES, build_prompt
-from traac.evaluation.harness.records import (
+from traac.evaluation.harness.results import (
     EvalSummary,
     SampleRecord,
     summarize,

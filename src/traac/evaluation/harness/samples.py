@@ -13,7 +13,7 @@ from typing import Any
 from traac.common.items import Item
 from traac.compression.formats import ChatFormat, think_tokens_from_ids
 from traac.errors import TraacError
-from traac.evaluation.harness.records import SampleRecord
+from traac.evaluation.harness.results import SampleRecord
 from traac.evaluation.inference.responses import Generation
 from traac.verification import extract_answer, verify_many
 

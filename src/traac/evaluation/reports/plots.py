@@ -32,7 +32,7 @@ from matplotlib.lines import Line2D
 
 from traac.data.datasets import OTB_OVERTHINK
 from traac.evaluation.harness.paper_metrics import oaa
-from traac.evaluation.harness.records import SampleRecord
+from traac.evaluation.harness.results import SampleRecord
 from traac.evaluation.reports.report import (
     Model,
     averages,

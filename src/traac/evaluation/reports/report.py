@@ -31,7 +31,7 @@ from traac.evaluation.harness.metrics import (
 from traac.evaluation.harness.overthinking import OverthinkStats, overthinking_table
 from traac.evaluation.harness.paired import MARK, Comparison, compare, paired_table
 from traac.evaluation.harness.paper_metrics import GroupStats
-from traac.evaluation.harness.records import (
+from traac.evaluation.harness.results import (
     MAJ_RULE,
     TIER_ORDER,
     field_samples,
