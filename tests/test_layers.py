@@ -105,3 +105,27 @@ def test_no_module_reaches_itself_through_its_imports() -> None:
 def test_no_module_outgrows_the_cap() -> None:
     sizes = {name: len(path.read_text().splitlines()) for name, path in MODULES.items()}
     assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
+
+
+# Basenames two modules share, each one concept: a command and the module below it that does
+# its work (commands/<name> parses and prints; pipelines/ or evaluation/reports/ runs it), or one
+# task split across floors. A basename with two meanings gets a name of its own instead.
+SHARED_NAMES = {
+    # the testbed's chain-sum task: its problems and its scorer
+    "chain_sum": {"traac.data.chain_sum", "traac.verification.chain_sum"},
+    "demo": {"traac.commands.demo", "traac.pipelines.demo"},
+    "probe_report": {"traac.commands.probe_report", "traac.evaluation.reports.probe_report"},
+    "records": {"traac.commands.records", "traac.pipelines.records"},  # the kept run records
+    "report": {"traac.commands.report", "traac.evaluation.reports.report"},
+    "train": {"traac.commands.train", "traac.pipelines.train"},
+    # maj@k's votes: which answers the verifier calls one, and their groups
+    "votes": {"traac.verification.votes", "traac.evaluation.harness.votes"},
+}
+
+
+def test_a_shared_basename_is_one_concept() -> None:
+    homes: dict[str, set[str]] = {}
+    for name, path in MODULES.items():
+        if path.name != "__init__.py":
+            homes.setdefault(name.rsplit(".", 1)[-1], set()).add(name)
+    assert {base: names for base, names in homes.items() if len(names) > 1} == SHARED_NAMES

@@ -1,4 +1,5 @@
-"""The evaluation records: one `SampleRecord` per line of an evaluation's `samples.jsonl` (a
+"""An evaluation's results (not the kept run records of `traac.pipelines.records`): one
+`SampleRecord` per line of an evaluation's `samples.jsonl` (a
 backend's `Generation` with its verdict, `traac.evaluation.inference.responses`), and one
 `EvalSummary` in `summary.json`. The runner
 writes them; reports, plots and the demo read them back through `from_json`, so no file spells
