@@ -9,6 +9,9 @@ import ast
 from pathlib import Path
 
 import traac
+from traac.compression.early_exit import COMPRESSION_KINDS
+from traac.compression.settings import CompressionSettings
+from traac.training.methods.traac import TraacSettings
 
 ROOT = Path(traac.__file__).parent
 # Each field, the module that owns its values (and alone may compare them), and what the others ask.
@@ -144,3 +147,18 @@ def f(args, settings, run, overrides, pool):
     owner = OWNERS["copy_loss"]  # where only the other fields' comparisons are refused
     lines = [line.split()[0] for line in comparisons(source.replace('"mode"', '"x"'), owner)]
     assert lines == [f"{owner}:{n}" for n in (6, 8, 10, 11)]
+
+
+def test_the_owners_answer_for_the_values_users_write() -> None:
+    """The settings keep the strings a recipe writes, and answer what the step asks."""
+    settings = TraacSettings(compression="after_answer", copy_loss="answer_only",
+                             uniformity_calibration="rank")  # fmt: skip
+    assert settings.compression_kind is COMPRESSION_KINDS["after_answer"]
+    assert settings.copies.masks_think and settings.ranks_uniformity
+    assert type(settings.compression) is str and type(settings.copy_loss) is str
+    default = TraacSettings()
+    assert default.compression_kind is COMPRESSION_KINDS["scorer"]
+    assert not default.copies.masks_think and not default.ranks_uniformity
+    scope = CompressionSettings(step_scope="reasoning", probe_heads="gated")
+    assert not scope.splits_probe and scope.gates_heads
+    assert CompressionSettings().splits_probe and not CompressionSettings().gates_heads

@@ -92,3 +92,19 @@ def test_after_answer_scores_what_follows_the_answer_and_nothing_without_one() -
     whole = kept_whole(missing, Words())
     assert not whole.compressed and whole.text == REASONING
     assert whole.tokens_before == whole.tokens_after == count_tokens(Words(), REASONING)
+
+
+def test_each_compression_kind_says_what_it_does() -> None:
+    """The table the step asks (`StepCompressor`, `TraacSettings.check`): only the scorer's own
+    finds no prefix, only early_exit runs no scorer, only early_exit_attention_weights needs the
+    attention probe, only after_answer keeps a trace with no accepted step whole."""
+    rows = {
+        name: (k.prefix, k.scores, k.needs_attention, k.keeps_unanswered)
+        for name, k in COMPRESSION_KINDS.items()
+    }
+    assert rows == {
+        "scorer": (False, True, False, False),
+        "early_exit": (True, False, False, False),
+        "early_exit_attention_weights": (True, True, True, False),
+        "after_answer": (True, True, False, True),
+    }

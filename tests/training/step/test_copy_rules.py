@@ -48,6 +48,16 @@ def test_the_pool_rule_picks_which_candidates_are_re_answered() -> None:
     assert whole == "<think>First, 1 + 2 = 3. So 3.</think>"
 
 
+def test_the_copy_settings_answer_for_their_values() -> None:
+    """What the step asks of the copies' settings; unset (a preset not yet applied) is the
+    paper's: evicted only, single tags, trained in full."""
+    asked = CopySettings("answer_only", "all_correct", "double")
+    assert asked.masks_think and asked.copies_whole and asked.double_tags
+    paper = CopySettings("full", "evicted", "single")
+    assert not (paper.masks_think or paper.copies_whole or paper.double_tags)
+    assert not (CopySettings().masks_think or CopySettings().copies_whole)
+
+
 def test_double_tags_reproduce_the_authors_copies() -> None:
     """The authors' kept text keeps the probe's opener (where the response writes it) and
     closer, and is wrapped in tags again."""
