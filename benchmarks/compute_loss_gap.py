@@ -24,14 +24,14 @@ import numpy as np
 import torch
 
 from _common import add_model_options, command, load, machine
+from traac.compression.compression import CompressionResult
+from traac.compression.difficulty import DifficultySettings
+from traac.compression.factory import build_compressor
+from traac.compression.formats import ChatFormat
+from traac.compression.segmentation import split_steps
+from traac.compression.settings import CompressionSettings
 from traac.data.testbed_problems import EVAL_SEED, RL_SEED, make_items
 from traac.data.testbed_problems import step_kinds as label_steps
-from traac.method.compression import CompressionResult
-from traac.method.difficulty import DifficultySettings
-from traac.method.factory import build_compressor
-from traac.method.formats import ChatFormat
-from traac.method.segmentation import split_steps
-from traac.method.settings import CompressionSettings
 from traac.testbed.measure import generate
 from traac.testbed.traces import step_kinds
 from traac.verification import verify_many

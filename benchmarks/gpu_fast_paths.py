@@ -36,7 +36,7 @@ from transformers import Qwen3Config, Qwen3ForCausalLM
 
 from _common import command, machine
 from traac.common.decoding import RowSampler, decode_padded, decode_refilled
-from traac.method.scoring import AttentionScorer
+from traac.compression.scoring import AttentionScorer
 from traac.training.methods.traac import TraacSettings  # attention on the reference
 from traac.training.planning.memory import GIB, Shape, Sharding, count_parameters, estimate
 

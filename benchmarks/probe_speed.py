@@ -74,7 +74,7 @@ def runner(method: str, model, ids) -> Callable[[], object]:
     """A zero-argument call doing `method` once on `ids`."""
     import torch
 
-    from traac.method.scoring import AttentionScorer
+    from traac.compression.scoring import AttentionScorer
 
     if method == "plain":
         return torch.no_grad()(lambda: model.base_model(input_ids=ids, use_cache=False))
@@ -156,7 +156,7 @@ def rows_alone(length: int, repeats: int, device: str) -> float:
     """Seconds of the probe's own work per forward (one row per layer), timed in isolation."""
     import torch
 
-    from traac.method.probe_capture import probe_row
+    from traac.compression.probe_capture import probe_row
 
     heads, kv_heads, dim = (
         MODEL[k] for k in ("num_attention_heads", "num_key_value_heads", "head_dim")
@@ -209,7 +209,7 @@ def synthetic_trajectory(target_tokens: int, seed: int = 0):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from traac.method.segmentation import SPLIT_PHRASES
+    from traac.compression.segmentation import SPLIT_PHRASES
 
     rng = random.Random(seed)
     words = ["the", "sum", "of", "we", "get", "so", "it", "is", "then", "check", "value"]
@@ -246,10 +246,10 @@ def cpu_compression(repeats: int) -> dict:
     """Milliseconds for the CPU side of compressing one ~10k-token trajectory."""
     import numpy as np
 
-    from traac.method.compression import Compressor, TokenScores, count_tokens
-    from traac.method.formats import ChatFormat
-    from traac.method.scoring import encode_offsets
-    from traac.method.segmentation import split_steps, token_step_index
+    from traac.compression.compression import Compressor, TokenScores, count_tokens
+    from traac.compression.formats import ChatFormat
+    from traac.compression.scoring import encode_offsets
+    from traac.compression.segmentation import split_steps, token_step_index
 
     reasoning, tokenizer = synthetic_trajectory(10_000)
     fmt = ChatFormat()

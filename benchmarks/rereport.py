@@ -38,8 +38,10 @@ from typing import Any
 import traac.evaluation.harness.overthinking as overthinking
 from _common import children_cpu, command, machine
 from traac.common.models import load_tokenizer
+from traac.compression.formats import resolve_chat_format
 from traac.data.datasets import load_items
-from traac.evaluation.harness.records import summarize
+from traac.evaluation.harness.paper_metrics import PAPER_T_MAX
+from traac.evaluation.harness.results import summarize
 from traac.evaluation.harness.runner import (
     RUN_FILE,
     SAMPLES_FILE,
@@ -51,8 +53,6 @@ from traac.evaluation.harness.runner import (
 )
 from traac.evaluation.harness.samples import LengthCounter
 from traac.evaluation.harness.votes import answer_votes
-from traac.method.formats import resolve_chat_format
-from traac.method.metrics import PAPER_T_MAX
 from traac.testbed.build import ensure_testbed
 from traac.testbed.config import TeacherSettings
 from traac.testbed.traces import teach

@@ -39,8 +39,8 @@ from _common import (
     timed_train,
     training_data,
 )
-from traac.method.formats import resolve_chat_format
-from traac.method.rewards import RewardSettings
+from traac.compression.formats import resolve_chat_format
+from traac.compression.rewards import RewardSettings
 from traac.pipelines.model_registry import resolve_model
 from traac.training.methods.traac_rewards import TraacRewards
 from traac.training.telemetry.metrics_file import METRICS_FILE

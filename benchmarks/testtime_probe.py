@@ -54,7 +54,7 @@ def load(name: str, device: str):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
 
-    from traac.method.formats import AUX_PROMPT, ChatFormat
+    from traac.compression.formats import AUX_PROMPT, ChatFormat
     from traac.pipelines.model_registry import resolve_model
 
     torch.manual_seed(0)
@@ -74,9 +74,9 @@ def measure(model, length: int, repeats: int, device: str, suffix: int) -> dict[
     import torch
     from transformers import DynamicCache
 
-    from traac.method.probe_cache import DEFAULT_PROBE_CHUNK as CHUNK
-    from traac.method.probe_cache import ProbeCache, cached_probe_row
-    from traac.method.scoring import AttentionScorer
+    from traac.compression.probe_cache import DEFAULT_PROBE_CHUNK as CHUNK
+    from traac.compression.probe_cache import ProbeCache, cached_probe_row
+    from traac.compression.scoring import AttentionScorer
 
     def sync() -> None:
         if device.startswith("cuda"):

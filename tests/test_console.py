@@ -14,12 +14,12 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from traac.common.tables import Table
+from traac.compression.compression import CompressionResult, StepRecord
+from traac.compression.segmentation import Step
 from traac.console import RichProgress, fit_table, print_blocks, print_steps, print_table
-from traac.evaluation.harness.records import summary_table
+from traac.evaluation.harness.results import summary_table
 from traac.evaluation.harness.runner import EvalSettings, run_eval
 from traac.evaluation.reports.report import budget_table, load_models, report_blocks
-from traac.method.compression import CompressionResult, StepRecord
-from traac.method.segmentation import Step
 from traac.pipelines.demo import BinCompression, comparison_table, compression_table
 from traac.pipelines.stages import TierRow
 

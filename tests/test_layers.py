@@ -12,7 +12,7 @@ import traac
 
 ROOT = Path(traac.__file__).parent
 # Bottom to top; one number a floor, equal numbers side by side (neither imports the other).
-FLOORS = {"errors": 0, "common": 1, "method": 2, "verification": 2, "data": 3, "console": 3,
+FLOORS = {"errors": 0, "common": 1, "compression": 2, "verification": 2, "data": 3, "console": 3,
           "evaluation": 4, "training": 4, "testbed": 5, "pipelines": 6, "commands": 7,
           "cli": 8}  # fmt: skip
 # training's folders, bottom to top: a folder imports only its own and those below it.
@@ -105,3 +105,29 @@ def test_no_module_reaches_itself_through_its_imports() -> None:
 def test_no_module_outgrows_the_cap() -> None:
     sizes = {name: len(path.read_text().splitlines()) for name, path in MODULES.items()}
     assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
+
+
+# Basenames two modules share, each one concept: a command and the module below it that does
+# its work (commands/<name> parses and prints; pipelines/ or evaluation/reports/ runs it), or one
+# task split across floors. A basename with two meanings gets a name of its own instead.
+SHARED_NAMES = {
+    # the testbed's chain-sum task: its problems and its scorer
+    "chain_sum": {"traac.data.chain_sum", "traac.verification.chain_sum"},
+    "demo": {"traac.commands.demo", "traac.pipelines.demo"},
+    # the mechanism table: its statistics, and a long build's responses it is measured on
+    "mechanism": {"traac.evaluation.reports.mechanism", "traac.testbed.mechanism"},
+    "probe_report": {"traac.commands.probe_report", "traac.evaluation.reports.probe_report"},
+    "records": {"traac.commands.records", "traac.pipelines.records"},  # the kept run records
+    "report": {"traac.commands.report", "traac.evaluation.reports.report"},
+    "train": {"traac.commands.train", "traac.pipelines.train"},
+    # maj@k's votes: which answers the verifier calls one, and their groups
+    "votes": {"traac.verification.votes", "traac.evaluation.harness.votes"},
+}
+
+
+def test_a_shared_basename_is_one_concept() -> None:
+    homes: dict[str, set[str]] = {}
+    for name, path in MODULES.items():
+        if path.name != "__init__.py":
+            homes.setdefault(name.rsplit(".", 1)[-1], set()).add(name)
+    assert {base: names for base, names in homes.items() if len(names) > 1} == SHARED_NAMES

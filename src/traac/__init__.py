@@ -24,27 +24,27 @@ _EXPORTS: dict[str, str] = {
     "TRAACConfig": "traac.training.planning.traac_config",
     "TRAACTrainer": "traac.training.trl_adapter.trainer",
     # the compression module
-    "Compressor": "traac.method.compression",
-    "CompressionResult": "traac.method.compression",
-    "uniformity": "traac.method.compression",
-    "eviction_fraction": "traac.method.compression",
-    "CompressionSettings": "traac.method.settings",
-    "build_compressor": "traac.method.factory",
-    "AttentionScorer": "traac.method.scoring",
-    "ConfidenceScorer": "traac.method.scoring",
-    "RandomScorer": "traac.method.scoring",
-    "split_steps": "traac.method.segmentation",
-    "ChatFormat": "traac.method.formats",
-    "resolve_chat_format": "traac.method.formats",
+    "Compressor": "traac.compression.compression",
+    "CompressionResult": "traac.compression.compression",
+    "uniformity": "traac.compression.compression",
+    "eviction_fraction": "traac.compression.compression",
+    "CompressionSettings": "traac.compression.settings",
+    "build_compressor": "traac.compression.factory",
+    "AttentionScorer": "traac.compression.scoring",
+    "ConfidenceScorer": "traac.compression.scoring",
+    "RandomScorer": "traac.compression.scoring",
+    "split_steps": "traac.compression.segmentation",
+    "ChatFormat": "traac.compression.formats",
+    "resolve_chat_format": "traac.compression.formats",
     # rewards and metrics
-    "RewardSettings": "traac.method.rewards",
-    "LengthWindows": "traac.method.rewards",
-    "format_reward": "traac.method.rewards",
-    "length_reward": "traac.method.rewards",
-    "auc_oaa": "traac.method.metrics",
-    "oaa": "traac.method.metrics",
-    "otb_f1": "traac.method.metrics",
-    "group_stats": "traac.method.metrics",
+    "RewardSettings": "traac.compression.rewards",
+    "LengthWindows": "traac.compression.rewards",
+    "format_reward": "traac.compression.rewards",
+    "length_reward": "traac.compression.rewards",
+    "auc_oaa": "traac.evaluation.harness.paper_metrics",
+    "oaa": "traac.evaluation.harness.paper_metrics",
+    "otb_f1": "traac.evaluation.harness.paper_metrics",
+    "group_stats": "traac.evaluation.harness.paper_metrics",
     # verification
     "extract_answer": "traac.verification",
     "verify_math": "traac.verification",
@@ -122,21 +122,26 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; nothing is imported at run time
     from traac.common.models import load_model, load_tokenizer
-    from traac.errors import TraacError
-    from traac.evaluation.inference.testtime import ThinkingGenerator
-    from traac.method.compression import (
+    from traac.compression.compression import (
         CompressionResult,
         Compressor,
         eviction_fraction,
         uniformity,
     )
-    from traac.method.factory import build_compressor
-    from traac.method.formats import ChatFormat, resolve_chat_format
-    from traac.method.metrics import auc_oaa, group_stats, oaa, otb_f1
-    from traac.method.rewards import LengthWindows, RewardSettings, format_reward, length_reward
-    from traac.method.scoring import AttentionScorer, ConfidenceScorer, RandomScorer
-    from traac.method.segmentation import split_steps
-    from traac.method.settings import CompressionSettings
+    from traac.compression.factory import build_compressor
+    from traac.compression.formats import ChatFormat, resolve_chat_format
+    from traac.compression.rewards import (
+        LengthWindows,
+        RewardSettings,
+        format_reward,
+        length_reward,
+    )
+    from traac.compression.scoring import AttentionScorer, ConfidenceScorer, RandomScorer
+    from traac.compression.segmentation import split_steps
+    from traac.compression.settings import CompressionSettings
+    from traac.errors import TraacError
+    from traac.evaluation.harness.paper_metrics import auc_oaa, group_stats, oaa, otb_f1
+    from traac.evaluation.inference.testtime import ThinkingGenerator
     from traac.pipelines.model_registry import resolve_model
     from traac.training.planning.traac_config import TRAACConfig
     from traac.training.trl_adapter.trainer import TRAACTrainer

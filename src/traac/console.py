@@ -30,7 +30,7 @@ from rich.text import Text
 
 from traac.common.progress import LogProgress, Progress
 from traac.common.tables import Table
-from traac.method.compression import CompressionResult, StepRecord
+from traac.compression.compression import CompressionResult, StepRecord
 
 PREVIEW_CHARS = 60
 

@@ -17,11 +17,11 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from traac.cli import main as cli_main
 from traac.commands.eval import main as eval_main
+from traac.compression.factory import build_compressor
+from traac.compression.formats import ChatFormat
+from traac.compression.settings import CompressionSettings
 from traac.errors import TraacError
 from traac.evaluation.harness.prompts import THINK_INSTRUCTION
-from traac.method.factory import build_compressor
-from traac.method.formats import ChatFormat
-from traac.method.settings import CompressionSettings
 
 pytestmark = pytest.mark.slow
 
@@ -136,7 +136,7 @@ def test_scoring_responses_imports_no_model_stack() -> None:
         "peft",
         "trl",
         "traac.evaluation.inference.refill",
-        "traac.method.scoring",
+        "traac.compression.scoring",
         "traac.pipelines.model_registry",
         "traac.testbed.build",
     ]

@@ -9,10 +9,10 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from traac.cli import main
+from traac.compression.factory import build_compressor
+from traac.compression.formats import ChatFormat
+from traac.compression.settings import CompressionSettings
 from traac.evaluation.inference.testtime import ThinkingGenerator
-from traac.method.factory import build_compressor
-from traac.method.formats import ChatFormat
-from traac.method.settings import CompressionSettings
 
 SPECIALS = ["<pad>", "<eos>", "<think>", "</think>"]
 PAD, EOS, OPEN, CLOSE = range(4)
@@ -130,7 +130,7 @@ def test_a_think_budget_interrupts_and_the_model_answers(
 ):
     """At 10 think tokens every scripted reasoning is interrupted: the auxiliary prompt and the
     closer are appended and the scripted answer follows; pruned first with --compress-tau."""
-    from traac.method.formats import AUX_PROMPT, ChatFormat
+    from traac.compression.formats import AUX_PROMPT, ChatFormat
 
     out_json = tmp_path / "out.json"
     args = ["--model", str(model_dir), "--prompt", "q1", "--think-budget", "10"]

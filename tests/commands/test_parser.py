@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from traac.commands import ArgumentParser, add_compress_tau, settings_from
+from traac.compression.settings import CompressionSettings, FormatSettings
 from traac.errors import TraacError
-from traac.method.settings import CompressionSettings, FormatSettings
 
 
 def parser() -> ArgumentParser:

@@ -95,8 +95,8 @@ def test_host_reads_per_decode_step_do_not_grow_with_the_batch(tiny_model, engin
 
 
 def test_think_decoding_reads_per_step_do_not_grow_with_the_batch(tiny_model):
+    from traac.compression.formats import ChatFormat
     from traac.evaluation.inference.think_decode import TorchThinkEngine
-    from traac.method.formats import ChatFormat
 
     class Tokens:  # what the engine reads of a tokenizer: the think tags' ids and pad/eos
         pad_token_id, eos_token_id = 0, 1

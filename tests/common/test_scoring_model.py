@@ -11,6 +11,9 @@ from traac.common.scoring_model import (
     REFERENCE,
     ScoringModel,
     check_scoring_model,
+    is_foreign,
+    names_policy,
+    names_reference,
     resolve_scoring_model,
 )
 from traac.errors import TraacError
@@ -20,6 +23,18 @@ def test_the_policy_and_the_reference_score_with_the_policys_tokenizer() -> None
     for name in (None, POLICY, REFERENCE):
         assert resolve_scoring_model(name) == ScoringModel()
         assert not resolve_scoring_model(name).foreign
+
+
+def test_each_name_is_asked_one_way() -> None:
+    """What the trainer and the memory plan ask of a `scoring_model`, never its string."""
+    asked = {name: (names_policy(name), names_reference(name), is_foreign(name))
+             for name in (None, POLICY, REFERENCE, "testbed-quick")}  # fmt: skip
+    assert asked == {
+        None: (False, False, False),
+        POLICY: (True, False, False),
+        REFERENCE: (False, True, False),
+        "testbed-quick": (False, False, True),
+    }
 
 
 def test_a_named_model_resolves_as_model_does_and_brings_its_tokenizer(

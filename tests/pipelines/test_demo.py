@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from traac import cli
+from traac.compression.formats import AUX_PROMPT, ChatFormat
+from traac.compression.settings import CompressionSettings
 from traac.errors import TraacError
-from traac.evaluation.harness.records import EvalSummary
+from traac.evaluation.harness.paper_metrics import GroupStats
+from traac.evaluation.harness.results import EvalSummary
 from traac.evaluation.harness.runner import SAMPLES_FILE, EvalSettings, SamplesFile, run_eval
 from traac.evaluation.reports.html_report import write_report
 from traac.evaluation.reports.report import budget_table, load_models
-from traac.method.formats import AUX_PROMPT, ChatFormat
-from traac.method.metrics import GroupStats
-from traac.method.settings import CompressionSettings
 from traac.pipelines.demo import BudgetSweep, DemoSettings, targets
 from traac.pipelines.stages import QUICK_TRAINING, HeldOut, TierRow, tier_rows
 

@@ -13,8 +13,8 @@ import pytest
 
 from traac import cli
 from traac.errors import TraacError
-from traac.evaluation.harness.records import EvalSummary, SampleRecord
-from traac.method.metrics import GroupStats
+from traac.evaluation.harness.paper_metrics import GroupStats
+from traac.evaluation.harness.results import EvalSummary, SampleRecord
 from traac.pipelines.experiment_results import (
     Stat,
     effects_markdown,
@@ -37,6 +37,8 @@ from traac.pipelines.experiments import (
 from traac.pipelines.recipe import read_recipe
 from traac.pipelines.stages import HeldOut, Recipe
 from traac.pipelines.variants import ABLATIONS, COMPARE, CONTRASTS, EXPERIMENTS
+from traac.training.methods.dler import METHOD as DLER
+from traac.training.methods.traac import TRAAC, TraacSettings
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "testbed.yaml"
 
@@ -108,6 +110,22 @@ def test_run_key_changes_with_anything_a_run_depends_on() -> None:
     assert key != run_key({**recipe, "beta": 0.05}, {"mode": "alp", "seed": 0}, "testbed")
     assert key != run_key(recipe, {"mode": "alp", "seed": 0}, "testbed-quick")
     assert key != run_key(recipe, {"mode": "alp", "seed": 0, "alp_beta": 2}, "testbed")
+
+
+def test_run_keys_keep_their_bytes_with_the_typed_choices() -> None:
+    """The compressing modes' choices are asked of their owners (`CompressionKind`,
+    `CopySettings`), but their fields keep the strings users write: a variant's key is the one
+    its runs were stored under, given as written or read off the mode's settings."""
+    recipe = {"beta": 0.0, "max_steps": 150}
+    settings = TraacSettings(compression="early_exit", copy_loss="answer_only",
+                             copy_pool="all_correct")  # fmt: skip
+    early = {"mode": TRAAC.name, "compression": settings.compression, "seed": 0}
+    copies = {"mode": TRAAC.name, "copy_loss": settings.copy_loss,
+              "copy_pool": settings.copy_pool, "seed": 1}  # fmt: skip
+    assert run_key(recipe, early, "testbed") == "traac-seed0-6f4359558032"
+    assert run_key(recipe, copies, "testbed") == "traac-seed1-93f6f965557a"
+    assert run_key(recipe, {"mode": DLER.name, "seed": 2}, "testbed") == "dler-seed2-6b0018cafeda"
+    assert settings.compression_kind.prefix and settings.copies.masks_think
 
 
 def test_a_comment_in_the_recipe_keeps_every_run_key(tmp_path: Path) -> None:

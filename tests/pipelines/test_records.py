@@ -14,7 +14,7 @@ import pytest
 
 from traac.cli import main as cli_main
 from traac.errors import TraacError
-from traac.evaluation.harness.records import SampleRecord
+from traac.evaluation.harness.results import SampleRecord
 from traac.evaluation.harness.runner import SAMPLES_FILE
 from traac.pipelines.experiments import PROVENANCE, RUN_SECONDS, ExperimentSettings, run_key
 from traac.pipelines.recipe import read_recipe

@@ -30,8 +30,8 @@ def test_quick_build_loads_and_generates_a_response(quick_model):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from traac.common.models import prompt_style_of
+    from traac.compression.formats import ChatFormat
     from traac.data.testbed_problems import make_items
-    from traac.method.formats import ChatFormat
 
     path, cache = quick_model
     assert path.parent == cache / "testbed"

@@ -13,10 +13,10 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from traac.compression.formats import ChatFormat
+from traac.compression.segmentation import split_steps
 from traac.data.testbed_long import REDUNDANT
 from traac.data.testbed_problems import CONCLUSION, Chain
-from traac.method.formats import ChatFormat
-from traac.method.segmentation import split_steps
 from traac.testbed.build import teacher_traces
 from traac.testbed.config import LongTeacherSettings, default_config, long_config
 from traac.testbed.long_traces import reasoning_kinds, teach_long

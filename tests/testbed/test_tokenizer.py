@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traac.method.formats import ChatFormat, resolve_chat_format
+from traac.compression.formats import ChatFormat, resolve_chat_format
 from traac.testbed import config as testbed_config
 from traac.testbed.build import _corpus, sft_records, teacher_traces, tokenize_records
 from traac.testbed.tokenizer import EOS, PAD, THINK_CLOSE, THINK_OPEN, build_tokenizer

@@ -8,9 +8,9 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from traac.compression.formats import AUX_PROMPT, ChatFormat
+from traac.compression.segmentation import SPLIT_PHRASES, split_steps
 from traac.data.testbed_problems import Chain
-from traac.method.formats import AUX_PROMPT, ChatFormat
-from traac.method.segmentation import SPLIT_PHRASES, split_steps
 from traac.testbed.config import TeacherSettings
 from traac.testbed.traces import (
     CONCLUSION,

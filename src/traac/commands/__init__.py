@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 from traac.common.model_names import check_model_name
+from traac.compression.settings import SCORER_KINDS, check_tau
 from traac.errors import TraacError
-from traac.method.settings import SCORER_KINDS, check_tau
 
 T = TypeVar("T")
 

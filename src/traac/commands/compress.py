@@ -27,9 +27,9 @@ from traac.commands import (
     settings_from,
 )
 from traac.common.outputs import output_file, write_text
+from traac.compression.formats import ChatFormat
+from traac.compression.settings import TEST_TIME_TAU, CompressionSettings, FormatSettings
 from traac.errors import TraacError
-from traac.method.formats import ChatFormat
-from traac.method.settings import TEST_TIME_TAU, CompressionSettings, FormatSettings
 
 # The options and the input are checked before the model stack (torch) is imported, in `main`.
 
@@ -127,7 +127,7 @@ def check_lengths(
     traces: list[Trace], tokenizer: Any, limit: int | None, chat_format: ChatFormat, aux: str
 ) -> None:
     """Name the trace whose probe exceeds the model's positions (nothing is truncated)."""
-    from traac.method.compression import count_tokens
+    from traac.compression.compression import count_tokens
 
     if limit is None:
         return
@@ -152,11 +152,11 @@ def main(argv: list[str]) -> int:
     traces = read_traces(args.input, think.resolve())
     from traac.common.models import load_config, load_model, load_tokenizer, resolve_placement
     from traac.common.scoring_model import check_scoring_model, resolve_scoring_model
+    from traac.compression.compression import CompressionResult
+    from traac.compression.factory import build_compressor, check_probe_layers
+    from traac.compression.scoring import closer_query
     from traac.console import make_console, make_progress, print_lines, print_steps
     from traac.evaluation.reports.viewer import render_html
-    from traac.method.compression import CompressionResult
-    from traac.method.factory import build_compressor, check_probe_layers
-    from traac.method.scoring import closer_query
     from traac.pipelines.model_registry import resolve_model
 
     device, device_map = resolve_placement(args.device, args.device_map)

@@ -22,11 +22,11 @@ from traac.commands import (
     settings_from,
 )
 from traac.common.sampling import check_sampling
+from traac.compression.settings import CompressionSettings, FormatSettings, check_compression_read
 from traac.errors import TraacError
+from traac.evaluation.harness.paper_metrics import OTB_SCORINGS, PAPER_T_MAX
 from traac.evaluation.harness.prompts import PROMPT_STYLES, default_prompt_style
 from traac.evaluation.inference.engines import BACKENDS, BATCHINGS, CALL_REQUESTS
-from traac.method.metrics import OTB_SCORINGS, PAPER_T_MAX
-from traac.method.settings import CompressionSettings, FormatSettings, check_compression_read
 
 # Every option is checked before anything heavy is imported (`check_args`); the model stack (the
 # testbed's builder, the probe, test-time thinking, vLLM) is imported where a model is named:
@@ -238,11 +238,11 @@ def main(argv: list[str]) -> int:
         resolve_placement,
     )
     from traac.common.scoring_model import resolve_scoring_model
+    from traac.compression.factory import check_probe_layers
     from traac.console import make_console, make_progress, print_blocks
-    from traac.evaluation.harness.records import summary_blocks
+    from traac.evaluation.harness.results import summary_blocks
     from traac.evaluation.harness.runner import EvalSettings, file_sha256, run_eval
     from traac.evaluation.inference.generation import Backend, VLLMSettings, make_backend
-    from traac.method.factory import check_probe_layers
 
     compression = settings_from(args, CompressionSettings)
     think = settings_from(args, FormatSettings)

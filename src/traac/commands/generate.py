@@ -31,14 +31,14 @@ from traac.commands import (
 )
 from traac.common.outputs import output_file, write_text
 from traac.common.sampling import check_sampling
-from traac.errors import TraacError
-from traac.evaluation.inference.engines import PROBE_MODES
-from traac.method.settings import (
+from traac.compression.settings import (
     TEST_TIME_TAU,
     CompressionSettings,
     FormatSettings,
     check_compression_read,
 )
+from traac.errors import TraacError
+from traac.evaluation.inference.engines import PROBE_MODES
 
 if TYPE_CHECKING:
     from traac.evaluation.inference.testtime import ThinkingGenerator
@@ -194,9 +194,9 @@ def compress_tau(args: argparse.Namespace) -> float | None:
 def load_generator(args: argparse.Namespace) -> ThinkingGenerator:
     from traac.common.models import load_model, load_tokenizer, resolve_dtype, resolve_placement
     from traac.common.scoring_model import resolve_scoring_model
+    from traac.compression.factory import check_probe_layers
     from traac.console import make_progress
     from traac.evaluation.inference.testtime import ThinkingGenerator
-    from traac.method.factory import check_probe_layers
     from traac.pipelines.model_registry import resolve_model
 
     settings = settings_from(args, CompressionSettings)

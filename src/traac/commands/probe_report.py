@@ -94,6 +94,7 @@ def main(argv: list[str]) -> int:
         raise TraacError(f"--input {args.input}: no such file")
     from traac.common.models import load_model, load_tokenizer, resolve_placement
     from traac.common.scoring_model import resolve_scoring_model
+    from traac.compression.scoring import closer_query
     from traac.console import make_console, make_progress, print_lines, print_table
     from traac.evaluation.harness.prompts import render_prompt
     from traac.evaluation.inference.generation import TransformersBackend
@@ -104,7 +105,6 @@ def main(argv: list[str]) -> int:
         probe_report,
         read_labelled,
     )
-    from traac.method.scoring import closer_query
     from traac.pipelines.model_registry import resolve_model
     from traac.testbed.measure import labelled_responses
 

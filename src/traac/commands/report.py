@@ -10,7 +10,7 @@ from traac.commands import ArgumentParser, check_count
 from traac.common.inputs import check_distinct
 from traac.common.outputs import output_dir
 from traac.errors import TraacError
-from traac.method.metrics import PAPER_T_MAX
+from traac.evaluation.harness.paper_metrics import PAPER_T_MAX
 
 DESCRIPTION = """\
 Tables (drawn to the terminal's width on stdout, markdown in OUT/report.md), PNG plots (OUT)

@@ -132,7 +132,7 @@ def short_parser() -> argparse.ArgumentParser:
     """The short help as a parser (used for its help text only)."""
     from trl import GRPOConfig
 
-    from traac.method.settings import CompressionSettings, FormatSettings
+    from traac.compression.settings import CompressionSettings, FormatSettings
     from traac.pipelines.train import TrainScriptArguments
     from traac.training.methods.registry import METHODS, settings_classes
     from traac.training.methods.traac import TraacSettings

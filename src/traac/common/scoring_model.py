@@ -28,11 +28,21 @@ def is_foreign(name: str | None) -> bool:
     return name is not None and name not in SCORING_MODELS
 
 
+def names_policy(name: str | None) -> bool:
+    """Whether `name` is `policy`: the model trained scores itself, no frozen model loads."""
+    return name == POLICY
+
+
+def names_reference(name: str | None) -> bool:
+    """Whether `name` is `reference`: in training, the frozen initial policy scores."""
+    return name == REFERENCE
+
+
 def check_scoring_model(
     name: str | None, scorer: str, field: str = "scoring_model", reads_policy: bool = False
 ) -> None:
     """A scoring model is named, and a foreign one goes with a scorer that reads it: a scorer
-    that `reads_policy` (confidence, step entropy: `traac.method.settings.ScorerKind.policy`)
+    that `reads_policy` (confidence, step entropy: `traac.compression.settings.ScorerKind.policy`)
     reads the policy's own sampling distribution."""
     if name is None:
         return

@@ -30,8 +30,12 @@ from traac.common.models import load_model, load_tokenizer
 from traac.common.outputs import output_dir
 from traac.common.progress import NullProgress, Progress
 from traac.common.tables import Table, fmt, signed
+from traac.compression.compression import uniformity_rank
+from traac.compression.factory import build_compressor
+from traac.compression.formats import ChatFormat
+from traac.compression.settings import TEST_TIME_TAU, CompressionSettings
 from traac.errors import TraacError
-from traac.evaluation.harness.records import TIER_ORDER
+from traac.evaluation.harness.results import TIER_ORDER
 from traac.evaluation.harness.runner import SAMPLES_FILE, SamplesFile
 from traac.evaluation.reports.plots import write_plots
 from traac.evaluation.reports.report import (
@@ -44,10 +48,6 @@ from traac.evaluation.reports.report import (
     sweep_points,
 )
 from traac.evaluation.reports.viewer import render_html
-from traac.method.compression import uniformity_rank
-from traac.method.factory import build_compressor
-from traac.method.formats import ChatFormat
-from traac.method.settings import TEST_TIME_TAU, CompressionSettings
 from traac.pipelines.stages import (
     QUICK_TRAINING,
     BinCompression,
@@ -447,13 +447,13 @@ def example_viewer(
     fmt_ = ChatFormat()
     model, tokenizer = load_model(str(model_path)), load_tokenizer(str(model_path))
     settings = config.compression_settings(model.config.model_type)
-    calibration = config.traac_settings.uniformity_calibration
-    note = rule_text(settings, calibration)
+    ranks = config.traac_settings.ranks_uniformity
+    note = rule_text(settings, ranks)
     if not chosen:
         path.write_text(render_html([], [], note=f"{note} No correct base response to show."))
         return 0
     compressor = build_compressor(settings, model, tokenizer, fmt_, seed=config.seed)
-    window = correct[:CALIBRATION_SAMPLE] if calibration == "rank" else []
+    window = correct[:CALIBRATION_SAMPLE] if ranks else []
     traces = compressor.score([fmt_.parse(r.response).reasoning for r in chosen + window])
     difficulty = config.difficulty_config()
     uniformities = [t.uniformity for t in traces[len(chosen) :]]
@@ -467,16 +467,16 @@ def example_viewer(
     return len(results)
 
 
-def rule_text(settings: CompressionSettings, calibration: str) -> str:
-    """The eviction rule a recipe trains with (its compression settings and uniformity
-    calibration), in one line."""
+def rule_text(settings: CompressionSettings, ranks: bool) -> str:
+    """The eviction rule a recipe trains with (its compression settings and whether its
+    uniformity calibration `ranks`), in one line."""
     rule = (
         f"scorer {settings.scorer}, probe layers {settings.probe_layers}, heads "
         f"{settings.probe_heads}, step scope "
         f"{settings.step_scope}; evict floor(n·e) lowest steps, e = tau·(1 − u) if u ≤ "
         f"{settings.uniformity_gate} else 0, at most {settings.eviction_cap}"
     )
-    if calibration == "rank":
+    if ranks:
         rule += (
             "; u = the trace's uniformity ranked among the base model's correct responses (up "
             f"to {CALIBRATION_SAMPLE}), as training ranks it among recent correct rollouts"

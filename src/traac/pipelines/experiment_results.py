@@ -25,7 +25,7 @@ import yaml
 from traac.common.tables import Table, fmt, signed
 from traac.errors import TraacError
 from traac.evaluation.harness.paired import Comparison, compare
-from traac.evaluation.harness.records import TIER_ORDER, EvalSummary, SampleRecord
+from traac.evaluation.harness.results import TIER_ORDER, EvalSummary, SampleRecord
 from traac.evaluation.harness.seeds import ALPHA, POWER, Bounds, SeedInterval, holm
 from traac.pipelines.stages import tier_columns, tier_rows
 

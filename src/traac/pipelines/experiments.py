@@ -35,7 +35,7 @@ from traac.common.provenance import now, provenance, weights_sha256
 from traac.common.tables import Table
 from traac.data.testbed_problems import DATA_SOURCE
 from traac.errors import TraacError
-from traac.evaluation.harness.records import EvalSummary, SampleRecord
+from traac.evaluation.harness.results import EvalSummary, SampleRecord
 from traac.evaluation.harness.runner import SAMPLES_FILE
 from traac.evaluation.harness.samples import SamplesFile
 from traac.evaluation.reports.plots import pareto_plot

@@ -359,7 +359,7 @@ def traac_line(config: Any) -> str:
         ]
     if run is not None:
         parts.append(f"format {config.format_preset}, correctness {config.correctness_reward:g}")
-    elif config.mode != "cr":
+    elif "length_reward" in config.mode_spec.rewards:  # all TRAAC's modes but CR
         parts.append(f"format {config.format_preset}, length weight {config.length_weight:g}, "
                      f"window {config.length_window_steps} steps")  # fmt: skip
     sampling = config.dynamic_sampling

@@ -25,12 +25,11 @@ import yaml
 from traac.common.cache import cache_root
 from traac.common.model_names import check_model_name
 from traac.common.outputs import writable_dir
+from traac.common.scoring_model import is_foreign
+from traac.compression.difficulty import FLAT_KEYS
 from traac.errors import TraacError
-from traac.method.difficulty import FLAT_KEYS
 from traac.pipelines.recipe_fields import declared_fields
 from traac.training.planning.counts import check_counts
-
-_SCORERS = ("reference", "policy")  # scoring_model values that name no model
 
 
 class _DuplicateKey(Exception):
@@ -217,5 +216,5 @@ def precheck(argv: list[str]) -> None:
     nested = values.get("method_args")  # the scoring model written there (a YAML mapping)
     scorer = values.get("scoring_model", nested.get("scoring_model") if isinstance(nested, dict)
                         else None)  # fmt: skip
-    if isinstance(scorer, str) and scorer not in _SCORERS:
+    if isinstance(scorer, str) and is_foreign(scorer):
         check_model_name(scorer, "scoring_model")

@@ -31,7 +31,7 @@ CLASSES = (
     ("transformers", "training_args.py", "TrainingArguments", ()),
     ("trl", "trainer/base_config.py", "_BaseConfig", ("TrainingArguments",)),
     ("trl", "trainer/grpo_config.py", "GRPOConfig", ("_BaseConfig",)),
-    ("traac", "method/settings.py", "FormatSettings", ()),
+    ("traac", "compression/settings.py", "FormatSettings", ()),
     ("traac", "training/planning/traac_config.py", "TRAACConfig", ("GRPOConfig", "FormatSettings")),
     ("traac", "training/planning/lora.py", "LoraArguments", ()),
     ("traac", "pipelines/train.py", "TrainScriptArguments", ("LoraArguments",)),

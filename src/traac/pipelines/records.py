@@ -44,7 +44,7 @@ from traac.common.outputs import output_dir
 from traac.common.tables import Table
 from traac.errors import TraacError, first_line
 from traac.evaluation.harness.overthinking import overthink_stats, underthinking
-from traac.evaluation.harness.records import EvalSummary, SampleRecord, summarize
+from traac.evaluation.harness.results import EvalSummary, SampleRecord, summarize
 from traac.evaluation.harness.runner import SAMPLES_FILE
 from traac.pipelines.experiment_results import (
     Effect,

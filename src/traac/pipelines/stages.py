@@ -29,16 +29,16 @@ from traac.common.models import (
 from traac.common.progress import NullProgress, Progress
 from traac.common.tables import Table, fmt
 from traac.common.threads import cores, set_threads
+from traac.compression.formats import resolve_chat_format
+from traac.compression.settings import CompressionSettings
 from traac.data.testbed_long import LONG_SOURCE, is_long_spec
 from traac.data.testbed_problems import DATA_SOURCE
-from traac.evaluation.harness.records import TIER_ORDER, EvalSummary
+from traac.evaluation.harness.results import TIER_ORDER, EvalSummary
 from traac.evaluation.harness.runner import EvalSettings, run_eval
 from traac.evaluation.inference.generation import Backend, make_backend
 from traac.evaluation.inference.refill import RefillBackend
 from traac.evaluation.inference.testtime import ThinkingGenerator
 from traac.evaluation.inference.thinking_backend import ThinkingBackend
-from traac.method.formats import resolve_chat_format
-from traac.method.settings import CompressionSettings
 from traac.pipelines.train import TrainScriptArguments, parse, train
 from traac.training.planning.traac_config import TRAACConfig
 from traac.training.telemetry.step_stats import read_metrics

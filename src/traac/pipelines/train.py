@@ -31,9 +31,9 @@ from traac.common.outputs import writable_dir
 from traac.common.progress import NullProgress, Progress, quiet_libraries
 from traac.common.threads import check_threads, set_threads
 from traac.common.trainer_progress import TrainerProgress
+from traac.compression.difficulty import FLAT_KEYS
 from traac.data.training import items_to_dataset, load_training_items, with_dataset_fields
 from traac.errors import TraacError
-from traac.method.difficulty import FLAT_KEYS
 from traac.pipelines.model_registry import resolve_model
 from traac.pipelines.recipe import (
     read_recipe,

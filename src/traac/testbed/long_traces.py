@@ -23,6 +23,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from traac.compression.segmentation import split_steps
 from traac.data.testbed_long import (
     DETOUR_DROP,
     DETOUR_TRY,
@@ -35,7 +36,6 @@ from traac.data.testbed_long import (
     long_step_kinds,
 )
 from traac.data.testbed_problems import CONCLUSION, GUESS, Chain
-from traac.method.segmentation import split_steps
 from traac.testbed.config import LongTeacherSettings
 from traac.testbed.traces import Trace, answer_text, join_lines, summary_text
 

@@ -19,14 +19,14 @@ import torch
 
 from traac.common.items import Item
 from traac.common.progress import NullProgress, Progress
+from traac.compression.compression import Compressor, ScoreRequest, TokenScores
+from traac.compression.factory import build_compressor
+from traac.compression.formats import ChatFormat
+from traac.compression.settings import CompressionSettings
 from traac.data.testbed_long import LONG_SOURCE, REDUNDANT
 from traac.data.testbed_problems import DATA_SOURCE, EVAL_SEED, make_items
 from traac.evaluation.inference.generation import TransformersBackend
 from traac.evaluation.reports.probe_report import LabelledResponse, default_specs, probe_report
-from traac.method.compression import Compressor, ScoreRequest, TokenScores
-from traac.method.factory import build_compressor
-from traac.method.formats import ChatFormat
-from traac.method.settings import CompressionSettings
 from traac.testbed.config import LongTeacherSettings, TestbedSettings
 from traac.testbed.long_traces import coarse_reasoning_kinds, reasoning_kinds
 from traac.testbed.tokenizer import THINK_CLOSE, render_prompts

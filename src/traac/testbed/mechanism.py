@@ -9,11 +9,11 @@ from typing import Any
 import torch
 
 from traac.common.progress import Progress
+from traac.compression.formats import ChatFormat
 from traac.data.testbed_long import LONG_SOURCE, REDUNDANT
 from traac.data.testbed_problems import EVAL_SEED, make_items
 from traac.evaluation.inference.generation import TransformersBackend
 from traac.evaluation.reports.mechanism import Mechanism, Response, mechanism
-from traac.method.formats import ChatFormat
 from traac.testbed.config import TestbedSettings
 from traac.testbed.long_traces import reasoning_kinds
 from traac.testbed.measure import TAUS, generate

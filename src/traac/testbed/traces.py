@@ -21,10 +21,10 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from traac.compression.formats import AUX_PROMPT, ChatFormat
+from traac.compression.segmentation import split_steps
 from traac.data.testbed_problems import CONCLUSION, GUESS, Chain, StepKind
 from traac.data.testbed_problems import step_kinds as testbed_step_kinds
-from traac.method.formats import AUX_PROMPT, ChatFormat
-from traac.method.segmentation import split_steps
 from traac.testbed.config import TeacherSettings
 
 QWEN3_FORMAT = ChatFormat()  # the response opens and closes the think block

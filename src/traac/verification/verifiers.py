@@ -184,5 +184,5 @@ def verify_answers(
 ) -> list[bool]:
     """Is `answers[i]`, read as the final answer (the text after the think block), right for
     `items[i]`? For answers taken from inside a reasoning, e.g. each step's stated value
-    (`traac.method.first_correct`); as time-bounded as `verify_many`."""
+    (`traac.compression.first_correct`); as time-bounded as `verify_many`."""
     return verify_many(items, [think_close + a for a in answers], think_close=think_close, **kwargs)

@@ -16,7 +16,7 @@ from traac.cli import main
 from traac.common.items import Item
 from traac.data.datasets import reasoning_gym_items
 from traac.evaluation.harness.otb_official import judge_input, judged, official_answer, task_credit
-from traac.evaluation.harness.records import OTB_GENERAL_ONLY, OTBScore
+from traac.evaluation.harness.results import OTB_GENERAL_ONLY, OTBScore
 from traac.evaluation.harness.runner import read_summary
 from traac.verification import verify_many
 from traac.verification.screening import task_answer_allowed

@@ -22,7 +22,7 @@ from traac.evaluation.harness.overthinking import (
     reasoning_of,
     underthinking,
 )
-from traac.evaluation.harness.records import EvalSummary
+from traac.evaluation.harness.results import EvalSummary
 from traac.evaluation.harness.runner import SUMMARY_JSON, EvalSettings, run_eval
 
 

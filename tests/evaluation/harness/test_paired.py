@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from traac.evaluation.harness.paired import compare, paired_table
-from traac.evaluation.harness.records import SampleRecord
+from traac.evaluation.harness.results import SampleRecord
 
 
 def record(pid: str, sample: int, correct: bool, length: int) -> SampleRecord:

@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer
 
+from traac.compression.formats import AUX_PROMPT
 from traac.errors import TraacError
 from traac.evaluation.harness.prompts import THINK_INSTRUCTION
-from traac.evaluation.harness.records import SampleRecord, summarize
+from traac.evaluation.harness.results import SampleRecord, summarize
 from traac.evaluation.harness.runner import EvalSettings, SamplesFile, read_summary, run_eval
 from traac.evaluation.inference.responses import Generation
-from traac.method.formats import AUX_PROMPT
 
 REPO = Path(__file__).resolve().parents[3]
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from traac.evaluation.harness.metrics import sampling_stats
-from traac.evaluation.harness.records import field_samples
+from traac.evaluation.harness.results import field_samples
 from traac.evaluation.harness.runner import EvalSettings, read_summary, run_eval
 from traac.evaluation.reports.report import load_models, sampling_groups
 

@@ -8,16 +8,16 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from traac.compression.compression import Compressor, ScoreRequest, step_scores, uniformity
+from traac.compression.formats import AUX_PROMPT, ChatFormat
+from traac.compression.scoring import AttentionScorer
+from traac.compression.segmentation import split_steps
+from traac.compression.settings import CompressionSettings
 from traac.errors import TraacError
 from traac.evaluation.inference.generation import Sampling
 from traac.evaluation.inference.responses import Generation
 from traac.evaluation.inference.testtime import ThinkingGenerator
 from traac.evaluation.inference.thinking_backend import ThinkingBackend
-from traac.method.compression import Compressor, ScoreRequest, step_scores, uniformity
-from traac.method.formats import AUX_PROMPT, ChatFormat
-from traac.method.scoring import AttentionScorer
-from traac.method.segmentation import split_steps
-from traac.method.settings import CompressionSettings
 
 SPECIALS = ["<pad>", "<eos>", "<think>", "</think>"]
 PAD, EOS, OPEN, CLOSE = range(4)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from traac.compression.formats import ChatFormat
 from traac.evaluation.inference.think_decode import Decoded, DecodeSession, Draw, Phase, ThinkEngine
 from traac.evaluation.inference.vllm_thinking import VLLMThinkEngine
-from traac.method.formats import ChatFormat
 
 
 class _Tokenizer:

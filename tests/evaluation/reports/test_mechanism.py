@@ -6,6 +6,9 @@ import numpy as np
 import pytest
 
 from traac.common.items import Item
+from traac.compression.compression import ScoredTrace
+from traac.compression.segmentation import split_steps
+from traac.compression.settings import CompressionSettings
 from traac.evaluation.inference.generation import Generation
 from traac.evaluation.reports.mechanism import (
     ATTENTION,
@@ -19,9 +22,6 @@ from traac.evaluation.reports.mechanism import (
     truncate,
 )
 from traac.evaluation.reports.probe_report import ScorerSpec
-from traac.method.compression import ScoredTrace
-from traac.method.segmentation import split_steps
-from traac.method.settings import CompressionSettings
 
 # needed, recheck, needed, restate, conclude
 REASONING = (

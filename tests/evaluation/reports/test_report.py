@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from traac.errors import TraacError
-from traac.evaluation.harness.records import SampleRecord
+from traac.evaluation.harness.results import SampleRecord
 from traac.evaluation.harness.runner import EvalSettings, run_eval
 from traac.evaluation.reports.report import (
     Model,

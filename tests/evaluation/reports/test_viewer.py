@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from traac.compression.compression import CompressionResult
+from traac.compression.segmentation import Step, split_steps
 from traac.evaluation.reports.viewer import render_html
-from traac.method.compression import CompressionResult
-from traac.method.segmentation import Step, split_steps
 
 
 def result_for(reasoning: str, scores, kept, u=0.5, e=0.2) -> CompressionResult:

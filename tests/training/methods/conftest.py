@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from char_tokenizer import CharTokenizer, char_ids
 
-from traac.method.formats import ChatFormat
+from traac.compression.formats import ChatFormat
 from traac.training.methods.base import GroupReward, RunContext
 from traac.training.methods.registry import METHODS, method_run, parse_settings
 from traac.training.methods.traac_rewards import TraacRewards

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from char_tokenizer import CharTokenizer, char_ids
 
+from traac.compression.formats import ChatFormat
 from traac.errors import TraacError
-from traac.method.formats import ChatFormat
 from traac.training.methods.base import Prefill, RunContext, prefill_of
 from traac.training.methods.registry import method_run, parse_settings
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from traac.method.formats import ChatFormat
+from traac.compression.formats import ChatFormat
 from traac.training.methods.arlcp import arlcp_penalty, reflections
 
 WORDS = ["so", "wait", "hmm", "4", "5"]

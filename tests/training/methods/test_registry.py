@@ -8,8 +8,8 @@ import dataclasses
 
 import pytest
 
+from traac.compression.settings import CompressionSettings
 from traac.errors import TraacError
-from traac.method.settings import CompressionSettings
 from traac.pipelines.variants import COMPARE
 from traac.training.methods.base import RunContext, RunRule
 from traac.training.methods.registry import (

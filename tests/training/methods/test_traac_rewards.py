@@ -1,8 +1,8 @@
 import pytest
 
+from traac.compression.difficulty import DifficultySettings
+from traac.compression.rewards import RewardSettings
 from traac.errors import TraacError
-from traac.method.difficulty import DifficultySettings
-from traac.method.rewards import RewardSettings
 from traac.training.methods.hooks import MethodHooks
 from traac.training.methods.registry import METHODS
 from traac.training.methods.traac_rewards import EVALUATION_COLUMN, TraacRewards

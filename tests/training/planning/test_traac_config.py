@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from trl import GRPOConfig
 
+from traac.compression.difficulty import SINGLE_BIN
+from traac.compression.formats import AUX_PROMPT
 from traac.errors import TraacError
-from traac.method.difficulty import SINGLE_BIN
-from traac.method.formats import AUX_PROMPT
 from traac.pipelines.train import parse
 from traac.training.methods.registry import METHODS
 from traac.training.methods.traac import TraacSettings
@@ -78,7 +78,7 @@ def test_authors_preset_fills_only_unset_fields() -> None:
 
 
 def test_reference_is_the_old_name_of_the_authors_preset(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="traac.method.settings"):
+    with caplog.at_level(logging.WARNING, logger="traac.compression.settings"):
         c = make(preset="reference", format_preset="reference")
     assert (c.preset, c.format_preset, c.length_weight) == ("authors", "authors", 1.0)
     warnings = [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()]

@@ -11,18 +11,19 @@ import pytest
 import torch
 
 from traac.common.models import load_tokenizer
+from traac.compression.compression import CompressionResult
+from traac.compression.formats import CHAT_FORMATS
+from traac.compression.segmentation import Step
 from traac.data.testbed_problems import make_items
 from traac.data.training import item_from_row, items_to_dataset
-from traac.method.compression import CompressionResult
-from traac.method.formats import CHAT_FORMATS
-from traac.method.segmentation import Step
 from traac.testbed.config import TeacherSettings
 from traac.testbed.traces import teach
 from traac.training.planning.traac_config import TRAACConfig, TRAACConfigError
-from traac.training.step.copy_rules import copy_think, loss_masks
+from traac.training.step.copy_rules import CopySettings, copy_think, loss_masks
 from traac.training.trl_adapter.trainer import TRAACTrainer
 
 N = 4
+DOUBLE = CopySettings(copy_pool="evicted", copy_tags="double")
 
 
 def test_the_mask_covers_each_think_block_and_nothing_after() -> None:
@@ -39,11 +40,22 @@ def kept(evicted: bool) -> CompressionResult:
 
 
 def test_the_pool_rule_picks_which_candidates_are_re_answered() -> None:
-    fmt = CHAT_FORMATS["response-opens"]
-    assert copy_think(kept(True), fmt, "evicted", "single") == "<think>First, 1 + 2 = 3. </think>"
-    assert copy_think(kept(False), fmt, "evicted", "single") is None  # nothing lost: no copy
-    whole = copy_think(kept(False), fmt, "all_correct", "single")  # the authors': re-answered
+    fmt, evicted = CHAT_FORMATS["response-opens"], CopySettings(copy_pool="evicted")
+    assert copy_think(kept(True), fmt, evicted) == "<think>First, 1 + 2 = 3. </think>"
+    assert copy_think(kept(False), fmt, evicted) is None  # nothing lost: no copy
+    all_correct = CopySettings(copy_pool="all_correct")
+    whole = copy_think(kept(False), fmt, all_correct)  # the authors': re-answered
     assert whole == "<think>First, 1 + 2 = 3. So 3.</think>"
+
+
+def test_the_copy_settings_answer_for_their_values() -> None:
+    """What the step asks of the copies' settings; unset (a preset not yet applied) is the
+    paper's: evicted only, single tags, trained in full."""
+    asked = CopySettings("answer_only", "all_correct", "double")
+    assert asked.masks_think and asked.copies_whole and asked.double_tags
+    paper = CopySettings("full", "evicted", "single")
+    assert not (paper.masks_think or paper.copies_whole or paper.double_tags)
+    assert not (CopySettings().masks_think or CopySettings().copies_whole)
 
 
 def test_double_tags_reproduce_the_authors_copies() -> None:
@@ -51,12 +63,10 @@ def test_double_tags_reproduce_the_authors_copies() -> None:
     closer, and is wrapped in tags again."""
     result = kept(True)
     responding, prompting = CHAT_FORMATS["response-opens"], CHAT_FORMATS["prompt-opens"]
-    doubled = copy_think(result, responding, "evicted", "double")
+    doubled = copy_think(result, responding, DOUBLE)
     assert doubled == "<think><think>First, 1 + 2 = 3. </think></think>"
     assert not responding.parse(f"{doubled}\\boxed{{3}}").well_formed  # costs format reward
-    assert (
-        copy_think(result, prompting, "evicted", "double") == "First, 1 + 2 = 3. </think></think>"
-    )
+    assert copy_think(result, prompting, DOUBLE) == "First, 1 + 2 = 3. </think></think>"
 
 
 def test_copy_loss_is_checked(tmp_path: Path) -> None:

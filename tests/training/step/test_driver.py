@@ -19,12 +19,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from traac.compression.difficulty import DifficultySettings
+from traac.compression.factory import build_compressor
+from traac.compression.formats import ChatFormat
+from traac.compression.settings import CompressionSettings
 from traac.data.testbed_problems import make_items
 from traac.data.training import item_from_row, items_to_dataset
-from traac.method.difficulty import DifficultySettings
-from traac.method.factory import build_compressor
-from traac.method.formats import ChatFormat
-from traac.method.settings import CompressionSettings
 from traac.testbed.config import TeacherSettings
 from traac.testbed.traces import teach
 from traac.training.step.compressor import StepCompressor

@@ -8,10 +8,10 @@ import itertools
 import numpy as np
 import pytest
 
-from traac.method.compression import CompressionResult
-from traac.method.difficulty import SINGLE_BIN, DifficultySettings
-from traac.method.formats import ChatFormat
-from traac.method.segmentation import Step
+from traac.compression.compression import CompressionResult
+from traac.compression.difficulty import SINGLE_BIN, DifficultySettings
+from traac.compression.formats import ChatFormat
+from traac.compression.segmentation import Step
 from traac.training.step import phases as step
 from traac.training.step.phases import Compression, Rollout, TraacStep
 from traac.training.telemetry.step_stats import ALL
@@ -223,7 +223,7 @@ def test_answer_only_masks_the_think_block_of_each_copy_in_the_slice() -> None:
     copy = rollout(1, ids=[7, 7, 7, 1, 2], compressed=True, think_prefix=3)
     groups = step.pool(originals, [copy], [], ["a"] * N, [1.0], ["easy"], N, (0, 0))
     assert copy in groups[0].pooled  # the seed keeps it
-    part = step.slice_of(groups, 0, N, N, "none", "answer_only")
+    part = step.slice_of(groups, 0, N, N, "none", masks_think=True)
     assert part.loss_masks == [[0, 0, 0, 1, 1] if r is copy else [1] * 5 for r in part.rollouts]
     result = step.StepResult(step.TraacStep(1, groups), [{}] * N, [[1]] * N, part, False)
     assert result.rollout_output()["env_mask"] == part.loss_masks  # TRL's tool mask

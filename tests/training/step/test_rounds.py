@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from traac.method.formats import ChatFormat
+from traac.compression.formats import ChatFormat
 from traac.training.step.rounds import GenerationRounds, generation_group
 
 

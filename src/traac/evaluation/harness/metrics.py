@@ -1,5 +1,7 @@
 """The accuracy numbers reasoning models are compared by now, from the samples of each problem:
-avg@k with a 95% interval, pass@k, maj@k, and lengths split by right and wrong answers.
+avg@k with a 95% interval, pass@k, maj@k, and lengths split by right and wrong answers (the
+paper's OAA, AUC_OAA and OTB F1 are `traac.evaluation.harness.paper_metrics`, which imports
+neither numpy nor scipy, for the commands' options).
 
 Definitions (those of lighteval's `AvgAtN`, `PassAtK` and `MajAtN`, checked against them):
 

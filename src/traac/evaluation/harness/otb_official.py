@@ -37,8 +37,10 @@ from dataclasses import replace
 from typing import Any
 
 from traac.common.items import Item
+from traac.compression.formats import ChatFormat
 from traac.data.datasets import OTB_OVERTHINK, OTB_UNDERTHINK
-from traac.evaluation.harness.records import (
+from traac.evaluation.harness.paper_metrics import OTB_OFFICIAL_T, otb_f1
+from traac.evaluation.harness.results import (
     OTB_GENERAL_ONLY,
     OTB_ONE_HALF_MATH,
     OTB_WITH_MATH,
@@ -46,8 +48,6 @@ from traac.evaluation.harness.records import (
     OTBScore,
     SampleRecord,
 )
-from traac.method.formats import ChatFormat
-from traac.method.metrics import OTB_OFFICIAL_T, otb_f1
 from traac.verification import DEFAULT_TIMEOUT, get_pool, verify_answers
 from traac.verification.screening import task_answer_allowed
 

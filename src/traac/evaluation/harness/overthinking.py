@@ -1,7 +1,7 @@
 """Overthinking and underthinking, measured on each response's own steps.
 
 - For every right response, the first step of its think block (traac's segmentation) whose
-  stated answer the dataset's verifier accepts (`traac.method.first_correct`, each check
+  stated answer the dataset's verifier accepts (`traac.compression.first_correct`, each check
   time-bounded in the verification pool, never executing the text). What follows it is
   overthinking: its think tokens (absolute, and as a share of the block) and its steps, split
   into re-checks (steps that open with a checking phrase, `RECHECK_OPENERS`) and other steps
@@ -30,9 +30,9 @@ from typing import Any, Protocol
 
 from traac.common.items import Item
 from traac.common.tables import Table, fmt
-from traac.method.first_correct import Accepts, first_correct_steps, parse_for
-from traac.method.formats import AUX_PROMPT
-from traac.method.segmentation import Step, split_steps
+from traac.compression.first_correct import Accepts, first_correct_steps, parse_for
+from traac.compression.formats import AUX_PROMPT
+from traac.compression.segmentation import Step, split_steps
 from traac.verification import verify_answers
 
 # Steps that check what came before rather than move on (the segmentation's phrases that

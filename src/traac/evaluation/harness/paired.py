@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from traac.common.tables import Table, signed
 from traac.evaluation.harness.metrics import CONFIDENCE, bootstrap_mean_ci
-from traac.evaluation.harness.records import SampleRecord
+from traac.evaluation.harness.results import SampleRecord
 
 MARK = "*"  # after a change whose interval excludes 0
 

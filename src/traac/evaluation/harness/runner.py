@@ -25,13 +25,15 @@ from filelock import FileLock, Timeout
 from traac.common.items import Item
 from traac.common.outputs import output_dir, write_text
 from traac.common.progress import NullProgress, Progress
+from traac.compression.formats import resolve_chat_format
 from traac.data.datasets import OTB_OVERTHINK, OTB_UNDERTHINK, load_items
 from traac.data.files import json_value, read_text
 from traac.errors import TraacError
 from traac.evaluation.harness.otb_official import with_official_otb
 from traac.evaluation.harness.overthinking import overthinking_by_tier
+from traac.evaluation.harness.paper_metrics import OTB_SCORINGS, PAPER_T_MAX
 from traac.evaluation.harness.prompts import PROMPT_STYLES, build_prompt
-from traac.evaluation.harness.records import (
+from traac.evaluation.harness.results import (
     EvalSummary,
     SampleRecord,
     summarize,
@@ -41,8 +43,6 @@ from traac.evaluation.harness.samples import LengthCounter, SamplesFile, score_r
 from traac.evaluation.harness.votes import answer_votes
 from traac.evaluation.inference import engines
 from traac.evaluation.inference.generation import Backend, Sampling, check_sampling
-from traac.method.formats import resolve_chat_format
-from traac.method.metrics import OTB_SCORINGS, PAPER_T_MAX
 
 SAMPLES_FILE = "samples.jsonl"
 RUN_FILE = "run.json"

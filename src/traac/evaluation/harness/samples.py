@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from traac.common.items import Item
+from traac.compression.formats import ChatFormat, think_tokens_from_ids
 from traac.errors import TraacError
-from traac.evaluation.harness.records import SampleRecord
+from traac.evaluation.harness.results import SampleRecord
 from traac.evaluation.inference.responses import Generation
-from traac.method.formats import ChatFormat
-from traac.method.metrics import think_tokens_from_ids
 from traac.verification import extract_answer, verify_many
 
 # --------------------------------------------------------------------------------------------

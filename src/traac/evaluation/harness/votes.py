@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from traac.common.items import Item
 from traac.errors import TraacError
-from traac.evaluation.harness.records import SampleRecord, Votes
+from traac.evaluation.harness.results import SampleRecord, Votes
 from traac.verification.votes import vote_groups_many
 
 

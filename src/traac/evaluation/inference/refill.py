@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from traac.common.decoding import decode_rows
+from traac.compression.probe_cache import has_sliding_layers
 from traac.errors import TraacError
 from traac.evaluation.inference.generation import RowSampler, TokenCallback, TransformersBackend
-from traac.method.probe_cache import has_sliding_layers
 
 
 class RefillBackend(TransformersBackend):

@@ -1,6 +1,6 @@
 """What an inference backend returns: a `Generation` per sampled response, a `ThinkingSample`
 with test-time thinking (its think block, what compression did to it, the answer). The
-evaluation records keep their fields (`traac.evaluation.harness.records`), and
+evaluation records keep their fields (`traac.evaluation.harness.results`), and
 `recorded_compression` reads a record's test-time fields back for the step viewer."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from traac.method.compression import CompressionResult
-from traac.method.segmentation import Step
+from traac.compression.compression import CompressionResult
+from traac.compression.segmentation import Step
 
 FinishReason = Literal["stop", "length"]
 

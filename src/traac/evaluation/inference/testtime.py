@@ -22,7 +22,7 @@ A response that never closes its think block (end of sequence, or `max_new_token
 before the budget) is not compressed: it stands as generated.
 
 The probe reuses a KV cache built while decoding: beside the decoding batch runs a prompt-free
-`ProbeCache` (traac.method.probe_cache), fed every `probe_chunk` (32) sampled tokens, so when a
+`ProbeCache` (traac.compression.probe_cache), fed every `probe_chunk` (32) sampled tokens, so when a
 sequence closes its think block only a short suffix runs to give the closer's attention row
 (the tests compare it to `AttentionScorer`'s to 1e-5); the decoding batch itself is left as it
 is. `probe="reforward"` keeps no probe cache and runs `AttentionScorer` once decoding is done.
@@ -52,6 +52,11 @@ from typing import Any, Literal
 
 import torch
 
+from traac.compression.compression import CompressionResult, ScoreRequest, TokenScores, count_tokens
+from traac.compression.factory import build_compressor
+from traac.compression.formats import ChatFormat, resolve_chat_format
+from traac.compression.probe_cache import DEFAULT_PROBE_CHUNK, has_sliding_layers
+from traac.compression.settings import CompressionSettings, check_tau
 from traac.errors import TraacError
 from traac.evaluation.inference.engines import PROBE_MODES
 from traac.evaluation.inference.generation import TokenCallback, request_seed
@@ -63,11 +68,6 @@ from traac.evaluation.inference.think_decode import (
     TorchThinkEngine,
     too_long,
 )
-from traac.method.compression import CompressionResult, ScoreRequest, TokenScores, count_tokens
-from traac.method.factory import build_compressor
-from traac.method.formats import ChatFormat, resolve_chat_format
-from traac.method.probe_cache import DEFAULT_PROBE_CHUNK, has_sliding_layers
-from traac.method.settings import CompressionSettings, check_tau
 
 DEFAULT_MAX_NEW_TOKENS = 1024
 ProbeMode = Literal["cached", "reforward"]

@@ -22,12 +22,12 @@ import torch
 from transformers import DynamicCache
 
 from traac.common.models import cache_kwargs, input_device
+from traac.compression.compression import TokenScores
+from traac.compression.formats import ChatFormat
+from traac.compression.probe_cache import DEFAULT_PROBE_CHUNK, ProbeCache
+from traac.compression.scoring import AttentionScorer, closer_reads, encode_offsets
 from traac.errors import TraacError
 from traac.evaluation.inference.generation import RowSampler, TokenCallback, stop_ids
-from traac.method.compression import TokenScores
-from traac.method.formats import ChatFormat
-from traac.method.probe_cache import DEFAULT_PROBE_CHUNK, ProbeCache
-from traac.method.scoring import AttentionScorer, closer_reads, encode_offsets
 
 # (input_ids so far, next-token logits) -> logits, as transformers' logits processors.
 LogitsProcessor = Callable[["torch.Tensor", "torch.Tensor"], "torch.Tensor"]

@@ -16,6 +16,7 @@ from typing import Any
 
 from transformers import GenerationConfig
 
+from traac.compression.formats import ChatFormat
 from traac.evaluation.inference.generation import (
     Sampling,
     VLLMSettings,
@@ -33,7 +34,6 @@ from traac.evaluation.inference.think_decode import (
     ThinkEngine,
     ends_with,
 )
-from traac.method.formats import ChatFormat
 
 
 class VLLMSession(DecodeSession):

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from traac.common.outputs import output_dir, write_text
+from traac.compression.compression import CompressionResult
 from traac.evaluation.inference.responses import recorded_compression
 from traac.evaluation.reports.plots import CAPTIONS, write_plots
 from traac.evaluation.reports.report import Model, ReportTable, Run, build_report, report_tables
 from traac.evaluation.reports.viewer import PAGE_STYLE, VIEWER_STYLE, render_traces
-from traac.method.compression import CompressionResult
 
 EXAMPLES_PER_RUN = 2
 

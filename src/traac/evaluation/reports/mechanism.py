@@ -32,18 +32,18 @@ import numpy as np
 
 from traac.common.items import Item
 from traac.common.tables import Table, fmt
+from traac.compression.compression import Compressor, ScoredTrace, count_tokens, keep_mask
+from traac.compression.factory import build_compressor
+from traac.compression.first_correct import first_correct
+from traac.compression.formats import ChatFormat
+from traac.compression.segmentation import split_steps
+from traac.compression.settings import CompressionSettings
 from traac.errors import TraacError
 from traac.evaluation.harness.metrics import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
 from traac.evaluation.harness.overthinking import verifier_accepts
 from traac.evaluation.harness.paired import PairedDiff, paired_diff
 from traac.evaluation.inference.generation import Backend
 from traac.evaluation.reports.probe_report import ScorerSpec, reanswer
-from traac.method.compression import Compressor, ScoredTrace, count_tokens, keep_mask
-from traac.method.factory import build_compressor
-from traac.method.first_correct import first_correct
-from traac.method.formats import ChatFormat
-from traac.method.segmentation import split_steps
-from traac.method.settings import CompressionSettings
 
 LEVEL = 0.90  # the intervals' coverage, as the seed-level bounds (`harness.seeds`)
 BUDGETS = (0.75, 0.5)  # shares of each response's think tokens

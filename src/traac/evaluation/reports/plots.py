@@ -31,7 +31,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from traac.data.datasets import OTB_OVERTHINK
-from traac.evaluation.harness.records import SampleRecord
+from traac.evaluation.harness.paper_metrics import oaa
+from traac.evaluation.harness.results import SampleRecord
 from traac.evaluation.reports.report import (
     Model,
     averages,
@@ -42,7 +43,6 @@ from traac.evaluation.reports.report import (
     tiers_of,
     unit_of,
 )
-from traac.method.metrics import oaa
 
 # Per figure file: a heading and the sentence that tells a reader what to look for.
 CAPTIONS: dict[str, tuple[str, str]] = {

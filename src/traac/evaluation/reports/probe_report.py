@@ -28,14 +28,14 @@ import numpy as np
 
 from traac.common.items import Item
 from traac.common.tables import Table, fmt
+from traac.compression.compression import CompressionResult, Compressor, ScoreRequest, TokenScores
+from traac.compression.factory import build_compressor
+from traac.compression.formats import ChatFormat
+from traac.compression.scoring import AttentionScorer, resolve_layers
+from traac.compression.segmentation import split_steps
+from traac.compression.settings import CompressionSettings
 from traac.errors import TraacError
 from traac.evaluation.inference.generation import Backend, Sampling
-from traac.method.compression import CompressionResult, Compressor, ScoreRequest, TokenScores
-from traac.method.factory import build_compressor
-from traac.method.formats import ChatFormat
-from traac.method.scoring import AttentionScorer, resolve_layers
-from traac.method.segmentation import split_steps
-from traac.method.settings import CompressionSettings
 from traac.verification import verify_many
 
 KINDS = ("compute", "conclude", "recheck", "restate")
@@ -218,7 +218,7 @@ def probe_report(
         if on_spec is not None:
             on_spec(spec.name)
         settings = spec.settings
-        if settings.scorer_kind.attention and settings.probe_heads == "all":
+        if settings.scorer_kind.attention and not settings.gates_heads:
             layers = resolve_layers(settings.probe_layers or "all", num_layers)
             compressor = Compressor(_LayerSet(layer_rows, layers, tokenizer), fmt_, settings)
         else:

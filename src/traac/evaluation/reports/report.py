@@ -30,7 +30,8 @@ from traac.evaluation.harness.metrics import (
 )
 from traac.evaluation.harness.overthinking import OverthinkStats, overthinking_table
 from traac.evaluation.harness.paired import MARK, Comparison, compare, paired_table
-from traac.evaluation.harness.records import (
+from traac.evaluation.harness.paper_metrics import GroupStats
+from traac.evaluation.harness.results import (
     MAJ_RULE,
     TIER_ORDER,
     field_samples,
@@ -38,7 +39,6 @@ from traac.evaluation.harness.records import (
 )
 from traac.evaluation.reports.runs import Model, Run
 from traac.evaluation.reports.runs import load_models as load_models  # where callers find it
-from traac.method.metrics import GroupStats
 
 
 def unit_of(models: Sequence[Model]) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from traac.common.inputs import check_distinct
 from traac.errors import TraacError
-from traac.evaluation.harness.records import EvalSummary, SampleRecord, at_t_max
+from traac.evaluation.harness.results import EvalSummary, SampleRecord, at_t_max
 from traac.evaluation.harness.runner import (
     RUN_FILE,
     SAMPLES_FILE,

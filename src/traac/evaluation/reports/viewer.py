@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from traac.method.compression import CompressionResult
+from traac.compression.compression import CompressionResult
 
 PAGE_STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 60rem; color: #222;

@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from traac.compression.formats import ChatFormat
+from traac.compression.settings import check_positive
 from traac.errors import TraacError
-from traac.method.formats import ChatFormat
-from traac.method.settings import check_positive
 from traac.training.methods.base import (
     GroupReward,
     LengthMethod,

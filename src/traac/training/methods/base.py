@@ -21,10 +21,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from traac.compression.formats import ChatFormat
+from traac.compression.rewards import Gather
+from traac.compression.settings import check_positive
 from traac.errors import TraacError
-from traac.method.formats import ChatFormat
-from traac.method.rewards import Gather
-from traac.method.settings import check_positive
 
 Group = tuple[list[int], list[bool]]  # one prompt's rollout lengths and verdicts
 # TRAAC's rewards (`traac.training.methods.traac_rewards.TraacRewards`' methods), the names

@@ -8,8 +8,8 @@ from typing import Any
 
 from trl.rewards import get_soft_overlong_punishment
 
+from traac.compression.length_rewards import dapo_cache_length
 from traac.errors import TraacError
-from traac.method.length_rewards import dapo_cache_length
 from traac.training.methods.base import GroupReward, LengthMethod, MethodSettings, RunContext
 
 
@@ -38,8 +38,8 @@ def dapo_overlong_punishment(
 ) -> Callable[..., list[float]]:
     """DAPO's soft overlong punishment (Eq. 13) for a run: TRL's own
     `trl.rewards.get_soft_overlong_punishment`, composed rather than copied, with L_max the run's
-    `max_completion_length` and L_cache `traac.method.length_rewards.dapo_cache_length` (a fifth
-    of L_max unless given). The result is TRL's callable, a `GRPOTrainer` reward function that
+    `max_completion_length` and L_cache `traac.compression.length_rewards.dapo_cache_length` (a
+    fifth of L_max unless given). The result is TRL's callable, a `GRPOTrainer` reward function that
     reads `completion_ids`; GRPO stops generating at L_max, so a truncated completion gets -1."""
     cache = dapo_cache_length(max_completion_length, cache_length)
     return get_soft_overlong_punishment(

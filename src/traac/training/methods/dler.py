@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from traac.compression.length_rewards import dler_length_reward, dler_limit
 from traac.errors import TraacError
-from traac.method.length_rewards import dler_length_reward, dler_limit
 from traac.training.methods.base import GroupReward, LengthMethod, MethodSettings, RunContext
 from traac.training.methods.scale import PaperTokens
 
@@ -48,7 +48,7 @@ class DLERReward(GroupReward):
         """The truncation penalty at `dler_length`, or (`dler_difficulty`) at each group's
         limit from its pass rate."""
         s = self.settings
-        if self.run.method.name == "dler":
+        if self.run.method is METHOD:  # one limit; DIFFICULTY's depends on the pass rate
             return self.per_group(
                 completions,
                 completion_ids,

@@ -10,8 +10,8 @@ of the trace after the first correct answer), so traac implements that form, per
 
 (`first_correct_coef` is lambda; a wrong rollout, and a right one whose think block states the
 answer in no step, pays nothing). The first correct step is the overthinking metric's and the
-early-exit compression's (`traac.method.first_correct`): the think block split into traac's steps
-(the recipe's `split_phrases`), each step's stated answer offered to the row's verifier,
+early-exit compression's (`traac.compression.first_correct`): the think block split into traac's
+steps (the recipe's `split_phrases`), each step's stated answer offered to the row's verifier,
 time-bounded in the verification pool. Token counts are the run's tokenizer's.
 """
 
@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from traac.common.items import Item
+from traac.compression.first_correct import Accepts, ParseAnswer, first_correct, parse_for
 from traac.data.training import item_from_row
 from traac.errors import TraacError
-from traac.method.first_correct import Accepts, ParseAnswer, first_correct, parse_for
 from traac.training.methods.base import GroupReward, LengthMethod, MethodSettings
 from traac.verification import verify_answers
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from traac.compression.settings import check_choice
 from traac.errors import TraacError
-from traac.method.settings import check_choice
 from traac.training.methods.base import GroupReward, LengthMethod, MethodSettings, RunContext
 
 GFPO_METRICS = ("length", "reward_per_token")

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from traac.method.formats import ChatFormat
-from traac.method.rewards import Gather
+from traac.compression.formats import ChatFormat
+from traac.compression.rewards import Gather
 from traac.training.methods.base import TRAAC_REWARDS, GroupReward, MethodRun, Prefill, prefill_of
 from traac.training.methods.registry import Method
 from traac.training.methods.traac_rewards import TraacRewards

@@ -10,8 +10,8 @@ from typing import Any
 
 from datasets import Dataset
 
+from traac.compression.length_rewards import l1_max_length_reward, l1_max_prompt, sample_l1_budget
 from traac.errors import TraacError
-from traac.method.length_rewards import l1_max_length_reward, l1_max_prompt, sample_l1_budget
 from traac.training.methods.base import GroupReward, LengthMethod, MethodSettings, RunContext
 from traac.training.methods.scale import PaperTokens, PerPaperToken
 

@@ -14,14 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from traac.errors import TraacError
-from traac.method.difficulty import pass_rate
-from traac.method.length_rewards import (
+from traac.compression.difficulty import pass_rate
+from traac.compression.length_rewards import (
     laser_band,
     laser_length_reward,
     laser_target_lengths,
     laser_thresholds,
 )
+from traac.errors import TraacError
 from traac.training.methods.base import (
     Group,
     GroupReward,

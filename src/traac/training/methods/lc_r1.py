@@ -15,7 +15,7 @@ The authors' two terms, per group (coefficients 1 and 1, `len_penalty_coef` and 
 
 traac trains each rollout as sampled, so it cannot reward a `</think>` placed where the cropped
 sequence puts it. It finds the first correct step with its own verifier in place of the
-extractor (`traac.method.first_correct`, as the first-correct penalty does) and charges the
+extractor (`traac.compression.first_correct`, as the first-correct penalty does) and charges the
 share that follows it as a sequence reward: compress_i = -(think tokens after the first correct
 step) / (think tokens) on a right answer, -1 where no step states the answer or the think block
 is empty, 0 on a wrong one. L_i is the sampled length (the authors measure the cropped one).

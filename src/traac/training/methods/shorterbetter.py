@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from traac.method.length_rewards import shorterbetter_length_reward
+from traac.compression.length_rewards import shorterbetter_length_reward
 from traac.training.methods.base import GroupReward, LengthMethod, MethodSettings
 from traac.training.methods.scale import PerPaperToken
 

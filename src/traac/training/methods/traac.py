@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from traac.common.scoring_model import check_scoring_model
+from traac.compression.early_exit import COMPRESSION_KINDS, COMPRESSIONS, CompressionKind
+from traac.compression.settings import SCORER_KINDS, CompressionSettings, ScorerKind, check_choice
 from traac.errors import TraacError
-from traac.method.early_exit import EARLY_EXIT_MODES, PREFIX_COMPRESSIONS
-from traac.method.settings import SCORER_KINDS, CompressionSettings, ScorerKind, check_choice
 from traac.training.methods.base import (
     TRAAC_REWARDS,
     MethodRun,
@@ -77,19 +77,34 @@ class TraacSettings(MethodSettings):
 
     @property
     def scorer_kind(self) -> ScorerKind:
-        """What the scorer reads (`traac.method.settings.SCORER_KINDS`)."""
+        """What the scorer reads (`traac.compression.settings.SCORER_KINDS`)."""
         return SCORER_KINDS[self.scorer]
+
+    @property
+    def compression_kind(self) -> CompressionKind:
+        """What the compression does (`traac.compression.early_exit.COMPRESSION_KINDS`)."""
+        return COMPRESSION_KINDS[self.compression]
+
+    @property
+    def copies(self) -> CopySettings:
+        """Which copies are made and what they are trained on, asked of `CopySettings`."""
+        return CopySettings(self.copy_loss, self.copy_pool, self.copy_tags)
+
+    @property
+    def ranks_uniformity(self) -> bool:
+        """The rank calibration is on: each uniformity is ranked before the gate."""
+        return self.uniformity_calibration == "rank"
 
     def check(self, run: RunContext) -> None:
         super().check(run)
         self.compression_settings(self.probe_layers)  # its own checks (unset layers pass)
         CopySettings(self.copy_loss, self.copy_pool, self.copy_tags)  # and these
-        check_choice("compression", self.compression, ("scorer", *PREFIX_COMPRESSIONS))
+        check_choice("compression", self.compression, COMPRESSIONS)
         check_choice("uniformity_calibration", self.uniformity_calibration, CALIBRATIONS)
         check_scoring_model(
             self.scoring_model or "", self.scorer, reads_policy=self.scorer_kind.policy
         )  # None: as empty
-        if self.compression == EARLY_EXIT_MODES[1] and not self.scorer_kind.attention:
+        if self.compression_kind.needs_attention and not self.scorer_kind.attention:
             raise TraacError(f"compression: {self.compression} reads the attention probe; set "
                              f"scorer attention, not {self.scorer}")  # fmt: skip
 

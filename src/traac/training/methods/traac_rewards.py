@@ -2,8 +2,8 @@
 `length_reward`, the methods of `TraacRewards` (which of them a mode sums is
 `traac.training.methods.registry`).
 
-The formulas are `traac.method.rewards`; this layer reads TRL's per-sample columns, verifies the
-completions (memoised, so the functions verify each once) and bins prompts by the pass rate of
+The formulas are `traac.compression.rewards`; this layer reads TRL's per-sample columns, verifies
+the completions (memoised, so the functions verify each once) and bins prompts by the pass rate of
 their group when the trainer does not pass the bins itself.
 """
 
@@ -15,11 +15,9 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from traac.data.training import item_from_row
-from traac.errors import TraacError
-from traac.method.difficulty import SINGLE_BIN, DifficultySettings
-from traac.method.formats import ChatFormat
-from traac.method.rewards import (
+from traac.compression.difficulty import SINGLE_BIN, DifficultySettings
+from traac.compression.formats import ChatFormat
+from traac.compression.rewards import (
     Gather,
     LengthWindows,
     RewardSettings,
@@ -27,6 +25,8 @@ from traac.method.rewards import (
     format_reward,
     length_rewards,
 )
+from traac.data.training import item_from_row
+from traac.errors import TraacError
 from traac.training.step.phases import bin_groups
 from traac.verification import DEFAULT_TIMEOUT, verify_many
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from traac.method.difficulty import DifficultySettings
+from traac.compression.difficulty import DifficultySettings
 from traac.training.methods.registry import METHODS, Method
 from traac.training.methods.traac import TraacSettings
 from traac.training.planning.lora import LoraArguments

@@ -47,6 +47,8 @@ import torch
 from torch import nn
 from transformers import AutoModelForCausalLM
 
+from traac.common.scoring_model import names_reference
+
 GIB = 1 << 30
 PROMPT_TOKENS = 512  # the prompt length assumed per sequence (recipes' problems are shorter)
 MARGIN = 0.9  # a plan whose estimate exceeds this share of the card says so
@@ -201,7 +203,7 @@ def estimate(
         "optimizer": trainable * state_bytes / states_split,
     }
     probe = config.traac_settings  # read only where the mode compresses
-    frozen_copy = config.compresses and probe.scoring_model == "reference"
+    frozen_copy = config.compresses and names_reference(probe.scoring_model)
     if not lora and (config.beta > 0 or (frozen_copy and probe.scorer_kind.attention)):
         terms["reference"] = parameters * width / params_split
     if config.use_vllm and config.vllm_mode == "colocate":

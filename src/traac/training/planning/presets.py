@@ -22,9 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from traac.method.difficulty import DifficultySettings
-from traac.method.formats import AUX_PROMPT
-from traac.method.settings import check_choice, preset_name
+from traac.compression.difficulty import DifficultySettings
+from traac.compression.formats import AUX_PROMPT
+from traac.compression.settings import check_choice, preset_name
 from traac.training.methods.traac import authors_probe_layers
 
 _ABSENT = object()  # a setting the run's mode does not have

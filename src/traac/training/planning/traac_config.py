@@ -15,7 +15,8 @@ flat keys of those settings are routed there by the train parser (`traac.pipelin
 `dynamic_sampling` filters groups on correctness for every mode. `optimizer_profile`
 (`traac.training.planning.profiles`) sets `scale_rewards`, `epsilon_high`, `loss_type` and
 `dynamic_sampling` together, for every mode; those four default to `None`, "from the profile".
-Every field is checked once, in `__post_init__`, with the check helpers of `traac.method.settings`.
+Every field is checked once, in `__post_init__`, with the check helpers of
+`traac.compression.settings`.
 """
 
 from __future__ import annotations
@@ -28,10 +29,9 @@ from typing import Any
 import torch
 from trl import GRPOConfig
 
-from traac.errors import TraacError
-from traac.method.difficulty import DifficultySettings
-from traac.method.rewards import REWARD_PRESETS, RewardSettings
-from traac.method.settings import (
+from traac.compression.difficulty import DifficultySettings
+from traac.compression.rewards import REWARD_PRESETS, RewardSettings
+from traac.compression.settings import (
     CompressionSettings,
     FormatSettings,
     check_choice,
@@ -39,6 +39,7 @@ from traac.method.settings import (
     check_positive,
     preset_name,
 )
+from traac.errors import TraacError
 from traac.training.methods.base import MethodRun, MethodSettings, RunContext, declared_in
 from traac.training.methods.registry import (
     METHODS,
@@ -84,7 +85,7 @@ def _mode_help() -> str:
 @dataclass
 class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
     r"""Configuration of [`TRAACTrainer`]: every `GRPOConfig` field, the think format the
-    commands share (`traac.method.settings.FormatSettings`), the fields every TRAAC run shares
+    commands share (`traac.compression.settings.FormatSettings`), the fields every TRAAC run shares
     (below), and `method_args`, the trained method's own settings.
 
     Deviations from TRL's defaults follow the paper (docs/method.md#grpo): `beta=0.001` (TRL's KL
@@ -136,7 +137,7 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
         > Parameters that control difficulty (docs/method.md#step, step 3)
 
         difficulty (`dict` or `None`, *optional*, defaults to `None`):
-            The pass-rate bins (`traac.method.difficulty.DifficultySettings.from_recipe`), one
+            The pass-rate bins (`traac.compression.difficulty.DifficultySettings.from_recipe`), one
             mapping: `easy_threshold` (0.8: a prompt whose pass rate is at least this is easy),
             `medium_threshold` (0.3: at least this, medium; below it, hard), `tau` (the target
             compression rate per bin, `{easy: 0.6, medium: 0.4, hard: 0.2}`), `length_scale`

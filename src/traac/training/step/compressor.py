@@ -1,6 +1,6 @@
 """Compression of one process's candidates within a step (docs/method.md#step, step 4).
 
-The algorithm is `traac.method.compression`; this is what a distributed step adds around it.
+The algorithm is `traac.compression.compression`; this is what a distributed step adds around it.
 The scoring forwards are matched across processes: under FSDP or ZeRO-3 every forward is a
 collective, so a process with fewer candidates scores filler traces until it has run as many
 as the busiest, or the run deadlocks. The rank calibration ranks each uniformity against every
@@ -9,7 +9,7 @@ block (`Compression.prefix_ids`) that the driver regenerates an answer after; un
 `copy_pool: all_correct` so does every candidate, whole or not (`traac.training.step.copy_rules`).
 
 The compressions that keep a prefix (`compression: early_exit | early_exit_attention_weights
-| after_answer`, `traac.method.early_exit`) first find each candidate's first correct step: its
+| after_answer`, `traac.compression.early_exit`) first find each candidate's first correct step: its
 parsed answers are checked against the candidate's own item by `verify_many`, time-bounded in the
 verification pool like every verification.
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from accelerate import Accelerator
@@ -34,15 +34,27 @@ from trl.trainer.utils import get_config_model_id
 
 from traac.common.items import Item
 from traac.common.models import load_config
-from traac.common.scoring_model import ScoringModel, is_foreign, resolve_scoring_model
+from traac.common.scoring_model import (
+    ScoringModel,
+    is_foreign,
+    names_policy,
+    resolve_scoring_model,
+)
+from traac.compression.compression import Compressor
+from traac.compression.early_exit import (
+    COMPRESSION_KINDS,
+    CompressionKind,
+    early_exit,
+    kept_whole,
+    scored_part,
+    with_head,
+)
+from traac.compression.factory import build_compressor, check_probe_layers
+from traac.compression.first_correct import Accepts, FirstCorrect, first_correct
+from traac.compression.formats import ChatFormat
+from traac.compression.rewards import Gather
 from traac.errors import TraacError
-from traac.method.compression import Compressor
-from traac.method.early_exit import AFTER_ANSWER, early_exit, kept_whole, scored_part, with_head
-from traac.method.factory import build_compressor, check_probe_layers
-from traac.method.first_correct import Accepts, FirstCorrect, first_correct
-from traac.method.formats import ChatFormat
-from traac.method.rewards import Gather
-from traac.training.step.copy_rules import copy_think
+from traac.training.step.copy_rules import CopySettings, copy_think
 from traac.training.step.phases import Compression, Rollout, candidate_compressions
 from traac.verification import verify_many
 
@@ -87,7 +99,7 @@ def probe_model(args: Any, policy: Any, ref_model: Any, accelerator: Accelerator
         return ProbeModel(resolve_scoring_model(None))
     settings = args.traac_settings
     spec = resolve_scoring_model(settings.scoring_model)
-    if not settings.scorer_kind.attention or settings.scoring_model == "policy":
+    if not settings.scorer_kind.attention or names_policy(settings.scoring_model):
         return ProbeModel(spec)
     if spec.foreign:
         return ProbeModel(spec, frozen_scorer(spec.path, accelerator, policy.dtype))
@@ -154,10 +166,10 @@ class StepCompressor:
     max_completion_length: int
     gather: Gather
     uniformities: deque[float] | None = None  # the rank calibration's window, when it is on
-    compression: str = "scorer"  # TRAACConfig.compression: the scorer's, or an early exit
-    # which candidates are re-answered (`traac.training.step.copy_rules`)
-    copy_pool: str = "evicted"
-    copy_tags: str = "single"
+    # the compressing mode's `compression`: the scorer's, or one that keeps a prefix
+    compression: CompressionKind = COMPRESSION_KINDS["scorer"]
+    # which candidates are re-answered, with which tags (`traac.training.step.copy_rules`)
+    copies: CopySettings = field(default_factory=CopySettings)
 
     def __call__(
         self,
@@ -176,12 +188,12 @@ class StepCompressor:
         times them and puts the policy in eval mode)."""
         reasonings = [self.chat_format.parse(r.text).reasoning for r, _ in candidates]
         splits: dict[int, FirstCorrect] = {}
-        if self.compression != "scorer":
+        if self.compression.prefix:
             if len(items) != len(candidates):
-                raise TraacError(f"compression {self.compression}: one item per candidate")
+                raise TraacError(f"compression {self.compression.name}: one item per candidate")
             found = first_correct(reasonings, self.accepts(items), phrases=self.phrases)
             splits = {r.origin: f for (r, _), f in zip(candidates, found, strict=True)}
-        if self.compression == "early_exit":  # no forward: nothing to pad
+        if not self.compression.scores:  # early_exit, no forward: nothing to pad
             out = [Compression(r.origin, early_exit(splits[r.origin], self.tokenizer), tau)
                    for r, tau in candidates]  # fmt: skip
             return self._prefixes(out)
@@ -203,7 +215,7 @@ class StepCompressor:
         for c in out:
             if c.origin in splits:
                 c.result = with_head(splits[c.origin], c.result, self.tokenizer)
-        if self.compression == AFTER_ANSWER:  # a candidate with nothing to score is kept whole
+        if self.compression.keeps_unanswered:  # a candidate with nothing to score: kept whole
             done = {c.origin: c for c in out}
             out = [done.get(r.origin) or Compression(r.origin, kept_whole(splits[r.origin],
                    self.tokenizer), tau) for r, tau in candidates]  # fmt: skip
@@ -213,8 +225,7 @@ class StepCompressor:
         """Each copy's think block as token ids, for the candidates `copy_pool` re-answers
         (`copy_think`: where steps were evicted, or every one)."""
         for compression in out:
-            prefix = copy_think(compression.result, self.chat_format, self.copy_pool,
-                                self.copy_tags)  # fmt: skip
+            prefix = copy_think(compression.result, self.chat_format, self.copies)
             if prefix is not None:
                 ids = self.tokenizer(prefix, add_special_tokens=False)["input_ids"]
                 # A think block that leaves no room for an answer is not used.

@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from traac.method.compression import CompressionResult
-from traac.method.formats import ChatFormat
-from traac.method.settings import check_choice
+from traac.compression.compression import CompressionResult
+from traac.compression.formats import ChatFormat
+from traac.compression.settings import check_choice
 
 COPY_LOSSES = ("full", "answer_only")
 COPY_LOSS_WORDS = {"full": "in full", "answer_only": "their re-answers only, think blocks masked"}
@@ -71,18 +71,33 @@ class CopySettings:
             check_choice("copy_pool", self.copy_pool, COPY_POOLS)
         check_choice("copy_tags", self.copy_tags, COPY_TAGS)
 
+    @property
+    def masks_think(self) -> bool:
+        """A copy's think block is masked from the loss (`answer_only`)."""
+        return self.copy_loss == "answer_only"
+
+    @property
+    def copies_whole(self) -> bool:
+        """A candidate nothing was evicted from is re-answered too (`all_correct`)."""
+        return self.copy_pool == "all_correct"
+
+    @property
+    def double_tags(self) -> bool:
+        """A copy's think block keeps the probe's tags inside its own (`double`)."""
+        return self.copy_tags == "double"
+
 
 def copy_think(
-    result: CompressionResult, chat_format: ChatFormat, pool: str, tags: str
+    result: CompressionResult, chat_format: ChatFormat, copies: CopySettings
 ) -> str | None:
     """What a candidate's copy re-answers from: the text after the prompt, up to and with the
-    closer (its think block), or None when `pool` makes no copy of it (`evicted`: nothing was
-    evicted). With `tags` double the kept text keeps the probe's opener (where the response
-    opens the block) and closer inside the block, as the authors' copies do."""
-    if not result.compressed and pool != "all_correct":
+    closer (its think block), or None when `copies` makes no copy of it (`copy_pool: evicted`:
+    nothing was evicted). With `copy_tags: double` the kept text keeps the probe's opener (where
+    the response opens the block) and closer inside the block, as the authors' copies do."""
+    if not result.compressed and not copies.copies_whole:
         return None
     text = result.text
-    if tags == "double":
+    if copies.double_tags:
         opener = "" if chat_format.opener_in_prompt else chat_format.think_open
         text = f"{opener}{text}{chat_format.think_close}"
     return chat_format.answer_prefix(text)

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from traac.common.items import Item
+from traac.compression.difficulty import DifficultySettings
+from traac.compression.formats import ChatFormat
 from traac.data.training import item_from_row
-from traac.method.difficulty import DifficultySettings
-from traac.method.formats import ChatFormat
 from traac.training.step.compressor import StepCompressor
 from traac.training.step.host import StepHost
 from traac.training.step.phases import (
@@ -44,7 +44,8 @@ class StepDriver:
     """One TRAAC step at a time on one process, through `host`.
 
     `compressor` is None for a run that does not compress; `dynamic_sampling`,
-    `max_resample_rounds`, `copy_loss` and `seed` are the `TRAACConfig` fields of those names.
+    `max_resample_rounds` and `seed` are the `TRAACConfig` fields of those names;
+    `masks_copy_think` is its `copy_loss: answer_only` (`CopySettings.masks_think`).
     """
 
     def __init__(
@@ -59,7 +60,7 @@ class StepDriver:
         seed: int,
         dynamic_sampling: str = "none",
         max_resample_rounds: int = 1,
-        copy_loss: str = "full",
+        masks_copy_think: bool = False,
     ) -> None:
         self.host = host
         self.tokenizer = tokenizer
@@ -70,7 +71,7 @@ class StepDriver:
         self.seed = seed
         self.dynamic_sampling = dynamic_sampling
         self.max_resample_rounds = max_resample_rounds
-        self.copy_loss = copy_loss
+        self.masks_copy_think = masks_copy_think
         self.rounds = GenerationRounds(host, chat_format, tokenizer, max_completion_length)
 
     def step(
@@ -118,7 +119,7 @@ class StepDriver:
             TraacStep(step + 1, groups, resample_rounds=rounds),
             rows,
             prompt_ids,
-            slice_of(groups, offset, len(rows), n, sampling, self.copy_loss),
+            slice_of(groups, offset, len(rows), n, sampling, self.masks_copy_think),
             logprobs is not None,
             clock.seconds,
         )

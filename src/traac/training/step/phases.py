@@ -41,10 +41,14 @@ from typing import Any
 import numpy as np
 
 from traac.common.step_labels import labeller_for
-from traac.method.compression import CompressionResult, Compressor, ScoredTrace, uniformity_rank
-from traac.method.difficulty import DifficultySettings, group_pass_rates
-from traac.method.formats import ChatFormat
-from traac.method.metrics import think_tokens_from_ids
+from traac.compression.compression import (
+    CompressionResult,
+    Compressor,
+    ScoredTrace,
+    uniformity_rank,
+)
+from traac.compression.difficulty import DifficultySettings, group_pass_rates
+from traac.compression.formats import ChatFormat, think_tokens_from_ids
 from traac.training.step.copy_rules import TRL_ROLLOUT_MASK, loss_masks
 from traac.training.telemetry.copy_stats import PooledRecord, advantage_ranks, compute_evicted
 from traac.training.telemetry.step_stats import (
@@ -369,11 +373,17 @@ def mark_dropped(groups: Sequence[Group], resampled: Sequence[int], sampling: st
 
 
 def slice_of(
-    groups: Sequence[Group], offset: int, count: int, n: int, sampling: str, copy_loss: str = "full"
+    groups: Sequence[Group],
+    offset: int,
+    count: int,
+    n: int,
+    sampling: str,
+    masks_think: bool = False,
 ) -> StepSlice:
     """The `count` pooled rollouts from global index `offset` on (one process's rows), with the
     columns its rewards read, under dynamic sampling which of them are dropped and, with
-    `copy_loss: answer_only`, each one's loss mask (a copy's think block masked, `loss_masks`)."""
+    `masks_think` (`copy_loss: answer_only`, `CopySettings.masks_think`), each one's loss mask
+    (a copy's think block masked, `loss_masks`)."""
     pooled = [r for g in groups for r in g.pooled]
     mine = pooled[offset : offset + count]
     owners = [groups[(offset + i) // n] for i in range(len(mine))]
@@ -384,7 +394,7 @@ def slice_of(
     )
     dropped = [g.dropped for g in owners] if sampling != "none" else None
     masks = None
-    if copy_loss == "answer_only":
+    if masks_think:
         masks = loss_masks([len(r.completion_ids) for r in mine], [r.think_prefix for r in mine])
     return StepSlice(mine, columns, dropped, masks)
 

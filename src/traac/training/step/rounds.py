@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from traac.method.formats import ChatFormat
+from traac.compression.formats import ChatFormat
 from traac.training.step.host import StepHost
 
 

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from traac.common.tables import Table, fmt, signed
-from traac.method.compression import CompressionResult
+from traac.compression.compression import CompressionResult
 from traac.training.telemetry.metrics_file import METRICS_FILE, metric_rows
 
 COPY_GROUPS = "copy_groups"  # the key of a metrics line's records

@@ -30,8 +30,7 @@ from typing import Any
 from transformers import TrainerCallback
 from trl.extras.profiling import profiling_context
 
-from traac.method.compression import CompressionResult
-from traac.method.metrics import compression_stats
+from traac.compression.compression import CompressionResult, compression_stats
 from traac.training.telemetry.copy_stats import COPY_GROUPS, PooledRecord, step_metrics, to_json
 from traac.training.telemetry.metrics_file import (
     EVAL_SPLIT,

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from traac.method.formats import ChatFormat
+from traac.compression.formats import ChatFormat
 from traac.training.step.phases import TraacStep, rollout_view
 from traac.training.telemetry.step_stats import ALL, RolloutView, append_eval_metrics
 

@@ -63,10 +63,10 @@ from trl.extras.profiling import profiling_context
 from trl.models import unwrap_model_for_generation
 
 from traac.common.outputs import writable_dir
+from traac.compression.compression import Compressor
+from traac.compression.formats import ChatFormat
+from traac.compression.rewards import LengthWindows
 from traac.errors import TraacError
-from traac.method.compression import Compressor
-from traac.method.formats import ChatFormat
-from traac.method.rewards import LengthWindows
 from traac.training.methods.hooks import MethodHooks
 from traac.training.methods.traac_rewards import EVALUATION_COLUMN, TraacRewards
 from traac.training.planning.effects import config_unread, describe
@@ -175,18 +175,18 @@ class TRAACTrainer(FinalModel, HeldOutEvaluation, GRPOTrainer):
         self.compressor = self._build_compressor() if self.method.compresses else None
         step_compressor = None
         if self.compressor is not None:
-            rank = compression.uniformity_calibration == "rank"
+            rank = compression.ranks_uniformity
             step_compressor = StepCompressor(
                 self.compressor, self.chat_format, self.tokenizer, self.max_completion_length,
                 gather_object, self.uniformities if rank else None,
-                compression.compression, compression.copy_pool, compression.copy_tags,
+                compression.compression_kind, compression.copies,
             )  # fmt: skip
         self.driver = StepDriver(
             self, tokenizer=self.tokenizer, chat_format=self.chat_format,
             difficulty=self.difficulty, compressor=step_compressor,
             max_completion_length=self.max_completion_length, seed=args.seed,
             dynamic_sampling=args.dynamic_sampling, max_resample_rounds=args.max_resample_rounds,
-            copy_loss=compression.copy_loss,
+            masks_copy_think=compression.copies.masks_think,
         )  # fmt: skip
         self.stop_on_signal = StopOnSignal()
         self.add_callback(self.stop_on_signal)

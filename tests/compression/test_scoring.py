@@ -8,18 +8,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
 
-from traac.errors import TraacError
-from traac.method.compression import Compressor, ScoreRequest
-from traac.method.formats import ChatFormat
-from traac.method.probe_capture import capture_probe_rows, probe_row
-from traac.method.scoring import (
+from traac.compression.compression import Compressor, ScoreRequest
+from traac.compression.formats import ChatFormat
+from traac.compression.probe_capture import capture_probe_rows, probe_row
+from traac.compression.scoring import (
     AttentionScorer,
     ConfidenceScorer,
     RandomScorer,
     resolve_layers,
     topk_confidence,
 )
-from traac.method.settings import CompressionSettings
+from traac.compression.settings import CompressionSettings
+from traac.errors import TraacError
 
 ARCHS = ("qwen3", "llama")
 

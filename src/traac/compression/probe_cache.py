@@ -26,7 +26,7 @@ import torch
 from transformers import DynamicCache
 
 from traac.common.models import cache_kwargs
-from traac.method.probe_capture import LayerSpec, capture_probe_rows
+from traac.compression.probe_capture import LayerSpec, capture_probe_rows
 
 DEFAULT_PROBE_CHUNK = 32  # tokens fed to the probe cache at once: <= 31 left for the closer
 

@@ -5,10 +5,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from traac.errors import TraacError
-from traac.method.difficulty import SINGLE_BIN, DifficultySettings
-from traac.method.formats import ChatFormat
-from traac.method.rewards import (
+from traac.compression.difficulty import SINGLE_BIN, DifficultySettings
+from traac.compression.formats import ChatFormat
+from traac.compression.rewards import (
     LengthWindows,
     RewardSettings,
     format_reward,
@@ -16,6 +15,7 @@ from traac.method.rewards import (
     score_rollouts,
     step_lengths,
 )
+from traac.errors import TraacError
 
 PAPER = RewardSettings.preset("paper")
 AUTHORS = RewardSettings.preset("authors")

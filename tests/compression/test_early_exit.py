@@ -7,10 +7,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from traac.method.compression import CompressionResult, count_tokens
-from traac.method.early_exit import AFTER_ANSWER, early_exit, kept_whole, scored_part, with_head
-from traac.method.first_correct import first_correct
-from traac.method.segmentation import Step
+from traac.compression.compression import CompressionResult, count_tokens
+from traac.compression.early_exit import (
+    COMPRESSION_KINDS,
+    early_exit,
+    kept_whole,
+    scored_part,
+    with_head,
+)
+from traac.compression.first_correct import first_correct
+from traac.compression.segmentation import Step
 
 REASONING = (
     "First, 2 + 3 = 5. Then 5 + 4 = 9. Wait, let me verify: 2 + 3 = 5, 5 + 4 = 9. "
@@ -76,11 +82,29 @@ def test_the_prefix_is_kept_whole_and_the_rest_compressed() -> None:
 def test_after_answer_scores_what_follows_the_answer_and_nothing_without_one() -> None:
     [found] = first_correct([REASONING], gold("9"))
     [missing] = first_correct([REASONING], gold("7"))
-    for compression in ("early_exit_attention_weights", AFTER_ANSWER):
-        assert scored_part(found, compression) == found.tail
+    attention, after = (COMPRESSION_KINDS[k] for k in ("early_exit_attention_weights",
+                                                       "after_answer"))  # fmt: skip
+    for kind in (attention, after):
+        assert scored_part(found, kind) == found.tail
     assert found.tail == "Wait, let me verify: 2 + 3 = 5, 5 + 4 = 9. So the answer is 9."
-    assert scored_part(missing, "early_exit_attention_weights") == REASONING  # from its start
-    assert scored_part(missing, AFTER_ANSWER) == ""  # every step precedes the answer: kept
+    assert scored_part(missing, attention) == REASONING  # from its start
+    assert scored_part(missing, after) == ""  # every step precedes the answer: kept
     whole = kept_whole(missing, Words())
     assert not whole.compressed and whole.text == REASONING
     assert whole.tokens_before == whole.tokens_after == count_tokens(Words(), REASONING)
+
+
+def test_each_compression_kind_says_what_it_does() -> None:
+    """The table the step asks (`StepCompressor`, `TraacSettings.check`): only the scorer's own
+    finds no prefix, only early_exit runs no scorer, only early_exit_attention_weights needs the
+    attention probe, only after_answer keeps a trace with no accepted step whole."""
+    rows = {
+        name: (k.prefix, k.scores, k.needs_attention, k.keeps_unanswered)
+        for name, k in COMPRESSION_KINDS.items()
+    }
+    assert rows == {
+        "scorer": (False, True, False, False),
+        "early_exit": (True, False, False, False),
+        "early_exit_attention_weights": (True, True, True, False),
+        "after_answer": (True, True, False, True),
+    }

@@ -40,10 +40,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from traac.compression.difficulty import DifficultySettings
+from traac.compression.formats import ParsedResponse
+from traac.compression.settings import check_positive, preset_name
 from traac.errors import TraacError
-from traac.method.difficulty import DifficultySettings
-from traac.method.formats import ParsedResponse
-from traac.method.settings import check_positive, preset_name
 
 Key = tuple[str, str]  # (data source, difficulty bin)
 Gather = Callable[[list[Any]], list[Any]]

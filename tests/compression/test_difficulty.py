@@ -2,8 +2,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from traac.compression.difficulty import SINGLE_BIN, DifficultySettings, group_pass_rates, pass_rate
 from traac.errors import TraacError
-from traac.method.difficulty import SINGLE_BIN, DifficultySettings, group_pass_rates, pass_rate
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The compressions that know a trace's first correct step (`traac.method.first_correct`, which
+"""The compressions that know a trace's first correct step (`traac.compression.first_correct`, which
 reads the label), as `CompressionResult`s: the authors' two oracles and one of traac's.
 
 - `early_exit`: keep the think block up to and including the first step whose answer the
@@ -12,19 +12,43 @@ reads the label), as `CompressionResult`s: the authors' two oracles and one of t
 
 The authors (their `get_first_correct_answer_chain`) split the think block on blank lines;
 traac uses its own steps (`split_steps`), the units every other compression here evicts.
+`COMPRESSION_KINDS` is the table of every `compression`, the scorer's alone (`scorer`) included.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from traac.method.compression import CompressionResult, count_tokens
-from traac.method.first_correct import FirstCorrect
-from traac.method.segmentation import Step
+from traac.compression.compression import CompressionResult, count_tokens
+from traac.compression.first_correct import FirstCorrect
+from traac.compression.segmentation import Step
 
-EARLY_EXIT_MODES = ("early_exit", "early_exit_attention_weights")
-AFTER_ANSWER = "after_answer"
-PREFIX_COMPRESSIONS = (*EARLY_EXIT_MODES, AFTER_ANSWER)  # those that find the first correct step
+
+@dataclass(frozen=True)
+class CompressionKind:
+    """One value of the compressing modes' `compression`, by what it does: everything outside
+    this module asks this, never the kind's name (a recipe's value stays the name)."""
+
+    name: str
+    prefix: bool  # it finds each trace's first correct step and keeps it (the verifier reads it)
+    scores: bool  # the scorer runs on what follows (early_exit cuts with no forward)
+    needs_attention: bool  # that scorer must be the attention probe's
+    keeps_unanswered: bool  # a trace with no accepted step is kept whole, not scored from start
+
+
+# Every compression: the one table (`TraacSettings.compression_kind` looks a recipe's up).
+COMPRESSION_KINDS: dict[str, CompressionKind] = {
+    kind.name: kind
+    for kind in (
+        CompressionKind("scorer", False, True, False, False),
+        CompressionKind("early_exit", True, False, False, False),
+        CompressionKind("early_exit_attention_weights", True, True, True, False),
+        CompressionKind("after_answer", True, True, False, True),
+    )
+}
+COMPRESSIONS = tuple(COMPRESSION_KINDS)
 
 
 def kept_whole(split: FirstCorrect, tokenizer: object) -> CompressionResult:
@@ -32,11 +56,11 @@ def kept_whole(split: FirstCorrect, tokenizer: object) -> CompressionResult:
     return CompressionResult.unchanged(split.reasoning, count_tokens(tokenizer, split.reasoning))
 
 
-def scored_part(split: FirstCorrect, compression: str) -> str:
-    """What the scorer may evict from under `compression`: the text after the first correct
+def scored_part(split: FirstCorrect, kind: CompressionKind) -> str:
+    """What the scorer may evict under compression `kind`: the text after the first correct
     step; with no such step, the whole reasoning (`early_exit_attention_weights`) or nothing
     (`after_answer`)."""
-    if compression == AFTER_ANSWER and split.index is None:
+    if kind.keeps_unanswered and split.index is None:
         return ""
     return split.tail
 

@@ -4,7 +4,7 @@ Asking the model for `output_attentions=True` would build a T x T map per layer 
 10k tokens); instead the forward runs with an attention function registered through
 transformers' `AttentionInterface` that lets SDPA compute the layer output as usual and
 additionally computes the single attention row of the probe query, so the cost over a plain
-forward is one query's worth of attention per layer. `traac.method.scoring` turns the rows
+forward is one query's worth of attention per layer. `traac.compression.scoring` turns the rows
 into token scores.
 """
 
@@ -151,7 +151,7 @@ def probe_row(
         probe = query[batch, :, index]
     probe = probe.reshape(b, kv_heads, heads // kv_heads, dim)
     # In float32, as SDPA and flash kernels keep their scores: a bf16 product rounds each logit
-    # to 8 bits of mantissa, which moves the row by percents (tests/method/test_scoring.py).
+    # to 8 bits of mantissa, which moves the row by percents (tests/compression/test_scoring.py).
     logits = torch.matmul(probe.float(), key.float().transpose(-1, -2)) * scaling
     logits = logits.reshape(b, heads, k_len)  # (b, kv_heads, group, k) -> (b, heads, k)
     if attention_mask is None:

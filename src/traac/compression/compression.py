@@ -10,6 +10,7 @@ differs.
 The attention scorer goes through the uniformity gate. The ablation scorers (random,
 confidence) do not: their near-uniform scores would evict nothing, so, as in the authors' code,
 they evict e = tau of the steps (random picks them at random, at most n - 1).
+`compression_stats` totals what a set of results removed (training's step telemetry).
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from traac.compression.formats import ChatFormat
+from traac.compression.segmentation import Step, split_steps, token_step_index
+from traac.compression.settings import EVICTION_CAP, UNIFORMITY_GATE, CompressionSettings
 from traac.errors import TraacError
-from traac.method.formats import ChatFormat
-from traac.method.segmentation import Step, split_steps, token_step_index
-from traac.method.settings import EVICTION_CAP, UNIFORMITY_GATE, CompressionSettings
 
 
 @dataclass(frozen=True)
@@ -266,13 +267,13 @@ class Compressor:
         lo = len(self.chat_format.think_open)
         hi = lo + len(reasoning)
         phrases = self.settings.phrases
-        if self.settings.step_scope == "probe":
+        if self.settings.splits_probe:
             scope_steps = split_steps(self.probe_text(reasoning), phrases)
         else:
             shifted = split_steps(reasoning, phrases)
             scope_steps = [Step(s.text, s.start + lo, s.end + lo) for s in shifted]
         if np.ndim(token_scores.scores) == 2:  # one row per head
-            if self.settings.probe_heads == "gated":
+            if self.settings.gates_heads:
                 token_scores = gate_heads(token_scores, scope_steps, self.settings.uniformity_gate)
             else:
                 token_scores = TokenScores(token_scores.offsets, token_scores.scores.mean(axis=0))
@@ -321,3 +322,43 @@ class Compressor:
             raise TraacError("compress: one tau per reasoning trace is required")
         scored = self.score(reasonings, contexts)
         return [self.compress(t, tau) for t, tau in zip(scored, taus, strict=True)]
+
+
+@dataclass(frozen=True)
+class CompressionStats:
+    """What compression removed over a set of reasoning traces."""
+
+    traces: int
+    compressed: int  # traces with at least one step evicted
+    steps: int
+    steps_removed: int
+    tokens_before: int
+    tokens_after: int
+
+    @property
+    def tokens_removed(self) -> int:
+        return self.tokens_before - self.tokens_after
+
+    @property
+    def compressed_fraction(self) -> float:
+        return self.compressed / self.traces if self.traces else 0.0
+
+    @property
+    def step_removal_rate(self) -> float:
+        return self.steps_removed / self.steps if self.steps else 0.0
+
+    @property
+    def token_removal_rate(self) -> float:
+        return self.tokens_removed / self.tokens_before if self.tokens_before else 0.0
+
+
+def compression_stats(results: Sequence[CompressionResult]) -> CompressionStats:
+    """Totals over compression results (an empty list gives zeros)."""
+    return CompressionStats(
+        traces=len(results),
+        compressed=sum(r.compressed for r in results),
+        steps=sum(len(r.kept) for r in results),
+        steps_removed=sum(r.n_evicted for r in results),
+        tokens_before=sum(r.tokens_before for r in results),
+        tokens_after=sum(r.tokens_after for r in results),
+    )

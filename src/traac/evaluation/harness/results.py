@@ -1,4 +1,5 @@
-"""The evaluation records: one `SampleRecord` per line of an evaluation's `samples.jsonl` (a
+"""An evaluation's results (not the kept run records of `traac.pipelines.records`): one
+`SampleRecord` per line of an evaluation's `samples.jsonl` (a
 backend's `Generation` with its verdict, `traac.evaluation.inference.responses`), and one
 `EvalSummary` in `summary.json`. The runner
 writes them; reports, plots and the demo read them back through `from_json`, so no file spells
@@ -24,7 +25,13 @@ from traac.evaluation.harness.metrics import (
     string_vote,
 )
 from traac.evaluation.harness.overthinking import OverthinkStats, overthinking_table
-from traac.method.metrics import OTB_OFFICIAL_T, GroupStats, by_group, group_stats, otb_f1
+from traac.evaluation.harness.paper_metrics import (
+    OTB_OFFICIAL_T,
+    GroupStats,
+    by_group,
+    group_stats,
+    otb_f1,
+)
 
 TIER_ORDER = ("easy", "medium", "hard")
 SUMMARY_VERSION = 2

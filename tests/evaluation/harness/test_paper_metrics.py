@@ -4,28 +4,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from traac.errors import TraacError
-from traac.method.compression import CompressionResult
-from traac.method.metrics import (
+from traac.evaluation.harness.paper_metrics import (
     accuracy,
     auc_oaa,
     by_group,
-    compression_stats,
     group_stats,
     mean_length,
     oaa,
     otb_f1,
     percent,
-    think_tokens,
-    think_tokens_from_ids,
 )
-from traac.method.segmentation import Step
-
-
-class WordTokenizer:
-    """One token per whitespace-separated word: enough to count think tokens."""
-
-    def __call__(self, text, add_special_tokens=False):
-        return {"input_ids": list(range(len(text.split())))}
 
 
 def test_accuracy_and_length():
@@ -35,16 +23,6 @@ def test_accuracy_and_length():
     assert percent(0.45454) == 45.45 and percent(1 / 3, 1) == 33.3
     with pytest.raises(TraacError, match="no results"):
         accuracy([])
-
-
-def test_think_tokens():
-    tok = WordTokenizer()
-    assert think_tokens("<think> a b c </think> answer </think>", tok) == 4  # "<think> a b c"
-    assert think_tokens("</think>x", tok) == 0
-    assert think_tokens("<think> never closed", tok) is None
-    assert think_tokens_from_ids([5, 6, 7, 9, 9], [9]) == 3
-    assert think_tokens_from_ids([5, 8, 9, 8, 9], [8, 9]) == 1
-    assert think_tokens_from_ids([5, 6], [9]) is None
 
 
 def test_oaa_and_auc_worked_example():
@@ -139,31 +117,3 @@ def test_by_group():
     assert stats["hard"].accuracy == 50.0 and stats["hard"].mean_response_tokens == 40
     with pytest.raises(TraacError, match="labels"):
         by_group(["a"], ["1", "2"], [True, False], [1, 2], [1, 1], 10)
-
-
-def _result(kept, before, after):
-    steps = [Step("s", i, i + 1) for i in range(len(kept))]
-    return CompressionResult(
-        reasoning="s" * len(kept),
-        steps=steps,
-        scores=np.zeros(len(kept)),
-        kept=kept,
-        uniformity=0.5,
-        eviction_fraction=0.2,
-        text="",
-        tokens_before=before,
-        tokens_after=after,
-    )
-
-
-def test_compression_stats():
-    stats = compression_stats(
-        [_result([True, False, False, True], 100, 60), _result([True, True], 40, 40)]
-    )
-    assert (stats.traces, stats.compressed, stats.steps, stats.steps_removed) == (2, 1, 6, 2)
-    assert (stats.tokens_before, stats.tokens_after, stats.tokens_removed) == (140, 100, 40)
-    assert stats.compressed_fraction == 0.5
-    assert stats.step_removal_rate == pytest.approx(2 / 6)
-    assert stats.token_removal_rate == pytest.approx(40 / 140)
-    empty = compression_stats([])
-    assert empty.traces == 0 and empty.token_removal_rate == 0.0

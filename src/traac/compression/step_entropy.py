@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from traac.method.scoring import PolicyScorer
+from traac.compression.scoring import PolicyScorer
 
 
 class StepEntropyScorer(PolicyScorer):

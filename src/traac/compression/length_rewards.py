@@ -29,8 +29,8 @@ import random
 import statistics
 from collections.abc import Sequence
 
+from traac.compression.difficulty import pass_rate
 from traac.errors import TraacError
-from traac.method.difficulty import pass_rate
 
 DAPO_MAX_COMPLETION_LENGTH = 20480  # L_max, DAPO section 4.1: 16,384 expected + 4,096 cache
 DAPO_CACHE_LENGTH = 4096  # L_cache, DAPO section 4.1

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
+from traac.compression.compression import Compressor, ScoreRequest, TokenScores, step_scores
+from traac.compression.factory import build_compressor
+from traac.compression.formats import ChatFormat
+from traac.compression.segmentation import Step
+from traac.compression.settings import CompressionSettings
+from traac.compression.step_entropy import StepEntropyScorer
 from traac.errors import TraacError
-from traac.method.compression import Compressor, ScoreRequest, TokenScores, step_scores
-from traac.method.factory import build_compressor
-from traac.method.formats import ChatFormat
-from traac.method.segmentation import Step
-from traac.method.settings import CompressionSettings
-from traac.method.step_entropy import StepEntropyScorer
 
 
 def entropy(logits: torch.Tensor) -> torch.Tensor:

@@ -7,8 +7,7 @@ import sys
 
 import pytest
 
-from traac.errors import TraacError
-from traac.method.length_rewards import (
+from traac.compression.length_rewards import (
     alp_length_reward,
     dapo_cache_length,
     dler_length_reward,
@@ -24,6 +23,7 @@ from traac.method.length_rewards import (
     sample_optimal_length,
     shorterbetter_length_reward,
 )
+from traac.errors import TraacError
 
 # Group G of the docs: four rollouts, the first and third right.
 LENGTHS = [100, 200, 300, 500]
@@ -258,12 +258,12 @@ def test_group_checks(reward):
 
 
 def test_the_method_package_needs_no_trl():
-    """traac.method is the pure algorithm (numpy/torch): DAPO's TRL function is composed in
+    """traac.compression is the pure algorithm (numpy/torch): DAPO's TRL function is composed in
     traac.training, so importing every method module must not load TRL."""
     code = (
-        "import importlib, pkgutil, sys, traac.method as m\n"
+        "import importlib, pkgutil, sys, traac.compression as m\n"
         "for info in pkgutil.iter_modules(m.__path__):\n"
-        "    importlib.import_module(f'traac.method.{info.name}')\n"
+        "    importlib.import_module(f'traac.compression.{info.name}')\n"
         "assert 'trl' not in sys.modules, 'trl imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, env=os.environ.copy())

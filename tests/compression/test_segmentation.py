@@ -5,9 +5,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from transformers import AutoTokenizer
 
-from traac.method.formats import ChatFormat
-from traac.method.scoring import encode_offsets
-from traac.method.segmentation import (
+from traac.compression.formats import ChatFormat
+from traac.compression.scoring import encode_offsets
+from traac.compression.segmentation import (
     SPLIT_PHRASES,
     Step,
     split_steps,

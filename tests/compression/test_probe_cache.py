@@ -4,10 +4,10 @@ full forward of the probe text gives, whatever share of the reasoning the cache 
 import pytest
 import torch
 
-from traac.method.compression import ScoreRequest
-from traac.method.formats import ChatFormat
-from traac.method.probe_cache import ProbeCache, has_sliding_layers
-from traac.method.scoring import AttentionScorer
+from traac.compression.compression import ScoreRequest
+from traac.compression.formats import ChatFormat
+from traac.compression.probe_cache import ProbeCache, has_sliding_layers
+from traac.compression.scoring import AttentionScorer
 
 SPECIALS = ["<pad>", "<eos>", "<think>", "</think>"]
 REASONINGS = ["So 2+2 is 4. Wait, check: 2+2=4. Therefore 4.", "First x. Then y. Hmm z. So y"]

@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from traac.compression.settings import check_positive, check_tau, check_unit
 from traac.errors import TraacError
-from traac.method.settings import check_positive, check_tau, check_unit
 
 BINS = ("easy", "medium", "hard")
 SINGLE_BIN = "all"

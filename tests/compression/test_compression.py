@@ -9,11 +9,12 @@ from hypothesis import strategies as st
 from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
-from traac.errors import TraacError
-from traac.method.compression import (
+from traac.compression.compression import (
+    CompressionResult,
     Compressor,
     ScoreRequest,
     TokenScores,
+    compression_stats,
     eviction_fraction,
     gate_heads,
     keep_mask,
@@ -21,9 +22,10 @@ from traac.method.compression import (
     uniformity,
     uniformity_rank,
 )
-from traac.method.formats import AUX_PROMPT, ChatFormat
-from traac.method.segmentation import Step, split_steps
-from traac.method.settings import CompressionSettings
+from traac.compression.formats import AUX_PROMPT, ChatFormat
+from traac.compression.segmentation import Step, split_steps
+from traac.compression.settings import CompressionSettings
+from traac.errors import TraacError
 
 
 def compress(reasoning, scorer, tau, chat_format=None, **settings):
@@ -395,3 +397,31 @@ def test_uniformity_rank_is_the_share_below_with_ties_counted_half() -> None:
     assert uniformity_rank(0.5, window) == 0.0 and uniformity_rank(1.0, window) == 1.0
     with pytest.raises(TraacError, match="window is empty"):
         uniformity_rank(0.9, [])
+
+
+def _result(kept, before, after):
+    steps = [Step("s", i, i + 1) for i in range(len(kept))]
+    return CompressionResult(
+        reasoning="s" * len(kept),
+        steps=steps,
+        scores=np.zeros(len(kept)),
+        kept=kept,
+        uniformity=0.5,
+        eviction_fraction=0.2,
+        text="",
+        tokens_before=before,
+        tokens_after=after,
+    )
+
+
+def test_compression_stats():
+    stats = compression_stats(
+        [_result([True, False, False, True], 100, 60), _result([True, True], 40, 40)]
+    )
+    assert (stats.traces, stats.compressed, stats.steps, stats.steps_removed) == (2, 1, 6, 2)
+    assert (stats.tokens_before, stats.tokens_after, stats.tokens_removed) == (140, 100, 40)
+    assert stats.compressed_fraction == 0.5
+    assert stats.step_removal_rate == pytest.approx(2 / 6)
+    assert stats.token_removal_rate == pytest.approx(40 / 140)
+    empty = compression_stats([])
+    assert empty.traces == 0 and empty.token_removal_rate == 0.0

@@ -5,12 +5,12 @@ import math
 
 import pytest
 
+from traac.compression.compression import Compressor
+from traac.compression.factory import build_compressor
+from traac.compression.formats import ChatFormat
+from traac.compression.scoring import AttentionScorer, ConfidenceScorer, RandomScorer
+from traac.compression.settings import CompressionSettings
 from traac.errors import TraacError
-from traac.method.compression import Compressor
-from traac.method.factory import build_compressor
-from traac.method.formats import ChatFormat
-from traac.method.scoring import AttentionScorer, ConfidenceScorer, RandomScorer
-from traac.method.settings import CompressionSettings
 
 
 @pytest.mark.parametrize("name", ["random", "confidence"])
@@ -62,8 +62,8 @@ def test_build_compressor_scores_the_chat_formats_probe(tiny_model, char_tokeniz
 def test_every_scorer_of_the_table_builds_and_says_what_it_reads(tiny_model, char_tokenizer):
     """One table of scorers (`SCORER_KINDS`): each has a builder, and what it reads decides
     whether it needs a model, probe layers or the policy's own distribution."""
-    from traac.method.factory import BUILDERS
-    from traac.method.settings import SCORER_KINDS, SCORERS
+    from traac.compression.factory import BUILDERS
+    from traac.compression.settings import SCORER_KINDS, SCORERS
 
     assert list(BUILDERS) == list(SCORER_KINDS) == list(SCORERS)
     reads = {name: (k.attention, k.policy, k.needs_model) for name, k in SCORER_KINDS.items()}

@@ -1,11 +1,12 @@
 """Per-token scores for attentive compression: attention from the think closer, confidence, random
-(step entropy, a policy scorer too, is `traac.method.step_entropy`).
+(step entropy, a policy scorer too, is `traac.compression.step_entropy`).
 
 The attention scorer is the heart of TRAAC (docs/method.md#probe): the importance of reasoning
 token j is the attention weight from the probe's closing delimiter to j, averaged over layers and
 heads.
-The rows come from one forward with the probe's attention function (`traac.method.probe_capture`),
-which computes the closer's attention row per layer beside SDPA's output.
+The rows come from one forward with the probe's attention function
+(`traac.compression.probe_capture`), which computes the closer's attention row per layer beside
+SDPA's output.
 """
 
 from __future__ import annotations
@@ -19,11 +20,16 @@ from typing import Any
 import numpy as np
 import torch
 
+from traac.compression.compression import ScoreRequest, TokenScores
+from traac.compression.probe_capture import (
+    LayerSpec,
+    capture_probe_rows,
+    resolve_layers,
+    text_config,
+)
+from traac.compression.segmentation import split_steps, token_step_index, trim_offsets
+from traac.compression.settings import PROBE_HEADS, check_choice
 from traac.errors import TraacError
-from traac.method.compression import ScoreRequest, TokenScores
-from traac.method.probe_capture import LayerSpec, capture_probe_rows, resolve_layers, text_config
-from traac.method.segmentation import split_steps, token_step_index, trim_offsets
-from traac.method.settings import PROBE_HEADS, check_choice
 
 # --------------------------------------------------------------------------------------------
 # Scorers: each turns score requests into per-token scores on the probe text (`Scorer`).

@@ -7,15 +7,15 @@ from collections.abc import Sequence
 import pytest
 
 from traac.common.items import Item
-from traac.errors import TraacError
-from traac.method.first_correct import (
+from traac.compression.first_correct import (
     first_correct,
     first_correct_steps,
     parse_for,
     step_answer,
     whole_step,
 )
-from traac.method.segmentation import split_steps
+from traac.compression.segmentation import split_steps
+from traac.errors import TraacError
 
 
 @pytest.mark.parametrize(

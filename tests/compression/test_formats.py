@@ -1,7 +1,13 @@
 import pytest
 
+from traac.compression.formats import (
+    AUX_PROMPT,
+    ChatFormat,
+    resolve_chat_format,
+    think_tokens,
+    think_tokens_from_ids,
+)
 from traac.errors import TraacError
-from traac.method.formats import AUX_PROMPT, ChatFormat, resolve_chat_format
 
 
 def test_parse_response_opens():
@@ -78,3 +84,20 @@ def test_bad_formats():
         resolve_chat_format("qwen")
     with pytest.raises(TraacError, match="differ"):
         ChatFormat("<t>", "<t>")
+
+
+class WordTokenizer:
+    """One token per whitespace-separated word: enough to count think tokens."""
+
+    def __call__(self, text, add_special_tokens=False):
+        return {"input_ids": list(range(len(text.split())))}
+
+
+def test_think_tokens():
+    tok = WordTokenizer()
+    assert think_tokens("<think> a b c </think> answer </think>", tok) == 4  # "<think> a b c"
+    assert think_tokens("</think>x", tok) == 0
+    assert think_tokens("<think> never closed", tok) is None
+    assert think_tokens_from_ids([5, 6, 7, 9, 9], [9]) == 3
+    assert think_tokens_from_ids([5, 8, 9, 8, 9], [8, 9]) == 1
+    assert think_tokens_from_ids([5, 6], [9]) is None

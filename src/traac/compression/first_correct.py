@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from traac.common.items import Item
+from traac.compression.segmentation import Step, split_steps
 from traac.errors import TraacError
-from traac.method.segmentation import Step, split_steps
 
 # (trace index, parsed answer) pairs -> one verdict each, in order.
 Accepts = Callable[[Sequence[tuple[int, str]]], Sequence[bool]]

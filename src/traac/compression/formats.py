@@ -2,11 +2,14 @@
 
 A `ChatFormat` says which strings open and close the reasoning block and whether the prompt
 already opened it (R1-distill templates end the prompt with the opener; Qwen3 lets the response
-write it). Every module that splits a response into reasoning and answer goes through here.
+write it). Every module that splits a response into reasoning and answer goes through here, and
+every count of a think block's tokens (`think_tokens`, `think_tokens_from_ids`: training's
+telemetry and evaluation's records alike).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,3 +154,23 @@ def _prompt_ends_with(tokenizer: Any, opener: str) -> bool:
         [{"role": "user", "content": "1+1?"}], tokenize=False, add_generation_prompt=True
     )
     return rendered.rstrip().endswith(opener)
+
+
+def think_tokens(response: str, tokenizer: Any, think_close: str = "</think>") -> int | None:
+    """Tokens before the first closer (the text tokenized alone), or None if it never closes."""
+    cut = response.find(think_close)
+    if cut < 0:
+        return None
+    head = response[:cut]
+    return len(tokenizer(head, add_special_tokens=False)["input_ids"]) if head else 0
+
+
+def think_tokens_from_ids(ids: Sequence[int], close_ids: Sequence[int]) -> int | None:
+    """Tokens before the first occurrence of the closer's token ids, or None."""
+    if not close_ids:
+        raise TraacError("think_tokens_from_ids: the closer has no token ids")
+    ids, close = list(ids), list(close_ids)
+    for i in range(len(ids) - len(close) + 1):
+        if ids[i : i + len(close)] == close:
+            return i
+    return None

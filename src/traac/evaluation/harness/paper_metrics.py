@@ -1,8 +1,8 @@
-"""Evaluation metrics (docs/method.md#evaluation). Every function returns fractions in [0, 1]
-(F1 keeps the unit it is given); `percent()` converts for reports.
+"""The paper's evaluation metrics (docs/method.md#evaluation); the sampling metrics (avg@k,
+pass@k, maj@k) are `traac.evaluation.harness.metrics`. Every function returns fractions in
+[0, 1] (F1 keeps the unit it is given); `percent()` converts for reports.
 
 - `accuracy`, `mean_length`: per dataset, over all samples of all items.
-- `think_tokens`: tokens before the first think closer; None when the block never closed.
 - `oaa(correct, think, t)`: mean of correct_i * [think_i < t] (None never counts).
 - `auc_oaa(correct, think, t_max)`: (1/t_max) * integral over [0, t_max] of OAA_t, in closed form
   mean_i(correct_i * max(0, t_max - think_i) / t_max); None contributes 0.
@@ -10,7 +10,6 @@
 - `otb_f1(auc_oaa, acc_ut)`: OptimalThinkingBench F1, the harmonic mean of the two.
 - `group_stats` / `by_group`: accuracy, lengths, closure and AUC_OAA of a group of samples (all
   of them, or per difficulty tier, source or task).
-- `compression_stats`: steps and tokens removed over a list of `CompressionResult`s.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from traac.errors import TraacError
-from traac.method.compression import CompressionResult
 
 # The paper's t_max of AUC_OAA (its maximum response length): `traac eval` and `traac report`
 # score at it unless told otherwise; decoupled from the response budget (`--max-new-tokens`).
@@ -47,26 +45,6 @@ def mean_length(lengths: Sequence[int | float]) -> float:
     """Mean response length in tokens."""
     _nonempty("mean_length", lengths)
     return statistics.fmean(lengths)
-
-
-def think_tokens(response: str, tokenizer: Any, think_close: str = "</think>") -> int | None:
-    """Tokens before the first closer (the text tokenized alone), or None if it never closes."""
-    cut = response.find(think_close)
-    if cut < 0:
-        return None
-    head = response[:cut]
-    return len(tokenizer(head, add_special_tokens=False)["input_ids"]) if head else 0
-
-
-def think_tokens_from_ids(ids: Sequence[int], close_ids: Sequence[int]) -> int | None:
-    """Tokens before the first occurrence of the closer's token ids, or None."""
-    if not close_ids:
-        raise TraacError("think_tokens_from_ids: the closer has no token ids")
-    ids, close = list(ids), list(close_ids)
-    for i in range(len(ids) - len(close) + 1):
-        if ids[i : i + len(close)] == close:
-            return i
-    return None
 
 
 def _pairs(name: str, correct: Sequence[Any], think: Sequence[int | None]) -> None:
@@ -170,43 +148,3 @@ def by_group(
         )
         for label, idx in members.items()
     }
-
-
-@dataclass(frozen=True)
-class CompressionStats:
-    """What compression removed over a set of reasoning traces."""
-
-    traces: int
-    compressed: int  # traces with at least one step evicted
-    steps: int
-    steps_removed: int
-    tokens_before: int
-    tokens_after: int
-
-    @property
-    def tokens_removed(self) -> int:
-        return self.tokens_before - self.tokens_after
-
-    @property
-    def compressed_fraction(self) -> float:
-        return self.compressed / self.traces if self.traces else 0.0
-
-    @property
-    def step_removal_rate(self) -> float:
-        return self.steps_removed / self.steps if self.steps else 0.0
-
-    @property
-    def token_removal_rate(self) -> float:
-        return self.tokens_removed / self.tokens_before if self.tokens_before else 0.0
-
-
-def compression_stats(results: Sequence[CompressionResult]) -> CompressionStats:
-    """Totals over compression results (an empty list gives zeros)."""
-    return CompressionStats(
-        traces=len(results),
-        compressed=sum(r.compressed for r in results),
-        steps=sum(len(r.kept) for r in results),
-        steps_removed=sum(r.n_evicted for r in results),
-        tokens_before=sum(r.tokens_before for r in results),
-        tokens_after=sum(r.tokens_after for r in results),
-    )

@@ -15,14 +15,14 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from traac.compression.formats import AUX_PROMPT, CHAT_FORMATS, ChatFormat, resolve_chat_format
 from traac.errors import TraacError
-from traac.method.formats import AUX_PROMPT, CHAT_FORMATS, ChatFormat, resolve_chat_format
 
 
 @dataclass(frozen=True)
 class ScorerKind:
     """One step scorer, by what it reads: everything outside the module that builds it
-    (`traac.method.factory`) asks this, never the scorer's name."""
+    (`traac.compression.factory`) asks this, never the scorer's name."""
 
     name: str
     reads: str  # "attention" (the probe's layers), "policy" (the next-token distribution
@@ -180,6 +180,16 @@ class CompressionSettings:
     def scorer_kind(self) -> ScorerKind:
         """What the scorer reads (`SCORER_KINDS`)."""
         return SCORER_KINDS[self.scorer]
+
+    @property
+    def splits_probe(self) -> bool:
+        """Steps are split over the whole probe text (`step_scope: probe`), not the reasoning."""
+        return self.step_scope == "probe"
+
+    @property
+    def gates_heads(self) -> bool:
+        """Only the heads that pass the uniformity gate are averaged (`probe_heads: gated`)."""
+        return self.probe_heads == "gated"
 
     def __post_init__(self) -> None:
         if self.probe_layers is None:  # in a training recipe the preset's, resolved per model

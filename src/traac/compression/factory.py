@@ -3,7 +3,7 @@
 Training, `traac compress`, test-time compression, the probe report, the demo's step viewer and
 the testbed's measurement all compress with the scorer the settings name; building it here keeps
 its layers, heads, seed and think delimiters the same wherever it runs. Each scorer of
-`traac.method.settings.SCORER_KINDS` has its builder in `BUILDERS`; elsewhere a scorer is known
+`traac.compression.settings.SCORER_KINDS` has its builder in `BUILDERS`; elsewhere a scorer is known
 by what it reads (`ScorerKind`), never by its name.
 """
 
@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from traac.compression.compression import Compressor, Scorer
+from traac.compression.formats import ChatFormat
+from traac.compression.probe_capture import resolve_layers
+from traac.compression.scoring import AttentionScorer, ConfidenceScorer, RandomScorer
+from traac.compression.settings import SCORER_KINDS, CompressionSettings
+from traac.compression.step_entropy import StepEntropyScorer
 from traac.errors import TraacError
-from traac.method.compression import Compressor, Scorer
-from traac.method.formats import ChatFormat
-from traac.method.probe_capture import resolve_layers
-from traac.method.scoring import AttentionScorer, ConfidenceScorer, RandomScorer
-from traac.method.settings import SCORER_KINDS, CompressionSettings
-from traac.method.step_entropy import StepEntropyScorer
 
 
 def build_compressor(
