@@ -206,7 +206,7 @@ def step_config(output_dir: str, opts: argparse.Namespace, **settings: Any) -> A
     written flat, as a recipe may)."""
     from traac.training.planning.traac_config import TRAACConfig
 
-    return TRAACConfig.from_flat(
+    return TRAACConfig.from_recipe(
         output_dir=output_dir,
         use_cpu=True,
         bf16=False,
