@@ -572,6 +572,8 @@ END_TO_END = [
     ["train", "--lerning_rate", "1e-4"],
     ["train", "--config", "recipes/nope.yaml"],
     ["train", "--max_ste", "5", "--model_name_or_path", "testbd"],
+    ["train", "--alp-beta", "2"],  # a method's setting flat: its block named, before torch
+    ["train", "--traac.scorr", "random"],
     ["eval", "--num_samples", "0", "--model", "testbed", "--dataset", "x", "--output", "o"],
     ["generate", "--model", "testbd", "--prompt", "hi"],
     ["demo", "--eval-n", "0"],
