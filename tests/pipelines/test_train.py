@@ -411,6 +411,6 @@ def test_method_settings_mistakes_are_one_line(
 
 
 def test_a_block_that_is_no_mapping_is_named_before_the_parse(tmp_path: Path) -> None:
-    with pytest.raises(TraacError, match=r"traac: 'random' is a str; the settings of mode traac "
-                       r"are a mapping \(traac: \{setting: value\}\)$"):  # fmt: skip
+    with pytest.raises(TraacError, match=r"^recipe field traac: the settings of mode traac are a "
+                       r"mapping \(traac: \{setting: value\}\)$"):  # fmt: skip
         parsed(tmp_path, "traac: random\n")

@@ -252,18 +252,17 @@ def _check_blocks(
     for name in (*recipe, *overrides(rest)):
         if flat_spelling(name, flat) or name == "method_args":
             raise flat_setting(name, flat_spelling(name, flat))
-    given = [("recipe field ", b, v) for b, v in recipe.items() if b in declared]
-    for where, block, values in [*given, *(("--", b, v) for b, v in line.items())]:
-        if block not in declared:
+    for block, values in [*((b, v) for b, v in recipe.items() if b in declared), *line.items()]:
+        if block not in declared:  # an option's (`--alpp.beta`)
             raise unknown_block(block, values, list(declared))
-        if not isinstance(values, dict):
-            raise TraacError(f"{where}{block}: the settings of mode {block} are a mapping "
+        if not isinstance(values, dict):  # a recipe's
+            raise TraacError(f"recipe field {block}: the settings of mode {block} are a mapping "
                              f"({block}: {{setting: value}})")  # fmt: skip
         names = declared[block][1]
-        for key in values:
+        for key in values:  # in the words of the full parse (`MethodSettings.from_mapping`)
             if key not in names:
-                raise TraacError(f"{where}{block}.{key}: no such setting of mode {block}; its "
-                                 f"settings are {', '.join(names)}")  # fmt: skip
+                raise TraacError(f"{block}.{key}: not a setting of mode {block}; its settings "
+                                 f"are {', '.join(names)}")  # fmt: skip
     return set(declared)
 
 

@@ -182,9 +182,9 @@ def check_recipe(path: Path) -> dict[str, Any]:
     hints = {**typing.get_type_hints(TRAACConfig), **typing.get_type_hints(TrainScriptArguments)}
     for name, value in recipe.items():
         kind = type(value).__name__
-        if name in blocks() and not isinstance(value, dict):
-            raise TraacError(f"--config {path}: {name}: {value!r} is a {kind}; the settings of "
-                             f"mode {name} are a mapping ({name}: {{setting: value}})")  # fmt: skip
+        if name in blocks() and not isinstance(value, dict):  # in `recipe.precheck`'s words
+            raise TraacError(f"recipe field {name}: the settings of mode {name} are a mapping "
+                             f"({name}: {{setting: value}})")  # fmt: skip
         if isinstance(value, (list, dict)) and name in hints and not _takes(hints[name], kind):
             raise TraacError(f"--config {path}: {name}: {value!r} is a {kind}; one value belongs")
     return recipe
