@@ -63,7 +63,7 @@ CASES = [
     ["probe-report", "--eval-n", "0"],
     # issue 60, kind 1: a recipe that says more than it does
     ["train", "--config", "twice.yaml", "--dry-run"],
-    ["train", "--config", TESTBED, "--mode", "cr_lr", "--scorer", "random", "--dry-run"],
+    ["train", "--config", TESTBED, "--mode", "cr_lr", "--traac.scorer", "random", "--dry-run"],
     # kind 2: an output that cannot be written
     ["train", "--config", TESTBED, "--output-dir", "a-file", "--dry-run"],
     ["experiment", "ablations", "--quick", "--variants", "CR", "--seeds", "0", "--config",

@@ -51,8 +51,8 @@ def child(opts: argparse.Namespace) -> dict[str, Any]:
     )  # fmt: skip
     with tempfile.TemporaryDirectory() as out:
         config = step_config(
-            out, opts, learning_rate=5e-5, beta=0.04, mode="traac", scorer="attention",
-            scoring_model="reference", probe_heads="gated",
+            out, opts, learning_rate=5e-5, beta=0.04, mode="traac",
+            traac={"scorer": "attention", "scoring_model": "reference", "probe_heads": "gated"},
         )  # fmt: skip
         trainer = TRAACTrainer(
             model, args=config, train_dataset=dataset, processing_class=tokenizer,

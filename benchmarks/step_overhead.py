@@ -46,7 +46,7 @@ from traac.training.methods.traac_rewards import TraacRewards
 from traac.training.telemetry.metrics_file import METRICS_FILE
 from traac.training.trl_adapter.trainer import TRAACTrainer
 
-CALIBRATION = {"uniformity_calibration": "rank"}  # both trainers alike
+CALIBRATION = {"traac": {"uniformity_calibration": "rank"}}  # both trainers alike
 
 
 class TimedTRAAC(TRAACTrainer):

@@ -91,7 +91,7 @@ CASES: list[tuple[str, Any, str]] = [
     # --- train: names and files ---
     ("train misspelt model", lambda t: ["train", "--model_name_or_path", "testbd"],
      "model_name_or_path 'testbd': no such model or directory; did you mean testbed?"),
-    ("train misspelt scorer", lambda t: ["train", "--scoring_model", "smolm2"],
+    ("train misspelt scorer", lambda t: ["train", "--traac.scoring_model", "smolm2"],
      "did you mean smollm2?"),
     ("train missing recipe", lambda t: ["train", "--config", str(t / "no.yaml")],
      "no such recipe file"),
@@ -260,42 +260,48 @@ CASES: list[tuple[str, Any, str]] = [
     ("train lora option without use_peft",
      lambda t: ["train", "--config", recipe(t), "--lora-alpha", "8", "--dry-run"],
      "--lora-alpha: no effect (use_peft is off"),
-    ("yaml peer coefficient under traac",
-     lambda t: ["train", "--config", recipe(t, mode="traac", alp_beta=0.1), "--dry-run"],
-     "recipe field alp_beta: no effect (only mode alp reads it, not traac)"),
+    ("train peer coefficient under traac",
+     lambda t: ["train", "--config", recipe(t, mode="traac"), "--alp.beta", "0.1", "--dry-run"],
+     "--alp.beta: no effect (only mode alp reads it, not traac)"),
     ("yaml difficulty under a peer",
      lambda t: ["train", "--config", recipe(t, mode="kimi", difficulty={"tau": {"hard": 0.3}}),
                 "--dry-run"],
      "recipe field difficulty.tau: no effect (mode kimi does not read it)"),
-    ("yaml scorer under a mode that never compresses",
-     lambda t: ["train", "--config", recipe(t, mode="cr_lr", scorer="random"), "--dry-run"],
-     "recipe field scorer: no effect (mode cr_lr never compresses)"),
     ("train copy-loss under a mode that never compresses",
-     lambda t: ["train", "--config", recipe(t, mode="cr"), "--copy-loss", "answer_only"],
-     "--copy-loss: no effect (mode cr never compresses); drop it, or train a mode that reads it"),
-    ("train negated flag of another mode's setting",
+     lambda t: ["train", "--config", recipe(t, mode="cr"), "--traac.copy-loss", "answer_only"],
+     "--traac.copy_loss: no effect (mode cr never compresses); drop it, or train a mode that "
+     "reads it"),
+    # --- a method's settings, in its mode's block (issue 70) ---
+    ("yaml method setting written flat",
+     lambda t: ["train", "--config", recipe(t, mode="alp", alp_beta=0.1), "--dry-run"],
+     "alp_beta: a method's setting is written in its mode's block now: alp: {beta: VALUE} in a "
+     "recipe, --alp.beta VALUE on the command line"),
+    ("train method setting written flat",
      lambda t: ["train", "--config", recipe(t), "--no_l1_budget_in_prompt", "--dry-run"],
-     "--l1-budget-in-prompt: no effect (only mode l1_max reads it, not traac)"),
-    # --- the trained mode's own settings, one mapping (issue 57) ---
-    ("yaml method_args key the mode lacks",
-     lambda t: ["train", "--config", recipe(t, mode="alp", method_args={"alp_bta": 2}),
-                "--dry-run"],
-     "method_args: alp_bta is not a setting of mode alp; its settings are alp_beta, "
-     "alp_normalizer"),
-    ("yaml method_args under a mode without settings",
-     lambda t: ["train", "--config", recipe(t, mode="cr"), "--method-args", '{"copy_los": 1}'],
-     "method_args: copy_los is not a setting of mode cr, which has none"),
-    ("train method_args not JSON",
-     lambda t: ["train", "--config", recipe(t), "--method_args", "{scorer: random", "--dry-run"],
-     "method_args: '{scorer: random' is not JSON"),
-    ("yaml method setting flat and nested",
-     lambda t: ["train", "--config", recipe(t, scorer="random",
-                                            method_args={"scorer": "confidence"}), "--dry-run"],
-     "scorer: set flat and in method_args in the recipe; keep one"),
-    ("yaml method_args of another mode",
-     lambda t: ["train", "--config", recipe(t, mode="cr_lr", method_args={"scorer": "random"}),
-                "--dry-run"],
-     "recipe field method_args.scorer: no effect (mode cr_lr never compresses)"),
+     "no_l1_budget_in_prompt: a method's setting is written in its mode's block now: l1_max: "
+     "{budget_in_prompt: VALUE}"),
+    ("train compression option written flat",
+     lambda t: ["train", "--config", recipe(t), "--copy-loss", "full", "--dry-run"],
+     "copy_loss: a method's setting is written in its mode's block now: traac: {copy_loss: "
+     "VALUE}"),
+    ("yaml method_args",
+     lambda t: ["train", "--config", recipe(t, method_args={"scorer": "random"}), "--dry-run"],
+     "method_args: write the mode's settings in its block (traac: {scorer: random} in a recipe"),
+    ("yaml block key the mode lacks",
+     lambda t: ["train", "--config", recipe(t, mode="alp", alp={"bta": 2}), "--dry-run"],
+     "alp.bta: not a setting of mode alp; its settings are beta, normalizer"),
+    ("train block option the mode lacks",
+     lambda t: ["train", "--config", recipe(t), "--traac.scorr", "random", "--dry-run"],
+     "traac.scorr: not a setting of mode traac; its settings are scorer,"),
+    ("train block no mode has",
+     lambda t: ["train", "--config", recipe(t), "--alpp.beta", "1", "--dry-run"],
+     "--alpp.beta: no mode's settings are called alpp; did you mean --alp.?"),
+    ("yaml block not a mapping",
+     lambda t: ["train", "--config", recipe(t, traac="random"), "--dry-run"],
+     "recipe field traac: the settings of mode traac are a mapping (traac: {setting: value})"),
+    ("train block option without a value",
+     lambda t: ["train", "--config", recipe(t), "--traac.scorer", "--dry-run"],
+     "--traac.scorer needs a value (--traac.scorer VALUE)"),
     ("yaml length weight without TRAAC's length reward",
      lambda t: ["train", "--config", recipe(t, mode="cr", length_weight=1.0)],
      "recipe field length_weight: no effect (mode cr has no TRAAC length reward)"),
@@ -312,9 +318,9 @@ CASES: list[tuple[str, Any, str]] = [
     # --- a peer's settings that cancel it (issue 72, kind 1): its module's `RunRule`s and checks,
     # enforced by `TRAACConfig`, so the dry run, the run and the Python API refuse alike ---
     ("yaml adaptthink share that rounds to every rollout",
-     lambda t: ["train", "--config", recipe(t, mode="adaptthink", adaptthink_share=0.9),
+     lambda t: ["train", "--config", recipe(t, mode="adaptthink", adaptthink={"share": 0.9}),
                 "--dry-run"],
-     "adaptthink_share: 0.9 of num_generations=4 rounds to 4, so every rollout starts with an "
+     "adaptthink.share: 0.9 of num_generations=4 rounds to 4, so every rollout starts with an "
      "empty think block"),
     ("train adaptthink under vLLM",
      lambda t: ["train", "--config", recipe(t, mode="adaptthink"), "--use-vllm", "true",
@@ -431,14 +437,16 @@ def test_a_shared_recipe_under_a_mode_from_the_command_line_is_noted_not_refused
     """The recipe's fields are right for its own mode; under a mode (or use_peft) given over it
     on the command line, as smollm2-think.yaml's header suggests for CR+LR, the dry run passes
     and says in one line per reason what has no effect, and why."""
-    path = recipe(tmp_path, scorer="random", probe_heads="gated", use_peft=True, lora_r=8)
+    path = recipe(tmp_path, traac={"scorer": "random", "probe_heads": "gated"}, use_peft=True,
+                  lora_r=8)  # fmt: skip
     code = cli_main(["train", "--config", path, "--mode", "cr_lr", "--use-peft", "false",
                      "--dry-run"])  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0, out
     notes = [line for line in out.splitlines() if "the recipe's" in line]
     assert notes == [
-        "note: the recipe's scorer, probe_heads have no effect: mode cr_lr never compresses "
+        "note: the recipe's traac.scorer, traac.probe_heads have no effect: mode cr_lr never "
+        "compresses "
         "(mode cr_lr given over the recipe)",
         "note: the recipe's lora_r has no effect: use_peft is off, so no adapters are trained "
         "(use_peft false given over the recipe)",
@@ -456,8 +464,9 @@ def test_smollm2_think_serves_its_baselines_with_a_note() -> None:
     think = ROOT / "recipes" / "smollm2-think.yaml"
     script, _ = parse(["--config", str(think), "--mode", "cr_lr"])
     assert script.notes == (
-        "the recipe's scorer, scoring_model, probe_layers, probe_heads, uniformity_calibration "
-        "have no effect: mode cr_lr never compresses (mode cr_lr given over the recipe)",
+        "the recipe's traac.scorer, traac.scoring_model, traac.probe_layers, traac.probe_heads, "
+        "traac.uniformity_calibration have no effect: mode cr_lr never compresses (mode cr_lr "
+        "given over the recipe)",
     )
     assert parse(["--config", str(think)])[0].notes == ()
     for name, table in EXPERIMENTS.items():
@@ -497,7 +506,7 @@ def test_train_names_probe_layers_past_the_model_from_its_config(
     model = save_tiny(tmp_path / "m", char_tokenizer())
     capsys.readouterr()
     argv = ["train", "--config", recipe(tmp_path, model_name_or_path=str(model)),
-            "--probe-layers", "1,5", *(["--dry-run"] if dry_run else [])]  # fmt: skip
+            "--traac.probe-layers", "1,5", *(["--dry-run"] if dry_run else [])]  # fmt: skip
     code = cli_main(argv)
     assert_one_line(code, capsys.readouterr().err, "probe_layers: [1, 5] must be a non-empty")
 
@@ -557,7 +566,8 @@ def test_train_help_is_short_names_config_and_the_way_to_trls_fields(capsys: Any
     assert out.index("--mode") < out.index("traac train --help-all` lists all")
     assert "--adam-beta1" not in out  # transformers' fields wait for --help-all
     assert len(out.splitlines()) < 400
-    assert "alp (--alp-beta, --alp-normalizer)" in out  # a peer's settings, by name only
+    assert "alp (--alp.beta, --alp.normalizer)" in out  # a peer's settings, by name only
+    assert "(--l1-max.alpha," in out and "--traac.scorer" in out
     assert "global coefficient beta" not in out  # ALP's field help waits for --help-all
     assert cli_main(["train", "--help-all"]) == 0
     full = capsys.readouterr().out
@@ -571,6 +581,8 @@ END_TO_END = [
     ["train", "--lerning_rate", "1e-4"],
     ["train", "--config", "recipes/nope.yaml"],
     ["train", "--max_ste", "5", "--model_name_or_path", "testbd"],
+    ["train", "--alp-beta", "2"],  # a method's setting flat: its block named, before torch
+    ["train", "--traac.scorr", "random"],
     ["eval", "--num_samples", "0", "--model", "testbed", "--dataset", "x", "--output", "o"],
     ["generate", "--model", "testbd", "--prompt", "hi"],
     ["demo", "--eval-n", "0"],

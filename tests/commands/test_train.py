@@ -243,8 +243,10 @@ def test_dry_run_resolves_the_chat_format_and_checks_the_rows(
         (["--dry_run_processes", "0"], "dry_run_processes:"),
         (["--model_name_or_path", "./no/such/model"], "model_name_or_path:"),
         (["--model_name_or_path", "bad id with spaces"], "model_name_or_path:"),
-        (["--scoring_model", "./no/such/scorer"], "scoring_model:"),
-        (["--scoring_model", "smollm2", "--scorer", "confidence"], "scoring_model:"),
+        (["--traac.scoring_model", "./no/such/scorer"], "scoring_model:"),
+        (["--traac.scoring-model", "smollm2", "--traac.scorer", "confidence"], "scoring_model:"),
+        (["--scorer", "random"], "scorer: a method's setting is written in its mode's block"),
+        (["--alp.beta", "-1", "--mode", "alp"], "alp.beta: -1.0 must be"),
         (["--dataset", "reasoning-gym:no_such_task"], "dataset:"),
         (["--resume_from_checkpoint", "/no/such/checkpoint"], "resume_from_checkpoint:"),
         (["--no_such_field", "1"], "no_such_field"),
@@ -275,7 +277,7 @@ def test_dry_run_names_a_foreign_scoring_model(
     no_weights(monkeypatch)
     monkeypatch.setenv("TRAAC_CACHE_DIR", str(tmp_path / "cache"))  # nothing converted here
     argv = local_recipe(tmp_path, Path("testbed"), "testbed:easy?n=4")
-    code = cli_main([*argv, "--dry-run", "--scoring_model", "smollm2"])
+    code = cli_main([*argv, "--dry-run", "--traac.scoring_model", "smollm2"])
     out = " ".join(capsys.readouterr().out.split())
     assert code == 0
     assert "scorer attention on the smollm2 model" in out

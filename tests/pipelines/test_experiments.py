@@ -32,7 +32,9 @@ from traac.pipelines.experiments import (
     record_leg,
     run_experiment,
     run_key,
+    run_keys,
     run_seconds,
+    variant_overrides,
 )
 from traac.pipelines.recipe import read_recipe
 from traac.pipelines.stages import HeldOut, Recipe
@@ -96,7 +98,7 @@ def test_the_run_store_is_shared_by_the_experiments(tmp_path: Path) -> None:
     assert compare[("CR+LR", 1)] == ablations[("CR+LR", 1)]
     assert compare[("TRAAC", 0)] == ablations[("TRAAC", 0)]
     assert set(ablations) == {(v, s) for v in ABLATIONS for s in (0, 1, 2)}
-    compressions = {ABLATIONS[v].get("compression") for v, _ in ablations}
+    compressions = {ABLATIONS[v].get("traac", {}).get("compression") for v, _ in ablations}
     assert compressions == {None, "early_exit", "early_exit_attention_weights"}
 
 
@@ -109,7 +111,32 @@ def test_run_key_changes_with_anything_a_run_depends_on() -> None:
     assert key != run_key(recipe, {"mode": "alp", "seed": 1}, "testbed")
     assert key != run_key({**recipe, "beta": 0.05}, {"mode": "alp", "seed": 0}, "testbed")
     assert key != run_key(recipe, {"mode": "alp", "seed": 0}, "testbed-quick")
-    assert key != run_key(recipe, {"mode": "alp", "seed": 0, "alp_beta": 2}, "testbed")
+    assert key != run_key(recipe, {"mode": "alp", "seed": 0, "alp": {"beta": 2}}, "testbed")
+
+
+@pytest.mark.parametrize(
+    ("experiment", "variant", "hashed", "key"),
+    [
+        ("compare", "TRAAC", {"copy_loss": "full", "mode": "traac", "seed": 0},
+         "traac-seed0-dd4146525bcb"),
+        ("ablations", "TRAAC, random scorer",
+         {"copy_loss": "full", "mode": "traac", "scorer": "random", "seed": 0},
+         "traac-seed0-52f9cd65418e"),
+        ("compare", "L1-Max", {"l1_alpha": 0.01875, "l1_budget_max": 64, "l1_budget_min": 2,
+                               "mode": "l1_max", "seed": 0}, "l1_max-seed0-d4a43ba081f7"),
+        ("compare", "DLER", {"dler_length": 64, "mode": "dler", "optimizer_profile": "dler",
+                             "seed": 0}, "dler-seed0-590153f58376"),
+    ],
+)  # fmt: skip
+def test_a_variants_key_is_the_one_it_had_before_the_blocks(
+    experiment: str, variant: str, hashed: dict, key: str
+) -> None:
+    """The recipes and variants write the methods' settings in blocks now; the keys hash their
+    flat names, so every run of a store keeps its key (these are main's at e10f7fd, whose
+    recipes and variants wrote them flat)."""
+    overrides = {**variant_overrides(EXPERIMENTS[experiment][variant], 160), "seed": 0}
+    first = run_keys(read_recipe(RECIPE), "", overrides, "testbed")[0]
+    assert first == ("mapping", hashed, key)
 
 
 def test_run_keys_keep_their_bytes_with_the_typed_choices() -> None:
@@ -203,7 +230,7 @@ def test_a_bad_field_fails_before_training_naming_the_run(tmp_path: Path) -> Non
     text = RECIPE.read_text().replace("max_completion_length: 160", "max_completion_length: 20")
     bad.write_text(text)  # L1-Max's 100-token minimum budget scales to 0 under a 20-token cap
     s = ExperimentSettings.make("compare", tmp_path / "c", bad, quick=True, variants=["L1-Max"])
-    with pytest.raises(TraacError, match=r"^L1-Max \(seed 0\): l1_budget_min: 0 "):
+    with pytest.raises(TraacError, match=r"^L1-Max \(seed 0\): l1_max\.budget_min: 0 "):
         s.plan()
 
 
@@ -218,11 +245,12 @@ def test_peer_constants_scale_with_the_recipes_response_cap(tmp_path: Path) -> N
     ):
         s = ExperimentSettings.make("compare", tmp_path / "c", recipe, False, variants, [0])
         fields = {r.variant: r.fields for r in s.plan()}
-        assert fields["DLER"] == {"mode": "dler", "optimizer_profile": "dler", "dler_length": dler}
-        l1 = fields["L1-Max"]
-        assert (l1["l1_budget_min"], l1["l1_budget_max"]) == budgets
-        assert l1["l1_alpha"] == pytest.approx(alpha)
-        assert fields["ShorterBetter"]["shorterbetter_beta"] == pytest.approx(beta)
+        assert fields["DLER"] == {"mode": "dler", "optimizer_profile": "dler",
+                                  "dler": {"length": dler}}  # fmt: skip
+        l1 = fields["L1-Max"]["l1_max"]
+        assert (l1["budget_min"], l1["budget_max"]) == budgets
+        assert l1["alpha"] == pytest.approx(alpha)
+        assert fields["ShorterBetter"]["shorterbetter"]["beta"] == pytest.approx(beta)
 
 
 def test_the_base_model_is_the_recipes(tmp_path: Path) -> None:

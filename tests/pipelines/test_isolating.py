@@ -27,7 +27,7 @@ def test_every_traac_variant_is_the_papers_traac_but_what_it_names() -> None:
     for table in EXPERIMENTS.values():
         for name, fields in table.items():
             if fields.get("mode") == "traac" and "answer-only" not in name:
-                assert fields["copy_loss"] == "full", name
+                assert fields["traac"]["copy_loss"] == "full", name
 
 
 def test_on_smollm2_think_each_variant_runs_what_it_names(tmp_path: Path) -> None:

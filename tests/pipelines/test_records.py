@@ -85,8 +85,8 @@ def test_keep_records_what_the_run_key_hashed_not_the_variants_later_name(tmp_pa
     settings = fake_store(tmp_path, ("TRAAC",))
     parsed = read_recipe(settings.recipe)
     for run in settings.plan():
-        unnamed = {k: v for k, v in run.recipe.overrides.items() if k != "copy_loss"}
-        assert run.recipe.overrides["copy_loss"] == "full"
+        unnamed = {k: v for k, v in run.recipe.overrides.items() if k != "traac"}
+        assert run.recipe.overrides["traac"] == {"copy_loss": "full"}
         run.directory.rename(run.directory.parent / run_key(parsed, unnamed, settings.model))
     assert len(keep(settings, settings.recipe.parent)) == 3
     record = json.loads((settings.recipe.parent / "runs/traac/seed1/run.json").read_text())

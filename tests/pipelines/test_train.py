@@ -312,7 +312,7 @@ def test_the_dry_run_checks_the_output_dir_as_the_run_does(
     assert "checkpoint-4" in capsys.readouterr().out
 
 
-# --- the methods' settings written flat, routed into method_args (issue 57) ---
+# --- the methods' settings in their mode's blocks, routed into method_args (issue 70) ---
 
 
 def parsed(tmp_path: Path, text: str, *line: str) -> Any:
@@ -323,7 +323,7 @@ def parsed(tmp_path: Path, text: str, *line: str) -> Any:
     return parse(["--config", str(recipe), *line])
 
 
-def test_the_testbed_recipes_flat_compression_keys_are_the_modes_method_args() -> None:
+def test_the_testbed_recipes_traac_block_is_the_modes_method_args() -> None:
     from traac.pipelines.train import parse
 
     _, config = parse(["--config", str(RECIPE)])
@@ -332,73 +332,85 @@ def test_the_testbed_recipes_flat_compression_keys_are_the_modes_method_args() -
         "attention", "reference", "all", "gated",
     )  # fmt: skip
     assert config.method_args["probe_heads"] == "gated"
-    _, config = parse(["--config", str(RECIPE), "--copy-loss", "answer_only"])
+    _, config = parse(["--config", str(RECIPE), "--traac.copy-loss", "answer_only"])
     assert config.method_settings.copy_loss == "answer_only"
 
 
 @pytest.mark.parametrize(
-    ("flat", "nested"),
+    ("recipe", "option"),
     [
-        (("scorer: random\n",), ("method_args: {scorer: random}\n",)),
-        (("", "--scorer", "random"), ("", "--method_args", '{"scorer": "random"}')),
-        (("mode: alp\nalp_beta: 1.0e-4\n",), ("mode: alp\nmethod_args: {alp_beta: 1.0e-4}\n",)),
-        (("mode: alp\n", "--alp-beta", "2"), ("mode: alp\n", "--method-args", '{"alp_beta": 2}')),
-        (("mode: l1_max\nmax_completion_length: 4000\n", "--no_l1_budget_in_prompt"),
-         ("mode: l1_max\nmax_completion_length: 4000\n", "--method_args",
-          '{"l1_budget_in_prompt": false}')),
+        (("traac: {scorer: random}\n",), ("", "--traac.scorer", "random")),
+        (("mode: alp\nalp: {beta: 1.0e-4}\n",), ("mode: alp\n", "--alp.beta=1e-4")),
+        (("mode: l1_max\nmax_completion_length: 4000\nl1_max: {budget_in_prompt: false}\n",),
+         ("mode: l1_max\nmax_completion_length: 4000\n", "--l1-max.budget-in-prompt", "false")),
     ],
 )  # fmt: skip
-def test_a_setting_written_flat_is_the_same_run_as_in_method_args(
-    tmp_path: Path, flat: tuple, nested: tuple
+def test_a_setting_in_the_recipes_block_is_the_same_run_as_its_option(
+    tmp_path: Path, recipe: tuple, option: tuple
 ) -> None:
-    _, old = parsed(tmp_path, *flat)
-    _, new = parsed(tmp_path, *nested)
-    assert old.method_args == new.method_args and old.method_settings is not None
-    assert old.method_settings != type(old.method_settings)()  # the value arrived
+    _, ours = parsed(tmp_path, *recipe)
+    _, theirs = parsed(tmp_path, *option)
+    assert ours.method_args == theirs.method_args and ours.method_settings is not None
+    assert ours.method_settings != type(ours.method_settings)()  # the value arrived
 
 
-def test_the_command_line_wins_over_the_recipe_in_either_spelling(tmp_path: Path) -> None:
-    _, config = parsed(tmp_path, "method_args: {scorer: random}\n", "--scorer", "confidence")
-    assert config.method_settings.scorer == "confidence"
-    line = ("--method_args", '{"scorer": "confidence"}')
-    _, config = parsed(tmp_path, "scorer: random\nprobe_heads: gated\n", *line)
+def test_the_command_line_wins_over_the_recipe_key_by_key(tmp_path: Path) -> None:
+    text = "traac: {scorer: random, probe_heads: gated}\n"
+    _, config = parsed(tmp_path, text, "--traac.scorer", "confidence")
     assert (config.method_settings.scorer, config.method_settings.probe_heads) == (
         "confidence", "gated",
     )  # fmt: skip
 
 
-def test_another_modes_flat_setting_is_accepted_unused_and_checked(tmp_path: Path) -> None:
-    """A shared recipe's compression keys under a variant's mode: as before, the run does not
-    read them and the plan notes them; a value out of range fails under every mode."""
-    script, config = parsed(tmp_path, "mode: traac\nscorer: random\n", "--mode", "cr_lr")
+def test_another_modes_block_is_accepted_unused_and_checked(tmp_path: Path) -> None:
+    """A recipe may hold several modes' blocks (the variants switch modes): the run does not
+    read another mode's and the plan notes it; a value out of range fails under every mode."""
+    script, config = parsed(tmp_path, "mode: traac\ntraac: {scorer: random}\n", "--mode", "cr_lr")
     assert config.method_args == {} and config.method_settings is None
     assert script.notes == (
-        "the recipe's scorer has no effect: mode cr_lr never compresses (mode cr_lr given over "
-        "the recipe)",
+        "the recipe's traac.scorer has no effect: mode cr_lr never compresses (mode cr_lr given "
+        "over the recipe)",
     )
-    script, config = parsed(tmp_path, "method_args: {scorer: random}\n", "--mode", "alp")
-    assert config.method_args == {"alp_beta": 1.0, "alp_normalizer": None}
-    assert "method_args.scorer has no effect" in script.notes[0]
-    with pytest.raises(TraacError, match=r"^alp_beta: -1 must be a finite number > 0"):
-        parsed(tmp_path, "alp_beta: -1\n", "--mode", "cr_lr")
+    script, config = parsed(tmp_path, "mode: traac\nalp: {beta: 2.0}\n")
+    assert config.method_args["scorer"] == "attention"
+    assert script.notes == (
+        "the recipe's alp.beta has no effect: only mode alp reads it, not traac (kept for the "
+        "modes that read it)",
+    )
+    with pytest.raises(TraacError, match=r"^alp\.beta: -1 must be a finite number > 0"):
+        parsed(tmp_path, "alp: {beta: -1}\n", "--mode", "cr_lr")
 
 
 @pytest.mark.parametrize(
     ("text", "line", "message"),
     [
-        ("scorer: random\nmethod_args: {scorer: random}\n", (),
-         "scorer: set flat and in method_args in the recipe; keep one"),
-        ("", ("--scorer", "random", "--method_args", '{"scorer": "random"}'),
-         "scorer: set flat and in method_args in the command line; keep one"),
-        ("method_args: {scorr: random}\n", (),
-         "method_args: scorr is not a setting of mode traac; its settings are scorer,"),
-        ("mode: alp\n", ("--method_args", '{"scorer": "random"}'),
-         "--method-args scorer: no effect (mode alp never compresses)"),
+        ("scorer: random\n", (), "scorer: a method's setting is written in its mode's block now: "
+         "traac: {scorer: VALUE} in a recipe, --traac.scorer VALUE on the command line"),
+        ("mode: alp\n", ("--alp-beta", "2"), "alp_beta: a method's setting is written in its "
+         "mode's block now: alp: {beta: VALUE} in a recipe, --alp.beta VALUE"),
+        ("lcr1_length_coef: 2\n", (), "lcr1_length_coef: a method's setting is written in its "
+         "mode's block now: lc_r1: {length_coef: VALUE}"),
+        ("method_args: {scorer: random}\n", (), "method_args: write the mode's settings in its "
+         "block (traac: {scorer: random} in a recipe, --traac.scorer random as an option)"),
+        ("", ("--method_args", '{"scorer": "random"}'), "method_args: write the mode's settings"),
+        ("traac: {scorr: random}\n", (),
+         "traac.scorr: not a setting of mode traac; its settings are scorer,"),
+        ("mode: alp\n", ("--traac.scorer", "random"),
+         "--traac.scorer: no effect (mode alp never compresses)"),
+        ("", ("--alpp.beta", "2"), "--alpp.beta: no mode's settings are called alpp; did you "
+         "mean --alp.?"),
+        ("", ("--alp.beta",), "--alp.beta needs a value (--alp.beta VALUE)"),
     ],
 )  # fmt: skip
-def test_method_args_mistakes_are_one_line(
+def test_method_settings_mistakes_are_one_line(
     tmp_path: Path, text: str, line: tuple, message: str
 ) -> None:
     with pytest.raises(TraacError) as error:
         parsed(tmp_path, text, *line)
     assert str(error.value).startswith(message) and "\n" not in str(error.value)
+
+
+def test_a_block_that_is_no_mapping_is_named_before_the_parse(tmp_path: Path) -> None:
+    with pytest.raises(TraacError, match=r"^recipe field traac: the settings of mode traac are a "
+                       r"mapping \(traac: \{setting: value\}\)$"):  # fmt: skip
+        parsed(tmp_path, "traac: random\n")

@@ -2,9 +2,10 @@
 
 Every field of the recipe (`traac.pipelines.train.TrainScriptArguments` and `TRAACConfig`, so every
 `GRPOConfig` field) can be set in the YAML or on the command line (`--field-name` or
-`--field_name`). `--dry-run` checks the recipe and prints the plan without loading weights or
-needing a GPU. SIGINT/SIGTERM checkpoint at the end of the current step and exit with 128 + the
-signal number (130, 143); `--resume-from-checkpoint auto` continues from the newest checkpoint.
+`--field_name`); a method's settings sit in its block (`alp: {beta: 1.0}`; `--alp.beta 1.0`).
+`--dry-run` checks the recipe and prints the plan without loading weights or needing a GPU.
+SIGINT/SIGTERM checkpoint at the end of the current step and exit with 128 + the signal number
+(130, 143); `--resume-from-checkpoint auto` continues from the newest checkpoint.
 `--help` lists traac's own fields; `--help-all` adds TRL's and transformers' (hundreds).
 The recipe's file, YAML, counts and model name are checked (`traac.pipelines.recipe`) before
 torch, transformers and TRL are imported.
@@ -104,11 +105,11 @@ def print_plan(plan: Plan, title: str) -> None:
 
 # --- `--help` (traac's own fields) and `--help-all` (TRL's and transformers' too) ---
 
-USAGE = "traac train --config RECIPE.yaml [--field-name VALUE ...] [--dry-run]"
+USAGE = "traac train --config RECIPE.yaml [--field-name VALUE ...] [--mode.name VALUE] [--dry-run]"
 DESCRIPTION = (
-    "TRAAC on TRL's GRPO. A recipe is a YAML mapping of field: value; every field can be given "
-    "on the command line too, which wins (--field-name; underscores work as dashes). "
-    "SIGINT/SIGTERM save a "
+    "TRAAC on TRL's GRPO. A recipe is a YAML mapping of field: value, a method's settings in its "
+    "block (alp: {beta: 1.0}); every field can be given on the command line too, which wins "
+    "(--field-name, --alp.beta; underscores work as dashes). SIGINT/SIGTERM save a "
     "checkpoint; --resume-from-checkpoint auto continues it."
 )
 # TRL's and transformers' fields a recipe sets most, named where the short help points at them.
@@ -118,11 +119,16 @@ COMMON_TRL = (
 )  # fmt: skip
 
 
-def _add(group: Any, f: dataclasses.Field) -> None:
+def _option(block: str, name: str) -> str:
+    """A field's option: `--field-name`, or in a method's block `--block.field-name`."""
+    return "--" + (f"{block}." if block else "").replace("_", "-") + name.replace("_", "-")
+
+
+def _add(group: Any, f: dataclasses.Field, block: str = "") -> None:
     default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default  # type: ignore[misc]
     text = f.metadata.get("help", "") or ""
     group.add_argument(
-        "--" + f.name.replace("_", "-"),
+        _option(block, f.name),
         metavar=f.name.upper(),
         help=f"{text} (default: {default})".replace("%", "%%"),
     )
@@ -158,23 +164,27 @@ def short_parser() -> argparse.ArgumentParser:
     traac = p.add_argument_group("TRAAC (TRAACConfig; docs/method.md)")
     settings = p.add_argument_group("think format and step phrases (as on traac eval, generate)")
     compressing = " and ".join(n for n, m in METHODS.items() if m.settings is TraacSettings)
-    methods = p.add_argument_group(f"method_args: the compression settings of {compressing}")
+    methods = p.add_argument_group(
+        f"the compression settings of {compressing}: the recipe's traac block"
+    )
     for f in dataclasses.fields(TraacSettings):
-        _add(methods, f)
+        _add(methods, f, TraacSettings.BLOCK)
     # The peers' settings by name only: described in full by --help-all (one group per method
     # would grow this help by a screen for every method added).
     peers = [
-        f"{name} ({', '.join('--' + f.name.replace('_', '-') for f in dataclasses.fields(cls))})"
+        f"{name} ({', '.join(_option(cls.BLOCK, n) for n in cls.names())})"
         for name, cls in _peer_settings(METHODS, settings_classes(), TraacSettings)
     ]
     p.add_argument_group(
-        "method_args: the peers' settings (`traac train --help-all` describes each; "
+        "the peers' settings, each in its block (`traac train --help-all` describes each; "
         "docs/peer_methods.md)",
         "; ".join(peers) + ".",
     )
     changed = p.add_argument_group("GRPO fields whose defaults follow the paper, not TRL")
     own_fields = inspect.get_annotations(TRAACConfig)
     for f in dataclasses.fields(TRAACConfig):
+        if f.name == "method_args":  # a recipe writes the mode's block
+            continue
         if f.name in shared:
             _add(settings, f)
         elif f.name not in trl:
@@ -201,7 +211,14 @@ def print_short_help() -> None:
 
 def print_full_help() -> None:
     from traac.pipelines.train import build_parser
+    from traac.training.methods.registry import settings_classes
 
     print(short_parser().format_help())
     print("all fields:")
     print(build_parser().format_help())
+    blocks = argparse.ArgumentParser(prog="traac train", usage=USAGE, add_help=False)
+    for cls in settings_classes():
+        group = blocks.add_argument_group(f"{cls.BLOCK}: the settings of mode {cls.BLOCK}")
+        for f in dataclasses.fields(cls):
+            _add(group, f, cls.BLOCK)
+    print(blocks.format_help())

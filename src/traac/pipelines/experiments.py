@@ -75,6 +75,7 @@ from traac.pipelines.variants import (
     TITLES,
     check_variants,
 )
+from traac.training.methods.registry import flat_form
 from traac.training.methods.scale import PaperTokens, PerPaperToken
 from traac.training.telemetry.metrics_file import METRICS_FILE
 
@@ -84,12 +85,14 @@ PROVENANCE = "provenance.json"  # in a run's directory: each invocation that wor
 
 
 def variant_overrides(fields: Mapping[str, Any], response_cap: int) -> dict[str, Any]:
-    """A variant's fields with its paper-scale token constants scaled to `response_cap`."""
+    """A variant's fields (a method's block among them) with its paper-scale token constants
+    scaled to `response_cap`."""
     scale = PAPER_RESPONSE_CAP / response_cap
     return {
-        key: value.at(scale) if isinstance(value, PaperTokens | PerPaperToken) else value
+        key: value.at(scale) if isinstance(value, PaperTokens | PerPaperToken)
+        else variant_overrides(value, response_cap) if isinstance(value, Mapping) else value
         for key, value in fields.items()
-    }
+    }  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -221,11 +224,12 @@ def _dir_name(model: str) -> str:
 
 def run_key(recipe: Mapping[str, Any] | str, overrides: Mapping[str, Any], base: str) -> str:
     """The store directory of a run: its mode, seed and a digest of what it depends on (the
-    parsed recipe, every override, the base model), so equal runs share one directory. A
-    recipe given as text is the old key's (`run_directory`)."""
+    parsed recipe, every override, the base model), so equal runs share one directory. The
+    methods' blocks are hashed as their flat names from before the blocks (`flat_form`), so a
+    run keeps its key. A recipe given as text is the old key's (`run_directory`)."""
     blob = json.dumps(
-        {"recipe": recipe if isinstance(recipe, str) else dict(recipe),
-         "overrides": dict(overrides), "base": base},
+        {"recipe": recipe if isinstance(recipe, str) else flat_form(recipe),
+         "overrides": flat_form(overrides), "base": base},
         sort_keys=True,
         default=str,
     )  # fmt: skip
@@ -249,19 +253,18 @@ def run_keys(
     """Every key a run may be stored under, the current one first, each with what it hashed:
     the recipe as `mapping` (parsed) or as `text` (a store trained before keys hashed the parsed
     recipe), and the overrides, for the paper's TRAAC and its variants also without their
-    `copy_loss: full` (`_unnamed_copies`). The key a run was found under says what it trained
-    with (`traac records keep`, `traac records verify`)."""
-    named = [dict(overrides), *_unnamed_copies(recipe, overrides)]
+    `copy_loss: full` (`_unnamed_copies`), in the flat form the keys hash. The key a run was found
+    under says what it trained with (`traac records keep`, `traac records verify`)."""
+    named = [flat_form(overrides), *_unnamed_copies(flat_form(recipe), flat_form(overrides))]
     forms = (("mapping", recipe), ("text", text))
     return [(form, o, run_key(r, o, base)) for o in named for form, r in forms]
 
 
 def _unnamed_copies(recipe: Mapping[str, Any], overrides: Mapping[str, Any]) -> list[dict]:
-    """A TRAAC variant's fields as they were before the variants named the paper's full copies
-    (when `preset: paper`, which fills them, was the default): the same run wherever the
-    recipe leaves `copy_loss` unset or full."""
-    args = recipe.get("method_args")
-    given = recipe.get("copy_loss", args.get("copy_loss") if isinstance(args, dict) else None)
+    """A TRAAC variant's fields (in their flat form) as they were before the variants named the
+    paper's full copies (when `preset: paper`, which fills them, was the default): the same run
+    wherever the recipe leaves `copy_loss` unset or full."""
+    given = recipe.get("copy_loss")
     if (overrides.get("mode"), overrides.get("copy_loss"), given) not in (
         ("traac", "full", None),
         ("traac", "full", "full"),

@@ -12,23 +12,29 @@ from __future__ import annotations
 
 from typing import Any
 
-# The paper's TRAAC, whatever the recipe's preset: its copies trained on in full (traac's own
-# default masks their think blocks, `preset: traac`). Every TRAAC variant changes one thing of it.
-TRAAC: dict[str, Any] = {"mode": "traac", "copy_loss": "full"}
+
+def traac(**settings: Any) -> dict[str, Any]:
+    """The paper's TRAAC, whatever the recipe's preset: its copies trained on in full (traac's
+    own default masks their think blocks, `preset: traac`), with its compression `settings`
+    changed (its block, `traac`). Every TRAAC variant changes one thing of it."""
+    return {"mode": "traac", "traac": {"copy_loss": "full", **settings}}
+
+
+TRAAC = traac()
 
 ISOLATING: dict[str, dict[str, Any]] = {
     # The copies' re-answers trained on, their think blocks masked (beyond the paper).
-    "TRAAC, answer-only copies": {**TRAAC, "copy_loss": "answer_only"},
+    "TRAAC, answer-only copies": traac(copy_loss="answer_only"),
     # The authors' code (docs/method.md#presets), with the first half of the layers probed.
-    "TRAAC, authors preset": {**TRAAC, "preset": "authors", "probe_layers": "first_half"},
-    "TRAAC, first-half probe": {**TRAAC, "probe_layers": "first_half"},
-    "TRAAC, all-correct pool": {**TRAAC, "copy_pool": "all_correct"},
-    "TRAAC, double tags": {**TRAAC, "copy_tags": "double"},
+    "TRAAC, authors preset": {**traac(probe_layers="first_half"), "preset": "authors"},
+    "TRAAC, first-half probe": traac(probe_layers="first_half"),
+    "TRAAC, all-correct pool": traac(copy_pool="all_correct"),
+    "TRAAC, double tags": traac(copy_tags="double"),
     # DLER's optimiser one change at a time ("TRAAC, dynamic sampling" resamples).
     "TRAAC, batch-scaled rewards": {**TRAAC, "scale_rewards": "batch"},
     "TRAAC, token-mean loss": {**TRAAC, "loss_type": "dapo"},
     # The authors' oracle (as in the ablations: the same run, shared in the store).
-    "TRAAC, early exit (oracle)": {**TRAAC, "compression": "early_exit"},
+    "TRAAC, early exit (oracle)": traac(compression="early_exit"),
 }
 ISOLATING_CONTRASTS: tuple[tuple[str, str, str], ...] = (
     ("copies' think blocks masked from the loss", "TRAAC", "TRAAC, answer-only copies"),

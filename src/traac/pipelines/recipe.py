@@ -4,6 +4,8 @@ model name, so those mistakes are named in a second rather than after the import
 transformers and TRL. The full parse follows (`traac.pipelines.train.parse`), which checks every
 field again.
 
+A method's settings are written in its block (`alp: {beta: 1.0}`, `--alp.beta 1.0`); a flat
+key of earlier releases (`alp_beta`) is refused naming its block (`flat_setting`).
 Unknown fields are named from the field list `traac.pipelines.recipe_fields` reads off the
 classes' sources without importing them. Where it cannot (a TRL release whose classes lie
 elsewhere), the list a full parse wrote to the cache (`recipe-fields/`, keyed by the installed
@@ -28,7 +30,7 @@ from traac.common.outputs import writable_dir
 from traac.common.scoring_model import is_foreign
 from traac.compression.difficulty import FLAT_KEYS
 from traac.errors import TraacError
-from traac.pipelines.recipe_fields import declared_fields
+from traac.pipelines.recipe_fields import declared_blocks, declared_fields
 from traac.training.planning.counts import check_counts
 
 
@@ -109,6 +111,55 @@ def config_path(argv: list[str]) -> Path | None:
     return None
 
 
+def dotted_options(argv: list[str]) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """The options of the methods' blocks (`--alp.beta 1.0`, `--alp.beta=1.0`; dashes read as
+    underscores) by block and setting, and the rest of the command line."""
+    found: dict[str, dict[str, str]] = {}
+    rest: list[str] = []
+    at = 0
+    while at < len(argv):
+        arg = argv[at]
+        at += 1
+        flag, eq, value = arg.partition("=")
+        if not flag.startswith("--") or "." not in flag or flag == "--config":
+            rest.append(arg)
+            continue
+        if not eq:
+            if at >= len(argv) or argv[at].startswith("--"):
+                raise TraacError(f"{flag} needs a value ({flag} VALUE)")
+            value, at = argv[at], at + 1
+        block, _, key = flag[2:].replace("-", "_").partition(".")
+        found.setdefault(block, {})[key] = value
+    return found, rest
+
+
+def unknown_block(block: str, values: dict[str, str], known: list[str]) -> TraacError:
+    """An option of a block no method has (`--alpp.beta`), naming the nearest."""
+    near = difflib.get_close_matches(block, known, n=1)
+    hint = f"; did you mean --{near[0]}.?" if near else f"; the blocks are {', '.join(known)}"
+    return TraacError(
+        f"--{block}.{next(iter(values))}: no mode's settings are called {block}{hint}"
+    )
+
+
+def flat_spelling(name: str, flat: dict[str, str]) -> str | None:
+    """The block spelling of a flat name from before the blocks (`alp_beta`, or a negated flag
+    `no_l1_budget_in_prompt`), None for any other name."""
+    return flat.get(name) or (flat.get(name[3:]) if name.startswith("no_") else None)
+
+
+def flat_setting(name: str, spelling: str | None) -> TraacError:
+    """A method's setting written flat, as before the blocks (`alp_beta`, `spelling` its block
+    and name now, `alp.beta`), or `method_args` (`spelling` None), in one line with the fix."""
+    if spelling is None:
+        return TraacError(f"{name}: write the mode's settings in its block (traac: {{scorer: "
+                          "random} in a recipe, --traac.scorer random as an option)")  # fmt: skip
+    block, _, key = spelling.partition(".")
+    return TraacError(f"{name}: a method's setting is written in its mode's block now: "
+                      f"{block}: {{{key}: VALUE}} in a recipe, --{spelling} VALUE on the command "
+                      "line")  # fmt: skip
+
+
 def overrides(argv: list[str]) -> dict[str, Any]:
     """`--field value`, `--field=value` and bare `--flag` (true) of a command line, by field
     name (dashes read as underscores); the first value of a list."""
@@ -186,16 +237,46 @@ def unknown_option(flag: str, fields: list[str]) -> TraacError:
     return TraacError(f"unknown option {flag}{nearest(flag[2:], fields, option=True)}")
 
 
+def _check_blocks(
+    recipe: dict[str, Any], line: dict[str, dict[str, str]], rest: list[str]
+) -> set[str]:
+    """The methods' settings: no setting written flat (a recipe key, an option of `rest`), each
+    block, the recipe's and the options' (`line`), a mapping of its mode's settings (when the
+    sources can be read); returns the blocks' names."""
+    declared = declared_blocks()
+    if declared is None:
+        return set()
+    flat = {f"{prefix}{name}": f"{block}.{name}" for block, (prefix, names) in declared.items()
+            if prefix is not None for name in names}  # fmt: skip
+    for name in (*recipe, *overrides(rest)):
+        if flat_spelling(name, flat) or name == "method_args":
+            raise flat_setting(name, flat_spelling(name, flat))
+    for block, values in [*((b, v) for b, v in recipe.items() if b in declared), *line.items()]:
+        if block not in declared:  # an option's (`--alpp.beta`)
+            raise unknown_block(block, values, list(declared))
+        if not isinstance(values, dict):  # a recipe's
+            raise TraacError(f"recipe field {block}: the settings of mode {block} are a mapping "
+                             f"({block}: {{setting: value}})")  # fmt: skip
+        names = declared[block][1]
+        for key in values:  # in the words of the full parse (`MethodSettings.from_mapping`)
+            if key not in names:
+                raise TraacError(f"{block}.{key}: not a setting of mode {block}; its settings "
+                                 f"are {', '.join(names)}")  # fmt: skip
+    return set(declared)
+
+
 def _check_names(recipe: dict[str, Any], argv: list[str]) -> None:
-    """Every recipe key and option a known field (when the field list is cached)."""
+    """Every recipe key and option a known field or block (when the field list is cached)."""
+    line, rest = dotted_options(argv)
+    known_blocks = _check_blocks(recipe, line, rest)
     fields = known_fields()
     if fields is None:
         return
-    known = {*fields, *_NOT_FIELDS, *FLAT_KEYS}  # flat keys: the full parse names their move
+    known = {*fields, *_NOT_FIELDS, *FLAT_KEYS, *known_blocks}  # FLAT_KEYS: the parse names them
     for key in recipe:
         if key not in known:
             raise unknown_recipe_field(key, fields)
-    for arg in argv:
+    for arg in rest:
         flag = arg.partition("=")[0]
         if flag.startswith("--") and flag[2:].replace("-", "_") not in known:
             raise unknown_option(flag, fields)
@@ -213,8 +294,11 @@ def precheck(argv: list[str]) -> None:
         check_model_name(model, "model_name_or_path")
     if isinstance(values.get("output_dir"), str):  # what transformers would fail to make
         writable_dir(values["output_dir"], "output_dir")
-    nested = values.get("method_args")  # the scoring model written there (a YAML mapping)
-    scorer = values.get("scoring_model", nested.get("scoring_model") if isinstance(nested, dict)
-                        else None)  # fmt: skip
+    block = recipe.get("traac")  # the scoring model, the recipe's or the option's
+    scorer = (
+        dotted_options(argv)[0]
+        .get("traac", {})
+        .get("scoring_model", block.get("scoring_model") if isinstance(block, dict) else None)
+    )
     if isinstance(scorer, str) and is_foreign(scorer):
-        check_model_name(scorer, "scoring_model")
+        check_model_name(scorer, "traac.scoring_model")

@@ -1,7 +1,7 @@
 """The names `traac train` reads (every field of `TrainScriptArguments` and `TRAACConfig`, so
-of TRL's `GRPOConfig` and transformers' `TrainingArguments`, and every method's settings, the
-keys of `method_args` a recipe may also write flat), found without importing torch,
-transformers or TRL, so that a misspelt field is named in a second even on a fresh install.
+of TRL's `GRPOConfig` and transformers' `TrainingArguments`, and every method's settings, in
+their blocks: `declared_blocks`), found without importing torch, transformers or TRL, so that a
+misspelt field is named in a second even on a fresh install.
 
 Each class's fields are read off its source file (`ast`: the annotated names of its body),
 following the bases the classes have today (`CLASSES`). Where a class is not where it is
@@ -36,8 +36,7 @@ CLASSES = (
     ("traac", "training/planning/lora.py", "LoraArguments", ()),
     ("traac", "pipelines/train.py", "TrainScriptArguments", ("LoraArguments",)),
 )  # fmt: skip
-# The parser's third class, `method_fields()`: every method's settings (`MethodSettings`
-# subclasses there), the keys of `method_args` that a recipe may also write flat
+# Every method's settings (`MethodSettings` subclasses there): a recipe's blocks
 METHODS = ("traac", "training/methods", "MethodSettings")
 
 
@@ -89,13 +88,45 @@ def _declared() -> set[str]:
         if node is None or tuple(ast.unparse(b) for b in node.bases) != bases:
             raise Unexpected(f"{package}/{file}: {name}")
         fields.update(_fields(node))
-    package, folder, base = METHODS
-    for path in sorted((_package_dir(package) / folder).glob("*.py")):
-        for node in _classes(path).values():
-            if node.name == base or base in (ast.unparse(b) for b in node.bases):
-                fields.update(_fields(node))
     negated = {f"no_{name}" for name, true in fields.items() if true}
     return {*fields, *negated, *CHECKPOINTING, *CHECKPOINTING.values()}
+
+
+def _constants(node: ast.ClassDef) -> dict[str, object]:
+    """The constants a class body assigns (`BLOCK, FLAT_PREFIX = "alp", "alp_"`)."""
+    out: dict[str, object] = {}
+    for stmt in node.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target, value = stmt.targets[0], stmt.value
+            pairs = (zip(target.elts, value.elts, strict=False)
+                     if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple)
+                     else [(target, value)])  # fmt: skip
+            for name, constant in pairs:
+                if isinstance(name, ast.Name) and isinstance(constant, ast.Constant):
+                    out[name.id] = constant.value
+    return out
+
+
+def declared_blocks() -> dict[str, tuple[str | None, tuple[str, ...]]] | None:
+    """Each method's block (`MethodSettings.BLOCK`) with its flat prefix from before the blocks
+    (`FLAT_PREFIX`) and its settings' names, read off the sources; None where a class is not as
+    expected."""
+    package, folder, base = METHODS
+    out: dict[str, tuple[str | None, tuple[str, ...]]] = {}
+    try:
+        for path in sorted((_package_dir(package) / folder).glob("*.py")):
+            for node in _classes(path).values():
+                if base in (ast.unparse(b) for b in node.bases):
+                    constants = _constants(node)
+                    if not isinstance(constants.get("BLOCK"), str):
+                        raise Unexpected(f"{path}: {node.name}")
+                    prefix = constants.get("FLAT_PREFIX")
+                    block = str(constants["BLOCK"])
+                    out[block] = (prefix if isinstance(prefix, str) else None,
+                                  tuple(_fields(node)))  # fmt: skip
+    except Unexpected:
+        return None
+    return out
 
 
 def declared_fields() -> list[str] | None:

@@ -218,8 +218,9 @@ class Recipe:
     def parse(self, base: Path, output_dir: Path) -> tuple[TrainScriptArguments, TRAACConfig]:
         argv = ["--config", str(self.path), "--model_name_or_path", str(base)]
         argv += ["--output_dir", str(output_dir), "--resume_from_checkpoint", "auto"]
-        for key, value in self.overrides.items():
-            argv += [f"--{key}", str(value)]
+        for key, value in self.overrides.items():  # a method's block as `--alp.beta VALUE`
+            pairs = value.items() if isinstance(value, Mapping) else [(None, value)]
+            argv += [x for k, v in pairs for x in (f"--{key}" + (f".{k}" if k else ""), str(v))]
         return parse(argv)
 
     @staticmethod

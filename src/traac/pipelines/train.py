@@ -36,21 +36,18 @@ from traac.data.training import items_to_dataset, load_training_items, with_data
 from traac.errors import TraacError
 from traac.pipelines.model_registry import resolve_model
 from traac.pipelines.recipe import (
+    dotted_options,
+    flat_setting,
+    flat_spelling,
     read_recipe,
     remember_fields,
+    unknown_block,
     unknown_option,
     unknown_recipe_field,
 )
 from traac.pipelines.recipe_effects import settings_without_effect
 from traac.pipelines.recipe_fields import CHECKPOINTING
-from traac.training.methods.registry import (
-    METHODS,
-    check_unused,
-    join_flat,
-    method_fields,
-    setting_names,
-    split_settings,
-)
+from traac.training.methods.registry import METHODS, blocks, check_unused, flat_names, split_blocks
 from traac.training.planning.counts import COUNTS, check_counts
 from traac.training.planning.lora import LoraArguments
 from traac.training.planning.packages import check_packages
@@ -59,7 +56,6 @@ from traac.training.trl_adapter.checkpoint import STATE_FILE, check_resumable
 from traac.training.trl_adapter.trainer import TRAACTrainer
 
 logger = get_logger(__name__)
-METHOD_FIELDS = method_fields()  # the methods' settings, flat: the train parser's third class
 RESUME_LATEST = ("auto", "true", "latest")
 _NO_RESUME = ("", "false", "no", "none")
 
@@ -162,7 +158,7 @@ def parse(argv: list[str]) -> tuple[TrainScriptArguments, TRAACConfig]:
             # TRL's GRPOConfig sets gradient_checkpointing, which transformers 5.24 renamed: a
             # FutureWarning on every parse that the recipe's author can do nothing about.
             warnings.filterwarnings("ignore", "`gradient_checkpointing", FutureWarning)
-            script, config, _ = parser.parse_args_and_config(list(argv))
+            script, config = parser.parse_args_and_config(list(argv))
     except (ValueError, TypeError) as err:
         raise TraacError(str(err).splitlines()[0]) from err
     check_unused(parser.unused, config.run_context())  # other modes' settings, in range
@@ -173,7 +169,8 @@ def parse(argv: list[str]) -> tuple[TrainScriptArguments, TRAACConfig]:
             f"model_name_or_path: {script.model_name_or_path} is a LoRA adapter directory; "
             "train from its base model (adapters are trained afresh with use_peft: true)"
         )
-    script.notes = tuple(settings_without_effect(recipe, parser.line, config.mode, script.use_peft))
+    line = {**parser.line, **parser.line_blocks}
+    script.notes = tuple(settings_without_effect(recipe, line, config.mode, script.use_peft))
     config.settings_noted = True
     return script, config
 
@@ -182,13 +179,12 @@ def check_recipe(path: Path) -> dict[str, Any]:
     """Read a recipe as the parser will, naming what the parser would choke on (a YAML syntax
     error, a key written twice, a list where a number belongs) in one line, before any work."""
     recipe = read_recipe(path)
-    hints = {
-        **typing.get_type_hints(METHOD_FIELDS),
-        **typing.get_type_hints(TRAACConfig),
-        **typing.get_type_hints(TrainScriptArguments),
-    }
+    hints = {**typing.get_type_hints(TRAACConfig), **typing.get_type_hints(TrainScriptArguments)}
     for name, value in recipe.items():
         kind = type(value).__name__
+        if name in blocks() and not isinstance(value, dict):  # in `recipe.precheck`'s words
+            raise TraacError(f"recipe field {name}: the settings of mode {name} are a mapping "
+                             f"({name}: {{setting: value}})")  # fmt: skip
         if isinstance(value, (list, dict)) and name in hints and not _takes(hints[name], kind):
             raise TraacError(f"--config {path}: {name}: {value!r} is a {kind}; one value belongs")
     return recipe
@@ -211,22 +207,26 @@ def _checkpointing_names() -> dict[str, str]:
 
 class _Parser(TrlParser):
     """TRL's parser, reading either name of the checkpointing fields (`CHECKPOINTING`) and
-    naming the new spelling of the flat difficulty fields (`FLAT_KEYS`). Its errors are one line
-    (no usage dump); an unknown field, in the recipe or on the command line, names the nearest
-    one; a prefix of an option is never taken for it; a recipe's value of the wrong type is named
-    before it reaches transformers. The methods' settings written flat (`METHOD_FIELDS`) are
-    routed into `method_args` here, before `TRAACConfig` parses it (`route_settings`); those of
-    other modes than the trained one are kept in `unused`."""
+    naming the new spelling of the flat fields of earlier releases (the difficulty's, `FLAT_KEYS`,
+    and the methods' settings, `flat_names`). Its errors are one line (no usage dump); an unknown
+    field, in the recipe or on the command line, names the nearest one; a prefix of an option is
+    never taken for it; a recipe's value of the wrong type is named before it reaches
+    transformers. The methods' settings, in their blocks (a recipe's `alp: {beta: 1.0}`, an
+    option `--alp.beta 1.0`), are routed into `method_args` here, before `TRAACConfig` parses it
+    (`route_settings`); those of other modes than the trained one are kept in `unused`."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.recipe: dict[str, Any] = {}
         self.line: dict[str, Any] = {}  # the fields the command line set, by name, as parsed
+        self.blocks: dict[str, dict[str, Any]] = {}  # the recipe's blocks of method settings
+        self.line_blocks: dict[str, dict[str, Any]] = {}  # the command line's (`--alp.beta`)
         self.unused: dict[type, dict[str, Any]] = {}
 
     def set_defaults_with_config(self, **kwargs: Any) -> list[str]:
         for key in kwargs:
             _refuse_flat_key(key)
+        self.blocks = {k: kwargs.pop(k) for k in list(kwargs) if k in blocks()}
         names = _checkpointing_names()
         values = {names.get(k, k): v for k, v in kwargs.items()}
         for action in self._actions:
@@ -240,11 +240,15 @@ class _Parser(TrlParser):
         options = {o: a.dest for a in self._actions for o in a.option_strings}
         line = {options[a.partition("=")[0]] for a in args or () if a.partition("=")[0] in options}
         self.line = {dest: getattr(parsed, dest) for dest in line}  # `--no_x` sets x
-        self.unused = route_settings(parsed, self.recipe, line)
+        self.unused = route_settings(parsed, self.blocks, self.line_blocks)
         return parsed, rest
 
     def parse_args_and_config(self, args: Any = None, **kwargs: Any) -> Any:
         if args is not None:
+            self.line_blocks, args = dotted_options(list(args))
+            for block, values in self.line_blocks.items():
+                if block not in blocks():
+                    raise unknown_block(block, values, list(blocks()))
             for arg in args:
                 if arg.startswith("--"):
                     _refuse_flat_key(arg[2:].partition("=")[0].replace("-", "_"))
@@ -271,30 +275,19 @@ class _Parser(TrlParser):
 
 
 def route_settings(
-    parsed: Any, recipe: dict[str, Any], line: set[str]
+    parsed: Any, recipe: dict[str, dict[str, Any]], line: dict[str, dict[str, Any]]
 ) -> dict[type, dict[str, Any]]:
-    """The one place the methods' settings written flat (a recipe key or an option, the spelling
-    from before `method_args`) join `method_args`, on the parser's namespace `parsed`, before
-    `TRAACConfig` parses it: the recipe's `method_args`, its flat keys, the command line's
-    `--method_args`, its flat options, each over the one before (a key written both flat and
-    in `method_args` in one place is refused). The trained mode's go into `method_args`; those
-    of other modes, which a shared recipe gives every mode, are returned, by settings class (the
-    parse checks them, and the run notes or refuses them: `recipe_effects`). `line`: the
-    fields the command line set."""
-    flat = sorted(setting_names())
-    in_recipe = [k for k in flat if k in recipe and k not in line]
-    given = (
-        ("the recipe", recipe.get("method_args"), in_recipe),
-        ("the command line", parsed.method_args if "method_args" in line else None,
-         [k for k in flat if k in line]),
-    )  # fmt: skip
-    merged: dict[str, Any] = {}
-    for where, nested, keys in given:
-        merged.update(join_flat(nested, {k: getattr(parsed, k) for k in keys}, where))
+    """The one place the methods' settings join `method_args`, on the parser's namespace
+    `parsed`, before `TRAACConfig` parses it: each block of the recipe, the command line's
+    options of that block over it (`--alp.beta`). The trained mode's block goes into
+    `method_args`; those of other modes, which a recipe may hold for the variants that switch
+    modes, are returned, by settings class (the parse checks them, and the run notes or refuses
+    them: `recipe_effects`)."""
+    merged = {b: {**recipe.get(b, {}), **line.get(b, {})} for b in {**recipe, **line}}
     if parsed.mode not in METHODS:  # the config names the mode; its settings wait for it
-        parsed.method_args = merged
+        parsed.method_args = {}
         return {}
-    parsed.method_args, others = split_settings(merged, parsed.mode)
+    parsed.method_args, others = split_blocks(merged, parsed.mode)
     return others
 
 
@@ -314,8 +307,11 @@ def _check_type(name: str, value: Any, kind: Any) -> None:
 
 
 def _refuse_flat_key(name: str) -> None:
-    """A flat difficulty field of earlier releases (`tau_easy`, ...): its place in the one
-    `difficulty` mapping, in one line."""
+    """A flat field of earlier releases, in one line: a method's setting (`alp_beta`) naming
+    its block, `method_args` naming the blocks, a difficulty field (`tau_easy`) its place in the
+    one `difficulty` mapping."""
+    if flat_spelling(name, flat_names()) or name == "method_args":
+        raise flat_setting(name, flat_spelling(name, flat_names()))
     if name in FLAT_KEYS:
         path = FLAT_KEYS[name].split(".")
         value = "VALUE"
@@ -336,11 +332,9 @@ def _renamed_flag(arg: str, names: dict[str, str]) -> str:
 
 
 def build_parser() -> _Parser:
-    """The train parser: `parse_args_and_config` returns the script arguments, the config and
-    the flat method settings (already routed into the config's `method_args`)."""
-    return _Parser(
-        (TrainScriptArguments, TRAACConfig, METHOD_FIELDS), prog="traac train", allow_abbrev=False
-    )
+    """The train parser: `parse_args_and_config` returns the script arguments and the config
+    (the methods' blocks routed into its `method_args`)."""
+    return _Parser((TrainScriptArguments, TRAACConfig), prog="traac train", allow_abbrev=False)
 
 
 def parse_recipe(

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from traac.errors import TraacError
-from traac.pipelines.isolating import ISOLATING, ISOLATING_CONTRASTS, TRAAC
+from traac.pipelines.isolating import ISOLATING, ISOLATING_CONTRASTS, TRAAC, traac
 from traac.training.methods.registry import METHODS
 
 DEFAULT_SEEDS = (0, 1, 2)
@@ -27,12 +27,12 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     # The control the paper never ran: difficulty calibration without compression.
     "TRAAC without compression": {"mode": "traac_no_compression"},
     "TRAAC": TRAAC,
-    "TRAAC, random scorer": {**TRAAC, "scorer": "random"},
-    "TRAAC, confidence scorer": {**TRAAC, "scorer": "confidence"},
+    "TRAAC, random scorer": traac(scorer="random"),
+    "TRAAC, confidence scorer": traac(scorer="confidence"),
     # The authors' oracle compressions (they read the label): the ceiling of what cutting the
     # overthinking after the first correct step gives, and attention on what follows it.
-    "TRAAC, early exit (oracle)": {**TRAAC, "compression": "early_exit"},
-    "TRAAC, early exit + attention": {**TRAAC, "compression": "early_exit_attention_weights"},
+    "TRAAC, early exit (oracle)": traac(compression="early_exit"),
+    "TRAAC, early exit + attention": traac(compression="early_exit_attention_weights"),
 }
 COMPARE: dict[str, dict[str, Any]] = {
     "TRAAC": TRAAC,
@@ -44,19 +44,17 @@ COMPARE: dict[str, dict[str, Any]] = {
     "TRAAC without compression": {"mode": "traac_no_compression"},
     # Beyond the paper: the probe evicts only steps after the first one the verifier accepts,
     # so a copy loses re-checks, never computation, and trains its think block.
-    "TRAAC, after-answer compression": {**TRAAC, "compression": "after_answer"},
+    "TRAAC, after-answer compression": traac(compression="after_answer"),
     # Each peer method's variants, from its module (`traac.training.methods`).
     **{label: fields for m in METHODS.values() for label, fields in m.compare},
     "TRAAC, DLER optimiser": {**TRAAC, "optimizer_profile": "dler"},
     # Step entropy (arXiv:2508.03346) prunes the steps of lowest entropy in the probe's place.
-    "TRAAC, step-entropy scorer": {**TRAAC, "scorer": "step_entropy"},
+    "TRAAC, step-entropy scorer": traac(scorer="step_entropy"),
     # The same with the copies' think blocks masked: on the testbed step entropy evicts the
     # computation steps the probe keeps, so this is where masking can be tested there.
-    "TRAAC, step entropy, answer-only copies": {
-        **TRAAC,
-        "scorer": "step_entropy",
-        "copy_loss": "answer_only",
-    },
+    "TRAAC, step entropy, answer-only copies": traac(
+        scorer="step_entropy", copy_loss="answer_only"
+    ),
     **ISOLATING,
 }
 EXPERIMENTS: dict[str, dict[str, dict[str, Any]]] = {"ablations": ABLATIONS, "compare": COMPARE}

@@ -17,14 +17,17 @@ from traac.training.methods.base import GroupReward, RunContext
 from traac.training.methods.registry import METHODS, method_run, parse_settings
 from traac.training.methods.traac_rewards import TraacRewards
 
-VALUES: dict[str, Any] = {
-    "alp_beta": 1.0, "alp_normalizer": 1000.0, "shorterbetter_beta": 0.001, "kimi_weight": 1.0,
-    "dapo_cache_length": 200, "l1_alpha": 0.0003, "l1_delta": 0.5, "l1_budget_min": 100,
-    "l1_budget_max": 1000, "l1_budget_in_prompt": True, "dler_length": 250,
-    "dler_easy_scale": 0.5, "laser_bonus": 0.5, "laser_lower": 100, "laser_upper": 500,
-    "laser_interval": 100, "laser_monitor_steps": 20, "laser_expected_correct": 1, "ddca_beta": 0.2,
-    "lcr1_length_coef": 1.0, "lcr1_compress_coef": 1.0, "arlcp_reflection_low": 40,
-    "arlcp_reflection_high": 80, "adaptthink_bonus": 0.05, "adaptthink_share": 0.5,
+VALUES: dict[str, dict[str, Any]] = {  # by block
+    "alp": {"beta": 1.0, "normalizer": 1000.0}, "shorterbetter": {"beta": 0.001},
+    "kimi": {"weight": 1.0}, "dapo_overlong": {"cache_length": 200},
+    "l1_max": {"alpha": 0.0003, "delta": 0.5, "budget_min": 100, "budget_max": 1000,
+               "budget_in_prompt": True},
+    "dler": {"length": 250, "easy_scale": 0.5},
+    "laser_d": {"bonus": 0.5, "lower": 100, "upper": 500, "interval": 100, "monitor_steps": 20,
+                "expected_correct": 1},
+    "ddca": {"beta": 0.2}, "lc_r1": {"length_coef": 1.0, "compress_coef": 1.0},
+    "arlcp": {"reflection_low": 40, "reflection_high": 80},
+    "adaptthink": {"bonus": 0.05, "share": 0.5},
 }  # fmt: skip
 RUN = RunContext(correctness_reward=4.0, max_completion_length=1000, easy_threshold=0.8)
 
@@ -41,9 +44,8 @@ def peer() -> Callable[..., GroupReward]:
     def make(
         mode: str, *, num_generations: int = 4, gather: Any = None, rank: int = 0, **values: Any
     ) -> GroupReward:
-        given = {**VALUES, **values}
-        names = METHODS[mode].settings.names()
-        settings = parse_settings(mode, {k: v for k, v in given.items() if k in names}, RUN)
+        given = {**VALUES.get(METHODS[mode].settings.BLOCK, {}), **values}
+        settings = parse_settings(mode, given, RUN)
         run = method_run(mode, settings, RUN)
         return run.rewards(TraacRewards().verdicts, num_generations, gather, rank)
 

@@ -38,7 +38,7 @@ def test_a_rollout_with_an_empty_think_block_earns_delta(peer, call_texts) -> No
         "<think>So 4.</think>\\boxed{4}",
         "<think> </think>\\boxed{4}",
     ]
-    rewards = peer("adaptthink", adaptthink_bonus=0.05)
+    rewards = peer("adaptthink", bonus=0.05)
     assert rewards.func.__name__ == "adaptthink_reward" and rewards.scale == 4.0
     out = call_texts(rewards, texts, [True, False, True, True])
     assert out == pytest.approx([0.2, 0.2, 0.0, 0.0])
@@ -51,8 +51,8 @@ def test_a_rollout_with_an_empty_think_block_earns_delta(peer, call_texts) -> No
 def test_a_share_out_of_range_is_one_line_naming_the_field() -> None:
     run = RunContext(correctness_reward=1.0, max_completion_length=160, easy_threshold=0.8)
     for bad, why in ((1.0, "must be below 1"), (0.0, "must be a finite number > 0")):
-        values = {"adaptthink_bonus": 0.05, "adaptthink_share": bad}
-        with pytest.raises(TraacError, match=rf"^adaptthink_share: .*{why}"):
+        values = {"bonus": 0.05, "share": bad}
+        with pytest.raises(TraacError, match=rf"^adaptthink\.share: .*{why}"):
             method_run("adaptthink", parse_settings("adaptthink", values, run), run)
 
 

@@ -33,7 +33,7 @@ def test_a_right_answer_pays_for_its_reflections_and_length_against_the_right_on
     lengths, correct, counts = [2, 5, 4, 2], [True, True, True, False], [0, 1, 3, 0]
     assert arlcp_penalty(lengths, correct, counts, 1, 2) == pytest.approx(expected, abs=1e-7)
     ids = [[0, 3], [1, 0, 0, 0, 3], [1, 2, 1, 3], [0, 4]]
-    rewards = peer("arlcp", arlcp_reflection_low=1, arlcp_reflection_high=2)
+    rewards = peer("arlcp", reflection_low=1, reflection_high=2)
     rewards.bind(WordTokenizer(), ChatFormat())
     assert rewards.func.__name__ == "arlcp_length_reward" and rewards.scale == 4.0
     out = rewards.func(completions=["x"] * 4, completion_ids=ids, correct=correct)

@@ -82,7 +82,7 @@ def test_a_method_that_reads_the_text_is_refused_before_a_tokenizer_is_bound(
     message = rf"^mode {mode}: no tokenizer to {why} \(bind one\)$"
     with pytest.raises(TraacError, match=message):
         call(
-            peer(mode, dot_alpha=1.0, dot_margin=8, first_correct_coef=0.5),
+            peer(mode, **{"dot": {"alpha": 1.0, "margin": 8}}.get(mode, {})),
             [25, 25, 84, 25],
             [True] * 4,
             **extra,

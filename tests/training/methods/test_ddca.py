@@ -27,7 +27,7 @@ def test_the_length_advantage_is_among_right_answers_only_and_scaled_by_the_pass
 def test_the_reward_times_four_on_the_trainer_path(peer, call) -> None:
     """r = [1, 0, 1, 0]: std 0.5, so a right answer gains 1 x (1/0.5 - 1) = 1 and the length
     term 0.2 x +-0.1155; a right answer is worth 4 here."""
-    rewards = peer("ddca", ddca_beta=0.2)
+    rewards = peer("ddca", beta=0.2)
     assert rewards.func.__name__ == "ddca_reward" and rewards.scale == 4.0
     d = 0.2 * (SIGMOID_1 - 0.5) * 0.5
     out = call(rewards, [10, 20, 30, 40], [True, False, True, False])

@@ -40,7 +40,7 @@ def test_a_truncated_rollout_is_re_verified_and_loses_its_reward_only_where_the_
     early_answer = short + " " * 59  # 69 keeps the whole answer
     assert (len(short), len(cut_answer), len(early_answer)) == (25, 84, 84)
     for long, expected in ((cut_answer, -4.0), (early_answer, 0.0)):
-        dot = peer("dot", dot_alpha=1.0, dot_margin=8)
+        dot = peer("dot", alpha=1.0, margin=8)
         texts = [short, short, long, short]
         # The trainer's verdicts say all four are right; only the truncated prefix is verified
         # again (x4: a right answer is worth 4 here, 1 in the paper).
@@ -48,19 +48,18 @@ def test_a_truncated_rollout_is_re_verified_and_loses_its_reward_only_where_the_
         assert out == [0.0, 0.0, expected, 0.0]
     # Lengths alone: a group with a wrong rollout is never cut, so no tokenizer is needed.
     assert (
-        call(peer("dot", dot_alpha=1.0, dot_margin=8), [25, 25, 84, 25], [True] * 3 + [False])
-        == [0.0] * 4
+        call(peer("dot", alpha=1.0, margin=8), [25, 25, 84, 25], [True] * 3 + [False]) == [0.0] * 4
     )
 
 
 def test_unset_alpha_is_the_authors_3_at_their_32_rollouts_and_the_same_share_at_8() -> None:
     """3 x (7 / sqrt(8)) / (31 / sqrt(32)) = 3 x 2.4749 / 5.4801 = 1.3549."""
-    unset = {"dot_alpha": None, "dot_margin": 32}
+    unset = {"alpha": None, "margin": 32}
     for n, alpha in ((32, 3.0), (8, 1.3549)):
         run = RunContext(1.0, 160, 0.8, num_generations=n)
         assert method_run(
             "dot", parse_settings("dot", unset, run), run
-        ).settings.dot_alpha == pytest.approx(alpha, abs=1e-4)
+        ).settings.alpha == pytest.approx(alpha, abs=1e-4)
 
 
 def test_an_alpha_no_group_can_reach_or_a_margin_over_the_cap_is_one_line_naming_the_field() -> (
@@ -69,23 +68,23 @@ def test_an_alpha_no_group_can_reach_or_a_margin_over_the_cap_is_one_line_naming
     run = RunContext(correctness_reward=1.0, max_completion_length=160, easy_threshold=0.8)
     with pytest.raises(
         TraacError,
-        match=r"^dot_alpha: 3 never truncates.*lower dot_alpha below 2.47 or raise num_generations",
+        match=r"^dot\.alpha: 3 never truncates.*lower dot\.alpha below 2.47 or raise num_gen",
     ) as err:
-        method_run("dot", parse_settings("dot", dict(dot_alpha=3.0, dot_margin=32), run), run)
+        method_run("dot", parse_settings("dot", dict(alpha=3.0, margin=32), run), run)
     assert "\n" not in str(err.value)
     with pytest.raises(
         TraacError,
-        match=r"^dot_margin: 160 tokens is not below max_completion_length 160.*lower dot_margin",
+        match=r"^dot\.margin: 160 tokens is not below max_completion_length 160.*lower dot\.margin",
     ):
-        method_run("dot", parse_settings("dot", dict(dot_alpha=1.0, dot_margin=160), run), run)
-    with pytest.raises(TraacError, match=r"^dot_alpha: -1.0 must be a finite number > 0"):
-        method_run("dot", parse_settings("dot", dict(dot_alpha=-1.0, dot_margin=32), run), run)
+        method_run("dot", parse_settings("dot", dict(alpha=1.0, margin=160), run), run)
+    with pytest.raises(TraacError, match=r"^dot\.alpha: -1.0 must be a finite number > 0"):
+        method_run("dot", parse_settings("dot", dict(alpha=-1.0, margin=32), run), run)
     # The config refuses the paper's alpha with 8 rollouts before any model loads.
-    with pytest.raises(TraacError, match="dot_alpha: 3 never truncates"):
+    with pytest.raises(TraacError, match=r"dot\.alpha: 3 never truncates"):
         TRAACConfig(
             output_dir="unused",
             mode="dot",
-            method_args={"dot_alpha": 3.0},
+            method_args={"alpha": 3.0},
             num_generations=8,
             use_cpu=True,
         )

@@ -29,7 +29,7 @@ def test_each_right_rollout_pays_lambda_times_its_think_share_after_the_first_co
         "<think>Then 5. Then 4.</think>\\boxed{5}",
         "<think>Hmm.</think>\\boxed{4}",
     ]
-    rewards = peer("first_correct", first_correct_coef=0.5)
+    rewards = peer("first_correct", coef=0.5)
     assert rewards.func.__name__ == "first_correct_length_reward" and rewards.scale == 4.0
     correct = [True, True, False, True]
     out = call_texts(rewards, texts, correct, answer=["4"] * 4)
@@ -43,10 +43,10 @@ def test_a_coefficient_out_of_range_is_one_line_naming_the_field() -> None:
     run = RunContext(correctness_reward=1.0, max_completion_length=160, easy_threshold=0.8)
     for bad in (0.0, float("nan")):
         with pytest.raises(
-            TraacError, match=r"^first_correct_coef: .* must be a finite number > 0$"
+            TraacError, match=r"^first_correct\.coef: .* must be a finite number > 0$"
         ):
             method_run(
                 "first_correct",
-                parse_settings("first_correct", dict(first_correct_coef=bad), run),
+                parse_settings("first_correct", dict(coef=bad), run),
                 run,
             )

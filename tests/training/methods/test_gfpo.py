@@ -38,20 +38,18 @@ def test_rows_without_a_reward_are_never_kept() -> None:
 
 
 def test_settings_default_to_half_the_group_and_are_checked() -> None:
-    assert GFPOSettings().resolved(RUN).gfpo_keep == 2
-    with pytest.raises(TraacError, match=r"^gfpo_keep: 5 must lie in \[2, num_generations 4\]"):
-        GFPOSettings(gfpo_keep=5).resolved(RUN)
-    with pytest.raises(TraacError, match="gfpo_metric"):
-        GFPOSettings(gfpo_metric="fast").check(RUN)
+    assert GFPOSettings().resolved(RUN).keep == 2
+    with pytest.raises(TraacError, match=r"^gfpo\.keep: 5 must lie in \[2, num_generations 4\]"):
+        GFPOSettings(keep=5).resolved(RUN)
+    with pytest.raises(TraacError, match=r"gfpo\.metric"):
+        GFPOSettings(metric="fast").check(RUN)
     # the filter's old name now means EvalScope's evaluation measure: the recipe is told
     with pytest.raises(TraacError, match="'token_efficiency' is now called 'reward_per_token'"):
-        GFPOSettings(gfpo_metric="token_efficiency").check(RUN)
+        GFPOSettings(metric="token_efficiency").check(RUN)
 
 
 def test_the_filter_has_no_reward_term_and_filters_whole_groups() -> None:
-    run = method_run(
-        "gfpo", parse_settings("gfpo", dict(gfpo_keep=2, gfpo_metric="length"), RUN), RUN
-    )
+    run = method_run("gfpo", parse_settings("gfpo", dict(keep=2, metric="length"), RUN), RUN)
     assert "keep 2 of 4 per group by length" in run.describe()
     rewards = run.rewards(lambda completions, **kw: [], 4)
     assert rewards.func is None and rewards.filters

@@ -25,7 +25,7 @@ def test_l1_max_reads_each_rows_budget(peer, call) -> None:
 
 def test_budgets_are_written_into_the_rows_and_prompts() -> None:
     items = [Item(id=str(k), question=f"What is {k} + 1?", answer=str(k + 1)) for k in range(6)]
-    settings = L1MaxSettings(l1_budget_min=10, l1_budget_max=20)
+    settings = L1MaxSettings(budget_min=10, budget_max=20)
     data = with_length_budgets(items_to_dataset(items), settings, seed=3)
     budgets = data[BUDGET_COLUMN]
     assert all(10 <= b <= 20 for b in budgets)
@@ -35,7 +35,7 @@ def test_budgets_are_written_into_the_rows_and_prompts() -> None:
         assert message["content"] == f"What is {row['id']} + 1? Think for maximum {b} tokens."
     text = with_length_budgets(items_to_dataset(items, conversational=False), settings, seed=3)
     assert text[0]["prompt"] == f"What is 0 + 1? Think for maximum {budgets[0]} tokens."
-    hidden = replace(settings, l1_budget_in_prompt=False)
+    hidden = replace(settings, budget_in_prompt=False)
     plain = with_length_budgets(items_to_dataset(items), hidden, seed=3)
     assert plain[0]["prompt"][0]["content"] == "What is 0 + 1?"
     assert with_length_budgets(data, settings, seed=9)[BUDGET_COLUMN] == budgets  # kept
@@ -43,7 +43,9 @@ def test_budgets_are_written_into_the_rows_and_prompts() -> None:
 
 def test_budget_range_is_checked() -> None:
     run = RunContext(correctness_reward=4.0, max_completion_length=160, easy_threshold=0.8)
-    with pytest.raises(TraacError, match=r"^l1_budget_max: 10 is below l1_budget_min 20"):
-        L1MaxSettings(l1_budget_min=20, l1_budget_max=10).check(run)
-    with pytest.raises(TraacError, match=r"^l1_budget_max: 4000 exceeds max_completion_length"):
+    with pytest.raises(TraacError, match=r"^l1_max\.budget_max: 10 is below l1_max\.budget_min 20"):
+        L1MaxSettings(budget_min=20, budget_max=10).check(run)
+    with pytest.raises(
+        TraacError, match=r"^l1_max\.budget_max: 4000 exceeds max_completion_length"
+    ):
         L1MaxSettings().resolved(run)  # the paper's budgets cannot fit a 160-token cap

@@ -18,7 +18,7 @@ def test_laser_d_chooses_targets_on_its_schedule_and_pays_the_worked_example(
         ([150, 210, 260, 330, 380, 470], [True, True, False, True, False, False]),
         ([240, 300, 310, 390, 450, 500], [True] + [False] * 5),
     ]
-    rewards = peer("laser_d", laser_monitor_steps=2, num_generations=6)
+    rewards = peer("laser_d", monitor_steps=2, num_generations=6)
     assert rewards.func.__name__ == "laser_d_length_reward"
     logged: dict[str, float] = {}
     lengths = [n for g, _ in monitor for n in g]
@@ -49,9 +49,9 @@ def test_laser_d_state_round_trips_through_json(peer, call, state) -> None:
         ([200, 200, 200, 200], [True] * 4),
         ([250, 250, 450, 450], [True, True, True, False]),
     ]
-    original = peer("laser_d", laser_monitor_steps=2)
+    original = peer("laser_d", monitor_steps=2)
     call(original, *batches[0], trainer_state=state(0))
-    restored = peer("laser_d", laser_monitor_steps=2)
+    restored = peer("laser_d", monitor_steps=2)
     restored.load_state_dict(json.loads(json.dumps(original.state_dict())))
     for step, (lengths, correct) in enumerate(batches[1:], start=1):
         got = call(restored, lengths, correct, trainer_state=state(step))

@@ -1,6 +1,5 @@
-"""The registry is the one table: every method's settings are its `method_args`, also taken flat
-by the train parser with their defaults and help, every method is a mode, and its variants are
-`experiment compare`'s."""
+"""The registry is the one table: every method's settings are its `method_args`, a recipe's block
+named for its mode, every method is a mode, and its variants are `experiment compare`'s."""
 
 from __future__ import annotations
 
@@ -10,15 +9,17 @@ import pytest
 
 from traac.compression.settings import CompressionSettings
 from traac.errors import TraacError
+from traac.pipelines.recipe_fields import declared_blocks, declared_fields
 from traac.pipelines.variants import COMPARE
 from traac.training.methods.base import RunContext, RunRule
 from traac.training.methods.registry import (
     METHODS,
+    blocks,
     check_unused,
-    method_fields,
+    flat_form,
+    flat_names,
     parse_settings,
-    settings_classes,
-    split_settings,
+    split_blocks,
 )
 from traac.training.methods.traac import TraacMethod, TraacSettings
 from traac.training.step.copy_rules import CopySettings
@@ -26,15 +27,30 @@ from traac.training.step.copy_rules import CopySettings
 RUN = RunContext(correctness_reward=4.0, max_completion_length=160, easy_threshold=0.8)
 
 
-def test_every_setting_is_a_flat_field_of_the_parser_with_its_default_and_help() -> None:
-    flat = {f.name: f for f in dataclasses.fields(method_fields())}
-    declared = [f for cls in settings_classes() for f in dataclasses.fields(cls)]
-    # TRAAC's compression 15; 18 of the peers, GFPO's 2, DOT's 2, the first-correct penalty's
-    # 1, LC-R1's 2, DDCA's 1, ARLCP's 2, AdaptThink's 2
-    assert len(declared) == len({f.name for f in declared}) == len(flat) == 45
-    for f in declared:
-        assert flat[f.name].default == f.default, f.name
-        assert flat[f.name].metadata["help"] == f.metadata["help"], f.name
+def test_every_settings_class_is_one_block_named_for_a_mode_that_reads_it() -> None:
+    """And the blocks, their flat prefixes and names read off the sources (the check before the
+    imports) are the registry's."""
+    for block, cls in blocks().items():
+        assert METHODS[block].settings is cls
+    assert declared_blocks() == {
+        b: (cls.FLAT_PREFIX, cls.names()) for b, cls in blocks().items()
+    }  # fmt: skip
+
+
+def test_each_flat_name_of_before_the_blocks_is_one_setting_and_no_field() -> None:
+    """The 45 settings' flat names (TRAAC's compression 15 unprefixed; the peers' prefixed), each
+    refused naming its block; none is a field of the parser, which it would shadow."""
+    assert len(flat_names()) == 45
+    assert flat_names()["alp_beta"] == "alp.beta" and flat_names()["scorer"] == "traac.scorer"
+    assert flat_names()["lcr1_length_coef"] == "lc_r1.length_coef"
+    assert not flat_names().keys() & set(declared_fields() or ())
+    assert not blocks().keys() & set(declared_fields() or ())
+
+
+def test_run_keys_hash_the_flat_names_a_block_had() -> None:
+    nested = {"mode": "alp", "seed": 0, "alp": {"beta": 2.0}, "traac": {"scorer": "random"}}
+    assert flat_form(nested) == {"mode": "alp", "seed": 0, "alp_beta": 2.0, "scorer": "random"}
+    assert flat_form(flat_form(nested)) == flat_form(nested)
 
 
 def test_the_compressing_modes_settings_are_declared_where_the_commands_take_them() -> None:
@@ -52,16 +68,15 @@ def test_the_compressing_modes_settings_are_declared_where_the_commands_take_the
     ]  # fmt: skip
 
 
-def test_settings_split_into_the_modes_own_and_the_other_modes() -> None:
-    values = {"scorer": "random", "alp_beta": 2.0, "dler_length": 64, "nonsense": 1}
-    own, others = split_settings(values, "alp")
-    assert own == {"alp_beta": 2.0, "nonsense": 1}  # a key no method has: the parse names it
-    assert others == {
-        TraacSettings: {"scorer": "random"},
-        METHODS["dler"].settings: {"dler_length": 64},
-    }
-    own, others = split_settings(values, "cr_lr")  # a mode with no settings of its own
-    assert own == {"nonsense": 1} and set(others) == {
+def test_blocks_split_into_the_modes_own_and_the_other_modes() -> None:
+    values = {"traac": {"scorer": "random"}, "alp": {"beta": 2.0, "x": 1}, "dler": {"length": 64}}
+    own, others = split_blocks(values, "alp")
+    assert own == {"beta": 2.0, "x": 1}  # a key the mode lacks: the parse names it
+    assert others == {TraacSettings: {"scorer": "random"}, METHODS["dler"].settings: {"length": 64}}
+    own, others = split_blocks(values, "dler_difficulty")  # reads dler's block
+    assert own == {"length": 64}
+    own, others = split_blocks(values, "cr_lr")  # a mode with no settings of its own
+    assert own == {} and set(others) == {
         TraacSettings,
         METHODS["alp"].settings,
         METHODS["dler"].settings,
@@ -71,13 +86,13 @@ def test_settings_split_into_the_modes_own_and_the_other_modes() -> None:
 @pytest.mark.parametrize(
     ("mode", "values", "message"),
     [
-        ("alp", {"scorer": "random"}, "method_args: scorer is not a setting of mode alp; its "
-         "settings are alp_beta, alp_normalizer"),
+        ("alp", {"scorer": "random"}, "alp.scorer: not a setting of mode alp; its "
+         "settings are beta, normalizer"),
         ("cr_lr", {"copy_loss": "full"}, "method_args: copy_loss is not a setting of mode "
          "cr_lr, which has none"),
         ("traac", {"scorer": "entropy"}, "scorer: 'entropy' is not one of"),
-        ("alp", {"alp_beta": "a lot"}, "alp_beta: 'a lot' must be a number"),
-        ("l1_max", {"l1_budget_in_prompt": "maybe"}, "l1_budget_in_prompt: 'maybe' must be "
+        ("alp", {"beta": "a lot"}, "alp.beta: 'a lot' must be a number"),
+        ("l1_max", {"budget_in_prompt": "maybe"}, "l1_max.budget_in_prompt: 'maybe' must be "
          "true or false"),
     ],
 )  # fmt: skip
@@ -89,18 +104,18 @@ def test_a_modes_settings_are_parsed_once_naming_what_is_wrong(
     assert str(error.value).startswith(message) and "\n" not in str(error.value)
 
 
-def test_settings_written_as_text_are_read_as_the_flat_options_are() -> None:
-    """A YAML `1e-4` is text; the flat field's parser reads it as a number, so does this."""
-    alp = parse_settings("alp", {"alp_beta": "1e-4"}, RUN)
-    l1 = parse_settings("l1_max", {"l1_budget_in_prompt": "false", "l1_budget_max": "160"}, RUN)
-    assert (alp.alp_beta, l1.l1_budget_in_prompt, l1.l1_budget_max) == (1e-4, False, 160)
+def test_settings_written_as_text_are_read_as_their_types() -> None:
+    """A YAML `1e-4` is text, and so is every option's value: one coercer reads them."""
+    alp = parse_settings("alp", {"beta": "1e-4"}, RUN)
+    l1 = parse_settings("l1_max", {"budget_in_prompt": "false", "budget_max": "160"}, RUN)
+    assert (alp.beta, l1.budget_in_prompt, l1.budget_max) == (1e-4, False, 160)
     assert parse_settings("cr", {}, RUN) is None
 
 
 def test_another_modes_settings_are_checked_though_unused() -> None:
     check_unused({TraacSettings: {"scorer": "random"}}, RUN)
-    with pytest.raises(TraacError, match=r"^alp_beta: -1 must be a finite number > 0"):
-        check_unused({METHODS["alp"].settings: {"alp_beta": -1}}, RUN)
+    with pytest.raises(TraacError, match=r"^alp\.beta: -1 must be a finite number > 0"):
+        check_unused({METHODS["alp"].settings: {"beta": -1}}, RUN)
 
 
 def test_every_peer_is_a_mode_and_its_variants_are_compared() -> None:
@@ -114,12 +129,14 @@ def test_every_peer_is_a_mode_and_its_variants_are_compared() -> None:
             assert COMPARE[label] == fields and fields["mode"] == name
 
 
-def test_a_field_declared_twice_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    twin = dataclasses.make_dataclass("Twin", [("alp_beta", float, dataclasses.field(default=2.0))])
-    method = dataclasses.replace(METHODS["alp"], name="twin", settings=twin)
-    monkeypatch.setitem(METHODS, "twin", method)
-    with pytest.raises(TypeError, match="two methods declare one field"):
-        method_fields()
+def test_a_block_or_a_flat_name_declared_twice_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    twin = type("Twin", (METHODS["kimi"].settings,), {"BLOCK": "alp", "FLAT_PREFIX": "k_"})
+    monkeypatch.setitem(METHODS, "twin", dataclasses.replace(METHODS["alp"], settings=twin))
+    with pytest.raises(TypeError, match="two settings classes declare one block"):
+        blocks()
+    twin.BLOCK, twin.FLAT_PREFIX = "twin", "kimi_"
+    with pytest.raises(TypeError, match="two settings share one flat name"):
+        flat_names()
 
 
 def config(**fields: object) -> object:
@@ -157,8 +174,8 @@ def test_a_method_declares_the_run_settings_it_needs_and_those_that_cancel_it(
         ({"mode": "dot", "dynamic_sampling": "drop"}, r"^dynamic_sampling: 'drop' cancels mode d"),
         ({"mode": "dot", "optimizer_profile": "dler"}, r"'resample' \(optimizer_profile dler's\)"),
         ({"mode": "adaptthink", "use_vllm": True}, r"^use_vllm: true cancels mode adaptthink"),
-        ({"mode": "adaptthink", "method_args": {"adaptthink_share": 0.1}},
-         r"^adaptthink_share: 0.1 of num_generations=4 rounds to 0, so no rollout starts"),
+        ({"mode": "adaptthink", "method_args": {"share": 0.1}},
+         r"^adaptthink\.share: 0.1 of num_generations=4 rounds to 0, so no rollout starts"),
     ],
 )  # fmt: skip
 def test_the_peers_rules_are_the_python_apis_too(fields: dict, expected: str) -> None:

@@ -15,24 +15,25 @@ def names(given: dict, mode: str, use_peft: bool = False) -> list[str]:
 
 
 def test_every_mode_reads_what_its_registry_entry_says() -> None:
-    every = {"scorer": "random", "copy_loss": "answer_only", "alp_beta": 0.1, "lora_r": 8,
+    every = {"traac": {"scorer": "random", "copy_loss": "answer_only"}, "alp": {"beta": 0.1},
+             "lora_r": 8,
              "length_weight": 1.0, "format_preset": "paper", "beta": 0.1,
              "difficulty": {"easy_threshold": 0.7, "tau": {}, "single_tau": 0.5,
                             "length_scale": {}, "single_scale": 1.0}}  # fmt: skip
     assert names(every, "traac", use_peft=True) == [
-        "alp_beta", "difficulty.single_tau", "difficulty.single_scale"
+        "alp.beta", "difficulty.single_tau", "difficulty.single_scale"
     ]  # fmt: skip
     assert names(every, "compression_no_difficulty", use_peft=True) == [
-        "alp_beta", "difficulty.easy_threshold", "difficulty.tau", "difficulty.length_scale"
+        "alp.beta", "difficulty.easy_threshold", "difficulty.tau", "difficulty.length_scale"
     ]  # fmt: skip
     assert names(every, "cr") == [
-        "scorer", "copy_loss", "alp_beta", "lora_r", "length_weight", "format_preset",
+        "traac.scorer", "traac.copy_loss", "alp.beta", "lora_r", "length_weight", "format_preset",
         "difficulty.easy_threshold", "difficulty.tau", "difficulty.single_tau",
         "difficulty.length_scale", "difficulty.single_scale",
     ]  # fmt: skip
     assert names(every, "alp", use_peft=True) == [
-        "scorer", "copy_loss", "length_weight", "difficulty.tau", "difficulty.single_tau",
-        "difficulty.length_scale", "difficulty.single_scale",
+        "traac.scorer", "traac.copy_loss", "length_weight", "difficulty.tau",
+        "difficulty.single_tau", "difficulty.length_scale", "difficulty.single_scale",
     ]  # fmt: skip
     assert set(LORA_FIELDS) == {"lora_r", "lora_alpha", "lora_dropout", "lora_target_modules"}
 
@@ -45,8 +46,8 @@ def test_a_new_mode_is_read_off_the_registry_without_an_edit(
     scales and thresholds read."""
     mode = TraacMethod("bins_no_compression", "test", False, True, TRAAC_REWARDS)
     monkeypatch.setitem(METHODS, mode.name, mode)
-    given = {"scorer": "random", "scoring_model": "policy",
+    given = {"traac": {"scorer": "random", "scoring_model": "policy"},
              "difficulty": {"easy_threshold": 0.7, "tau": {}, "length_scale": {}}}  # fmt: skip
     found = unread_fields(given, mode.name, False)
-    assert [u.name for u in found] == ["scorer", "scoring_model", "difficulty.tau"]
+    assert [u.name for u in found] == ["traac.scorer", "traac.scoring_model", "difficulty.tau"]
     assert found[0].why == "mode bins_no_compression never compresses"

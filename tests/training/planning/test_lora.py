@@ -138,7 +138,7 @@ def lora_trainer(
     lora.check_quantization()
     return TRAACTrainer(
         str(model),
-        args=TRAACConfig.from_flat(**values),
+        args=TRAACConfig.from_recipe(**values),
         train_dataset=items_to_dataset(make_items("easy", 6, seed=1, split="rl")),
         processing_class=tokenizer,
         **lora.trainer_kwargs(bf16=False),
@@ -157,7 +157,7 @@ def weights(model: Any) -> dict[str, torch.Tensor]:
 def test_two_steps_train_only_the_adapters(
     quick_testbed: Path, tmp_path: Path, mode: str, scorer: str, beta: float
 ) -> None:
-    trainer = lora_trainer(quick_testbed, tmp_path, mode=mode, scorer=scorer, beta=beta)
+    trainer = lora_trainer(quick_testbed, tmp_path, mode=mode, traac={"scorer": scorer}, beta=beta)
     policy = trainer.accelerator.unwrap_model(trainer.model)
     assert trainer.ref_model is None  # TRL's reference: the policy with adapters disabled
     if trainer.compressor is not None:  # nor a frozen copy for scoring, even with beta = 0

@@ -15,8 +15,8 @@ from traac.training.planning.traac_config import TRAACConfig
 
 
 def make(tmp_path: Path, **overrides: Any) -> TRAACConfig:
-    """A config; the compression settings written flat, as a recipe may."""
-    return TRAACConfig.from_flat(
+    """A config, spelt as a recipe (the compression settings in the `traac` block)."""
+    return TRAACConfig.from_recipe(
         output_dir=str(tmp_path), use_cpu=True, report_to="none", **overrides
     )
 
@@ -26,7 +26,7 @@ def test_the_authors_re_answer_every_right_rollout_the_paper_only_the_pruned(
 ) -> None:
     assert make(tmp_path, preset="authors").method_settings.copy_pool == "all_correct"
     assert make(tmp_path).method_settings.copy_pool == "evicted"
-    pinned = make(tmp_path, preset="authors", copy_pool="evicted")
+    pinned = make(tmp_path, preset="authors", traac={"copy_pool": "evicted"})
     assert pinned.method_settings.copy_pool == "evicted"
     assert pinned.preset_pinned == {"copy_pool": "recipe"}
 
@@ -66,7 +66,7 @@ def test_the_authors_layer_rule_per_model(tmp_path: Path) -> None:
 
 
 def test_the_dry_run_names_each_authors_setting_and_what_overrode_it(tmp_path: Path) -> None:
-    config = make(tmp_path, preset="authors", probe_layers="all", probe_heads="gated")
+    config = make(tmp_path, preset="authors", traac={"probe_layers": "all", "probe_heads": "gated"})
     rows = dict(preset_rows(config, "smollm2-think"))
     assert set(rows) == {f"authors: {s.field}" for s in AUTHORS} | {
         "authors: copy_tags", "authors: split_phrases",
@@ -96,7 +96,8 @@ def test_the_dry_run_names_each_authors_setting_and_what_overrode_it(tmp_path: P
         "preset paper",
         "format_preset paper, length_weight 2, probe_layers all, copy_pool evicted, copy_loss full",
     )
-    masked = dict(preset_rows(make(tmp_path, preset="authors", copy_loss="answer_only"), "x"))
+    authors = make(tmp_path, preset="authors", traac={"copy_loss": "answer_only"})
+    masked = dict(preset_rows(authors, "x"))
     assert masked["authors: copy_loss"].startswith(
         "answer_only, the recipe's: overrides the authors' full"
     )

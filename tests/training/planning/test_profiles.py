@@ -17,7 +17,7 @@ from traac.training.trl_adapter.trainer import TRAACTrainer
 
 def config(**overrides: Any) -> TRAACConfig:
     values: dict[str, Any] = {"output_dir": "unused", "use_cpu": True, "bf16": False}
-    return TRAACConfig.from_flat(**{**values, **overrides})
+    return TRAACConfig.from_recipe(**{**values, **overrides})
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,7 @@ def test_each_profile_reaches_the_trainer(tiny: tuple, tmp_path: Path, profile, 
     args = config(
         output_dir=str(tmp_path), report_to="none", num_generations=2,
         per_device_train_batch_size=2, max_completion_length=8, gradient_checkpointing=False,
-        optimizer_profile=profile, mode=mode, dler_length=6, scorer="random",
+        optimizer_profile=profile, mode=mode, dler={"length": 6}, traac={"scorer": "random"},
     )  # fmt: skip
     items = [Item(id=str(k), question=f"{k}+1?", answer=str(k + 1)) for k in range(4)]
     trainer = TRAACTrainer(
@@ -82,8 +82,8 @@ def test_unset_fields_take_the_profile_and_explicit_ones_stay() -> None:
             {"multi_objective_aggregation": "normalize_then_sum", "scale_rewards": "group"},
             "scale_rewards: 'group' is not used with multi_objective_aggregation",
         ),
-        ({"mode": "dler", "max_completion_length": 160}, "dler_length: 4000 exceeds max_compl"),
-        ({"mode": "laser_d", "laser_upper": 20000}, "laser_upper: candidate targets 2500..200"),
+        ({"mode": "dler", "max_completion_length": 160}, "dler.length: 4000 exceeds max_compl"),
+        ({"mode": "laser_d", "laser_d": {"upper": 20000}}, "laser_d.upper: candidate targets 2500"),
     ],
 )
 def test_conflicts_fail_in_one_line_naming_the_field(overrides: dict, message: str) -> None:

@@ -28,9 +28,10 @@ def make(**overrides: object) -> TRAACConfig:
     return TRAACConfig(output_dir="unused", use_cpu=True, bf16=False, **overrides)
 
 
-def mode_of(setting: str) -> str:
-    """The first mode whose own settings (`method_args`) hold `setting`."""
-    return next(n for n, m in METHODS.items() if m.settings and setting in m.settings.names())
+def mode_of(setting: str) -> tuple[str, str]:
+    """The mode whose block (`alp.beta`) holds `setting`, and the setting's name there."""
+    block, _, name = setting.partition(".")
+    return next(n for n, m in METHODS.items() if m.settings and block == m.settings.BLOCK), name
 
 
 def test_defaults_are_the_papers() -> None:
@@ -126,7 +127,7 @@ def test_modes(mode: str, compresses: bool, bins: tuple, rewards: tuple) -> None
         ("uniformity_gate", 1.2),
         ("eviction_cap", -1.0),
         ("length_window_steps", 0),
-        ("calibration_window", 0),
+        ("traac.calibration_window", 0),
         ("length_weight", -1.0),
         ("correctness_reward", -4.0),
         ("probe_layers", "first,second"),
@@ -146,22 +147,21 @@ def test_modes(mode: str, compresses: bool, bins: tuple, rewards: tuple) -> None
         ("top_p", float("nan")),
         ("dynamic_sampling", "always"),
         ("max_resample_rounds", 0),
-        ("alp_beta", 0.0),
-        ("alp_normalizer", -5.0),
-        ("shorterbetter_beta", float("nan")),
-        ("kimi_weight", -1.0),
-        ("dapo_cache_length", 20000),  # above max_completion_length
-        ("l1_alpha", 0.0),
-        ("l1_budget_min", 0),
-        ("l1_budget_max", 50),  # below l1_budget_min
+        ("alp.beta", 0.0),
+        ("alp.normalizer", -5.0),
+        ("shorterbetter.beta", float("nan")),
+        ("kimi.weight", -1.0),
+        ("dapo_overlong.cache_length", 20000),  # above max_completion_length
+        ("l1_max.alpha", 0.0),
+        ("l1_max.budget_min", 0),
+        ("l1_max.budget_max", 50),  # below l1_max.budget_min
     ],
 )
 def test_invalid_values_name_their_field(field: str, value: object) -> None:
-    """A field of the config, or a setting of a mode given in `method_args`."""
+    """A field of the config, or a setting of a mode given in `method_args` (its block's)."""
     config = {f.name for f in dataclasses.fields(TRAACConfig)}
-    given = {field: value} if field in config else {
-        "mode": mode_of(field), "method_args": {field: value}
-    }  # fmt: skip
+    mode, name = mode_of(field) if "." in field else ("traac", field)
+    given = {field: value} if field in config else {"mode": mode, "method_args": {name: value}}
     with pytest.raises(TraacError) as info:
         make(**given)
     assert str(info.value).startswith(f"{field}:")
@@ -207,25 +207,24 @@ def test_scoring_model_takes_any_model_but_not_with_the_confidence_scorer() -> N
 def test_peer_defaults_follow_the_response_budget() -> None:
     config = make(mode="alp", max_completion_length=160)
     p = config.method_run().settings
-    assert (p.alp_beta, p.alp_normalizer) == (1.0, 160.0)
+    assert (p.beta, p.normalizer) == (1.0, 160.0)
     run = config.run_context()
     assert make(mode="dapo_overlong", max_completion_length=160).method_run().settings == (
-        METHODS["dapo_overlong"].settings(dapo_cache_length=32)
+        METHODS["dapo_overlong"].settings(cache_length=32)
     )
     assert (
         METHODS["dapo_overlong"].settings.from_mapping({}, "dapo_overlong").resolved(run)
-    ).dapo_cache_length == 32
+    ).cache_length == 32
     defaults = [make(mode=m).method_settings for m in ("shorterbetter", "kimi", "l1_max")]
     assert (
-        defaults[0].shorterbetter_beta, defaults[1].kimi_weight, defaults[2].l1_alpha,
-        defaults[2].l1_delta,
+        defaults[0].beta, defaults[1].weight, defaults[2].alpha, defaults[2].delta,
     ) == (0.001, 1.0, 3e-4, 0.5)  # fmt: skip
-    config = make(mode="alp", method_args={"alp_normalizer": 500.0})
-    assert config.method_run().settings.alp_normalizer == 500.0
-    with pytest.raises(TraacError, match=r"^l1_budget_max: 4000 exceeds max_completion_length"):
+    config = make(mode="alp", method_args={"normalizer": 500.0})
+    assert config.method_run().settings.normalizer == 500.0
+    with pytest.raises(TraacError, match=r"^l1_max\.budget_max: 4000 exceeds max_completion"):
         make(mode="l1_max", max_completion_length=160)  # the paper's budgets cannot fit
-    config = make(mode="l1_max", method_args={"l1_budget_max": 160}, max_completion_length=160)
-    assert config.method_settings.l1_budget_max == 160
+    config = make(mode="l1_max", method_args={"budget_max": 160}, max_completion_length=160)
+    assert config.method_settings.budget_max == 160
 
 
 def test_traac_field_errors_are_value_errors_for_api_users() -> None:
@@ -257,7 +256,7 @@ def test_parser_reads_a_recipe_and_command_line_overrides(tmp_path: Path) -> Non
     )
     tau = ["--difficulty", '{"tau": {"easy": 0.7}}']
     assert parse(["--config", str(recipe)])[1].difficulty_config().tau_of("easy") == 0.5
-    script, config = parse(["--config", str(recipe), *tau, "--scorer", "random"])
+    script, config = parse(["--config", str(recipe), *tau, "--traac.scorer", "random"])
     assert (script.model_name_or_path, script.dataset) == ("some/model", "testbed:easy?n=4")
     easy = config.difficulty_config().tau_of("easy")
     assert (config.mode, easy, config.method_settings.scorer) == ("traac", 0.7, "random")
@@ -372,10 +371,10 @@ def test_the_config_adds_few_fields_to_grpo_every_run_reads() -> None:
 
 
 def test_method_args_is_parsed_once_into_the_modes_settings() -> None:
-    config = make(mode="alp", method_args={"alp_beta": 0.5})
-    assert config.method_settings == METHODS["alp"].settings(alp_beta=0.5)
-    assert config.method_args == {"alp_beta": 0.5, "alp_normalizer": None}  # every key
-    assert make(mode="alp", method_args='{"alp_beta": 0.5}').method_args == config.method_args
+    config = make(mode="alp", method_args={"beta": 0.5})
+    assert config.method_settings == METHODS["alp"].settings(beta=0.5)
+    assert config.method_args == {"beta": 0.5, "normalizer": None}  # every key
+    assert make(mode="alp", method_args='{"beta": 0.5}').method_args == config.method_args
     assert make(mode="cr_lr").method_settings is None and make(mode="cr_lr").method_args == {}
     again = make(mode="alp", method_args=config.method_args)  # a parsed config's, as saved
     assert again.method_settings == config.method_settings
@@ -384,11 +383,11 @@ def test_method_args_is_parsed_once_into_the_modes_settings() -> None:
 @pytest.mark.parametrize(
     ("given", "message"),
     [
-        ({"mode": "traac", "method_args": {"alp_beta": 1.0}},
-         "method_args: alp_beta is not a setting of mode traac; its settings are scorer, "
+        ({"mode": "traac", "method_args": {"beta": 1.0}},
+         "traac.beta: not a setting of mode traac; its settings are scorer, "
          "probe_layers, probe_heads,"),
         ({"mode": "kimi", "method_args": {"kimi": 1.0}},
-         "method_args: kimi is not a setting of mode kimi; its settings are kimi_weight"),
+         "kimi.kimi: not a setting of mode kimi; its settings are weight"),
         ({"mode": "cr_lr", "method_args": {"copy_loss": "answer_only"}},
          "method_args: copy_loss is not a setting of mode cr_lr, which has none"),
         ({"method_args": "[1, 2]"}, "method_args: [1, 2] is not a mapping of setting: value"),
@@ -422,13 +421,11 @@ def test_a_preset_fills_the_compression_settings_of_the_modes_that_have_them(
         assert pinned.method_settings.copy_pool == "all_correct"
 
 
-def test_from_flat_joins_flat_settings_and_refuses_a_key_written_both_ways() -> None:
-    flat = TRAACConfig.from_flat(output_dir="unused", use_cpu=True, bf16=False, mode="alp",
-                                 alp_beta=0.5, scorer="random")  # fmt: skip
-    assert flat.method_settings == make(mode="alp", method_args={"alp_beta": 0.5}).method_settings
-    with pytest.raises(TRAACConfigError) as error:
-        TRAACConfig.from_flat(output_dir="unused", mode="alp", alp_beta=0.5,
-                              method_args={"alp_beta": 1.0})  # fmt: skip
-    assert str(error.value) == (
-        "alp_beta: set flat and in method_args; keep one (method_args: {alp_beta: VALUE})"
-    )
+def test_from_recipe_takes_the_modes_block_and_checks_the_others() -> None:
+    given = TRAACConfig.from_recipe(output_dir="unused", use_cpu=True, bf16=False, mode="alp",
+                                    alp={"beta": 0.5}, traac={"scorer": "random"})  # fmt: skip
+    assert given.method_settings == make(mode="alp", method_args={"beta": 0.5}).method_settings
+    with pytest.raises(TRAACConfigError, match=r"^alp\.scorer: not a setting of mode alp; its"):
+        TRAACConfig.from_recipe(output_dir="unused", mode="alp", alp={"scorer": "random"})
+    with pytest.raises(TraacError, match=r"^alp\.beta: -1 must be a finite number > 0"):
+        TRAACConfig.from_recipe(output_dir="unused", use_cpu=True, bf16=False, alp={"beta": -1})

@@ -85,7 +85,7 @@ def test_copy_loss_is_checked(tmp_path: Path) -> None:
     # a mode that makes no copies has no copy settings: a shared recipe's are unused there
     with pytest.raises(TRAACConfigError, match="copy_tags is not a setting of mode cr,"):
         copies(method_args={"copy_tags": "double"}, mode="cr")
-    unused = TRAACConfig.from_flat(**common, copy_loss="answer_only", mode="cr_lr")
+    unused = TRAACConfig.from_recipe(**common, traac={"copy_loss": "answer_only"}, mode="cr_lr")
     assert unused.method_args == {} and unused.traac_settings.copy_loss == "answer_only"
     assert copies(mode="cr_lr", preset="authors").copy_pool == "all_correct"  # the preset's
 

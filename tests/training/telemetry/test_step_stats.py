@@ -53,9 +53,9 @@ def run(model: Path, out: Path, **overrides: Any) -> TRAACTrainer:
         output_dir=str(out), use_cpu=True, bf16=False, gradient_checkpointing=False,
         report_to="none", save_strategy="no", disable_tqdm=True, max_steps=2,
         per_device_train_batch_size=3 * N, num_generations=N, max_completion_length=MAX_TOKENS,
-        scorer="random", seed=0,
+        traac={"scorer": "random"}, seed=0,
     )  # fmt: skip
-    config = TRAACConfig.from_flat(**{**values, **overrides})
+    config = TRAACConfig.from_recipe(**{**values, **overrides})
     return TRAACTrainer(
         str(model), args=config, train_dataset=items_to_dataset(items), processing_class=tokenizer
     )

@@ -31,7 +31,7 @@ def config(tmp_path: Path, **overrides: Any) -> TRAACConfig:
         "per_device_train_batch_size": 8, "num_generations": 4, "max_completion_length": 96,
         "seed": 0,
     }  # fmt: skip
-    return TRAACConfig.from_flat(**{**values, **overrides})
+    return TRAACConfig.from_recipe(**{**values, **overrides})
 
 
 def trainer(model: Path, tmp_path: Path, tier: str = "medium", **overrides: Any) -> TRAACTrainer:

@@ -53,11 +53,11 @@ def small_config(tmp_path: Path, **overrides: Any) -> TRAACConfig:
         "per_device_train_batch_size": 2 * N,
         "num_generations": N,
         "max_completion_length": 96,
-        "uniformity_calibration": "rank",
         "seed": 0,
     }
-    values.update(overrides)
-    return TRAACConfig.from_flat(**values)  # flat settings: the mode's own, the rest unused
+    traac = {"uniformity_calibration": "rank", **overrides.pop("traac", {})}
+    values.update(overrides, traac=traac)
+    return TRAACConfig.from_recipe(**values)  # the mode's block its own, the rest unused
 
 
 def make_trainer(model: Path, tmp_path: Path, **overrides: Any) -> TRAACTrainer:
@@ -100,7 +100,7 @@ def count_window_pushes(trainer: TRAACTrainer) -> list[dict]:
 def test_two_steps_of_each_mode_and_scorer(
     quick_testbed: Path, tmp_path: Path, mode: str, scorer: str
 ) -> None:
-    trainer = make_trainer(quick_testbed, tmp_path, mode=mode, scorer=scorer)
+    trainer = make_trainer(quick_testbed, tmp_path, mode=mode, traac={"scorer": scorer})
     pushes = count_window_pushes(trainer)
     trainer.train()
     assert trainer.state.global_step == 2
@@ -199,7 +199,7 @@ def test_pooled_group_holds_n_rollouts_with_regenerated_compressed_ones(
         quick_testbed,
         tmp_path,
         max_completion_length=200,
-        scorer="random",
+        traac={"scorer": "random"},
     )  # fmt: skip: random evicts e = tau of the steps whatever the weights
     # (docs/method.md#ablation-scorers)
     calls = spy_on_answers(trainer)
@@ -277,7 +277,7 @@ def test_compressed_rollouts_get_nan_sampling_logprobs_on_their_think_block(
         quick_testbed,
         tmp_path,
         max_completion_length=200,
-        scorer="random",
+        traac={"scorer": "random"},
     )  # fmt: skip: random evicts e = tau of the steps whatever the weights
     # (docs/method.md#ablation-scorers)
     sample = trainer.sample_answers
@@ -350,7 +350,9 @@ def test_rewards_of_a_hand_built_group(quick_testbed: Path, tmp_path: Path) -> N
 def test_scoring_model(
     quick_testbed: Path, tmp_path: Path, beta: float, scoring_model: str, expected: str
 ) -> None:
-    trainer = make_trainer(quick_testbed, tmp_path, beta=beta, scoring_model=scoring_model)
+    trainer = make_trainer(
+        quick_testbed, tmp_path, beta=beta, traac={"scoring_model": scoring_model}
+    )
     scored_by = trainer.compressor.scorer.model
     policy = trainer.accelerator.unwrap_model(trainer.model)
     if expected == "ref_model":
@@ -367,7 +369,7 @@ def test_scoring_model(
 def test_a_foreign_scoring_model_scores_through_its_own_tokenizer(
     quick_testbed: Path, smollm2: Path, tmp_path: Path
 ) -> None:
-    trainer = make_trainer(quick_testbed, tmp_path, scoring_model=str(smollm2))
+    trainer = make_trainer(quick_testbed, tmp_path, traac={"scoring_model": str(smollm2)})
     scorer = trainer.compressor.scorer
     assert scorer.model is trainer.probe.model
     assert scorer.model.config.model_type == "llama"  # SmolLM2, not the Qwen3 policy
@@ -407,8 +409,8 @@ def test_two_steps_of_each_peer_mode_and_dynamic_sampling(
     the step trained on (so the check holds whatever the CPU's weights sample)."""
     trainer = make_trainer(
         quick_testbed, tmp_path, mode=mode, dynamic_sampling=sampling, max_resample_rounds=1,
-        max_completion_length=64, l1_budget_min=8, l1_budget_max=64, scorer="random",
-        dler_length=32, dot_alpha=1.0, dot_margin=1,
+        max_completion_length=64, l1_max={"budget_min": 8, "budget_max": 64},
+        traac={"scorer": "random"}, dler={"length": 32}, dot={"alpha": 1.0, "margin": 1},
     )  # fmt: skip
     trainer.train()
     assert trainer.state.global_step == 2
@@ -432,13 +434,9 @@ def test_two_steps_of_each_peer_mode_and_dynamic_sampling(
         peer = trainer.method.length
         s = peer.settings
         formulas = {
-            "alp": lambda n, ok: alp_length_reward(
-                n, ok, beta=s.alp_beta, normalizer=s.alp_normalizer
-            ),
-            "shorterbetter": lambda n, ok: shorterbetter_length_reward(
-                n, ok, beta=s.shorterbetter_beta
-            ),
-            "kimi": lambda n, ok: kimi_length_reward(n, ok, weight=s.kimi_weight),
+            "alp": lambda n, ok: alp_length_reward(n, ok, beta=s.beta, normalizer=s.normalizer),
+            "shorterbetter": lambda n, ok: shorterbetter_length_reward(n, ok, beta=s.beta),
+            "kimi": lambda n, ok: kimi_length_reward(n, ok, weight=s.weight),
             "dapo_overlong": lambda n, ok: dapo_overlong_punishment(64)([[0] * k for k in n]),
             "dler": lambda n, ok: dler_length_reward(n, ok, limit=32),
         }
@@ -528,7 +526,7 @@ def test_laser_d_resumed_from_its_state_rewards_as_the_uninterrupted_run(
             ["x"] * len(ids), completion_ids=ids, correct=correct, trainer_state=State(step)
         )
 
-    options = {"mode": "laser_d", "laser_monitor_steps": 3}
+    options = {"mode": "laser_d", "laser_d": {"monitor_steps": 3}}
     uninterrupted = make_trainer(quick_testbed, tmp_path / "a", **options)
     stopped = make_trainer(quick_testbed, tmp_path / "b", **options)
     assert rewards(uninterrupted, 0) == rewards(stopped, 0)
@@ -657,7 +655,7 @@ def test_a_bf16_recipe_loads_policy_reference_and_scorer_in_bf16(
     frozen scorer follows the policy. `bf16: true` must load all three in bfloat16 (Qwen3-4B
     in float32 is 16 GB a copy), and a dtype the recipe names wins."""
     trainer = make_trainer(
-        quick_testbed, tmp_path, bf16=True, beta=0.001, scoring_model=str(quick_testbed)
+        quick_testbed, tmp_path, bf16=True, beta=0.001, traac={"scoring_model": str(quick_testbed)}
     )
     assert trainer.args.model_init_kwargs == {"dtype": "bfloat16"}
     loaded = [trainer.model, trainer.ref_model, trainer.probe.model]
@@ -677,7 +675,7 @@ def test_early_exits_keep_each_candidate_through_its_first_verified_step(
     after it; `early_exit_attention_weights` keeps that prefix whole and lets the attention
     probe evict only steps after it."""
     trainer = make_trainer(
-        quick_testbed, tmp_path, max_completion_length=200, compression=compression
+        quick_testbed, tmp_path, max_completion_length=200, traac={"compression": compression}
     )
     rows, prompt_ids, completion_ids = teacher_batch(trainer)
     trainer.model.train()
@@ -705,7 +703,7 @@ def test_after_answer_keeps_whole_a_candidate_that_never_states_its_answer(
     none of them (a candidate kept whole, no copy), where the authors' oracle with attention
     scores the whole trace."""
     trainer = make_trainer(
-        quick_testbed, tmp_path, max_completion_length=200, compression="after_answer"
+        quick_testbed, tmp_path, max_completion_length=200, traac={"compression": "after_answer"}
     )
     rows, prompt_ids, completion_ids = teacher_batch(trainer)
     tokenizer = trainer.processing_class
@@ -754,7 +752,7 @@ def test_two_steps_of_early_exit_attention_under_the_dler_profile(
     quick_testbed: Path, tmp_path: Path
 ) -> None:
     trainer = make_trainer(
-        quick_testbed, tmp_path, compression="early_exit_attention_weights",
+        quick_testbed, tmp_path, traac={"compression": "early_exit_attention_weights"},
         optimizer_profile="dler", max_resample_rounds=1, max_completion_length=64,
     )  # fmt: skip
     assert (trainer.scale_rewards, trainer.loss_type) == ("batch", "dapo")

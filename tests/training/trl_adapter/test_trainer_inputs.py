@@ -139,8 +139,8 @@ def test_probe_layers_past_the_policy_are_named_from_its_config_before_the_weigh
     args = TRAACConfig(output_dir=str(tmp_path / "o"), use_cpu=True, method_args=probe)
     with pytest.raises(TraacError, match=r"probe_layers: \[0, 7\] must be a non-empty set of "):
         TRAACTrainer(model, args=args, train_dataset=rows, processing_class=char_tokenizer())
-    args = TRAACConfig.from_flat(
-        output_dir=str(tmp_path / "o"), use_cpu=True, mode="cr_lr", **probe
+    args = TRAACConfig.from_recipe(
+        output_dir=str(tmp_path / "o"), use_cpu=True, mode="cr_lr", traac=probe
     )  # fmt: skip: a shared recipe's probe, unused
     with pytest.raises(pytest.fail.Exception, match="the weights started to load"):
         TRAACTrainer(model, args=args, train_dataset=rows, processing_class=char_tokenizer())

@@ -42,14 +42,15 @@ from traac.training.methods.base import (
 
 @dataclass(frozen=True)
 class AdaptThinkSettings(MethodSettings):
-    POSITIVE = ("adaptthink_bonus",)
+    BLOCK, FLAT_PREFIX = "adaptthink", "adaptthink_"
+    POSITIVE = ("bonus",)
 
-    adaptthink_bonus: float = field(
+    bonus: float = field(
         default=0.05,
         metadata={"help": "adaptthink: delta, the reward of a rollout with an empty think block "
                   "(the authors' nothinking_bonus 0.05)."},
     )  # fmt: skip
-    adaptthink_share: float = field(
+    share: float = field(
         default=0.5,
         metadata={"help": "adaptthink: share of each group's training rollouts that start with "
                   "an empty think block, in (0, 1) (the authors' nothinking_ratio 0.5)."},
@@ -57,22 +58,22 @@ class AdaptThinkSettings(MethodSettings):
 
     def check(self, run: RunContext) -> None:
         super().check(run)
-        check_positive("adaptthink_share", self.adaptthink_share)
-        if self.adaptthink_share >= 1:
+        check_positive("adaptthink.share", self.share)
+        if self.share >= 1:
             raise TraacError(
-                f"adaptthink_share: {self.adaptthink_share:g} must be below 1 (some rollouts "
+                f"adaptthink.share: {self.share:g} must be below 1 (some rollouts "
                 "must think); lower it"
             )
 
     def resolved(self, run: RunContext) -> AdaptThinkSettings:
         """The share in whole rollouts: round(n x share) of each group of n start with an empty
         think block, so a share that rounds to none or to all leaves one branch untrained."""
-        n, share = run.num_generations, self.adaptthink_share
+        n, share = run.num_generations, self.share
         k = round(n * share)
         if not 0 < k < n:
             which = "every rollout starts" if k else "no rollout starts"
             raise TraacError(
-                f"adaptthink_share: {share:g} of num_generations={n} rounds to {k}, so {which} "
+                f"adaptthink.share: {share:g} of num_generations={n} rounds to {k}, so {which} "
                 f"with an empty think block; choose a share that makes 1 to {n - 1} of {n} "
                 f"(0.5: {round(n * 0.5)})"
             )
@@ -94,8 +95,8 @@ class AdaptThinkReward(GroupReward):
     prefills = True
 
     def prefill(self) -> tuple[str, float]:
-        """An empty think block for `adaptthink_share` of each group (the NoThinking branch)."""
-        return self.chat_format.answer_prefix(""), self.settings.adaptthink_share
+        """An empty think block for `share` of each group (the NoThinking branch)."""
+        return self.chat_format.answer_prefix(""), self.settings.share
 
     def adaptthink_reward(
         self, completions: list[Any], completion_ids: list[Sequence[int]], **kwargs: Any
@@ -104,7 +105,7 @@ class AdaptThinkReward(GroupReward):
         thinking = [thinks(t, self.chat_format) for t in texts]
         if thinking:
             self.log(kwargs, "adaptthink/no_think_share", thinking.count(False) / len(thinking))
-        bonus = adaptthink_bonus(thinking, self.settings.adaptthink_bonus)
+        bonus = adaptthink_bonus(thinking, self.settings.bonus)
         return [self.scale * r for r in bonus]
 
 
@@ -117,8 +118,8 @@ METHOD = LengthMethod(
     settings=AdaptThinkSettings,
     make=AdaptThinkReward,
     values=lambda s, run: (
-        f"+delta on a rollout with an empty think block, delta {s.adaptthink_bonus:g}; "
-        f"{s.adaptthink_share:g} of each group's rollouts start with one"
+        f"+delta on a rollout with an empty think block, delta {s.bonus:g}; "
+        f"{s.share:g} of each group's rollouts start with one"
     ),
     compare=(("AdaptThink", {"mode": "adaptthink", "scale_rewards": "none"}),),
     rules=(

@@ -12,19 +12,20 @@ from traac.training.methods.base import GroupReward, LengthMethod, MethodSetting
 
 @dataclass(frozen=True)
 class ALPSettings(MethodSettings):
-    POSITIVE = ("alp_beta", "alp_normalizer")
+    BLOCK, FLAT_PREFIX = "alp", "alp_"
+    POSITIVE = ("beta", "normalizer")
 
-    alp_beta: float = field(
+    beta: float = field(
         default=1.0, metadata={"help": "alp: global coefficient beta (traac's choice, see docs)."}
     )
-    alp_normalizer: float | None = field(
+    normalizer: float | None = field(
         default=None,
         metadata={"help": "alp: normalisation constant N in tokens (unset: "
                   "max_completion_length, traac's choice)."},
     )  # fmt: skip
 
     def resolved(self, run: RunContext) -> ALPSettings:
-        return replace(self, alp_normalizer=self.alp_normalizer or float(run.max_completion_length))
+        return replace(self, normalizer=self.normalizer or float(run.max_completion_length))
 
 
 class ALPReward(GroupReward):
@@ -36,7 +37,7 @@ class ALPReward(GroupReward):
             completions,
             completion_ids,
             kwargs,
-            lambda n, ok: alp_length_reward(n, ok, beta=s.alp_beta, normalizer=s.alp_normalizer),
+            lambda n, ok: alp_length_reward(n, ok, beta=s.beta, normalizer=s.normalizer),
         )
 
 
@@ -48,8 +49,6 @@ METHOD = LengthMethod(
     reward="alp_length_reward",
     settings=ALPSettings,
     make=ALPReward,
-    values=lambda s, run: (
-        f"-(beta/N) max(p_solved, 1/K) |y|, beta {s.alp_beta:g}, N {s.alp_normalizer:g}"
-    ),
+    values=lambda s, run: f"-(beta/N) max(p_solved, 1/K) |y|, beta {s.beta:g}, N {s.normalizer:g}",
     compare=(("ALP", {"mode": "alp"}),),
 )

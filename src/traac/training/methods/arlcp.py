@@ -10,8 +10,8 @@ of c and l over the group's right rollouts (a deviation of one rollout is 1):
     r_i = 1 - w1 sigmoid(z(c_i)) - w2 sigmoid(z(l_i)),   z(x_i) = (x_i - mean x) / (std x + 1e-6)
     w1  = 0.05 if c_i <= 40, 0.1 if c_i <= 80, else 0.15;   w2 = 0.2 - w1
 
-and a wrong rollout earns 0. The two thresholds are settings (`arlcp_reflection_low`,
-`arlcp_reflection_high`), scaled to the recipe's response cap in `experiment compare`; the
+and a wrong rollout earns 0. The two thresholds are settings (`reflection_low`,
+`reflection_high`), scaled to the recipe's response cap in `experiment compare`; the
 authors train it with RLOO, traac with GRPO (docs/peer_methods.md).
 """
 
@@ -44,24 +44,25 @@ EPS = 1e-6
 
 @dataclass(frozen=True)
 class ARLCPSettings(MethodSettings):
-    COUNTS = ("arlcp_reflection_low", "arlcp_reflection_high")
+    BLOCK, FLAT_PREFIX = "arlcp", "arlcp_"
+    COUNTS = ("reflection_low", "reflection_high")
 
-    arlcp_reflection_low: int = field(
+    reflection_low: int = field(
         default=40,
         metadata={"help": "arlcp: up to this many reflection keywords, the reflection weight w1 "
                   "is 0.05 (the authors' 40)."},
     )  # fmt: skip
-    arlcp_reflection_high: int = field(
+    reflection_high: int = field(
         default=80,
-        metadata={"help": "arlcp: up to this many (and above arlcp_reflection_low), w1 is 0.1; "
+        metadata={"help": "arlcp: up to this many (and above reflection_low), w1 is 0.1; "
                   "above it 0.15 (the authors' 80)."},
     )  # fmt: skip
 
     def resolved(self, run: RunContext) -> ARLCPSettings:
-        if self.arlcp_reflection_high < self.arlcp_reflection_low:
+        if self.reflection_high < self.reflection_low:
             raise TraacError(
-                f"arlcp_reflection_high: {self.arlcp_reflection_high} is below "
-                f"arlcp_reflection_low {self.arlcp_reflection_low}; raise it to at least that"
+                f"arlcp.reflection_high: {self.reflection_high} is below "
+                f"arlcp.reflection_low {self.reflection_low}; raise it to at least that"
             )
         return self
 
@@ -110,7 +111,7 @@ class ARLCPReward(GroupReward):
         out: list[float] = []
         for g, (lengths, correct) in enumerate(groups):
             group_counts = counts[g * n : (g + 1) * n]
-            low, high = s.arlcp_reflection_low, s.arlcp_reflection_high
+            low, high = s.reflection_low, s.reflection_high
             out += arlcp_penalty(lengths, correct, group_counts, low, high)
         return [self.scale * r for r in out[offset : offset + count]]
 
@@ -134,7 +135,7 @@ METHOD = LengthMethod(
     make=ARLCPReward,
     values=lambda s, run: (
         "-w1 sigmoid(z(reflections)) - (0.2 - w1) sigmoid(z(length)) over right answers, w1 "
-        f"0.05 / 0.1 / 0.15 up to {s.arlcp_reflection_low} / {s.arlcp_reflection_high} / above"
+        f"0.05 / 0.1 / 0.15 up to {s.reflection_low} / {s.reflection_high} / above"
     ),
     compare=(
         (
@@ -142,8 +143,7 @@ METHOD = LengthMethod(
             {
                 "mode": "arlcp",
                 "scale_rewards": "none",
-                "arlcp_reflection_low": PaperTokens(40),
-                "arlcp_reflection_high": PaperTokens(80),
+                "arlcp": {"reflection_low": PaperTokens(40), "reflection_high": PaperTokens(80)},
             },
         ),
     ),

@@ -1,7 +1,7 @@
 """What every length-control method module defines, and what the trainer builds from it.
 
 A method module (`traac.training.methods.<name>`) holds one method: its settings (a dataclass
-whose fields are the keys of a recipe's `method_args`, with defaults, help and checks), its
+whose fields are the keys of its block in a recipe, with defaults, help and checks), its
 reward function (a `GroupReward` subclass: a TRL reward function over GRPO's groups, whose name
 is the one TRL logs, and whatever it keeps across steps, with `state_dict`) and its
 `LengthMethod` entry, which `traac.training.methods.registry` collects. The config, `--dry-run`,
@@ -45,12 +45,18 @@ class RunContext:
 
 @dataclass(frozen=True)
 class MethodSettings:
-    """A method's settings: the keys of a recipe's `method_args` when it trains (names users
-    already write, and may still write flat: `traac.training.methods.registry.split_settings`).
+    """A method's settings: the keys of its block in a recipe (`BLOCK: {name: value}`; on the
+    command line `--BLOCK.name value`), the trained mode's its `TRAACConfig.method_args`.
     Fields named in `POSITIVE`, `NONNEGATIVE` and `COUNTS` (integers >= 1) are checked by
     `check`; None is "unset" and passes. `resolved` fills the defaults that depend on the run
     and checks what binds only when it trains."""
 
+    # The block's name: the mode these settings are, or the first of the modes that read them.
+    BLOCK: ClassVar[str]
+    # The prefix its names took as flat fields, before the blocks (`alp_` of `alp_beta`; None:
+    # never flat): a flat key is refused naming its block, and run keys hash the flat names
+    # (`traac.training.methods.registry.flat_form`), so a store's keys stay what they were.
+    FLAT_PREFIX: ClassVar[str | None] = None
     POSITIVE: ClassVar[tuple[str, ...]] = ()
     NONNEGATIVE: ClassVar[tuple[str, ...]] = ()
     COUNTS: ClassVar[tuple[str, ...]] = ()
@@ -69,11 +75,11 @@ class MethodSettings:
         for key in values:
             if key not in names:
                 raise TraacError(
-                    f"method_args: {key} is not a setting of mode {method}; its settings are "
+                    f"{cls.BLOCK}.{key}: not a setting of mode {method}; its settings are "
                     f"{', '.join(names)}"
                 )
         hints = typing.get_type_hints(cls)
-        return cls(**{key: _typed(key, value, hints[key]) for key, value in values.items()})
+        return cls(**{k: _typed(f"{cls.BLOCK}.{k}", v, hints[k]) for k, v in values.items()})
 
     def check(self, run: RunContext) -> None:
         """Each field's own range."""
@@ -84,7 +90,7 @@ class MethodSettings:
         ):
             for name in names:
                 if getattr(self, name) is not None:
-                    check_positive(name, getattr(self, name), **options)
+                    check_positive(f"{self.BLOCK}.{name}", getattr(self, name), **options)
 
     def resolved(self, run: RunContext) -> MethodSettings:
         """Unset values resolved against the run; checks that bind only when training it."""
@@ -102,8 +108,8 @@ _TRUE, _FALSE = ("true", "yes", "1"), ("false", "no", "0")
 
 
 def _typed(name: str, value: Any, hint: Any) -> Any:
-    """`value` as the field's type where it is text and the field takes no text (`--method_args`
-    JSON and YAML hold typed values; a YAML `1e-4` is text, as flat fields the parser converts)."""
+    """`value` as the field's type where it is text and the field takes no text: the one type
+    coercer of the methods' settings (an option's value is text; YAML reads `1e-4` as text)."""
     kinds = typing.get_args(hint) or (hint,)
     if not isinstance(value, str) or str in kinds:
         return value

@@ -15,22 +15,23 @@ from traac.training.methods.base import GroupReward, LengthMethod, MethodSetting
 
 @dataclass(frozen=True)
 class DAPOOverlongSettings(MethodSettings):
-    dapo_cache_length: int | None = field(
+    BLOCK, FLAT_PREFIX = "dapo_overlong", "dapo_"
+    cache_length: int | None = field(
         default=None,
         metadata={"help": "dapo_overlong: soft-punish band L_cache in tokens (unset: a fifth of "
                   "max_completion_length, the paper's 4096 of 20480)."},
     )  # fmt: skip
 
     def check(self, run: RunContext) -> None:
-        cache, cap = self.dapo_cache_length, run.max_completion_length
+        cache, cap = self.cache_length, run.max_completion_length
         if cache is not None and not 0 <= cache <= cap:
             raise TraacError(
-                f"dapo_cache_length: {cache} must lie in [0, max_completion_length {cap}]"
+                f"dapo_overlong.cache_length: {cache} must lie in [0, max_completion_length {cap}]"
             )
 
     def resolved(self, run: RunContext) -> DAPOOverlongSettings:
         cap = run.max_completion_length
-        return replace(self, dapo_cache_length=dapo_cache_length(cap, self.dapo_cache_length))
+        return replace(self, cache_length=dapo_cache_length(cap, self.cache_length))
 
 
 def dapo_overlong_punishment(
@@ -38,9 +39,10 @@ def dapo_overlong_punishment(
 ) -> Callable[..., list[float]]:
     """DAPO's soft overlong punishment (Eq. 13) for a run: TRL's own
     `trl.rewards.get_soft_overlong_punishment`, composed rather than copied, with L_max the run's
-    `max_completion_length` and L_cache `traac.compression.length_rewards.dapo_cache_length` (a
-    fifth of L_max unless given). The result is TRL's callable, a `GRPOTrainer` reward function that
-    reads `completion_ids`; GRPO stops generating at L_max, so a truncated completion gets -1."""
+    `max_completion_length` and L_cache `traac.compression.length_rewards.dapo_cache_length`
+    (a fifth of L_max unless given). The result is TRL's callable, a `GRPOTrainer` reward
+    function that reads `completion_ids`; GRPO stops generating at L_max, so a truncated
+    completion gets -1."""
     cache = dapo_cache_length(max_completion_length, cache_length)
     return get_soft_overlong_punishment(
         max_completion_len=max_completion_length, soft_punish_cache=cache
@@ -51,7 +53,7 @@ class DAPOOverlongReward(GroupReward):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._punish = dapo_overlong_punishment(
-            self.run.run.max_completion_length, self.settings.dapo_cache_length
+            self.run.run.max_completion_length, self.settings.cache_length
         )
 
     def dapo_overlong_length_reward(
@@ -70,8 +72,8 @@ METHOD = LengthMethod(
     settings=DAPOOverlongSettings,
     make=DAPOOverlongReward,
     values=lambda s, run: (
-        f"0 up to {run.max_completion_length - s.dapo_cache_length}, linear to -1 at "
-        f"{run.max_completion_length} tokens (L_cache {s.dapo_cache_length})"
+        f"0 up to {run.max_completion_length - s.cache_length}, linear to -1 at "
+        f"{run.max_completion_length} tokens (L_cache {s.cache_length})"
     ),
     compare=(("DAPO overlong", {"mode": "dapo_overlong"}),),
 )

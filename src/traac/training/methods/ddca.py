@@ -33,9 +33,10 @@ EPS = 1e-8  # the authors' eps
 
 @dataclass(frozen=True)
 class DDCASettings(MethodSettings):
-    POSITIVE = ("ddca_beta",)
+    BLOCK, FLAT_PREFIX = "ddca", "ddca_"
+    POSITIVE = ("beta",)
 
-    ddca_beta: float = field(
+    beta: float = field(
         default=0.2,
         metadata={"help": "ddca: beta, the weight of the length advantage among right answers "
                   "(the authors' 0.2)."},
@@ -73,7 +74,7 @@ class DDCAReward(GroupReward):
     def ddca_reward(
         self, completions: list[Any], completion_ids: list[Sequence[int]], **kwargs: Any
     ) -> list[float]:
-        beta = self.settings.ddca_beta
+        beta = self.settings.beta
         return self.per_group(
             completions, completion_ids, kwargs, lambda n, ok: ddca_reward(n, ok, beta)
         )
@@ -97,8 +98,7 @@ METHOD = LengthMethod(
     settings=DDCASettings,
     make=DDCAReward,
     values=lambda s, run: (
-        f"A_acc + beta (n/G) A_len over right answers (sigmoid z-scores of length), "
-        f"beta {s.ddca_beta:g}"
+        f"A_acc + beta (n/G) A_len over right answers (sigmoid z-scores of length), beta {s.beta:g}"
     ),
     compare=(("DDCA", {"mode": "ddca", "scale_rewards": "none"}),),
     rules=(SCALE_NONE,),

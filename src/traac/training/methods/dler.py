@@ -16,15 +16,16 @@ from traac.training.methods.scale import PaperTokens
 
 @dataclass(frozen=True)
 class DLERSettings(MethodSettings):
-    POSITIVE = ("dler_easy_scale",)
-    COUNTS = ("dler_length",)
+    BLOCK, FLAT_PREFIX = "dler", "dler_"
+    POSITIVE = ("easy_scale",)
+    COUNTS = ("length",)
 
-    dler_length: int = field(
+    length: int = field(
         default=4000,
         metadata={"help": "dler, dler_difficulty: truncation length L in tokens; a right answer "
                   "longer earns no correctness reward (the authors' 4000)."},
     )  # fmt: skip
-    dler_easy_scale: float = field(
+    easy_scale: float = field(
         default=0.5,
         metadata={"help": "dler_difficulty: a group whose pass rate reaches "
                   "difficulty.easy_threshold gets "
@@ -33,10 +34,10 @@ class DLERSettings(MethodSettings):
 
     def resolved(self, run: RunContext) -> DLERSettings:
         cap = run.max_completion_length
-        if self.dler_length > cap:
+        if self.length > cap:
             raise TraacError(
-                f"dler_length: {self.dler_length} exceeds max_completion_length {cap}: the limit "
-                "could never bind; lower dler_length or raise max_completion_length"
+                f"dler.length: {self.length} exceeds max_completion_length {cap}: the limit "
+                "could never bind; lower dler.length or raise max_completion_length"
             )
         return self
 
@@ -45,7 +46,7 @@ class DLERReward(GroupReward):
     def dler_length_reward(
         self, completions: list[Any], completion_ids: list[Sequence[int]], **kwargs: Any
     ) -> list[float]:
-        """The truncation penalty at `dler_length`, or (`dler_difficulty`) at each group's
+        """The truncation penalty at `length`, or (`dler_difficulty`) at each group's
         limit from its pass rate."""
         s = self.settings
         if self.run.method is METHOD:  # one limit; DIFFICULTY's depends on the pass rate
@@ -53,14 +54,12 @@ class DLERReward(GroupReward):
                 completions,
                 completion_ids,
                 kwargs,
-                lambda n, ok: dler_length_reward(n, ok, limit=s.dler_length),
+                lambda n, ok: dler_length_reward(n, ok, limit=s.length),
             )
         easy = self.run.run.easy_threshold
 
         def formula(n: list[int], ok: list[bool]) -> list[float]:
-            limit = dler_limit(
-                ok, limit=s.dler_length, easy_threshold=easy, easy_scale=s.dler_easy_scale
-            )
+            limit = dler_limit(ok, limit=s.length, easy_threshold=easy, easy_scale=s.easy_scale)
             return dler_length_reward(n, ok, limit=limit)
 
         return self.per_group(completions, completion_ids, kwargs, formula)
@@ -75,9 +74,12 @@ METHOD = LengthMethod(
     reward="dler_length_reward",
     settings=DLERSettings,
     make=DLERReward,
-    values=lambda s, run: f"-1[correct and |y| > L], L {s.dler_length}",
+    values=lambda s, run: f"-1[correct and |y| > L], L {s.length}",
     compare=(
-        ("DLER", {"mode": "dler", "optimizer_profile": "dler", "dler_length": PaperTokens(4000)}),
+        (
+            "DLER",
+            {"mode": "dler", "optimizer_profile": "dler", "dler": {"length": PaperTokens(4000)}},
+        ),
     ),
 )
 DIFFICULTY = LengthMethod(
@@ -89,7 +91,7 @@ DIFFICULTY = LengthMethod(
     settings=DLERSettings,
     make=DLERReward,
     values=lambda s, run: (
-        f"-1[correct and |y| > L(q)], L {s.dler_length}, floor(L x {s.dler_easy_scale:g}) when "
+        f"-1[correct and |y| > L(q)], L {s.length}, floor(L x {s.easy_scale:g}) when "
         f"the group's pass rate >= {run.easy_threshold:g}"
     ),
     compare=(
@@ -98,7 +100,7 @@ DIFFICULTY = LengthMethod(
             {
                 "mode": "dler_difficulty",
                 "optimizer_profile": "dler",
-                "dler_length": PaperTokens(4000),
+                "dler": {"length": PaperTokens(4000)},
             },
         ),
     ),

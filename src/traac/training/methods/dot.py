@@ -48,16 +48,17 @@ def largest_z(n: int) -> float:
 
 @dataclass(frozen=True)
 class DOTSettings(MethodSettings):
-    POSITIVE = ("dot_alpha",)
-    COUNTS = ("dot_margin",)
+    BLOCK, FLAT_PREFIX = "dot", "dot_"
+    POSITIVE = ("alpha",)
+    COUNTS = ("margin",)
 
-    dot_alpha: float | None = field(
+    alpha: float | None = field(
         default=None,
         metadata={"help": "dot: alpha of the cutoff floor(mean + alpha x std) of an all-right "
                   "group's lengths (unset: the authors' 3 at their 32 rollouts a group, the "
                   "same share of (G - 1) / sqrt(G) at G = num_generations: 1.35 at 8)."},
     )  # fmt: skip
-    dot_margin: int = field(
+    margin: int = field(
         default=32,
         metadata={"help": "dot: m, the tokens a rollout must exceed the cutoff by to be "
                   "truncated (the authors' 32)."},
@@ -65,21 +66,21 @@ class DOTSettings(MethodSettings):
 
     def resolved(self, run: RunContext) -> DOTSettings:
         n, cap = run.num_generations, run.max_completion_length
-        alpha = self.dot_alpha
+        alpha = self.alpha
         if alpha is None:  # the authors' alpha as a share of the largest reachable z-score
             alpha = AUTHORS_ALPHA * largest_z(n) / largest_z(AUTHORS_GROUP)
         if alpha >= largest_z(n):
             raise TraacError(
-                f"dot_alpha: {alpha:g} never truncates: within num_generations={n} "
+                f"dot.alpha: {alpha:g} never truncates: within num_generations={n} "
                 f"rollouts none lies more than {largest_z(n):.3g} standard deviations above the "
-                f"mean; lower dot_alpha below {largest_z(n):.3g} or raise num_generations"
+                f"mean; lower dot.alpha below {largest_z(n):.3g} or raise num_generations"
             )
-        if self.dot_margin >= cap:
+        if self.margin >= cap:
             raise TraacError(
-                f"dot_margin: {self.dot_margin} tokens is not below max_completion_length {cap}: "
-                "nothing could be truncated; lower dot_margin"
+                f"dot.margin: {self.margin} tokens is not below max_completion_length {cap}: "
+                "nothing could be truncated; lower dot.margin"
             )
-        return replace(self, dot_alpha=alpha)
+        return replace(self, alpha=alpha)
 
 
 def dot_cutoffs(
@@ -104,7 +105,7 @@ class DOTReward(GroupReward):
         s = self.settings
         cuts: list[int | None] = []
         for lengths, correct in groups:
-            cuts += dot_cutoffs(lengths, correct, alpha=s.dot_alpha, margin=s.dot_margin)
+            cuts += dot_cutoffs(lengths, correct, alpha=s.alpha, margin=s.margin)
         mine = cuts[offset : offset + count]
         rows = [i for i, cut in enumerate(mine) if cut is not None]
         out = [0.0] * count
@@ -148,10 +149,10 @@ METHOD = LengthMethod(
     settings=DOTSettings,
     make=DOTReward,
     values=lambda s, run: (
-        f"-1[all right, |y| - T >= m and y[:T] wrong], T = floor(mean + {s.dot_alpha:g} std), "
-        f"m {s.dot_margin}"
+        f"-1[all right, |y| - T >= m and y[:T] wrong], T = floor(mean + {s.alpha:g} std), "
+        f"m {s.margin}"
     ),
-    compare=(("DOT", {"mode": "dot", "dot_margin": PaperTokens(39)}),),
+    compare=(("DOT", {"mode": "dot", "dot": {"margin": PaperTokens(39)}}),),
     rules=(
         RunRule(
             "dynamic_sampling",

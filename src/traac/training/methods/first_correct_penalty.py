@@ -8,7 +8,7 @@ of the trace after the first correct answer), so traac implements that form, per
 
     r(y) = 1[correct] - lambda * (think tokens after the first correct step) / (think tokens)
 
-(`first_correct_coef` is lambda; a wrong rollout, and a right one whose think block states the
+(`coef` is lambda; a wrong rollout, and a right one whose think block states the
 answer in no step, pays nothing). The first correct step is the overthinking metric's and the
 early-exit compression's (`traac.compression.first_correct`): the think block split into traac's
 steps (the recipe's `split_phrases`), each step's stated answer offered to the row's verifier,
@@ -31,9 +31,10 @@ from traac.verification import verify_answers
 
 @dataclass(frozen=True)
 class FirstCorrectSettings(MethodSettings):
-    POSITIVE = ("first_correct_coef",)
+    BLOCK, FLAT_PREFIX = "first_correct", "first_correct_"
+    POSITIVE = ("coef",)
 
-    first_correct_coef: float = field(
+    coef: float = field(
         default=0.5,
         metadata={"help": "first_correct: lambda, the reward a right answer loses for a think "
                   "block written entirely after its first correct step (traac's choice; "
@@ -69,7 +70,7 @@ class FirstCorrectReward(GroupReward):
         right = [share for share, ok in zip(shares, correct, strict=True) if ok]
         if right:
             self.log(kwargs, "first_correct/share_after", sum(right) / len(right))
-        coef = self.settings.first_correct_coef
+        coef = self.settings.coef
         return [self.scale * r for r in first_correct_penalty(shares, correct, coef)]
 
     def shares_after(
@@ -137,7 +138,7 @@ METHOD = LengthMethod(
     make=FirstCorrectReward,
     values=lambda s, run: (
         f"-lambda x (think tokens after the first correct step / think tokens) on right "
-        f"answers, lambda {s.first_correct_coef:g}"
+        f"answers, lambda {s.coef:g}"
     ),
     compare=(("First-correct penalty", {"mode": "first_correct"}),),
 )

@@ -27,14 +27,15 @@ _RENAMED = {"token_efficiency": "reward_per_token"}
 
 @dataclass(frozen=True)
 class GFPOSettings(MethodSettings):
-    COUNTS = ("gfpo_keep",)
+    BLOCK, FLAT_PREFIX = "gfpo", "gfpo_"
+    COUNTS = ("keep",)
 
-    gfpo_keep: int | None = field(
+    keep: int | None = field(
         default=None,
         metadata={"help": "gfpo: rollouts of each group trained on, k (unset: half of "
                   "num_generations; the paper keeps 8 of 16 or 24)."},
     )  # fmt: skip
-    gfpo_metric: str = field(
+    metric: str = field(
         default="length",
         metadata={"help": "gfpo: which k are kept: length (the shortest) | reward_per_token "
                   "(the most reward per token; the paper's Token Efficiency filter)."},
@@ -42,23 +43,23 @@ class GFPOSettings(MethodSettings):
 
     def check(self, run: RunContext) -> None:
         super().check(run)
-        if self.gfpo_metric in _RENAMED:
+        if self.metric in _RENAMED:
             raise TraacError(
-                f"gfpo_metric: {self.gfpo_metric!r} is now called "
-                f"{_RENAMED[self.gfpo_metric]!r} (token efficiency names an evaluation measure); "
+                f"gfpo.metric: {self.metric!r} is now called "
+                f"{_RENAMED[self.metric]!r} (token efficiency names an evaluation measure); "
                 "use that"
             )
-        check_choice("gfpo_metric", self.gfpo_metric, GFPO_METRICS)
+        check_choice("gfpo.metric", self.metric, GFPO_METRICS)
 
     def resolved(self, run: RunContext) -> GFPOSettings:
         n = run.num_generations
-        keep = self.gfpo_keep or max(2, n // 2)
+        keep = self.keep or max(2, n // 2)
         if not 2 <= keep <= n:
             raise TraacError(
-                f"gfpo_keep: {keep} must lie in [2, num_generations {n}] (a group's standard "
-                "deviation needs two rollouts); lower gfpo_keep or raise num_generations"
+                f"gfpo.keep: {keep} must lie in [2, num_generations {n}] (a group's standard "
+                "deviation needs two rollouts); lower gfpo.keep or raise num_generations"
             )
-        return replace(self, gfpo_keep=keep)
+        return replace(self, keep=keep)
 
 
 def retained(
@@ -92,7 +93,7 @@ class GFPOFilter(GroupReward):
         if n is None or len(totals) % n:
             raise TraacError(f"mode gfpo: {len(totals)} rollouts are not whole groups of {n}")
         s = self.settings
-        return retained(totals, lengths, n, s.gfpo_keep, s.gfpo_metric)
+        return retained(totals, lengths, n, s.keep, s.metric)
 
 
 METHOD = LengthMethod(
@@ -104,7 +105,7 @@ METHOD = LengthMethod(
     settings=GFPOSettings,
     make=GFPOFilter,
     values=lambda s, run: (
-        f"keep {s.gfpo_keep} of {run.num_generations} per group by {s.gfpo_metric}; no length term"
+        f"keep {s.keep} of {run.num_generations} per group by {s.metric}; no length term"
     ),
-    compare=(("GFPO", {"mode": "gfpo", "gfpo_keep": 4}),),
+    compare=(("GFPO", {"mode": "gfpo", "gfpo": {"keep": 4}}),),
 )

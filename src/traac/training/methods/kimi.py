@@ -12,9 +12,10 @@ from traac.training.methods.base import GroupReward, LengthMethod, MethodSetting
 
 @dataclass(frozen=True)
 class KimiSettings(MethodSettings):
-    NONNEGATIVE = ("kimi_weight",)
+    BLOCK, FLAT_PREFIX = "kimi", "kimi_"
+    NONNEGATIVE = ("weight",)
 
-    kimi_weight: float = field(
+    weight: float = field(
         default=1.0, metadata={"help": "kimi: weight of the length reward (paper gives none)."}
     )
 
@@ -23,7 +24,7 @@ class KimiReward(GroupReward):
     def kimi_length_reward(
         self, completions: list[Any], completion_ids: list[Sequence[int]], **kwargs: Any
     ) -> list[float]:
-        weight = self.settings.kimi_weight
+        weight = self.settings.weight
         return self.per_group(
             completions,
             completion_ids,
@@ -41,7 +42,7 @@ METHOD = LengthMethod(
     settings=KimiSettings,
     make=KimiReward,
     values=lambda s, run: (
-        f"weight {s.kimi_weight:g} x (0.5 - (l - min) / (max - min)), wrong rollouts capped at 0"
+        f"weight {s.weight:g} x (0.5 - (l - min) / (max - min)), wrong rollouts capped at 0"
     ),
     compare=(("Kimi k1.5", {"mode": "kimi"}),),
 )

@@ -20,19 +20,20 @@ BUDGET_COLUMN = "length_budget"  # each training row's n_gold
 
 @dataclass(frozen=True)
 class L1MaxSettings(MethodSettings):
-    POSITIVE = ("l1_alpha",)
-    NONNEGATIVE = ("l1_delta",)
-    COUNTS = ("l1_budget_min",)
+    BLOCK, FLAT_PREFIX = "l1_max", "l1_"
+    POSITIVE = ("alpha",)
+    NONNEGATIVE = ("delta",)
+    COUNTS = ("budget_min",)
 
-    l1_alpha: float = field(default=0.0003, metadata={"help": "l1_max: slope alpha (paper)."})
-    l1_delta: float = field(default=0.5, metadata={"help": "l1_max: offset delta (paper)."})
-    l1_budget_min: int = field(
+    alpha: float = field(default=0.0003, metadata={"help": "l1_max: slope alpha (paper)."})
+    delta: float = field(default=0.5, metadata={"help": "l1_max: offset delta (paper)."})
+    budget_min: int = field(
         default=100, metadata={"help": "l1_max: smallest budget n_gold in tokens (paper 100)."}
     )
-    l1_budget_max: int = field(
+    budget_max: int = field(
         default=4000, metadata={"help": "l1_max: largest budget n_gold in tokens (paper 4000)."}
     )
-    l1_budget_in_prompt: bool = field(
+    budget_in_prompt: bool = field(
         default=True,
         metadata={"help": "l1_max: append \"Think for maximum n_gold tokens.\" to each prompt "
                   "(L1's protocol); off only for a model that cannot read it."},
@@ -40,16 +41,16 @@ class L1MaxSettings(MethodSettings):
 
     def check(self, run: RunContext) -> None:
         super().check(run)
-        if self.l1_budget_max < self.l1_budget_min:
-            raise TraacError(f"l1_budget_max: {self.l1_budget_max} is below l1_budget_min "
-                             f"{self.l1_budget_min}")  # fmt: skip
+        if self.budget_max < self.budget_min:
+            raise TraacError(f"l1_max.budget_max: {self.budget_max} is below l1_max.budget_min "
+                             f"{self.budget_min}")  # fmt: skip
 
     def resolved(self, run: RunContext) -> L1MaxSettings:
-        if self.l1_budget_max > run.max_completion_length:
+        if self.budget_max > run.max_completion_length:
             raise TraacError(
-                f"l1_budget_max: {self.l1_budget_max} exceeds max_completion_length "
+                f"l1_max.budget_max: {self.budget_max} exceeds max_completion_length "
                 f"{run.max_completion_length}: no response could use that budget; lower "
-                "l1_budget_max (and l1_budget_min) or raise max_completion_length"
+                "l1_max.budget_max (and budget_min) or raise max_completion_length"
             )
         return self
 
@@ -70,8 +71,8 @@ class L1MaxReward(GroupReward):
             [len(ids) for ids in completion_ids],
             self.verdicts(completions, **kwargs),
             [int(b) for b in budgets],
-            alpha=s.l1_alpha,
-            delta=s.l1_delta,
+            alpha=s.alpha,
+            delta=s.delta,
         )
         return [self.scale * r for r in out]
 
@@ -79,7 +80,7 @@ class L1MaxReward(GroupReward):
 def with_length_budgets(dataset: Any, settings: L1MaxSettings, seed: int) -> Any:
     """L1-Max's training rows: a `length_budget` column, n_gold ~ U{min..max} per row (seeded,
     drawn once as the authors' data script does), appended to the prompt as "Think for maximum
-    n_gold tokens." unless `l1_budget_in_prompt` is off. A dataset that has the column is
+    n_gold tokens." unless `budget_in_prompt` is off. A dataset that has the column is
     returned as it is."""
     if not isinstance(dataset, Dataset):
         raise TraacError("mode l1_max: the training set must be a datasets.Dataset")
@@ -87,11 +88,11 @@ def with_length_budgets(dataset: Any, settings: L1MaxSettings, seed: int) -> Any
         return dataset
     rng = random.Random(seed)
     budgets = [
-        sample_l1_budget(rng, low=settings.l1_budget_min, high=settings.l1_budget_max)
+        sample_l1_budget(rng, low=settings.budget_min, high=settings.budget_max)
         for _ in range(len(dataset))
     ]
     dataset = dataset.add_column(BUDGET_COLUMN, budgets)
-    if not settings.l1_budget_in_prompt:
+    if not settings.budget_in_prompt:
         return dataset
     return dataset.map(
         lambda row: {"prompt": _with_budget(row["prompt"], row[BUDGET_COLUMN])},
@@ -118,9 +119,9 @@ METHOD = LengthMethod(
     settings=L1MaxSettings,
     make=L1MaxReward,
     values=lambda s, run: (
-        f"1[correct] clip(alpha (n_gold - n_y) + delta, 0, 1), alpha {s.l1_alpha:g}, delta "
-        f"{s.l1_delta:g}, n_gold ~ U{{{s.l1_budget_min}..{s.l1_budget_max}}} per prompt, "
-        + ("written into the prompt" if s.l1_budget_in_prompt else "not in the prompt")
+        f"1[correct] clip(alpha (n_gold - n_y) + delta, 0, 1), alpha {s.alpha:g}, delta "
+        f"{s.delta:g}, n_gold ~ U{{{s.budget_min}..{s.budget_max}}} per prompt, "
+        + ("written into the prompt" if s.budget_in_prompt else "not in the prompt")
     ),
     prepare=with_length_budgets,
     compare=(
@@ -128,9 +129,11 @@ METHOD = LengthMethod(
             "L1-Max",
             {
                 "mode": "l1_max",
-                "l1_alpha": PerPaperToken(0.0003),
-                "l1_budget_min": PaperTokens(100),
-                "l1_budget_max": PaperTokens(4000),
+                "l1_max": {
+                    "alpha": PerPaperToken(0.0003),
+                    "budget_min": PaperTokens(100),
+                    "budget_max": PaperTokens(4000),
+                },
             },
         ),
     ),

@@ -3,7 +3,7 @@ difficulty band during training.
 
 The authors sample a 500-prompt monitoring set with the policy before training and every 20
 steps; traac's monitoring sample is the training rollouts themselves: the first step's, then
-every `laser_monitor_steps` steps those of the steps since the last choice (the current one
+every `monitor_steps` steps those of the steps since the last choice (the current one
 included). The targets, that sample and the step of the last choice are the method's state,
 saved in the checkpoint, so a resumed run rewards as the uninterrupted one.
 """
@@ -33,33 +33,34 @@ from traac.training.methods.base import (
 
 @dataclass(frozen=True)
 class LaserDSettings(MethodSettings):
-    POSITIVE = ("laser_bonus",)
+    BLOCK, FLAT_PREFIX = "laser_d", "laser_"
+    POSITIVE = ("bonus",)
     COUNTS = (
-        "laser_monitor_steps", "laser_expected_correct", "laser_lower", "laser_upper",
-        "laser_interval",
+        "monitor_steps", "expected_correct", "lower", "upper",
+        "interval",
     )  # fmt: skip
 
-    laser_bonus: float = field(
+    bonus: float = field(
         default=0.5, metadata={"help": "laser_d: reward of a right answer within its target."}
     )
-    laser_lower: int | None = field(
+    lower: int | None = field(
         default=None,
         metadata={"help": "laser_d: smallest candidate target in tokens (unset: "
                   "max_completion_length / 4, the authors' 4096 of 16384)."},
     )  # fmt: skip
-    laser_upper: int | None = field(
+    upper: int | None = field(
         default=None,
         metadata={"help": "laser_d: largest candidate target (unset: max_completion_length)."},
     )
-    laser_interval: int | None = field(
+    interval: int | None = field(
         default=None,
         metadata={"help": "laser_d: step between candidate targets (unset: "
                   "max_completion_length / 16, the authors' 1024 of 16384)."},
     )  # fmt: skip
-    laser_monitor_steps: int = field(
+    monitor_steps: int = field(
         default=20, metadata={"help": "laser_d: steps between choices of the targets (authors 20)."}
     )
-    laser_expected_correct: int = field(
+    expected_correct: int = field(
         default=1,
         metadata={"help": "laser_d: right rollouts a band's target must leave room for "
                   "(authors 1)."},
@@ -69,15 +70,15 @@ class LaserDSettings(MethodSettings):
         """Unset candidates in the authors' ratios (4096, 16384 and 1024 of their 16384-token
         cap); they must fit in the response budget."""
         cap = run.max_completion_length
-        lower = self.laser_lower or max(1, cap // 4)
-        upper = self.laser_upper or cap
-        interval = self.laser_interval or max(1, cap // 16)
+        lower = self.lower or max(1, cap // 4)
+        upper = self.upper or cap
+        interval = self.interval or max(1, cap // 16)
         if not lower <= upper <= cap:
             raise TraacError(
-                f"laser_upper: candidate targets {lower}..{upper} must satisfy lower <= upper <= "
-                f"max_completion_length {cap}; adjust laser_lower or laser_upper"
+                f"laser_d.upper: candidate targets {lower}..{upper} must satisfy lower <= upper <= "
+                f"max_completion_length {cap}; adjust laser_d.lower or laser_d.upper"
             )
-        return replace(self, laser_lower=lower, laser_upper=upper, laser_interval=interval)
+        return replace(self, lower=lower, upper=upper, interval=interval)
 
 
 class LaserTargets:
@@ -85,9 +86,7 @@ class LaserTargets:
 
     def __init__(self, settings: LaserDSettings) -> None:
         self.settings = settings
-        self.thresholds = laser_thresholds(
-            settings.laser_lower, settings.laser_upper, settings.laser_interval
-        )
+        self.thresholds = laser_thresholds(settings.lower, settings.upper, settings.interval)
         self.targets: dict[str, int] | None = None
         self.sample: list[Group] = []
         self.chosen_at: int | None = None  # the global step of the last choice
@@ -99,10 +98,10 @@ class LaserTargets:
         step = self.calls if step is None else step
         self.calls += 1
         self.sample += groups
-        due = step % self.settings.laser_monitor_steps == 0 and step != self.chosen_at
+        due = step % self.settings.monitor_steps == 0 and step != self.chosen_at
         if self.targets is None or due:
             self.targets = laser_target_lengths(
-                self.sample, self.thresholds, expected_correct=self.settings.laser_expected_correct
+                self.sample, self.thresholds, expected_correct=self.settings.expected_correct
             )
             self.sample, self.chosen_at = [], step
         return dict(self.targets)
@@ -148,9 +147,7 @@ class LaserDReward(GroupReward):
         out: list[float] = []
         for lengths, correct in groups:
             target = targets[laser_band(pass_rate(correct))]
-            out += laser_length_reward(
-                lengths, correct, target=target, bonus=self.settings.laser_bonus
-            )
+            out += laser_length_reward(lengths, correct, target=target, bonus=self.settings.bonus)
         return [self.scale * r for r in out[offset : offset + count]]
 
 
@@ -163,9 +160,9 @@ METHOD = LengthMethod(
     settings=LaserDSettings,
     make=LaserDReward,
     values=lambda s, run: (
-        f"+{s.laser_bonus:g} for a right answer within its band's target, targets from "
-        f"{s.laser_lower}..{s.laser_upper} step {s.laser_interval}, re-chosen every "
-        f"{s.laser_monitor_steps} steps (expected right {s.laser_expected_correct})"
+        f"+{s.bonus:g} for a right answer within its band's target, targets from "
+        f"{s.lower}..{s.upper} step {s.interval}, re-chosen every "
+        f"{s.monitor_steps} steps (expected right {s.expected_correct})"
     ),
     compare=(("Laser-D", {"mode": "laser_d"}),),  # targets scale with the response cap already
 )

@@ -36,14 +36,15 @@ EPS = 1e-4  # the authors'
 
 @dataclass(frozen=True)
 class LCR1Settings(MethodSettings):
-    POSITIVE = ("lcr1_length_coef", "lcr1_compress_coef")
+    BLOCK, FLAT_PREFIX = "lc_r1", "lcr1_"
+    POSITIVE = ("length_coef", "compress_coef")
 
-    lcr1_length_coef: float = field(
+    length_coef: float = field(
         default=1.0,
         metadata={"help": "lc_r1: weight of the length reward 1 - L / (longest right L) (the "
                   "authors' len_penalty_coef 1.0)."},
     )  # fmt: skip
-    lcr1_compress_coef: float = field(
+    compress_coef: float = field(
         default=1.0,
         metadata={"help": "lc_r1: weight of the compress term on the think block after the "
                   "first correct step (the authors' add_adv 1.0)."},
@@ -85,7 +86,7 @@ class LCR1Reward(FirstCorrectReward):
         compress = lcr1_compress([found[i] if ok else False for i, ok in enumerate(correct)])
         length = self.per_group(completions, completion_ids, kwargs, lcr1_length_reward)
         return [
-            s.lcr1_length_coef * a + self.scale * s.lcr1_compress_coef * b
+            s.length_coef * a + self.scale * s.compress_coef * b
             for a, b in zip(length, compress, strict=True)
         ]
 
@@ -99,7 +100,7 @@ METHOD = LengthMethod(
     settings=LCR1Settings,
     make=LCR1Reward,
     values=lambda s, run: (
-        f"{s.lcr1_length_coef:g} (1 - L / max right L) + {s.lcr1_compress_coef:g} x (-(think "
+        f"{s.length_coef:g} (1 - L / max right L) + {s.compress_coef:g} x (-(think "
         "after the first correct step) / think on right answers, -1 where none states it)"
     ),
     compare=(("LC-R1", {"mode": "lc_r1", "scale_rewards": "none"}),),

@@ -1,5 +1,5 @@
 """Every training method by name, TRAAC's own and its peers': the one table `TRAACConfig` (its
-`mode` and `method_args`), the train parser (the flat spelling of the settings), the trainer
+`mode` and `method_args`), the train parser (each settings class's block), the trainer
 (`traac.training.methods.hooks`), `--dry-run`, `experiment compare` and the docs read. Adding a
 method is a module in this package (settings, reward function, state, `LengthMethod`), its test,
 and one line here.
@@ -7,14 +7,12 @@ and one line here.
 Each entry says, per phase of the step: the rewards TRL sums (`rewards`, with the method's own
 term from `make`), what it adds to a group (`compresses`: TRAAC's compressed, re-answered
 copies), what it keeps (its reward object's `retain`: GFPO's filter), what it needs bound (its
-reward object's `bind`: the tokenizer), and its settings (`settings`: what a recipe's
-`method_args` holds when it trains; None for a mode with none)."""
+reward object's `bind`: the tokenizer), and its settings (`settings`: its block in a recipe,
+`BLOCK: {name: value}`, the config's `method_args` when it trains; None for a mode with none)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import typing
 from collections.abc import Mapping
 from typing import Any
 
@@ -77,38 +75,45 @@ def settings_classes() -> list[type[MethodSettings]]:
     return out
 
 
-def method_fields() -> type:
-    """Every method's settings as one dataclass of flat fields (types resolved, defaults and
-    help kept): the train parser takes them as recipe keys and options, the spelling from before
-    `method_args`, which `split_settings` routes. One name is one method's setting."""
-    specs: list[tuple[str, Any, dataclasses.Field]] = []
-    for cls in settings_classes():
-        hints = typing.get_type_hints(cls)
-        for f in dataclasses.fields(cls):
-            default = dataclasses.field(default=f.default, metadata=f.metadata)
-            specs.append((f.name, hints[f.name], default))
-    names = [name for name, _, _ in specs]
-    if len(names) != len(set(names)):
-        raise TypeError(f"two methods declare one field: {sorted(names)}")
-    flat = dataclasses.make_dataclass("MethodFields", specs)
-    flat._argument_group_name = (  # type: ignore[attr-defined]
-        "method settings: the keys of method_args, each also taken flat (a recipe key or an "
-        "option); one of another mode than the trained one is accepted and unused"
-    )
-    return flat
+def blocks() -> dict[str, type[MethodSettings]]:
+    """Each settings class by its block's name (`alp` of a recipe's `alp: {beta: 1.0}`)."""
+    out = {cls.BLOCK: cls for cls in settings_classes()}
+    if len(out) != len(settings_classes()):
+        raise TypeError(f"two settings classes declare one block: {sorted(out)}")
+    return out
 
 
-def setting_names() -> set[str]:
-    """Every method's settings' names (the keys a recipe may also write flat)."""
-    return {name for cls in settings_classes() for name in cls.names()}
+def flat_names() -> dict[str, str]:
+    """Each setting's flat name from before the blocks (`alp_beta`), with its spelling now
+    (`alp.beta`): what a flat key is refused with, and what run keys hash."""
+    pairs = [
+        (f"{cls.FLAT_PREFIX}{name}", f"{cls.BLOCK}.{name}")
+        for cls in settings_classes()
+        if cls.FLAT_PREFIX is not None
+        for name in cls.names()
+    ]
+    if len(dict(pairs)) != len(pairs):
+        raise TypeError(f"two settings share one flat name: {sorted(dict(pairs))}")
+    return dict(pairs)
 
 
-def _owner(key: str) -> type[MethodSettings] | None:
-    return next((cls for cls in settings_classes() if key in cls.names()), None)
+def flat_form(values: Mapping[str, Any]) -> dict[str, Any]:
+    """A recipe's (or a variant's) fields with each block written as its flat names from before
+    the blocks (`alp: {beta: 1}` as `alp_beta: 1`): the form run keys hash, so that a run keeps
+    its key in a store trained before the blocks. A block never written flat stays a block."""
+    owners = blocks()
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        cls = owners.get(key)
+        if cls is None or cls.FLAT_PREFIX is None or not isinstance(value, Mapping):
+            out[key] = value
+        else:
+            out.update({f"{cls.FLAT_PREFIX}{name}": v for name, v in value.items()})
+    return out
 
 
 def method_mapping(value: Any) -> dict[str, Any]:
-    """`method_args` as a mapping: JSON text (the command line's) read, unset as empty."""
+    """`method_args` as a mapping: JSON text read, unset as empty."""
     if value is None:
         return {}
     if isinstance(value, str):
@@ -121,36 +126,21 @@ def method_mapping(value: Any) -> dict[str, Any]:
     return dict(value)
 
 
-def join_flat(nested: Any, flat: Mapping[str, Any], where: str = "") -> dict[str, Any]:
-    """`method_args` (`nested`) with the settings written `flat` beside it, the spelling from
-    before `method_args`, flat over nested; a key written both ways in one place (`where`: the
-    recipe, the command line) is refused in one line, since one would silently win."""
-    nested = method_mapping(nested)
-    twice = sorted(flat.keys() & nested.keys())
-    if twice:
-        place = f" in {where}" if where else ""
-        raise TraacError(f"{twice[0]}: set flat and in method_args{place}; keep one "
-                         f"(method_args: {{{twice[0]}: VALUE}})")  # fmt: skip
-    return {**nested, **flat}
-
-
-def split_settings(
-    values: Mapping[str, Any], mode: str
+def split_blocks(
+    given: Mapping[str, Mapping[str, Any]], mode: str
 ) -> tuple[dict[str, Any], dict[type[MethodSettings], dict[str, Any]]]:
-    """Method settings by name (a recipe's `method_args` and its flat keys) split into the
-    mode's own (its `method_args`) and, by settings class, those of the methods not trained (a
-    shared recipe serves every mode). A key no method has stays with the mode's, whose parse
-    names it."""
-    cls = METHODS[mode].settings
-    own_keys = cls.names() if cls is not None else ()
+    """The blocks of a recipe (block name -> its settings) split into the trained mode's own
+    settings (its `method_args`) and, by settings class, those of the modes not trained (a
+    recipe may hold several, for the variants that switch modes)."""
+    own_cls = METHODS[mode].settings
+    owners = blocks()
     own: dict[str, Any] = {}
     others: dict[type[MethodSettings], dict[str, Any]] = {}
-    for key, value in values.items():
-        owner = None if key in own_keys else _owner(key)
-        if owner is None:
-            own[key] = value
+    for block, values in given.items():
+        if owners[block] is own_cls:
+            own = dict(values)
         else:
-            others.setdefault(owner, {})[key] = value
+            others[owners[block]] = dict(values)
     return own, others
 
 

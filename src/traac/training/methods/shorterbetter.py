@@ -13,9 +13,10 @@ from traac.training.methods.scale import PerPaperToken
 
 @dataclass(frozen=True)
 class ShorterBetterSettings(MethodSettings):
-    POSITIVE = ("shorterbetter_beta",)
+    BLOCK, FLAT_PREFIX = "shorterbetter", "shorterbetter_"
+    POSITIVE = ("beta",)
 
-    shorterbetter_beta: float = field(
+    beta: float = field(
         default=0.001, metadata={"help": "shorterbetter: beta per token (authors' 0.001)."}
     )
 
@@ -24,7 +25,7 @@ class ShorterBetterReward(GroupReward):
     def shorterbetter_length_reward(
         self, completions: list[Any], completion_ids: list[Sequence[int]], **kwargs: Any
     ) -> list[float]:
-        beta = self.settings.shorterbetter_beta
+        beta = self.settings.beta
         return self.per_group(
             completions,
             completion_ids,
@@ -41,8 +42,11 @@ METHOD = LengthMethod(
     reward="shorterbetter_length_reward",
     settings=ShorterBetterSettings,
     make=ShorterBetterReward,
-    values=lambda s, run: f"-beta |l - l_SOL|, beta {s.shorterbetter_beta:g}",
+    values=lambda s, run: f"-beta |l - l_SOL|, beta {s.beta:g}",
     compare=(
-        ("ShorterBetter", {"mode": "shorterbetter", "shorterbetter_beta": PerPaperToken(0.001)}),
+        (
+            "ShorterBetter",
+            {"mode": "shorterbetter", "shorterbetter": {"beta": PerPaperToken(0.001)}},
+        ),
     ),
 )

@@ -37,6 +37,7 @@ class TraacSettings(MethodSettings):
     calibration. `probe_layers`, `copy_pool` and `copy_loss` left unset are the preset's
     (`traac.training.planning.presets`)."""
 
+    BLOCK, FLAT_PREFIX = "traac", ""
     COUNTS = ("calibration_window",)
 
     scorer: str = declared_in(CompressionSettings, "scorer")

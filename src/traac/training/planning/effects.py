@@ -1,5 +1,5 @@
 """Which recipe fields a run reads: a field set under a mode that never reads it (a peer's
-coefficient under `mode: traac`, `scorer` under a mode that never compresses, `lora_r` with
+block under `mode: traac`, the `traac` block under a mode that never compresses, `lora_r` with
 `use_peft` off) changes nothing, though whoever wrote it expects it to matter.
 
 Everything here reads the registries, never a list of mode names: a mode's `compresses` and
@@ -17,14 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from traac.compression.difficulty import DifficultySettings
-from traac.training.methods.registry import METHODS, Method
+from traac.training.methods.registry import METHODS, Method, blocks
 from traac.training.methods.traac import TraacSettings
 from traac.training.planning.lora import LoraArguments
 from traac.training.planning.presets import PRESET_FILLS
 
-# What only compression reads in training: the compressing modes' settings (`split_phrases`, which
-# the peers that read the text also split by, is shared, a `TRAACConfig` field).
-COMPRESSION_FIELDS = TraacSettings.names()
 LORA_FIELDS = tuple(f.name for f in dataclasses.fields(LoraArguments) if f.name.startswith("lora_"))
 
 
@@ -37,13 +34,15 @@ class Unread:
     why: str
 
 
-def _method_fields() -> dict[str, tuple[str, ...]]:
-    """Each method's own setting -> the modes that read it."""
-    readers: dict[str, list[str]] = {}
-    for mode, method in METHODS.items():
-        for f in dataclasses.fields(method.settings) if method.settings is not None else ():
-            readers.setdefault(f.name, []).append(mode)
-    return {name: tuple(modes) for name, modes in readers.items()}
+def _block_unread(block: str, mode: Method) -> str | None:
+    """Why a run of `mode` reads no setting of `block` (None: it reads them)."""
+    cls = blocks()[block]
+    if mode.settings is cls:
+        return None
+    if cls is TraacSettings and not mode.compresses:
+        return f"mode {mode.name} never compresses"
+    readers = ", ".join(name for name, method in METHODS.items() if method.settings is cls)
+    return f"only mode {readers} reads it, not {mode.name}"
 
 
 def _difficulty_unread(mode: Method, keys: Iterable[str]) -> list[str]:
@@ -64,23 +63,16 @@ def _difficulty_unread(mode: Method, keys: Iterable[str]) -> list[str]:
 
 def unread_fields(given: Mapping[str, Any], mode_name: str, use_peft: bool) -> list[Unread]:
     """Of the fields `given` (name -> value as written; `difficulty` a mapping or its JSON
-    keys; `method_args` a mapping, whose keys count as written flat), those a run of
+    keys; a method's block a mapping, each of whose keys counts as `block.key`), those a run of
     `mode_name` (with `use_peft`) does not read, each with why."""
     mode = METHODS[mode_name]
-    readers = _method_fields()
     out = []
-    nested = given.get("method_args")
-    for key in nested if isinstance(nested, Mapping) else ():
-        for field in unread_fields({key: nested[key]}, mode_name, use_peft):
-            out.append(Unread(f"method_args.{field.name}", field.because_of, field.why))
     for name in given:
-        if name in LORA_FIELDS and not use_peft:
+        why = _block_unread(name, mode) if name in blocks() else None
+        if why is not None and isinstance(given[name], Mapping):
+            out += [Unread(f"{name}.{key}", "mode", why) for key in given[name]]
+        elif name in LORA_FIELDS and not use_peft:
             out.append(Unread(name, "use_peft", "use_peft is off, so no adapters are trained"))
-        elif name in COMPRESSION_FIELDS and not mode.compresses:
-            out.append(Unread(name, "mode", f"mode {mode.name} never compresses"))
-        elif name in readers and mode.name not in readers[name]:
-            modes = ", ".join(readers[name])
-            out.append(Unread(name, "mode", f"only mode {modes} reads it, not {mode.name}"))
         elif name == "length_weight" and "length_reward" not in mode.rewards:
             out.append(Unread(name, "mode", f"mode {mode.name} has no TRAAC length reward"))
         elif name == "format_preset" and "format_reward" not in mode.rewards:

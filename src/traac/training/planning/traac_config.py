@@ -10,8 +10,9 @@ layers = first half of the model, every right rollout re-answered, token-mean lo
 `None`, "from preset".
 What each `mode` trains is its entry in `traac.training.methods.registry.METHODS`, with its
 settings class: `method_args` is parsed into it once (`method_settings`), TRAAC's compressing
-modes taking `TraacSettings` (the compression settings) and each peer method its own; a recipe's
-flat keys of those settings are routed there by the train parser (`traac.pipelines.train`).
+modes taking `TraacSettings` (the compression settings) and each peer method its own; a recipe
+writes them in the mode's block (`alp: {beta: 1.0}`), which the train parser routes there
+(`traac.pipelines.train`).
 `dynamic_sampling` filters groups on correctness for every mode. `optimizer_profile`
 (`traac.training.planning.profiles`) sets `scale_rewards`, `epsilon_high`, `loss_type` and
 `dynamic_sampling` together, for every mode; those four default to `None`, "from the profile".
@@ -44,13 +45,12 @@ from traac.training.methods.base import MethodRun, MethodSettings, RunContext, d
 from traac.training.methods.registry import (
     METHODS,
     Method,
+    blocks,
     check_unused,
-    join_flat,
     method_mapping,
     method_run,
     parse_settings,
-    setting_names,
-    split_settings,
+    split_blocks,
 )
 from traac.training.methods.traac import TraacMethod, TraacSettings
 from traac.training.planning.counts import COUNTS, check_counts
@@ -124,12 +124,12 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
             `probe_heads`, `step_scope`, `uniformity_gate`, `eviction_cap`, `aux_prompt`,
             `confidence_top_k`, `copy_loss`, `copy_pool`, `copy_tags`, `compression`,
             `scoring_model`, `uniformity_calibration`, `calibration_window`); for a peer method,
-            its module's (`alp_beta`, `dler_length`, `laser_bonus`, ...); `cr`, `cr_lr` and
+            its module's (`beta` of `alp`, `length` of `dler`, ...); `cr`, `cr_lr` and
             `traac_no_compression` have none. Keys left out keep their defaults (`probe_layers`,
             `copy_pool` and `copy_loss` the preset's); a key the mode does not have is refused,
-            naming the keys it has. On the command line, as JSON; a recipe (and `traac train`)
-            may also write each key flat, as before, and a flat key of another mode is accepted
-            and unused (`traac.pipelines.train`). After the parse it holds every key.
+            naming the keys it has. A recipe writes them in the mode's block (`traac: {scorer:
+            random}`, `--traac.scorer random`), and may hold other modes' blocks, unused
+            (`traac.pipelines.train`; `from_recipe` here). After the parse it holds every key.
         split_phrases (`list[str]` or `None`, *optional*, defaults to `None`):
             Phrases that open a reasoning step (unset: the paper's list), for compression and
             for the peers that read the steps.
@@ -231,8 +231,8 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
     )  # fmt: skip
     method_args: dict[str, Any] | str | None = field(
         default=None,
-        metadata={"help": "The mode's own settings, one mapping (JSON here; its keys "
-                  "below, each also a flag)."},
+        metadata={"help": "The mode's own settings, one mapping; a recipe writes them in the "
+                  "mode's block (traac: {scorer: random}; --traac.scorer random)."},
     )  # fmt: skip
     # A `Field`, as CompressionSettings declares it (shared: the peers that read steps split too)
     split_phrases: list[str] | None = declared_in(CompressionSettings, "split_phrases")  # noqa: RUF009
@@ -297,18 +297,14 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
     )  # fmt: skip
 
     @classmethod
-    def from_flat(cls, **values: Any) -> TRAACConfig:
-        """A config from keyword arguments that may write the methods' settings flat, as a
-        recipe may (`scorer="random"` for `method_args={"scorer": "random"}`): the trained
-        mode's join `method_args`; another mode's are unused, and checked, as `traac train`
-        treats a recipe's (`traac.pipelines.train.route_settings`)."""
-        flat = {name: values.pop(name) for name in list(values) if name in setting_names()}
-        try:
-            given = join_flat(values.pop("method_args", None), flat)
-        except TraacError as error:
-            raise TRAACConfigError(str(error)) from None
+    def from_recipe(cls, **values: Any) -> TRAACConfig:
+        """A config from keyword arguments spelt as a recipe, each method's settings in its
+        block (`traac={"scorer": "random"}`): the trained mode's block is its `method_args`;
+        another mode's is unused, and checked, as `traac train` treats a recipe's
+        (`traac.pipelines.train.route_settings`)."""
+        given = {name: values.pop(name) for name in list(values) if name in blocks()}
         mode = values.get("mode", "traac")
-        own, others = split_settings(given, mode) if mode in METHODS else (given, {})
+        own, others = split_blocks(given, mode) if mode in METHODS else ({}, {})
         config = cls(**values, method_args=own)
         check_unused(others, config.run_context())
         return config

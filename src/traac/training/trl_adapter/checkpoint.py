@@ -58,6 +58,10 @@ def check_resumable(checkpoint: str, config: Any) -> None:
     saved = (load_state(Path(checkpoint), 0) or {}).get(SETTINGS)
     if not isinstance(saved, dict):
         return
+    prefix = getattr(config.method_settings, "FLAT_PREFIX", None)
+    if prefix and isinstance(saved.get("method_args"), dict):  # saved before the blocks
+        saved = {**saved, "method_args": {k.removeprefix(prefix): v
+                                          for k, v in saved["method_args"].items()}}  # fmt: skip
     now = run_settings(config)
     changed = [name for name in now if name in saved and saved[name] != now[name]]
     if changed:
