@@ -51,6 +51,7 @@ RECHECKS = (  # a re-check of one operation's result: `{e}` the operation, `{v}`
     "But wait, {e} is {v}.",
     "Let me verify {e}: {v}.",
 )
+CARRIED = ", leaving "  # a carried needed step: its result, then what remains of the chain
 RESTATE_PROBLEM = "Let me restate the problem: {expression}."
 RESTATE_PARTIAL = "Okay, so far the total is {v}."
 DETOUR_TRY = "Alternatively, let me group {e} first."
@@ -64,7 +65,7 @@ def _regex(template: str) -> str:
 _GRAMMAR: tuple[tuple[LongKind, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(rf"{pattern}\Z"))
     for kind, pattern in (
-        ("needed", rf"(?:First,|Then) {_E} = {_N}(?:, leaving {_N}(?: [+-] {_N})+)?\."),
+        ("needed", rf"(?:First,|Then) {_E} = {_N}(?:{CARRIED}{_N}(?: [+-] {_N})+)?\."),
         ("conclude", rf"{re.escape(CONCLUSION)} {_N}\."),
         ("guess", re.escape(GUESS)),
         *(("recheck", _regex(t)) for t in RECHECKS),

@@ -165,15 +165,17 @@ BASES = ("smollm2",)
 
 def long_config(position: Position, seed: int = SFT_SEED) -> TestbedSettings:
     """The tiny model on the long teacher's traces, redundancy at `position`: the full
-    testbed's architecture on a quarter of its traces (each about 4x as long) in batches of 16
-    (563 SFT steps: 188 steps of 32 on 6,000 traces left it at 0-4% accuracy), its card sampled
-    once on 50 problems a tier with a cap that fits the longest trace."""
+    testbed's architecture, traces and steps (36,000 in 1,125 steps of 32), its needed steps
+    carrying the chain's rest (`carry`), its card sampled once on 50 problems a tier with a cap
+    that fits the longest trace. The trials behind it (docs/results.md#testbed-long): 9,000
+    traces in 563 steps of 16 without carry left it at 2-8% a tier, the same at this scale with
+    carry reached 40/18/10% (easy/medium/hard) on the interleaved traces."""
     return TestbedSettings(
         name=f"long-{position}",
         seed=seed,
         tiers=LONG_TIERS,
-        teacher=LongTeacherSettings(position=position),
-        train=TrainSettings(n_traces=9_000, batch_size=16),
+        teacher=LongTeacherSettings(position=position, carry=True),
+        train=TrainSettings(),
         measure=MeasureSettings(n_per_tier=50, samples=1, max_new_tokens=512, batch_size=50),
     )  # what `--base` takes; traac.testbed.build loads each
 

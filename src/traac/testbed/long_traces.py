@@ -25,6 +25,7 @@ from typing import Any
 
 from traac.compression.segmentation import split_steps
 from traac.data.testbed_long import (
+    CARRIED,
     DETOUR_DROP,
     DETOUR_TRY,
     RECHECKS,
@@ -154,7 +155,7 @@ def _needed(chain: Chain, values: list[int], i: int, carry: bool = False) -> str
         f"{op} {x}" for op, x in zip(chain.operators[i + 1 :], chain.operands[i + 2 :], strict=True)
     ]
     if carry and rest:
-        step += f", leaving {' '.join([str(values[i + 1]), *rest])}"
+        step += CARRIED + " ".join([str(values[i + 1]), *rest])
     return step + "."
 
 

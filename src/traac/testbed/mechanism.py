@@ -9,8 +9,9 @@ from typing import Any
 import torch
 
 from traac.common.progress import Progress
+from traac.compression.first_correct import step_answer
 from traac.compression.formats import ChatFormat
-from traac.data.testbed_long import LONG_SOURCE, REDUNDANT
+from traac.data.testbed_long import CARRIED, LONG_SOURCE, REDUNDANT
 from traac.data.testbed_problems import EVAL_SEED, make_items
 from traac.evaluation.inference.generation import TransformersBackend
 from traac.evaluation.reports.mechanism import Mechanism, Response, mechanism
@@ -62,4 +63,11 @@ def long_mechanism(
     """Both tables on the build's own right responses."""
     responses, drawn = long_responses(model, tokenizer, config, per_tier, seed, progress)
     backend = TransformersBackend(model, tokenizer)
-    return mechanism(model, tokenizer, responses, backend, seed=seed), responses, drawn
+    found = mechanism(model, tokenizer, responses, backend, seed=seed, parse_answer=stated_result)
+    return found, responses, drawn
+
+
+def stated_result(text: str) -> str | None:
+    """The answer a long-grammar step states: its result, not the chain's rest that a carried
+    needed step writes after it (`Then 4 + 5 = 9, leaving 9 - 8.` states 9)."""
+    return step_answer(text.split(CARRIED, 1)[0])

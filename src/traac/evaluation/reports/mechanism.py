@@ -34,7 +34,7 @@ from traac.common.items import Item
 from traac.common.tables import Table, fmt
 from traac.compression.compression import Compressor, ScoredTrace, count_tokens, keep_mask
 from traac.compression.factory import build_compressor
-from traac.compression.first_correct import first_correct
+from traac.compression.first_correct import ParseAnswer, first_correct, step_answer
 from traac.compression.formats import ChatFormat
 from traac.compression.segmentation import split_steps
 from traac.compression.settings import CompressionSettings
@@ -253,8 +253,10 @@ def mechanism(
     budgets: Sequence[float] = BUDGETS,
     seed: int = 0,
     on_phase: Callable[[str], None] | None = None,
+    parse_answer: ParseAnswer = step_answer,
 ) -> Mechanism:
-    """Both tables on `responses` (each right before any cut)."""
+    """Both tables on `responses` (each right before any cut); `parse_answer` reads the answer
+    a step states, for the early exit (the last number of the step unless told)."""
     if not responses:
         raise TraacError("mechanism: no right responses to measure")
     fmt_ = chat_format or ChatFormat()
@@ -274,7 +276,9 @@ def mechanism(
         detection += _detection(spec.name, "equal", responses, equal, traces)
     say("finding the first correct steps")
     items = [r.item for r in responses]
-    exits = first_correct([r.reasoning for r in responses], verifier_accepts(items))
+    exits = first_correct(
+        [r.reasoning for r in responses], verifier_accepts(items), parse=parse_answer
+    )
     think = [count_tokens(tokenizer, r.reasoning) for r in responses]
     rows: list[BudgetRow] = []
     for share in budgets:
