@@ -5,13 +5,15 @@ by the train parser with their defaults and help, every method is a mode, and it
 from __future__ import annotations
 
 import dataclasses
+import re
+from pathlib import Path
 
 import pytest
 
 from traac.errors import TraacError
 from traac.method.settings import CompressionSettings
 from traac.pipelines.variants import COMPARE
-from traac.training.methods.base import RunContext, RunRule
+from traac.training.methods.base import LengthMethod, RunContext, RunRule
 from traac.training.methods.registry import (
     METHODS,
     check_unused,
@@ -29,9 +31,7 @@ RUN = RunContext(correctness_reward=4.0, max_completion_length=160, easy_thresho
 def test_every_setting_is_a_flat_field_of_the_parser_with_its_default_and_help() -> None:
     flat = {f.name: f for f in dataclasses.fields(method_fields())}
     declared = [f for cls in settings_classes() for f in dataclasses.fields(cls)]
-    # TRAAC's compression 15; 18 of the peers, GFPO's 2, DOT's 2, the first-correct penalty's
-    # 1, LC-R1's 2, DDCA's 1, ARLCP's 2, AdaptThink's 2
-    assert len(declared) == len({f.name for f in declared}) == len(flat) == 45
+    assert len(declared) == len({f.name for f in declared}) == len(flat)  # one name, one owner
     for f in declared:
         assert flat[f.name].default == f.default, f.name
         assert flat[f.name].metadata["help"] == f.metadata["help"], f.name
@@ -172,3 +172,48 @@ def test_ddca_and_arlcp_train_unscaled_where_scale_rewards_is_unset() -> None:
         assert config(mode=mode).scale_rewards == "none"
     assert config(mode="alp").scale_rewards == "group"  # the profile's, for the others
     assert config(mode="ddca", scale_rewards="none").scale_rewards == "none"
+
+
+PEER_DOCS = Path(__file__).resolve().parents[3] / "docs" / "peer_methods.md"
+
+
+def settings_table() -> dict[str, tuple[str, str]]:
+    """docs/peer_methods.md's table of the modes' settings: each mode's reward name and the text
+    of its settings with their defaults."""
+    rows = {}
+    for line in PEER_DOCS.read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        if len(cells) == 3 and cells[0].startswith("`") and cells[0].strip("`") in METHODS:
+            rows[cells[0].strip("`")] = (cells[1], cells[2])
+    return rows
+
+
+def shown(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def test_the_docs_settings_table_names_each_peer_its_reward_and_its_defaults() -> None:
+    """Every peer with a length term has a row; a setting the row names reads its dataclass
+    default after its name (a slash joins names that share what follows), `unset` or `=` for
+    one the run resolves; every setting is named in a row of a mode it belongs to."""
+    table = settings_table()
+    named: set[str] = set()
+    for name, method in METHODS.items():
+        if not isinstance(method, LengthMethod) or method.reward is None:
+            continue
+        assert name in table, f"docs/peer_methods.md: no row for mode {name}"
+        reward, text = table[name]
+        assert reward.split()[0] == f"`{method.reward}`", name
+        for f in dataclasses.fields(method.settings):
+            found = re.search(rf"`{f.name}`((?:/`\w+`)*) (\S+)", text)
+            if found is None:
+                continue
+            named.add(f.name)
+            after = found.group(2).rstrip(",;")
+            if f.default is None:
+                assert after in ("unset", "unset:", "="), f"{name}: {f.name} {after}"
+            else:
+                assert after == shown(f.default), f"{name}: {f.name} {after} != {f.default}"
+    peers = {m.settings for m in METHODS.values() if isinstance(m, LengthMethod) and m.reward}
+    missing = {f.name for cls in peers for f in dataclasses.fields(cls)} - named
+    assert missing == set(), f"docs/peer_methods.md's table lacks {sorted(missing)}"
