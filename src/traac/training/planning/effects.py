@@ -19,8 +19,8 @@ from typing import Any
 from traac.method.difficulty import DifficultySettings
 from traac.training.methods.registry import METHODS, Method
 from traac.training.methods.traac import TraacSettings
-from traac.training.planning.lora import LoraArguments
 from traac.training.methods.traac_presets import PRESET_FILLS
+from traac.training.planning.lora import LoraArguments
 
 # What only compression reads in training: the compressing modes' settings (`split_phrases`, which
 # the peers that read the text also split by, is shared, a `TRAACConfig` field).
