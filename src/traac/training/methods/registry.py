@@ -33,6 +33,7 @@ from traac.training.methods import (
     l1_max,
     laser_d,
     lc_r1,
+    short_rl,
     shorterbetter,
     traac,
 )
@@ -64,6 +65,7 @@ METHODS: dict[str, Method] = {
         ddca.METHOD,
         arlcp.METHOD,
         adaptthink.METHOD,
+        short_rl.METHOD,
     )
 }
 
