@@ -33,6 +33,7 @@ from traac.training.methods import (
     l1_max,
     laser_d,
     lc_r1,
+    prime_rl,
     short_rl,
     shorterbetter,
     traac,
@@ -66,6 +67,7 @@ METHODS: dict[str, Method] = {
         arlcp.METHOD,
         adaptthink.METHOD,
         short_rl.METHOD,
+        prime_rl.METHOD,
     )
 }
 
