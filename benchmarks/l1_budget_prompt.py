@@ -1,6 +1,6 @@
 """What L1-Max's budget instruction does to a model that never saw one: accuracy, think-block
 format and length on held-out testbed problems, with the plain prompt and with "Think for
-maximum N tokens." appended (`traac.compression.length_rewards.l1_max_prompt`, as L1-Max training
+maximum N tokens." appended (`traac.training.methods.l1_max.l1_max_prompt`, as L1-Max training
 writes its prompts).
 
 The testbed's SFT data has no budget instruction, so this measures how far out of distribution
@@ -20,9 +20,9 @@ import torch
 
 from _common import add_model_options, command, generate_batches, load, machine
 from traac.compression.formats import ChatFormat
-from traac.compression.length_rewards import l1_max_prompt
 from traac.data.datasets import load_items
 from traac.testbed.tokenizer import render_prompts
+from traac.training.methods.l1_max import l1_max_prompt
 from traac.verification import verify_item
 
 TIERS = ("easy", "medium", "hard")

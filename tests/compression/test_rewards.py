@@ -1,5 +1,8 @@
 import json
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given
@@ -257,3 +260,15 @@ def test_score_rollouts_uses_gather_and_ablations():
             windows=windows,
             difficulty=DifficultySettings(),
         )
+
+
+def test_the_method_package_needs_no_trl():
+    """traac.compression is the pure algorithm (numpy/torch): DAPO's TRL function is composed in
+    traac.training, so importing every method module must not load TRL."""
+    code = (
+        "import importlib, pkgutil, sys, traac.compression as m\n"
+        "for info in pkgutil.iter_modules(m.__path__):\n"
+        "    importlib.import_module(f'traac.compression.{info.name}')\n"
+        "assert 'trl' not in sys.modules, 'trl imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, env=os.environ.copy())

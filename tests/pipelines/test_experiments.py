@@ -39,7 +39,9 @@ from traac.pipelines.experiments import (
 from traac.pipelines.recipe import read_recipe
 from traac.pipelines.stages import HeldOut, Recipe
 from traac.pipelines.variants import ABLATIONS, COMPARE, CONTRASTS, EXPERIMENTS
+from traac.training.methods.base import LengthMethod
 from traac.training.methods.dler import METHOD as DLER
+from traac.training.methods.registry import METHODS
 from traac.training.methods.traac import TRAAC, TraacSettings
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "testbed.yaml"
@@ -53,11 +55,12 @@ def test_compare_plans_every_method_and_seed_from_one_recipe(tmp_path: Path) -> 
     runs = settings(tmp_path).plan()
     assert [(r.variant, r.seed) for r in runs] == [(v, s) for v in COMPARE for s in (0, 1, 2)]
     modes = {r.variant: r.recipe.overrides["mode"] for r in runs}
-    assert set(modes.values()) == {"traac", "cr", "cr_lr", "traac_no_compression", "alp",
-                                   "shorterbetter", "kimi",
-                                   "dapo_overlong", "l1_max", "dler", "dler_difficulty",
-                                   "laser_d", "gfpo", "dot", "first_correct", "lc_r1",
-                                   "adaptthink", "ddca", "arlcp"}  # fmt: skip
+    # TRAAC's own modes but the one `compare` leaves to the ablations, and every method with
+    # variants of its own (the registry's, so a new method needs no line here).
+    peers = {fields["mode"] for m in METHODS.values() for _, fields in m.compare}
+    own = {"traac", "cr", "cr_lr", "traac_no_compression"}
+    assert set(modes.values()) == own | peers
+    assert peers >= {name for name, m in METHODS.items() if isinstance(m, LengthMethod)}
     # DLER trains under its own optimiser, as does the TRAAC run that isolates it.
     profiles = {r.variant for r in runs if r.recipe.overrides.get("optimizer_profile") == "dler"}
     assert profiles == {"DLER", "DLER, difficulty-aware", "TRAAC, DLER optimiser"}
@@ -126,6 +129,10 @@ def test_run_key_changes_with_anything_a_run_depends_on() -> None:
                                "mode": "l1_max", "seed": 0}, "l1_max-seed0-d4a43ba081f7"),
         ("compare", "DLER", {"dler_length": 64, "mode": "dler", "optimizer_profile": "dler",
                              "seed": 0}, "dler-seed0-590153f58376"),
+        ("compare", "Short-RL", {"mode": "short_rl", "seed": 0, "short_rl_length_tolerance": 2},
+         "short_rl-seed0-1261feab7dbe"),
+        ("compare", "prime-rl length penalty",
+         {"mode": "prime_rl", "scale_rewards": "none", "seed": 0}, "prime_rl-seed0-ca907eae069f"),
     ],
 )  # fmt: skip
 def test_a_variants_key_is_the_one_it_had_before_the_blocks(
@@ -133,7 +140,8 @@ def test_a_variants_key_is_the_one_it_had_before_the_blocks(
 ) -> None:
     """The recipes and variants write the methods' settings in blocks now; the keys hash their
     flat names, so every run of a store keeps its key (these are main's at e10f7fd, whose
-    recipes and variants wrote them flat)."""
+    recipes and variants wrote them flat; Short-RL's and prime-rl's, those its results were
+    trained under, before the blocks)."""
     overrides = {**variant_overrides(EXPERIMENTS[experiment][variant], 160), "seed": 0}
     first = run_keys(read_recipe(RECIPE), "", overrides, "testbed")[0]
     assert first == ("mapping", hashed, key)

@@ -6,6 +6,10 @@ from __future__ import annotations
 import pytest
 
 from traac.errors import TraacError
+from traac.training.methods.alp import alp_length_reward
+from traac.training.methods.kimi import kimi_length_reward
+from traac.training.methods.l1_max import l1_max_length_reward
+from traac.training.methods.shorterbetter import shorterbetter_length_reward
 
 # Group G of docs/peer_methods.md: four rollouts, the first and third right.
 LENGTHS = [100, 200, 300, 500]
@@ -87,3 +91,23 @@ def test_a_method_that_reads_the_text_is_refused_before_a_tokenizer_is_bound(
             [True] * 4,
             **extra,
         )
+
+
+@pytest.mark.parametrize(
+    "reward",
+    [
+        lambda n, c: alp_length_reward(n, c, beta=1, normalizer=1),
+        shorterbetter_length_reward,
+        kimi_length_reward,
+        lambda n, c: l1_max_length_reward(n, c, [100] * len(n)),
+    ],
+)
+def test_group_checks(reward):
+    with pytest.raises(TraacError, match="empty group"):
+        reward([], [])
+    with pytest.raises(TraacError, match=r"2 lengths but 1 verdicts"):
+        reward([1, 2], [True])
+    with pytest.raises(TraacError, match=r"length must be an integer >= 0, got -3"):
+        reward([-3], [True])
+    with pytest.raises(TraacError, match=r"length must be an integer >= 0, got 2.5"):
+        reward([2.5], [True])

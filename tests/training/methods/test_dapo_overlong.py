@@ -6,7 +6,7 @@ import pytest
 from trl.rewards import get_soft_overlong_punishment
 
 from traac.errors import TraacError
-from traac.training.methods.dapo_overlong import dapo_overlong_punishment
+from traac.training.methods.dapo_overlong import dapo_cache_length, dapo_overlong_punishment
 
 
 def punish(lengths: list[int], max_len: int, cache: int | None = None) -> list[float]:
@@ -44,3 +44,22 @@ def test_dapo_is_trls_function_scaled(peer) -> None:
     ids = [[0] * n for n in (700, 800, 900, 1000)]
     assert rewards.func(completion_ids=ids) == pytest.approx([0.0, 0.0, -1.0, -2.0])
     assert rewards.func(completion_ids=ids) == [2.0 * r for r in trl(ids)]
+
+
+# The formulas on their own
+
+
+def test_dapo_default_cache_is_a_fifth():
+    assert dapo_cache_length(20480) == 4096  # the paper's 4096 of 20480
+    assert dapo_cache_length(1000) == 200
+    assert dapo_cache_length(1000, 50) == 50
+    assert dapo_cache_length(1000, 0) == 0
+
+
+def test_dapo_rejects_bad_values():
+    with pytest.raises(TraacError, match=r"cache_length \(2000\) must not exceed .*\(1000\)"):
+        dapo_cache_length(1000, 2000)
+    with pytest.raises(TraacError, match=r"max_completion_length must be an integer >= 1, got 0"):
+        dapo_cache_length(0)
+    with pytest.raises(TraacError, match=r"cache_length must be an integer >= 0, got 0.5"):
+        dapo_cache_length(1000, 0.5)  # type: ignore[arg-type]

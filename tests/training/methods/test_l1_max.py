@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 
 import pytest
@@ -10,7 +11,14 @@ from traac.common.items import Item
 from traac.data.training import items_to_dataset
 from traac.errors import TraacError
 from traac.training.methods.base import RunContext
-from traac.training.methods.l1_max import BUDGET_COLUMN, L1MaxSettings, with_length_budgets
+from traac.training.methods.l1_max import (
+    BUDGET_COLUMN,
+    L1MaxSettings,
+    l1_max_length_reward,
+    l1_max_prompt,
+    sample_l1_budget,
+    with_length_budgets,
+)
 
 
 def test_l1_max_reads_each_rows_budget(peer, call) -> None:
@@ -49,3 +57,55 @@ def test_budget_range_is_checked() -> None:
         TraacError, match=r"^l1_max\.budget_max: 4000 exceeds max_completion_length"
     ):
         L1MaxSettings().resolved(run)  # the paper's budgets cannot fit a 160-token cap
+
+
+# The formulas on their own
+
+ALL_WRONG = [False] * 4
+
+ALL_RIGHT = [True] * 4
+
+
+def approx(values: list[float]):
+    return pytest.approx(values, abs=1e-12)
+
+
+def test_l1_max_worked_example():
+    lengths = [100, 1500, 2500, 4000]
+    correct = [True, True, False, True]
+    assert l1_max_length_reward(lengths, correct, [2000] * 4) == approx([0.0, -0.35, 0.0, -1.0])
+
+
+@pytest.mark.parametrize(
+    ("lengths", "correct", "budgets", "expected"),
+    [
+        ([100, 1500, 2500, 4000], ALL_WRONG, [2000] * 4, [0.0] * 4),
+        ([100, 1500, 2500, 4000], ALL_RIGHT, [2000] * 4, [0.0, -0.35, -0.65, -1.0]),
+        ([2000] * 4, ALL_RIGHT, [2000] * 4, [-0.5] * 4),
+        ([2000], [True], [2000], [-0.5]),
+    ],
+)
+def test_l1_max_edge_cases(lengths, correct, budgets, expected):
+    assert l1_max_length_reward(lengths, correct, budgets) == approx(expected)
+
+
+def test_l1_budget_sampling_and_prompt():
+    draws = [sample_l1_budget(random.Random(seed)) for seed in range(2000)]
+    assert all(isinstance(b, int) and 100 <= b <= 4000 for b in draws)
+    assert min(draws) < 200 and max(draws) > 3900
+    assert sample_l1_budget(random.Random(3)) == sample_l1_budget(random.Random(3))
+    assert sample_l1_budget(random.Random(3), low=512, high=512) == 512
+    assert l1_max_prompt("Solve x + 1 = 2.", 1024) == (
+        "Solve x + 1 = 2. Think for maximum 1024 tokens."
+    )
+    with pytest.raises(TraacError, match=r"low \(10\) must not exceed high \(5\)"):
+        sample_l1_budget(random.Random(0), low=10, high=5)
+    with pytest.raises(TraacError, match=r"l1-max budget must be an integer >= 1, got 0"):
+        l1_max_prompt("x", 0)
+
+
+def test_l1_max_rejects_bad_budgets():
+    with pytest.raises(TraacError, match=r"2 lengths but 1 budgets"):
+        l1_max_length_reward([1, 2], [True, True], [100])
+    with pytest.raises(TraacError, match=r"l1-max budget must be an integer >= 1, got 0"):
+        l1_max_length_reward([1], [True], [0])

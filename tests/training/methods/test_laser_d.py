@@ -7,6 +7,13 @@ import json
 
 import pytest
 
+from traac.training.methods.laser_d import (
+    laser_band,
+    laser_length_reward,
+    laser_target_lengths,
+    laser_thresholds,
+)
+
 
 def test_laser_d_chooses_targets_on_its_schedule_and_pays_the_worked_example(
     peer, call, state
@@ -57,3 +64,39 @@ def test_laser_d_state_round_trips_through_json(peer, call, state) -> None:
         got = call(restored, lengths, correct, trainer_state=state(step))
         assert got == call(original, lengths, correct, trainer_state=state(step))
     assert restored.state_dict() == original.state_dict()
+
+
+# The formulas on their own
+
+LASER_MONITOR = [
+    ([80, 120, 150, 180, 260, 420], [True] * 6),  # high (6/6)
+    ([150, 210, 260, 330, 380, 470], [True, True, False, True, False, False]),  # medium (3/6)
+    ([240, 300, 310, 390, 450, 500], [True] + [False] * 5),  # low (1/6)
+]
+
+LASER_GROUP = [90, 190, 210, 320, 350, 480]
+
+
+def approx(values: list[float]):
+    return pytest.approx(values, abs=1e-12)
+
+
+def test_laser_d_worked_example():
+    thresholds = laser_thresholds(100, 500, 100)
+    assert thresholds == [100, 200, 300, 400, 500]
+    targets = laser_target_lengths(LASER_MONITOR, thresholds)
+    assert targets == {"low": 500, "medium": 300, "high": 200}
+    high = [True, True, True, True, False, False]  # 4/6 >= 2/3: high, target 200
+    medium = [True, True, False, True, False, False]  # 3/6: medium, target 300
+    assert (laser_band(4 / 6), laser_band(3 / 6), laser_band(1 / 6)) == ("high", "medium", "low")
+    assert laser_length_reward(LASER_GROUP, high, target=200) == approx([0.5, 0.5] + [0.0] * 4)
+    assert laser_length_reward(LASER_GROUP, medium, target=300) == approx([0.5, 0.5] + [0.0] * 4)
+    assert laser_length_reward(LASER_GROUP, [True] * 6, target=300) == approx(
+        [0.5, 0.5, 0.5, 0.0, 0.0, 0.0]
+    )
+    # Expecting 3 right rollouts within the target: floor(4/6 x 4) = 2 at 200 falls short,
+    # floor(5/6 x 4) = 3 at 300 does not.
+    assert laser_target_lengths(LASER_MONITOR, thresholds, expected_correct=3)["high"] == 300
+    # An unaligned range ends at its upper bound; an empty band gets the largest threshold.
+    assert laser_thresholds(40, 165, 25) == [40, 65, 90, 115, 140, 165]
+    assert laser_target_lengths(LASER_MONITOR[:1], thresholds)["low"] == 500

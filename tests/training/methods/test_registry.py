@@ -4,6 +4,8 @@ named for its mode, every method is a mode, and its variants are `experiment com
 from __future__ import annotations
 
 import dataclasses
+import re
+from pathlib import Path
 
 import pytest
 
@@ -11,7 +13,7 @@ from traac.compression.settings import CompressionSettings
 from traac.errors import TraacError
 from traac.pipelines.recipe_fields import declared_blocks, declared_fields
 from traac.pipelines.variants import COMPARE
-from traac.training.methods.base import RunContext, RunRule
+from traac.training.methods.base import LengthMethod, RunContext, RunRule
 from traac.training.methods.registry import (
     METHODS,
     blocks,
@@ -38,9 +40,8 @@ def test_every_settings_class_is_one_block_named_for_a_mode_that_reads_it() -> N
 
 
 def test_each_flat_name_of_before_the_blocks_is_one_setting_and_no_field() -> None:
-    """The 45 settings' flat names (TRAAC's compression 15 unprefixed; the peers' prefixed), each
+    """The settings' flat names (TRAAC's compression unprefixed; the peers' prefixed), each
     refused naming its block; none is a field of the parser, which it would shadow."""
-    assert len(flat_names()) == 45
     assert flat_names()["alp_beta"] == "alp.beta" and flat_names()["scorer"] == "traac.scorer"
     assert flat_names()["lcr1_length_coef"] == "lc_r1.length_coef"
     assert not flat_names().keys() & set(declared_fields() or ())
@@ -189,3 +190,48 @@ def test_ddca_and_arlcp_train_unscaled_where_scale_rewards_is_unset() -> None:
         assert config(mode=mode).scale_rewards == "none"
     assert config(mode="alp").scale_rewards == "group"  # the profile's, for the others
     assert config(mode="ddca", scale_rewards="none").scale_rewards == "none"
+
+
+PEER_DOCS = Path(__file__).resolve().parents[3] / "docs" / "peer_methods.md"
+
+
+def settings_table() -> dict[str, tuple[str, str]]:
+    """docs/peer_methods.md's table of the modes' settings: each mode's reward name and the text
+    of its settings with their defaults."""
+    rows = {}
+    for line in PEER_DOCS.read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        if len(cells) == 3 and cells[0].startswith("`") and cells[0].strip("`") in METHODS:
+            rows[cells[0].strip("`")] = (cells[1], cells[2])
+    return rows
+
+
+def shown(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def test_the_docs_settings_table_names_each_peer_its_reward_and_its_defaults() -> None:
+    """Every peer with a length term has a row; a setting the row names reads its dataclass
+    default after its name (a slash joins names that share what follows), `unset` or `=` for
+    one the run resolves; every setting is named in a row of a mode it belongs to."""
+    table = settings_table()
+    named: set[str] = set()
+    for name, method in METHODS.items():
+        if not isinstance(method, LengthMethod) or method.reward is None:
+            continue
+        assert name in table, f"docs/peer_methods.md: no row for mode {name}"
+        reward, text = table[name]
+        assert reward.split()[0] == f"`{method.reward}`", name
+        for f in dataclasses.fields(method.settings):
+            found = re.search(rf"`{f.name}`((?:/`\w+`)*) (\S+)", text)
+            if found is None:
+                continue
+            named.add(f.name)
+            after = found.group(2).rstrip(",;")
+            if f.default is None:
+                assert after in ("unset", "unset:", "="), f"{name}: {f.name} {after}"
+            else:
+                assert after == shown(f.default), f"{name}: {f.name} {after} != {f.default}"
+    peers = {m.settings for m in METHODS.values() if isinstance(m, LengthMethod) and m.reward}
+    missing = {f.name for cls in peers for f in dataclasses.fields(cls)} - named
+    assert missing == set(), f"docs/peer_methods.md's table lacks {sorted(missing)}"

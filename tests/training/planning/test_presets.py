@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from traac.training.methods.traac import authors_probe_layers
-from traac.training.planning.presets import AUTHORS, PRESET_FILLS, preset_rows
+from traac.training.methods.traac_presets import AUTHORS, PRESET_FILLS
+from traac.training.planning.presets import preset_rows
 from traac.training.planning.traac_config import TRAACConfig
 
 

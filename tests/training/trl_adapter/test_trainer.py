@@ -18,19 +18,17 @@ import torch
 from traac.cli import main as cli_main
 from traac.common.models import load_tokenizer
 from traac.compression.first_correct import step_answer
-from traac.compression.length_rewards import (
-    alp_length_reward,
-    dler_length_reward,
-    kimi_length_reward,
-    shorterbetter_length_reward,
-)
 from traac.compression.segmentation import split_steps
 from traac.data.testbed_problems import make_items
 from traac.data.training import item_from_row, items_to_dataset
 from traac.testbed.config import TeacherSettings
 from traac.testbed.traces import teach
+from traac.training.methods.alp import alp_length_reward
 from traac.training.methods.dapo_overlong import dapo_overlong_punishment
+from traac.training.methods.dler import dler_length_reward
 from traac.training.methods.dot import dot_cutoffs
+from traac.training.methods.kimi import kimi_length_reward
+from traac.training.methods.shorterbetter import shorterbetter_length_reward
 from traac.training.planning.traac_config import TRAACConfig
 from traac.training.telemetry.metrics_file import METRICS_FILE
 from traac.training.trl_adapter.trainer import TRAACTrainer

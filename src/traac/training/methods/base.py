@@ -16,6 +16,7 @@ constant, plus traac's format term, which GRPO's group normalisation leaves as i
 from __future__ import annotations
 
 import dataclasses
+import operator
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,42 @@ Group = tuple[list[int], list[bool]]  # one prompt's rollout lengths and verdict
 # TRL logs: every method sums a prefix of them; one with a length term of its own puts it in the
 # third's place.
 TRAAC_REWARDS = ("correctness_reward", "format_reward", "length_reward")
+
+
+# The checks every formula makes of its inputs, so each names the method and the value in one line.
+def checked_group(method: str, lengths: Sequence[int], correct: Sequence[bool]) -> Group:
+    """One prompt's rollouts, checked: as many verdicts as lengths, at least one of each."""
+    checked = checked_lengths(method, lengths)
+    if len(correct) != len(checked):
+        raise TraacError(
+            f"{method}: {len(checked)} lengths but {len(correct)} verdicts; one each per rollout"
+        )
+    return checked, [bool(ok) for ok in correct]
+
+
+def checked_lengths(method: str, lengths: Sequence[int]) -> list[int]:
+    """Token counts (integers >= 0) of a group that has at least one."""
+    if not lengths:
+        raise TraacError(f"{method}: empty group; pass the lengths of a prompt's rollouts")
+    return [checked_count(f"{method} length", n, minimum=0) for n in lengths]
+
+
+def checked_count(name: str, value: int, *, minimum: int) -> int:
+    """An integer >= `minimum` (any `operator.index` type; bools are not counts here)."""
+    try:
+        count = operator.index(value)
+    except TypeError:
+        raise TraacError(f"{name} must be an integer >= {minimum}, got {value!r}") from None
+    if isinstance(value, bool) or count < minimum:
+        raise TraacError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return count
+
+
+def check_number(name: str, value: float, *, positive: bool) -> None:
+    """A real number, > 0 or >= 0 (bools are not numbers here)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not ok or not (value > 0 if positive else value >= 0):
+        raise TraacError(f"{name} must be a number {'>' if positive else '>='} 0, got {value!r}")
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,39 @@ from typing import Any
 
 from trl.rewards import get_soft_overlong_punishment
 
-from traac.compression.length_rewards import dapo_cache_length
 from traac.errors import TraacError
-from traac.training.methods.base import GroupReward, LengthMethod, MethodSettings, RunContext
+from traac.training.methods.base import (
+    GroupReward,
+    LengthMethod,
+    MethodSettings,
+    RunContext,
+    checked_count,
+)
+
+DAPO_MAX_COMPLETION_LENGTH = 20480  # L_max, DAPO section 4.1: 16,384 expected + 4,096 cache
+DAPO_CACHE_LENGTH = 4096  # L_cache, DAPO section 4.1
+
+
+def dapo_cache_length(max_completion_length: int, cache_length: int | None = None) -> int:
+    """L_cache of DAPO's soft overlong punishment for a run whose responses stop at `L_max =
+    max_completion_length` tokens: `cache_length` if given, else the paper's ratio.
+
+    Yu et al., "DAPO: An Open-Source LLM Reinforcement Learning System at Scale",
+    arXiv:2503.14476, Eq. 13: 0 up to `L_max - L_cache` tokens, then linear from 0 down to -1 at
+    `L_max`, and -1 beyond. The paper uses L_max = 20480 and L_cache = 4096 (section 4.1: 16,384
+    expected tokens plus a 4,096-token cache); the default keeps that ratio, `floor(L_max * 4096
+    / 20480)`, one fifth, so a short run gets a band scaled to its budget. The formula itself is
+    TRL's (`dapo_overlong_punishment` below), not copied here.
+    """
+    max_len = checked_count("dapo max_completion_length", max_completion_length, minimum=1)
+    if cache_length is None:
+        return max_len * DAPO_CACHE_LENGTH // DAPO_MAX_COMPLETION_LENGTH
+    cache = checked_count("dapo cache_length", cache_length, minimum=0)
+    if cache > max_len:
+        raise TraacError(
+            f"dapo cache_length ({cache}) must not exceed max_completion_length ({max_len})"
+        )
+    return cache
 
 
 @dataclass(frozen=True)
@@ -39,10 +69,9 @@ def dapo_overlong_punishment(
 ) -> Callable[..., list[float]]:
     """DAPO's soft overlong punishment (Eq. 13) for a run: TRL's own
     `trl.rewards.get_soft_overlong_punishment`, composed rather than copied, with L_max the run's
-    `max_completion_length` and L_cache `traac.compression.length_rewards.dapo_cache_length`
-    (a fifth of L_max unless given). The result is TRL's callable, a `GRPOTrainer` reward
-    function that reads `completion_ids`; GRPO stops generating at L_max, so a truncated
-    completion gets -1."""
+    `max_completion_length` and L_cache `dapo_cache_length` (a fifth of L_max unless given). The
+    result is TRL's callable, a `GRPOTrainer` reward function that reads `completion_ids`; GRPO
+    stops generating at L_max, so a truncated completion gets -1."""
     cache = dapo_cache_length(max_completion_length, cache_length)
     return get_soft_overlong_punishment(
         max_completion_len=max_completion_length, soft_punish_cache=cache

@@ -4,14 +4,61 @@ earns nothing; and its difficulty-aware variant, a shorter limit for easy prompt
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from traac.compression.length_rewards import dler_length_reward, dler_limit
+from traac.compression.difficulty import pass_rate
 from traac.errors import TraacError
-from traac.training.methods.base import GroupReward, LengthMethod, MethodSettings, RunContext
+from traac.training.methods.base import (
+    GroupReward,
+    LengthMethod,
+    MethodSettings,
+    RunContext,
+    check_number,
+    checked_count,
+    checked_group,
+)
 from traac.training.methods.scale import PaperTokens
+
+
+def dler_length_reward(
+    lengths: Sequence[int], correct: Sequence[bool], *, limit: int | Sequence[int]
+) -> list[float]:
+    """DLER's truncation penalty as a length term: -1 for a right rollout longer than `limit`
+    tokens (it loses its correctness reward), 0 otherwise.
+
+    Liu et al., "DLER: Doing Length pEnalty Right", arXiv:2510.15110: a response over the
+    target length earns no reward, so `1[correct] + term` is `1[correct and |y| <= limit]`, the
+    paper's reward with correctness weight 1. The authors' code gets the same by capping
+    generation at the limit (`max_response_length`; a cut response has no answer). `limit` is one
+    length for the group, or one per rollout (`dler_limit`, the difficulty-aware variant).
+    """
+    lengths, correct = checked_group("dler", lengths, correct)
+    limits = [limit] * len(lengths) if isinstance(limit, int) else list(limit)
+    if len(limits) != len(lengths):
+        raise TraacError(f"dler: {len(lengths)} lengths but {len(limits)} limits")
+    limits = [checked_count("dler limit", b, minimum=1) for b in limits]
+    rows = zip(lengths, correct, limits, strict=True)
+    return [-1.0 if ok and n > b else 0.0 for n, ok, b in rows]
+
+
+def dler_limit(
+    correct: Sequence[bool], *, limit: int, easy_threshold: float, easy_scale: float
+) -> int:
+    """Difficulty-aware DLER's truncation length for one prompt's group: `floor(limit *
+    easy_scale)` when the group's pass rate is at least `easy_threshold` (an easy prompt),
+    `limit` otherwise. The paper tightens the truncation on easier questions; its exact
+    schedule is not in the authors' released code, so the rule and its values are traac's
+    (docs/peer_methods.md)."""
+    checked_count("dler limit", limit, minimum=1)
+    check_number("dler easy_scale", easy_scale, positive=True)
+    if not correct:
+        raise TraacError("dler: empty group; pass the verdicts of a prompt's rollouts")
+    if pass_rate([bool(ok) for ok in correct]) >= easy_threshold:
+        return max(1, math.floor(limit * easy_scale))
+    return limit
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,81 @@ from typing import Any
 
 from datasets import Dataset
 
-from traac.compression.length_rewards import l1_max_length_reward, l1_max_prompt, sample_l1_budget
 from traac.errors import TraacError
-from traac.training.methods.base import GroupReward, LengthMethod, MethodSettings, RunContext
+from traac.training.methods.base import (
+    GroupReward,
+    LengthMethod,
+    MethodSettings,
+    RunContext,
+    check_number,
+    checked_count,
+    checked_group,
+)
 from traac.training.methods.scale import PaperTokens, PerPaperToken
 
 BUDGET_COLUMN = "length_budget"  # each training row's n_gold
+L1_MAX_INSTRUCTION = "Think for maximum {budget} tokens."
+
+
+def l1_max_length_reward(
+    lengths: Sequence[int],
+    correct: Sequence[bool],
+    budgets: Sequence[int],
+    *,
+    alpha: float = 0.0003,
+    delta: float = 0.5,
+) -> list[float]:
+    """L1-Max's budget reward less its correctness: `r - 1[correct]`, one value per rollout.
+
+    Aggarwal and Welleck, "L1: Controlling How Long A Reasoning Model Thinks With Reinforcement
+    Learning", arXiv:2503.04697, section 3 (LCPO-Max):
+    `r(y, y_gold, n_gold) = 1[y = y_gold] * clip(alpha * (n_gold - n_y) + delta, 0, 1)`, with
+    `n_gold` the budget written into the prompt ("Think for maximum n_gold tokens.") and `n_y`
+    the response length. delta = 0.5 makes a right answer slightly over budget still beat a
+    wrong one; alpha = 0.0003 is the paper's slope. The authors' code writes the same reward as
+    `(clip(alpha * (n_gold - n_y), -1, 1) + 1) / 2` (half the slope); traac follows the paper.
+
+    The reward is multiplicative, so its length part is `r - 1[correct]`: 0 for a wrong rollout,
+    `clip(...) - 1` (in [-1, 0]) for a right one. A trainer adding correctness with weight 1 gets
+    the paper's `r` exactly. `budgets[i]` is rollout i's `n_gold` (one prompt's rollouts share it).
+    """
+    lengths, correct = checked_group("l1-max", lengths, correct)
+    if len(budgets) != len(lengths):
+        raise TraacError(
+            f"l1-max: {len(lengths)} lengths but {len(budgets)} budgets; one budget per rollout"
+        )
+    budgets = [checked_count("l1-max budget", b, minimum=1) for b in budgets]
+    check_number("l1-max alpha", alpha, positive=True)
+    check_number("l1-max delta", delta, positive=False)
+    out: list[float] = []
+    for n, ok, n_gold in zip(lengths, correct, budgets, strict=True):
+        score = min(1.0, max(0.0, alpha * (n_gold - n) + delta))
+        out.append(score - 1.0 if ok else 0.0)
+    return out
+
+
+def sample_l1_budget(rng: random.Random, *, low: int = 100, high: int = 4000) -> int:
+    """One prompt's L1 budget `n_gold ~ U(n_min, n_max)`, an integer in [100, 4000] inclusive.
+
+    The paper samples the target length uniformly between n_min = 100 and n_max = 4000 tokens;
+    the authors' data script draws integers with both ends included, as here. Pass a seeded
+    `random.Random` so the prompts of a run are reproducible.
+    """
+    low = checked_count("l1 budget low", low, minimum=1)
+    high = checked_count("l1 budget high", high, minimum=1)
+    if low > high:
+        raise TraacError(f"l1 budget low ({low}) must not exceed high ({high})")
+    return rng.randint(low, high)
+
+
+def l1_max_prompt(prompt: str, budget: int) -> str:
+    """The prompt with L1-Max's instruction appended after a space, as the authors' data does.
+
+    Their L1-Max training data gives half the prompts the exact form ("Think for n_gold tokens.")
+    instead; traac builds the maximum form only, the one L1-Max is evaluated and compared with.
+    """
+    budget = checked_count("l1-max budget", budget, minimum=1)
+    return f"{prompt} {L1_MAX_INSTRUCTION.format(budget=budget)}"
 
 
 @dataclass(frozen=True)

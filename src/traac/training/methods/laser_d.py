@@ -15,12 +15,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from traac.compression.difficulty import pass_rate
-from traac.compression.length_rewards import (
-    laser_band,
-    laser_length_reward,
-    laser_target_lengths,
-    laser_thresholds,
-)
 from traac.errors import TraacError
 from traac.training.methods.base import (
     Group,
@@ -28,7 +22,86 @@ from traac.training.methods.base import (
     LengthMethod,
     MethodSettings,
     RunContext,
+    check_number,
+    checked_count,
+    checked_group,
 )
+
+LASER_BANDS = ("low", "medium", "high")  # Laser-D's accuracy bands, hardest first
+
+
+def laser_band(pass_rate_: float) -> str:
+    """The Laser-D band of a training prompt from its group's pass rate: `high` at 2/3 or more,
+    `medium` at 1/3 or more, `low` below (the authors' `compute_length_reward_larse_d`)."""
+    if pass_rate_ >= 2 / 3:
+        return "high"
+    return "medium" if pass_rate_ >= 1 / 3 else "low"
+
+
+def laser_thresholds(lower: int, upper: int, interval: int) -> list[int]:
+    """The candidate target lengths: `lower, lower + interval, ...` up to `upper` (the authors'
+    `get_length_threshold` for a lower bound of 1024 or more), and `upper` itself."""
+    lower = checked_count("laser lower", lower, minimum=1)
+    upper = checked_count("laser upper", upper, minimum=1)
+    interval = checked_count("laser interval", interval, minimum=1)
+    if lower > upper:
+        raise TraacError(f"laser: lower bound {lower} exceeds upper bound {upper}")
+    out = list(range(lower, upper + 1, interval))
+    return out if out[-1] == upper else [*out, upper]
+
+
+def laser_target_lengths(
+    groups: Sequence[tuple[Sequence[int], Sequence[bool]]],
+    thresholds: Sequence[int],
+    *,
+    expected_correct: int = 1,
+) -> dict[str, int]:
+    """Laser-D's adaptive target length of each band from a monitoring sample of groups (each
+    group: one prompt's rollout lengths and verdicts), as the authors' `_choose_target_length`.
+
+    A group's band is read off its accuracy (above 2/3 `high`, above 1/3 `medium`, else `low`,
+    the authors' monitor). A band's coverage at length L is the share of its responses, right
+    or wrong, of at most L tokens. Its target is the smallest threshold L with
+    `floor(coverage(L) * m) >= expected_correct`, where m is floor(2K/3) for `high`, floor(K/3)
+    for `medium` and 1 for `low` (K rollouts per group): about the length by which the
+    expected number of right rollouts of a prompt of that band has finished. A band no
+    threshold satisfies (or with no groups) gets the largest threshold.
+    """
+    if not thresholds:
+        raise TraacError("laser: no candidate target lengths")
+    checked = [checked_group("laser", n, ok) for n, ok in groups]
+    if not checked:
+        raise TraacError("laser: no groups to choose target lengths from")
+    k = len(checked[0][0])
+    lengths: dict[str, list[int]] = {band: [] for band in LASER_BANDS}
+    for n, ok in checked:
+        acc = pass_rate(ok)
+        band = "high" if acc > 2 / 3 else "medium" if acc > 1 / 3 else "low"
+        lengths[band] += n
+    lower_n = {"high": int(k * 2 / 3), "medium": int(k / 3), "low": 1}
+    out = {}
+    for band in LASER_BANDS:
+        out[band] = max(thresholds)
+        for threshold in sorted(thresholds):
+            covered = sum(n <= threshold for n in lengths[band])
+            ratio = covered / len(lengths[band]) if lengths[band] else 0.0
+            if int(ratio * lower_n[band]) >= expected_correct:
+                out[band] = threshold
+                break
+    return out
+
+
+def laser_length_reward(
+    lengths: Sequence[int], correct: Sequence[bool], *, target: int, bonus: float = 0.5
+) -> list[float]:
+    """Laser's step-function length reward: `bonus` for a right rollout of at most `target`
+    tokens, 0 otherwise (Liu et al., "Learn to Reason Efficiently with Adaptive Length-based
+    Reward Shaping", arXiv:2505.15612; the authors' `length_reward_type: reward`, scalar 0.5).
+    Laser-D picks `target` per prompt from its band (`laser_band`, `laser_target_lengths`)."""
+    lengths, correct = checked_group("laser", lengths, correct)
+    target = checked_count("laser target", target, minimum=1)
+    check_number("laser bonus", bonus, positive=False)
+    return [bonus if ok and n <= target else 0.0 for n, ok in zip(lengths, correct, strict=True)]
 
 
 @dataclass(frozen=True)

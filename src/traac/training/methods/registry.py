@@ -31,6 +31,8 @@ from traac.training.methods import (
     l1_max,
     laser_d,
     lc_r1,
+    prime_rl,
+    short_rl,
     shorterbetter,
     traac,
 )
@@ -62,6 +64,8 @@ METHODS: dict[str, Method] = {
         ddca.METHOD,
         arlcp.METHOD,
         adaptthink.METHOD,
+        short_rl.METHOD,
+        prime_rl.METHOD,
     )
 }
 

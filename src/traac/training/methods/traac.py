@@ -35,7 +35,7 @@ class TraacSettings(MethodSettings):
     whose `split_phrases` is shared), which compressed copies are made and what they are trained
     on (`CopySettings`), the oracle compressions, the scoring model and the uniformity
     calibration. `probe_layers`, `copy_pool` and `copy_loss` left unset are the preset's
-    (`traac.training.planning.presets`)."""
+    (`traac.training.methods.traac_presets`)."""
 
     BLOCK, FLAT_PREFIX = "traac", ""
     COUNTS = ("calibration_window",)

@@ -19,8 +19,8 @@ from typing import Any
 from traac.compression.difficulty import DifficultySettings
 from traac.training.methods.registry import METHODS, Method, blocks
 from traac.training.methods.traac import TraacSettings
+from traac.training.methods.traac_presets import PRESET_FILLS
 from traac.training.planning.lora import LoraArguments
-from traac.training.planning.presets import PRESET_FILLS
 
 LORA_FIELDS = tuple(f.name for f in dataclasses.fields(LoraArguments) if f.name.startswith("lora_"))
 
