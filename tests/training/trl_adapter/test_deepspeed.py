@@ -232,19 +232,19 @@ def launches(
     lora = ("--use_peft", "true", "--lora_r", "4", "--lora_alpha", "8", "--lora_dropout", "0.0")
     # Each u ranked among the step's candidates: the least uniform always evict steps.
     ranked = (
-        "--uniformity_calibration",
+        "--traac.uniformity_calibration",
         "rank",
-        "--uniformity_gate",
+        "--traac.uniformity_gate",
         "1.0",
         "--difficulty",
         '{"tau": {"easy": 1.0}}',
     )
-    random = ("--scorer", "random", "--save_strategy", "steps", "--save_steps", "1")
+    random = ("--traac.scorer", "random", "--save_strategy", "steps", "--save_steps", "1")
     runs = {
         "zero3_lora_confidence": launch(
-            "zero3_lora_confidence", 3, True, "--scorer", "confidence", *lora, *held_out
+            "zero3_lora_confidence", 3, True, "--traac.scorer", "confidence", *lora, *held_out
         ),
-        "zero3_foreign": launch("zero3_foreign", 3, False, "--scoring_model", model, *ranked),
+        "zero3_foreign": launch("zero3_foreign", 3, False, "--traac.scoring_model", model, *ranked),
         "zero2_peer": launch("zero2_peer", 2, False, "--mode", "alp", "--max_steps", "1"),
         "zero2_random": launch("zero2_random", 2, False, *random),
     }

@@ -159,7 +159,7 @@ def test_three_layouts_on_two_processes(quick_testbed: Path, tmp_path: Path) -> 
         "train", "--config", str(ROOT / "recipes" / "testbed.yaml"),
         "--model_name_or_path", str(quick_testbed), "--dataset", "testbed:easy?n=24",
         "--max_steps", "2", "--per_device_train_batch_size", str(2 * N),
-        "--num_generations", str(N), "--max_completion_length", "96", "--scorer", "random",
+        "--num_generations", str(N), "--max_completion_length", "96", "--traac.scorer", "random",
         "--dynamic_sampling", "resample", "--max_resample_rounds", "1", "--use_vllm", "true",
         "--rollout_batching", "padded", "--disable_tqdm", "true",
     ]  # fmt: skip
