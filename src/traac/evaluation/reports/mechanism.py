@@ -39,7 +39,7 @@ from traac.compression.formats import ChatFormat
 from traac.compression.segmentation import split_steps
 from traac.compression.settings import CompressionSettings
 from traac.errors import TraacError
-from traac.evaluation.harness.metrics import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
+from traac.evaluation.harness.metrics import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, bootstrap_mean_ci
 from traac.evaluation.harness.overthinking import verifier_accepts
 from traac.evaluation.harness.paired import PairedDiff, paired_diff
 from traac.evaluation.inference.generation import Backend
@@ -307,7 +307,9 @@ def mechanism(
             )
             mine = dict(zip(ids, (100 * x for x in right[method]), strict=True))
             diff = None if method == "attention-pruning" else paired_diff(mine, base, ids, LEVEL)
-            accuracy = ratio_interval(right[method], [1.0] * len(ids))
+            accuracy = Interval(
+                statistics.fmean(right[method]), *bootstrap_mean_ci(right[method], confidence=LEVEL)
+            )
             rows.append(BudgetRow(method, share, len(ids), kept, accuracy, diff))
     return Mechanism(detection, rows)
 
