@@ -386,6 +386,14 @@ CASES: list[tuple[str, Any, str]] = [
     ("testbed mechanism, not built",
      lambda t: ["testbed", "mechanism", "--long", "interleaved", "--output", str(t / "tb")],
      "run `traac testbed build --output {t}/tb --long interleaved` first"),
+    ("testbed build, interruptions without a long build",
+     lambda t: ["testbed", "build", "--interruptions", "--output", str(t / "tb")],
+     "testbed: --interruptions is a setting of the long builds; add --long trailing or --long "
+     "interleaved"),
+    ("testbed show, interrupted build not built",
+     lambda t: ["testbed", "show", "--long", "trailing", "--interruptions", "--output",
+                str(t / "tb")],
+     "run `traac testbed build --output {t}/tb --long trailing --interruptions` first"),
     # --- the dispatcher ---
     ("misspelt command", lambda t: ["trian"], "unknown command 'trian'; did you mean train?"),
 ]  # fmt: skip

@@ -57,3 +57,16 @@ def test_the_long_builds_have_their_own_keys_and_refuse_other_flags():
         default_config(quick=True, long="trailing")
     with pytest.raises(TraacError, match="unknown --long 'sideways'"):
         default_config(long="sideways")  # type: ignore[arg-type]
+
+
+def test_interruptions_are_a_setting_of_the_long_builds_alone():
+    """The comparison build: the same long build but for the short teacher's interruptions."""
+    plain = default_config(long="interleaved")
+    interrupted = default_config(long="interleaved", interruptions=True)
+    assert interrupted.name == "long-interleaved-interrupted"
+    assert plain.teacher.interrupt_prob == 0.0 and interrupted.teacher.interrupt_prob == 0.15
+    assert replace(interrupted, name=plain.name, teacher=plain.teacher) == plain
+    assert plain.hash() == "6cc496352f02"  # the registered build, cached
+    assert interrupted.hash() != plain.hash()
+    with pytest.raises(TraacError, match="--interruptions is a setting of the long builds"):
+        default_config(interruptions=True)

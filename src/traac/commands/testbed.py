@@ -1,8 +1,11 @@
 """`traac testbed`: build the tiny offline testbed model, or show the card of a built one.
 
-    traac testbed build [--output DIR] [--seed S] [--quick | --base smollm2 | --long POS] [--force]
-    traac testbed show  [--output DIR] [--seed S] [--quick | --base smollm2 | --long POS] [--json]
-    traac testbed mechanism --long POS [--output DIR] [--per-tier N] [--json-out FILE]
+    traac testbed build [--output DIR] [--seed S] [--quick | --base smollm2 | --long POS
+                        [--interruptions]] [--force]
+    traac testbed show  [--output DIR] [--seed S] [--quick | --base smollm2 | --long POS
+                        [--interruptions]] [--json]
+    traac testbed mechanism --long POS [--interruptions] [--output DIR] [--per-tier N]
+                        [--json-out FILE]
 
 Without `--output` the model goes to the cache (`$TRAAC_CACHE_DIR/testbed`, default
 `~/.cache/traac/testbed`) under a key of its config's hash: what every other command uses when
@@ -12,7 +15,8 @@ build unpacks it in a second; `--force` builds it from the teacher's traces inst
 `--base smollm2` fine-tunes SmolLM2-135M-Instruct on the same teacher traces instead: a real
 pretrained model that thinks (`--model smollm2-think` everywhere). `--long trailing|interleaved`
 builds the tiny model on the long teacher's traces, redundancy after the answer or among the
-needed steps (`--model testbed-long-trailing`, `testbed-long-interleaved`). `mechanism` measures,
+needed steps (`--model testbed-long-trailing`, `testbed-long-interleaved`); `--interruptions`
+adds the short teacher's interruption traces to its SFT, for comparison. `mechanism` measures,
 before any RL, whether each step scorer finds a long build's redundant steps and what re-answers
 keep at equal think budgets (`traac.evaluation.reports.mechanism`), on its own right responses.
 """
@@ -60,6 +64,12 @@ def build_parser() -> ArgumentParser:
             help="the tiny model on long traces whose redundancy sits after the answer "
             "(trailing) or among the needed steps (interleaved)",
         )
+        p.add_argument(
+            "--interruptions",
+            action="store_true",
+            help="with --long: 15%% of the traces interrupted, as the short teacher's, which "
+            "teach the think closer to attend to the needed steps (for comparison)",
+        )
         if name == "build":
             p.add_argument("--force", action="store_true", help="rebuild even if it exists")
         elif name == "mechanism":
@@ -80,7 +90,10 @@ def main(argv: list[str]) -> int:
                          "trailing or --long interleaved")  # fmt: skip
     if getattr(args, "per_tier", 1) < 1:
         raise TraacError(f"--per-tier {args.per_tier}: must be an integer >= 1")
-    config = default_config(quick=args.quick, seed=args.seed, base=args.base, long=args.long)
+    config = default_config(
+        quick=args.quick, seed=args.seed, base=args.base, long=args.long,
+        interruptions=args.interruptions,
+    )  # fmt: skip
     from traac.testbed.build import CARD, build_cached, build_testbed, cache_path
 
     target = args.output.expanduser() if args.output else cache_path(config)
@@ -147,6 +160,8 @@ def build_command(args: argparse.Namespace) -> str:
         words.append(f"--base {args.base}")
     if args.long is not None:
         words.append(f"--long {args.long}")
+    if args.interruptions:
+        words.append("--interruptions")
     return " ".join(words)
 
 

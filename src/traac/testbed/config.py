@@ -163,18 +163,29 @@ SMOLLM2_THINK = TestbedSettings(
 BASES = ("smollm2",)
 
 
-def long_config(position: Position, seed: int = SFT_SEED) -> TestbedSettings:
+# The share of interrupted traces `--interruptions` gives a long build: the short teacher's.
+INTERRUPTED = TeacherSettings().interrupt_prob
+
+
+def long_config(
+    position: Position, seed: int = SFT_SEED, interruptions: bool = False
+) -> TestbedSettings:
     """The tiny model on the long teacher's traces, redundancy at `position`: the full
     testbed's architecture, traces and steps (36,000 in 1,125 steps of 32), its needed steps
     carrying the chain's rest (`carry`), its card sampled once on 50 problems a tier with a cap
     that fits the longest trace. The trials behind it (docs/results.md#testbed-long): 9,000
     traces in 563 steps of 16 without carry left it at 2-8% a tier, the same at this scale with
-    carry reached 40/18/10% (easy/medium/hard) on the interleaved traces."""
+    carry reached 40/18/10% (easy/medium/hard) on the interleaved traces. `interruptions` puts
+    the short teacher's interruption traces back (`INTERRUPTED` of them), which teach the think
+    closer to attend to the needed steps: the comparison that says how much of the probe's
+    success such training explains."""
     return TestbedSettings(
-        name=f"long-{position}",
+        name=f"long-{position}" + ("-interrupted" if interruptions else ""),
         seed=seed,
         tiers=LONG_TIERS,
-        teacher=LongTeacherSettings(position=position, carry=True),
+        teacher=LongTeacherSettings(
+            position=position, carry=True, interrupt_prob=INTERRUPTED if interruptions else 0.0
+        ),
         train=TrainSettings(),
         measure=MeasureSettings(n_per_tier=50, samples=1, max_new_tokens=512, batch_size=50),
     )  # what `--base` takes; traac.testbed.build loads each
@@ -185,16 +196,20 @@ def default_config(
     seed: int = SFT_SEED,
     base: str | None = None,
     long: Position | None = None,
+    interruptions: bool = False,
 ) -> TestbedSettings:
     """The full testbed (with the properties asked of it), the quick one (for tests, <= 60 s),
     the thinking fine-tune of a pretrained `base` (`BASES`), or the tiny model on the long
-    teacher's traces with the redundancy at `long` (`long_config`)."""
+    teacher's traces with the redundancy at `long` (`long_config`), with `interruptions`."""
+    if interruptions and long is None:
+        raise TraacError("testbed: --interruptions is a setting of the long builds; add --long "
+                         "trailing or --long interleaved")  # fmt: skip
     if long is not None:
         if long not in POSITIONS:
             raise TraacError(f"testbed: unknown --long {long!r}; choose {' or '.join(POSITIONS)}")
         if quick or base is not None:
             raise TraacError("testbed: --long builds the tiny model; drop --quick and --base")
-        return long_config(long, seed)
+        return long_config(long, seed, interruptions)
     if base is not None:
         if base not in BASES:
             raise TraacError(f"testbed: unknown --base {base!r}; choose one of {', '.join(BASES)}")
