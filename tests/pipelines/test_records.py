@@ -18,7 +18,16 @@ from traac.evaluation.harness.results import SampleRecord
 from traac.evaluation.harness.runner import SAMPLES_FILE
 from traac.pipelines.experiments import PROVENANCE, RUN_SECONDS, ExperimentSettings, run_key
 from traac.pipelines.recipe import read_recipe
-from traac.pipelines.records import RECIPE, SAMPLES, compute_table, keep, load, slug, study_tables
+from traac.pipelines.records import (
+    AS_RUN,
+    RECIPE,
+    SAMPLES,
+    compute_table,
+    keep,
+    load,
+    slug,
+    study_tables,
+)
 from traac.training.telemetry.metrics_file import METRICS_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -332,3 +341,78 @@ def test_verify_passes_kept_records_and_fails_each_change(
     code, lines = verified(tmp_path, capsys)
     assert code == 2 and lines == ["README.md: +3.15 is cited from records/study but `traac "
                                    "records show` prints no such figure"]  # fmt: skip
+
+
+def migrated_study(tmp_path: Path) -> Path:
+    """A study kept as the verdict study's: its runs trained from a recipe that spelled TRAAC's
+    settings flat (`recipe.as-run.yaml`, before one spelling), CR+LR under the old keys of that
+    text and the control under the parsed recipe's; `recipe.yaml` then migrated to the block."""
+    settings = fake_store(tmp_path)
+    study = settings.recipe.parent
+    text = settings.recipe.read_text()
+    flat = text.replace("traac:  # the compression settings (mode traac's block)\n", "")
+    (study / AS_RUN).write_text(flat.replace("\n  ", "\n"))
+    as_run = read_recipe(study / AS_RUN)
+    assert as_run["scorer"] == "attention" and "traac" not in as_run  # written flat
+    for run in settings.plan():
+        overrides = {**run.recipe.overrides}
+        # a key of the parsed recipe hashes its flat form: the same under either spelling
+        assert run.directory.name == run_key(as_run, overrides, settings.model)
+        if run.variant == VARIANTS[0]:
+            old = run_key((study / AS_RUN).read_text(), overrides, settings.model)
+            run.directory.rename(run.directory.parent / old)
+    assert len(keep(settings, study)) == 6
+    return study
+
+
+def test_a_migrated_study_keeps_and_verifies_against_the_recipe_its_runs_trained_from(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A study whose recipe.yaml was respelled keeps its runs (found under the old text's keys)
+    with the sha256 of the bytes they trained from, and verifies: recipe.yaml alone failed both,
+    the runs' keys and sha256 being of the text it no longer is."""
+    study = migrated_study(tmp_path)
+    sha = hashlib.sha256((study / AS_RUN).read_bytes()).hexdigest()
+    records = {r.directory.relative_to(study).as_posix(): r.record for r in load(study)[1]}
+    assert {r["recipe_sha256"] for r in records.values()} == {sha}
+    assert {k: r["key_recipe"] for k, r in records.items() if k.endswith("seed0")} == {
+        "runs/cr-lr/seed0": "text",
+        "runs/traac-without-compression/seed0": "mapping",
+    }
+    code, lines = verified(tmp_path, capsys)
+    assert code == 0 and len(lines) == 1 and "6 runs and the base as kept" in lines[0], lines
+
+
+def test_a_migration_that_changed_a_value_fails_verify_naming_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """recipe.yaml migrated with one value changed: verify names the field and both values (and
+    the runs whose keys hashed the parsed recipe no longer recompute)."""
+    study = migrated_study(tmp_path)
+    recipe = study / RECIPE
+    recipe.write_text(recipe.read_text().replace("  probe_heads: gated\n", "  probe_heads: all\n"))
+    code, lines = verified(tmp_path, capsys)
+    assert code == 2 and lines[0] == (
+        "recipe.as-run.yaml and recipe.yaml differ in probe_heads (gated; all): a migration "
+        "respells the recipe and keeps every value (settings compared under their flat names)"
+    )
+    assert len(lines) == 4 and all(
+        line.startswith("runs/traac-without-compression/seed") and "is not the key" in line
+        for line in lines[1:]
+    ), lines
+
+
+def test_a_tampered_as_run_recipe_fails_verify(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The as-run recipe's bytes changed (its values not): every run's recipe_sha256 and the
+    old text keys no longer match it."""
+    study = migrated_study(tmp_path)
+    with (study / AS_RUN).open("a") as recipe:
+        recipe.write("# edited\n")
+    code, lines = verified(tmp_path, capsys)
+    sha = [line for line in lines if line.endswith("recipe_sha256 is not the study's "
+                                                  "recipe.as-run.yaml's")]  # fmt: skip
+    keys = [line for line in lines if "is not the key of the recipe" in line]
+    assert code == 2 and len(sha) == 6 and len(lines) == 9, lines
+    assert len(keys) == 3 and all(line.startswith("runs/cr-lr/seed") for line in keys)

@@ -14,8 +14,9 @@ from traac.pipelines.variants import DEFAULT_SEEDS, check_variants
 DESCRIPTION = """\
 A study directory (records/<study>) keeps, per run of a `traac experiment compare`, its
 held-out samples, its training metrics and its provenance (commit, CPU, command), beside the
-recipe every run trained from (STUDY/recipe.yaml). `keep` copies the finished runs of a run
-store in; `show` recomputes the study's tables from the kept samples alone: per variant,
+recipe every run trained from (STUDY/recipe.yaml; where a change of traac's spelling migrated it,
+STUDY/recipe.as-run.yaml keeps the bytes the runs trained from). `keep` copies the finished runs
+of a run store in; `show` recomputes the study's tables from the kept samples alone: per variant,
 accuracy and length per tier, AUC_OAA (t_max = the held-out response cap) and underthinking,
 mean ± s.e. over seeds; per contrast, each seed's paired effect and a seed-level 95% t-interval
 (docs/evaluation.md#seed-level), and what the seeds resolve: the 90% interval, the p of no
@@ -25,10 +26,10 @@ STUDY/study.yaml (`margin: 3`; none without it) and a verdict word from those nu
 problem bootstrap with the trained models held fixed, labelled within-model; from the kept
 training metrics, what the probe and the re-answers cost a step beside the rollouts' decoding.
 `verify` recomputes each kept run's key from the recipe and its recorded overrides, checks each
-kept file's lines and sha256 and each run's samples, and checks that every `<!-- records: STUDY
--->` block and every figure between `<!-- cites: STUDY -->` and `<!-- /cites -->` of the pages
-(the repository's README.md and docs/results.md) is what `show` prints; it exits 2 with one
-line per problem."""
+kept file's lines and sha256, each run's samples and that a migrated recipe.yaml holds
+recipe.as-run.yaml's values, and checks that every `<!-- records: STUDY -->` block and every
+figure between `<!-- cites: STUDY -->` and `<!-- /cites -->` of the pages (the repository's
+README.md and docs/results.md) is what `show` prints; it exits 2 with one line per problem."""
 
 TABLES = ("variants", "effects", "bounds", "within-model", "compute")  # `show`'s, in its order
 

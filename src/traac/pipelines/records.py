@@ -1,8 +1,9 @@
 """Kept run records: the evidence behind a results table, in the repository, so that a figure
 outlives the machine whose run store made it.
 
-A study directory (`records/<study>/`) holds the recipe every run trained from (`recipe.yaml`)
-and, per run, what its figures are computed from:
+A study directory (`records/<study>/`) holds the recipe every run trained from (`recipe.yaml`;
+where a change of the parser's spelling migrated it, the bytes the runs trained from stay beside
+it as `recipe.as-run.yaml`, `as_run`) and, per run, what its figures are computed from:
 
     base/run.json, base/samples.jsonl.gz      the base model's evaluation and its legs
     runs/<variant>/seed<k>/run.json           variant, seed, the overrides its run key hashed
@@ -63,15 +64,18 @@ from traac.pipelines.experiments import (
     RUN_SECONDS,
     ExperimentSettings,
     Run,
+    run_directory,
     run_key,
     run_keys,
 )
 from traac.pipelines.recipe import read_recipe
 from traac.pipelines.variants import COMPARE, CONTRASTS
+from traac.training.methods.registry import flat_form
 from traac.training.telemetry.metrics_file import METRICS_FILE
 from traac.training.telemetry.step_stats import read_metrics
 
 RECIPE = "recipe.yaml"
+AS_RUN = "recipe.as-run.yaml"  # a migrated study's recipe as its runs trained from it (`as_run`)
 _RUN_KEY = re.compile(r"(.+)-seed(\d+)-[0-9a-f]{12}")  # a run's store directory (`run_key`)
 _EVAL_SIZE = re.compile(r"eval-(\d+)x")  # its evaluation's held-out problems a tier (`eval_dir`)
 RUN = "run.json"
@@ -108,10 +112,36 @@ def file_record(path: Path) -> dict[str, Any]:
             "sha256": hashlib.sha256(text).hexdigest()}  # fmt: skip
 
 
-def keyed_overrides(settings: ExperimentSettings, run: Run) -> tuple[str, dict[str, Any]]:
-    """How `run`'s key hashed the recipe (`mapping` or `text`) and the overrides it hashed:
-    what the run trained with, whatever its variant names now."""
-    text, parsed = settings.recipe.read_text(), read_recipe(settings.recipe)
+def as_run(study: Path) -> Path:
+    """The recipe file of `study` whose bytes its runs trained from (their `recipe_sha256`, and
+    the text their old keys hashed): `recipe.as-run.yaml` where a change of spelling migrated
+    `recipe.yaml` (the same values, `migration_problems`), else `recipe.yaml`."""
+    kept = study / AS_RUN
+    return kept if kept.is_file() else study / RECIPE
+
+
+def migration_problems(study: Path) -> list[str]:
+    """What a migration of `study`'s recipe changed beyond its spelling: the fields whose value
+    differs between `recipe.as-run.yaml` and `recipe.yaml`, both read in the flat form run keys
+    hash (`flat_form`: a block's settings under their names from before the blocks), in one line;
+    none without an as-run file."""
+    if as_run(study).name != AS_RUN:
+        return []
+    was, now = (flat_form(read_recipe(study / name)) for name in (AS_RUN, RECIPE))
+    fields = sorted(k for k in was.keys() | now.keys() if was.get(k, ...) != now.get(k, ...))
+    differ = [f"{k} ({was.get(k, 'unset')}; {now.get(k, 'unset')})" for k in fields]
+    if not differ:
+        return []
+    return [f"{AS_RUN} and {RECIPE} differ in {', '.join(differ)}: a migration respells the "
+            "recipe and keeps every value (settings compared under their flat names)"]  # fmt: skip
+
+
+def keyed_overrides(
+    settings: ExperimentSettings, run: Run, text: str
+) -> tuple[str, dict[str, Any]]:
+    """How `run`'s key hashed the recipe (`mapping` or `text`, the as-run recipe's `text`) and the
+    overrides it hashed: what the run trained with, whatever its variant names now."""
+    parsed = read_recipe(settings.recipe)
     keys = run_keys(parsed, text, run.recipe.overrides, settings.model)
     found = [(form, overrides) for form, overrides, key in keys if key == run.directory.name]
     if not found:
@@ -123,12 +153,16 @@ def keyed_overrides(settings: ExperimentSettings, run: Run) -> tuple[str, dict[s
 def keep(settings: ExperimentSettings, into: Path) -> list[str]:
     """Copy every finished run of `settings` (trained and evaluated in its store) and the base
     model's evaluation into the study directory `into`, whose `recipe.yaml` must be the
-    experiment's recipe; returns the runs kept (a run already kept is written again)."""
+    experiment's recipe; returns the runs kept (a run already kept is written again). A run of
+    an old key is found under the text of the study's as-run recipe (`as_run`), whose sha256
+    each run records."""
     recipe = into / RECIPE
     if not recipe.is_file() or recipe.read_bytes() != settings.recipe.read_bytes():
         raise TraacError(f"records: {recipe} must be a copy of --config {settings.recipe}, the "
                          "recipe the runs trained from; copy it there first")  # fmt: skip
     held = asdict(settings.held_out)
+    trained = as_run(into).read_bytes()
+    text, parsed = trained.decode(), read_recipe(settings.recipe)
     kept = []
     base_eval = settings.base_eval_dir
     if (base_eval / SAMPLES_FILE).is_file():
@@ -138,7 +172,9 @@ def keep(settings: ExperimentSettings, into: Path) -> list[str]:
                 "legs": (_json(base_eval / PROVENANCE) or {}).get("legs", []),
                 "files": {SAMPLES: file_record(target / SAMPLES)}}  # fmt: skip
         (target / RUN).write_text(json.dumps(base, indent=1) + "\n")
-    for run in settings.plan():
+    for planned in settings.plan():  # its directory found under the as-run text's old keys too
+        keys = settings.runs, parsed, text, planned.recipe.overrides, settings.model
+        run = replace(planned, directory=run_directory(*keys))
         samples = settings.eval_dir(run.directory) / SAMPLES_FILE
         summary = settings.eval_dir(run.directory) / "summary.json"
         if not (summary.is_file() and samples.is_file()):
@@ -148,7 +184,7 @@ def keep(settings: ExperimentSettings, into: Path) -> list[str]:
         metrics = run.directory / "model" / METRICS_FILE
         if metrics.is_file():
             _gzip(metrics, target / METRICS)
-        form, overrides = keyed_overrides(settings, run)
+        form, overrides = keyed_overrides(settings, run, text)
         fields = {k: v for k, v in overrides.items() if k != "seed"}
         record = {
             "variant": run.variant,
@@ -157,7 +193,7 @@ def keep(settings: ExperimentSettings, into: Path) -> list[str]:
             "overrides": overrides,
             "key_recipe": form,
             "run_key": run.directory.name,
-            "recipe_sha256": hashlib.sha256(recipe.read_bytes()).hexdigest(),
+            "recipe_sha256": hashlib.sha256(trained).hexdigest(),
             "held_out": held,
             "seconds": (_json(run.directory / RUN_SECONDS) or {}).get("seconds"),
             "legs": (_json(run.directory / PROVENANCE) or {}).get("legs", []),
@@ -390,20 +426,24 @@ DECIMAL = re.compile(r"[+−-]?\d+\.\d+")
 def verify(study: Path, pages: Sequence[Path]) -> tuple[list[str], str]:
     """Every problem with the kept records of `study`, one line each, and a one-line summary:
     each run's key recomputed from the study's recipe and the overrides it records (its fields
-    those less the seed), each kept file's lines and sha256 against its record, each run's
-    samples counted (every held-out problem of every tier, each sampled as often as the
-    settings say), and every block and cited figure of `pages` that names the study against
-    what `traac records show` prints (a page names the study from the repository's root, the
-    directory above `records/`)."""
+    those less the seed; a key of the recipe's text, and the run's `recipe_sha256`, from the
+    bytes it trained from, `as_run`, whose values a migrated recipe.yaml keeps), each kept file's
+    lines and sha256 against its record, each run's samples counted (every held-out problem of
+    every tier, each sampled as often as the settings say), and every block and cited figure of
+    `pages` that names the study against what `traac records show` prints (a page names the
+    study from the repository's root, the directory above `records/`)."""
     base, runs = load(study)
-    recipe = study / RECIPE
-    text, parsed = recipe.read_text(), read_recipe(recipe)
+    trained = as_run(study)
+    text, parsed = trained.read_text(), read_recipe(study / RECIPE)
     model = str(yaml.safe_load(text).get("model_name_or_path", "testbed"))
-    recipe_sha = hashlib.sha256(recipe.read_bytes()).hexdigest()
-    problems: list[str] = []
+    recipe_sha = hashlib.sha256(trained.read_bytes()).hexdigest()
+    problems = migration_problems(study)
     for run in ([base] if base is not None else []) + list(runs):
         where = run.directory.relative_to(study)
-        problems += [f"{where}: {p}" for p in _run_problems(run, parsed, text, model, recipe_sha)]
+        problems += [
+            f"{where}: {p}"
+            for p in _run_problems(run, parsed, text, model, recipe_sha, trained.name)
+        ]
     shown = shown_tables(study)
     blocks = figures = 0
     root = study.resolve().parent.parent  # blocks name a study from the repository's root
@@ -439,9 +479,10 @@ def verify(study: Path, pages: Sequence[Path]) -> tuple[list[str], str]:
 
 
 def _run_problems(
-    run: KeptRun, parsed: dict[str, Any], text: str, model: str, recipe_sha: str
+    run: KeptRun, parsed: dict[str, Any], text: str, model: str, recipe_sha: str, trained: str
 ) -> list[str]:
-    """What is wrong with one kept run (or the base): its key, its files, its samples."""
+    """What is wrong with one kept run (or the base): its key, its files, its samples (`text`
+    and `recipe_sha` those of the recipe file named `trained`, the study's `as_run`)."""
     record, problems = run.record, []
     if run.variant != BASE:
         overrides = record.get("overrides")
@@ -457,7 +498,7 @@ def _run_problems(
         if overrides.get("seed") != run.seed:
             problems.append(f"seed {run.seed} is not its overrides' {overrides.get('seed')}")
         if record.get("recipe_sha256") != recipe_sha:
-            problems.append("recipe_sha256 is not the study's recipe.yaml's")
+            problems.append(f"recipe_sha256 is not the study's {trained}'s")
     files = record.get("files")
     if not isinstance(files, dict) or SAMPLES not in files:
         problems.append("no checksums of its files recorded; keep it again")
