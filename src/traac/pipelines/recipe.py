@@ -5,7 +5,8 @@ transformers and TRL. The full parse follows (`traac.pipelines.train.parse`), wh
 field again.
 
 A method's settings are written in its block (`alp: {beta: 1.0}`, `--alp.beta 1.0`); a flat
-key of earlier releases (`alp_beta`) is refused naming its block (`flat_setting`).
+key of earlier releases (`alp_beta`) is refused naming its block (`check_spelling`, which the
+full parse runs too).
 Unknown fields are named from the field list `traac.pipelines.recipe_fields` reads off the
 classes' sources without importing them. Where it cannot (a TRL release whose classes lie
 elsewhere), the list a full parse wrote to the cache (`recipe-fields/`, keyed by the installed
@@ -133,33 +134,6 @@ def dotted_options(argv: list[str]) -> tuple[dict[str, dict[str, str]], list[str
     return found, rest
 
 
-def unknown_block(block: str, values: dict[str, str], known: list[str]) -> TraacError:
-    """An option of a block no method has (`--alpp.beta`), naming the nearest."""
-    near = difflib.get_close_matches(block, known, n=1)
-    hint = f"; did you mean --{near[0]}.?" if near else f"; the blocks are {', '.join(known)}"
-    return TraacError(
-        f"--{block}.{next(iter(values))}: no mode's settings are called {block}{hint}"
-    )
-
-
-def flat_spelling(name: str, flat: dict[str, str]) -> str | None:
-    """The block spelling of a flat name from before the blocks (`alp_beta`, or a negated flag
-    `no_l1_budget_in_prompt`), None for any other name."""
-    return flat.get(name) or (flat.get(name[3:]) if name.startswith("no_") else None)
-
-
-def flat_setting(name: str, spelling: str | None) -> TraacError:
-    """A method's setting written flat, as before the blocks (`alp_beta`, `spelling` its block
-    and name now, `alp.beta`), or `method_args` (`spelling` None), in one line with the fix."""
-    if spelling is None:
-        return TraacError(f"{name}: write the mode's settings in its block (traac: {{scorer: "
-                          "random} in a recipe, --traac.scorer random as an option)")  # fmt: skip
-    block, _, key = spelling.partition(".")
-    return TraacError(f"{name}: a method's setting is written in its mode's block now: "
-                      f"{block}: {{{key}: VALUE}} in a recipe, --{spelling} VALUE on the command "
-                      "line")  # fmt: skip
-
-
 def overrides(argv: list[str]) -> dict[str, Any]:
     """`--field value`, `--field=value` and bare `--flag` (true) of a command line, by field
     name (dashes read as underscores); the first value of a list."""
@@ -237,46 +211,91 @@ def unknown_option(flag: str, fields: list[str]) -> TraacError:
     return TraacError(f"unknown option {flag}{nearest(flag[2:], fields, option=True)}")
 
 
-def _check_blocks(
-    recipe: dict[str, Any], line: dict[str, dict[str, str]], rest: list[str]
-) -> set[str]:
-    """The methods' settings: no setting written flat (a recipe key, an option of `rest`), each
-    block, the recipe's and the options' (`line`), a mapping of its mode's settings (when the
-    sources can be read); returns the blocks' names."""
-    declared = declared_blocks()
-    if declared is None:
-        return set()
-    flat = {f"{prefix}{name}": f"{block}.{name}" for block, (prefix, names) in declared.items()
-            if prefix is not None for name in names}  # fmt: skip
+# Each method's block: the prefix its settings took as flat fields before the blocks (None: never
+# flat) and its settings' names; read off the sources before the imports
+# (`recipe_fields.declared_blocks`), from the classes by the full parse (`registry.spellings`).
+Blocks = dict[str, tuple[str | None, tuple[str, ...]]]
+
+
+def flat_names(blocks: Blocks) -> dict[str, str]:
+    """Each setting's flat name from before the blocks (`alp_beta`), with its spelling now
+    (`alp.beta`)."""
+    pairs = [(f"{prefix}{name}", f"{block}.{name}") for block, (prefix, names) in blocks.items()
+             if prefix is not None for name in names]  # fmt: skip
+    if len(dict(pairs)) != len(pairs):
+        raise TypeError(f"two settings share one flat name: {sorted(dict(pairs))}")
+    return dict(pairs)
+
+
+def _flat_key(name: str, flat: dict[str, str]) -> TraacError | None:
+    """A key of earlier releases in one line with its spelling now (None: any other name): a
+    method's setting (`alp_beta`, or a negated flag `no_l1_budget_in_prompt`) its block,
+    `method_args` the blocks, a difficulty field (`tau_easy`) its place in `difficulty`."""
+    spelling = flat.get(name) or (flat.get(name[3:]) if name.startswith("no_") else None)
+    if spelling is not None:
+        block, _, key = spelling.partition(".")
+        return TraacError(f"{name}: a method's setting is written in its mode's block now: "
+                          f"{block}: {{{key}: VALUE}} in a recipe, --{spelling} VALUE on the "
+                          "command line")  # fmt: skip
+    if name == "method_args":
+        return TraacError(f"{name}: write the mode's settings in its block (traac: {{scorer: "
+                          "random} in a recipe, --traac.scorer random as an option)")  # fmt: skip
+    if name in FLAT_KEYS:
+        value = "VALUE"
+        for key in reversed(FLAT_KEYS[name].split(".")[1:]):
+            value = f"{{{key}: {value}}}"
+        return TraacError(f"{name}: the bins are one mapping now, {FLAT_KEYS[name]}: write "
+                          f"`difficulty: {value}` in the recipe (JSON with --difficulty on the "
+                          "command line)")  # fmt: skip
+    return None
+
+
+def check_spelling(blocks: Blocks, recipe: dict[str, Any], argv: list[str]) -> None:
+    """One spelling of each setting, the recipe's and the command line's (`argv`): no key of
+    earlier releases (`_flat_key`); each block, the recipe's and the options' (`--alp.beta`), a
+    mapping of its mode's settings, in the words of `MethodSettings.from_mapping`."""
+    line, rest = dotted_options(argv)
+    flat = flat_names(blocks)
     for name in (*recipe, *overrides(rest)):
-        if flat_spelling(name, flat) or name == "method_args":
-            raise flat_setting(name, flat_spelling(name, flat))
-    for block, values in [*((b, v) for b, v in recipe.items() if b in declared), *line.items()]:
-        if block not in declared:  # an option's (`--alpp.beta`)
-            raise unknown_block(block, values, list(declared))
+        if (error := _flat_key(name, flat)) is not None:
+            raise error
+    for block, values in [*((b, v) for b, v in recipe.items() if b in blocks), *line.items()]:
+        if block not in blocks:  # an option's (`--alpp.beta`), naming the nearest
+            near = difflib.get_close_matches(block, list(blocks), n=1)
+            hint = (
+                f"; did you mean --{near[0]}.?" if near else f"; the blocks are {', '.join(blocks)}"
+            )
+            raise TraacError(f"--{block}.{next(iter(values))}: no mode's settings are called "
+                             f"{block}{hint}")  # fmt: skip
         if not isinstance(values, dict):  # a recipe's
             raise TraacError(f"recipe field {block}: the settings of mode {block} are a mapping "
                              f"({block}: {{setting: value}})")  # fmt: skip
-        names = declared[block][1]
-        for key in values:  # in the words of the full parse (`MethodSettings.from_mapping`)
+        names = blocks[block][1]
+        for key in values:
             if key not in names:
                 raise TraacError(f"{block}.{key}: not a setting of mode {block}; its settings "
                                  f"are {', '.join(names)}")  # fmt: skip
-    return set(declared)
 
 
 def _check_names(recipe: dict[str, Any], argv: list[str]) -> None:
-    """Every recipe key and option a known field or block (when the field list is cached)."""
-    line, rest = dotted_options(argv)
-    known_blocks = _check_blocks(recipe, line, rest)
+    """One spelling of each setting (when the sources can be read); every recipe key and option
+    a known field or block (when the field list is known)."""
+    blocks = declared_blocks()
+    if blocks is not None:
+        check_spelling(blocks, recipe, argv)
     fields = known_fields()
     if fields is None:
         return
-    known = {*fields, *_NOT_FIELDS, *FLAT_KEYS, *known_blocks}  # FLAT_KEYS: the parse names them
+    known = {
+        *fields,
+        *_NOT_FIELDS,
+        *FLAT_KEYS,
+        *(blocks or ()),
+    }  # FLAT_KEYS: named above, or by the parse
     for key in recipe:
         if key not in known:
             raise unknown_recipe_field(key, fields)
-    for arg in rest:
+    for arg in dotted_options(argv)[1]:
         flag = arg.partition("=")[0]
         if flag.startswith("--") and flag[2:].replace("-", "_") not in known:
             raise unknown_option(flag, fields)

@@ -87,18 +87,11 @@ def blocks() -> dict[str, type[MethodSettings]]:
     return out
 
 
-def flat_names() -> dict[str, str]:
-    """Each setting's flat name from before the blocks (`alp_beta`), with its spelling now
-    (`alp.beta`): what a flat key is refused with, and what run keys hash."""
-    pairs = [
-        (f"{cls.FLAT_PREFIX}{name}", f"{cls.BLOCK}.{name}")
-        for cls in settings_classes()
-        if cls.FLAT_PREFIX is not None
-        for name in cls.names()
-    ]
-    if len(dict(pairs)) != len(pairs):
-        raise TypeError(f"two settings share one flat name: {sorted(dict(pairs))}")
-    return dict(pairs)
+def spellings() -> dict[str, tuple[str | None, tuple[str, ...]]]:
+    """Each block with its flat prefix from before the blocks (`FLAT_PREFIX`) and its settings'
+    names: what a recipe's spelling is checked against (`traac.pipelines.recipe.check_spelling`,
+    which reads the same off the sources before the imports)."""
+    return {block: (cls.FLAT_PREFIX, cls.names()) for block, cls in blocks().items()}
 
 
 def flat_form(values: Mapping[str, Any]) -> dict[str, Any]:
