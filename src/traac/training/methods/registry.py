@@ -12,7 +12,6 @@ reward object's `bind`: the tokenizer), and its settings (`settings`: its block 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -110,14 +109,9 @@ def flat_form(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def method_mapping(value: Any) -> dict[str, Any]:
-    """`method_args` as a mapping: JSON text read, unset as empty."""
+    """`method_args` as a mapping (unset: empty)."""
     if value is None:
         return {}
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as err:
-            raise TraacError(f"method_args: {value!r} is not JSON ({err.msg})") from None
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         raise TraacError(f"method_args: {value!r} is not a mapping of setting: value")
     return dict(value)

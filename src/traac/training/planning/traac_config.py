@@ -229,7 +229,7 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
                   "length_weight, probe_layers, copy_pool, copy_loss; authors also loss_type "
                   "dapo, the token mean, unless optimizer_profile is set)."},
     )  # fmt: skip
-    method_args: dict[str, Any] | str | None = field(
+    method_args: dict[str, Any] | None = field(
         default=None,
         metadata={"help": "The mode's own settings, one mapping; a recipe writes them in the "
                   "mode's block (traac: {scorer: random}; --traac.scorer random)."},
