@@ -8,24 +8,19 @@ A method's settings are written in its block (`alp: {beta: 1.0}`, `--alp.beta 1.
 key of earlier releases (`alp_beta`) is refused naming its block (`check_spelling`, which the
 full parse runs too).
 Unknown fields are named from the field list `traac.pipelines.recipe_fields` reads off the
-classes' sources without importing them. Where it cannot (a TRL release whose classes lie
-elsewhere), the list a full parse wrote to the cache (`recipe-fields/`, keyed by the installed
-TRL and transformers and by traac's source) serves; before any full parse, the full parse names
-the field, in the same words.
+classes' sources without importing them; where it cannot (a release outside the versions
+pyproject.toml allows, whose classes lie elsewhere), the full parse names the field, in the same
+words, after its imports.
 """
 
 from __future__ import annotations
 
 import difflib
-import hashlib
-import json
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from traac.common.cache import cache_root
 from traac.common.model_names import check_model_name
 from traac.common.outputs import writable_dir
 from traac.common.scoring_model import is_foreign
@@ -157,41 +152,6 @@ def overrides(argv: list[str]) -> dict[str, Any]:
 _NOT_FIELDS = ("env", "config", "help", "help_all")
 
 
-def _fields_file() -> Path:
-    package = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    for name in ("trl", "transformers"):
-        digest.update(f"{name} {metadata.version(name)}\n".encode())
-    for source in sorted(package.rglob("*.py")):  # any change to traac: a new list (~10 ms)
-        digest.update(source.read_bytes())
-    return cache_root("recipe-fields") / f"{digest.hexdigest()[:16]}.json"
-
-
-def remember_fields(fields: list[str]) -> None:
-    """Keep the full parser's field names for later checks (best effort: a read-only cache
-    only makes those checks wait for the full parse)."""
-    try:
-        path = _fields_file()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        work = path.with_suffix(f".{id(fields)}.tmp")
-        work.write_text(json.dumps(sorted(fields)))
-        work.replace(path)
-    except OSError:
-        pass
-
-
-def known_fields() -> list[str] | None:
-    """The field names, read off the classes' sources, else those a full parse wrote for this
-    installation (None: neither)."""
-    declared = declared_fields()
-    if declared is not None:
-        return declared
-    try:
-        return json.loads(_fields_file().read_text())
-    except (OSError, ValueError, metadata.PackageNotFoundError):
-        return None
-
-
 def nearest(name: str, fields: list[str], option: bool = False) -> str:
     """'; did you mean F?' for the field `name` begins (if one) or the nearest, else ''; as an
     option (`--field-name`) with `option`."""
@@ -278,12 +238,12 @@ def check_spelling(blocks: Blocks, recipe: dict[str, Any], argv: list[str]) -> N
 
 
 def _check_names(recipe: dict[str, Any], argv: list[str]) -> None:
-    """One spelling of each setting (when the sources can be read); every recipe key and option
-    a known field or block (when the field list is known)."""
+    """One spelling of each setting; every recipe key and option a known field or block (when
+    the sources can be read)."""
     blocks = declared_blocks()
     if blocks is not None:
         check_spelling(blocks, recipe, argv)
-    fields = known_fields()
+    fields = declared_fields()
     if fields is None:
         return
     known = {

@@ -38,7 +38,6 @@ from traac.pipelines.recipe import (
     check_spelling,
     dotted_options,
     read_recipe,
-    remember_fields,
     unknown_option,
     unknown_recipe_field,
 )
@@ -244,9 +243,6 @@ class _Parser(TrlParser):
             names = _checkpointing_names()
             args = [_renamed_flag(a, names) for a in args]
         fields = sorted({a.dest for a in self._actions if a.dest != "help"})
-        options = {o[2:].replace("-", "_") for a in self._actions for o in a.option_strings}
-        names = {*fields, *options, *CHECKPOINTING, *CHECKPOINTING.values()}  # e.g. --no_x
-        remember_fields(sorted(names))  # so that later commands name a typo before this parse
         *parsed, from_recipe, from_line = super().parse_args_and_config(
             args, return_remaining_strings=True, separate_remaining_strings=True
         )
