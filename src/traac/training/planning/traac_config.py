@@ -4,10 +4,10 @@ the settings class of its mode's entry in `traac.training.methods.registry.METHO
 writes them in the mode's block, `alp: {beta: 1.0}`, which the train parser routes there).
 
 The defaults are the paper's but one: `preset: traac` masks the compressed copies' think blocks
-from the loss (the verdict study, docs/method.md#copies). Where a field left unset (`None`) takes
-its value (the preset, the mode's needs, the optimiser profile; a method's `resolved`) is told
-once, in docs/training.md#defaults; `__post_init__` applies them in that order and checks every
-field once, with the check helpers of `traac.compression.settings`.
+from the loss (the verdict study, docs/method.md#copies). Where a field left unset (`None`)
+takes its value (the preset, then the optimiser profile with what the mode needs; a method's
+`resolved`) is told once, in docs/training.md#defaults; `__post_init__` applies them in that
+order and checks every field once, with the check helpers of `traac.compression.settings`.
 """
 
 from __future__ import annotations
@@ -295,9 +295,7 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
             check_choice("mode", self.mode, tuple(METHODS))  # its settings class comes next
             self.method_args = method_mapping(self.method_args)
             self.preset_pinned = apply_preset(self)  # before the profile: loss_type (presets)
-            given = self._fill_needs()
-            self._resolve_profile()
-            self._check_rules(given)
+            self._check_rules(self._resolve_profile())
             self._validate_traac()
             FormatSettings.__post_init__(self)
             self.bf16 = resolve_bf16(self.bf16, self.fp16, self.use_cpu)
@@ -313,22 +311,18 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
         """The dtype every model of the run loads in (`precision.load_dtype`)."""
         return load_dtype(self.model_init_kwargs, self.bf16, self.fp16)
 
-    def _resolve_profile(self) -> None:
-        """The optimiser profile's values for the fields left unset (`resolve_profile`)."""
-        values = {name: getattr(self, name) for name in PROFILE_FIELDS}
-        aggregation = self.multi_objective_aggregation
-        for name, value in resolve_profile(self.optimizer_profile, values, aggregation).items():
-            setattr(self, name, value)
-
-    def _fill_needs(self) -> dict[str, Any]:
-        """The fields the mode's rules read (`RunRule`, declared by its method), as given (None:
-        unset); a value the mode needs, left unset, is filled (unless an explicit profile sets
-        it: `_check_rules` names the profile)."""
+    def _resolve_profile(self) -> dict[str, Any]:
+        """The optimiser profile's values for the fields left unset (`resolve_profile`), with
+        what the mode needs (its method's `RunRule`s) over the default profile's. Returns the
+        rules' fields as given (None: unset), for `_check_rules` to name a profile's value."""
         rules = METHODS[self.mode].rules
         given = {rule.field: getattr(self, rule.field) for rule in rules}
-        for rule in rules:
-            if rule.needs is not None and given[rule.field] is None and not self.optimizer_profile:
-                setattr(self, rule.field, rule.needs)
+        needs = {rule.field: rule.needs for rule in rules if rule.needs is not None}
+        values = {name: getattr(self, name) for name in PROFILE_FIELDS}
+        aggregation = self.multi_objective_aggregation
+        resolved = resolve_profile(self.optimizer_profile, values, aggregation, needs)
+        for name, value in resolved.items():
+            setattr(self, name, value)
         return given
 
     def _check_rules(self, given: dict[str, Any]) -> None:
