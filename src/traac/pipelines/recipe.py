@@ -273,11 +273,7 @@ def precheck(argv: list[str]) -> None:
         check_model_name(model, "model_name_or_path")
     if isinstance(values.get("output_dir"), str):  # what transformers would fail to make
         writable_dir(values["output_dir"], "output_dir")
-    block = recipe.get("traac")  # the scoring model, the recipe's or the option's
-    scorer = (
-        dotted_options(argv)[0]
-        .get("traac", {})
-        .get("scoring_model", block.get("scoring_model") if isinstance(block, dict) else None)
-    )
+    block = recipe.get("traac") if isinstance(recipe.get("traac"), dict) else {}
+    scorer = {**block, **dotted_options(argv)[0].get("traac", {})}.get("scoring_model")
     if isinstance(scorer, str) and is_foreign(scorer):
         check_model_name(scorer, "traac.scoring_model")

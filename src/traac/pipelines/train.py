@@ -43,7 +43,7 @@ from traac.pipelines.recipe import (
 )
 from traac.pipelines.recipe_effects import settings_without_effect
 from traac.pipelines.recipe_fields import CHECKPOINTING
-from traac.training.methods.registry import METHODS, check_unused, spellings, split_blocks
+from traac.training.methods.registry import check_unused, spellings, split_blocks
 from traac.training.planning.counts import COUNTS, check_counts
 from traac.training.planning.lora import LoraArguments
 from traac.training.planning.packages import check_packages
@@ -269,9 +269,6 @@ def route_settings(
     modes, are returned, by settings class (the parse checks them, and the run notes or refuses
     them: `recipe_effects`)."""
     merged = {b: {**recipe.get(b, {}), **line.get(b, {})} for b in {**recipe, **line}}
-    if parsed.mode not in METHODS:  # the config names the mode; its settings wait for it
-        parsed.method_args = {}
-        return {}
     parsed.method_args, others = split_blocks(merged, parsed.mode)
     return others
 

@@ -122,7 +122,10 @@ def split_blocks(
 ) -> tuple[dict[str, Any], dict[type[MethodSettings], dict[str, Any]]]:
     """The blocks of a recipe (block name -> its settings) split into the trained mode's own
     settings (its `method_args`) and, by settings class, those of the modes not trained (a
-    recipe may hold several, for the variants that switch modes)."""
+    recipe may hold several, for the variants that switch modes). A mode no method has takes
+    none (the config names it)."""
+    if mode not in METHODS:
+        return {}, {}
     own_cls = METHODS[mode].settings
     owners = blocks()
     own: dict[str, Any] = {}

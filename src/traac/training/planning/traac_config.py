@@ -285,7 +285,7 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
         (`traac.pipelines.train.route_settings`)."""
         given = {name: values.pop(name) for name in list(values) if name in blocks()}
         mode = values.get("mode", "traac")
-        own, others = split_blocks(given, mode) if mode in METHODS else ({}, {})
+        own, others = split_blocks(given, mode)
         config = cls(**values, method_args=own)
         check_unused(others, config.run_context())
         return config
