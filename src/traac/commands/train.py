@@ -20,7 +20,7 @@ import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from traac.pipelines.recipe import precheck
+from traac.pipelines.recipe import config_path, precheck
 
 if TYPE_CHECKING:
     from traac.pipelines.plan import Plan
@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
     dry_run = _asks_dry_run(argv)
     script, config, device_note = parse_recipe(argv, dry_run)
     if script.dry_run:
-        recipe = argv[argv.index("--config") + 1] if "--config" in argv else "command line"
+        recipe = config_path(argv) or "command line"
         print_plan(make_plan(script, config, device_note), title=f"traac train plan: {recipe}")
         return 0
     console = make_console()

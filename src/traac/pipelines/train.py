@@ -36,6 +36,7 @@ from traac.errors import TraacError
 from traac.pipelines.model_registry import resolve_model
 from traac.pipelines.recipe import (
     check_spelling,
+    config_path,
     dotted_options,
     read_recipe,
     unknown_option,
@@ -142,12 +143,11 @@ class TrainResult:
 def parse(argv: list[str]) -> tuple[TrainScriptArguments, TRAACConfig]:
     """Recipe + overrides -> (script arguments, TRAACConfig); bad values -> TraacError. Fields
     the run would not read are refused, or noted in `script.notes` (`recipe_effects`)."""
-    recipe: dict[str, Any] = {}
-    if "--config" in argv:
-        at = argv.index("--config")
-        if at + 1 >= len(argv):
-            raise TraacError("--config needs a recipe path")
-        recipe = check_recipe(Path(argv[at + 1]))
+    path = config_path(argv)
+    recipe = check_recipe(path) if path is not None else {}
+    # TRL's parser reads `--config RECIPE` only, not `--config=RECIPE`
+    argv = [part for arg in argv
+            for part in (arg.split("=", 1) if arg.startswith("--config=") else [arg])]  # fmt: skip
     check_spelling(spellings(), {}, argv)  # the command line's (the recipe's: `check_recipe`)
     parser = build_parser()
     try:
