@@ -156,8 +156,7 @@ def check_unused(others: Mapping[type[MethodSettings], Mapping[str, Any]], run: 
     """The settings of methods not trained that a shared recipe gives: unused, and in range all
     the same, so a recipe's mistake fails under whichever mode runs it."""
     for cls, values in others.items():
-        modes = [name for name, method in METHODS.items() if method.settings is cls]
-        cls.from_mapping(values, modes[0]).check(run)
+        cls.from_mapping(values, cls.BLOCK).check(run)
 
 
 def method_run(name: str, settings: MethodSettings | None, run: RunContext) -> MethodRun | None:
