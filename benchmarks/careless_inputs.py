@@ -6,9 +6,10 @@ Each case runs as `python -m traac.cli ...` with this checkout's `src` (and, wit
 with another checkout's `src`, e.g. `git archive a401353 src | tar -x -C /tmp/old`), in an
 empty directory with an empty traac cache and the hub offline; a case that has not exited
 after `--timeout` seconds is stopped (before this change some started to train). With
-`--primed` the cache holds TRL's field list, as after any earlier `traac train` on the machine
-(one full parse, timed and printed first); without it, checkouts before the field list was read
-off the sources (`traac.pipelines.recipe_fields`) wait for that parse to name a misspelt field.
+`--primed` one full parse runs first (timed and printed): the checkouts that cached TRL's field
+list then hold it, as after any earlier `traac train` on the machine; without it, checkouts
+before the field list was read off the sources (`traac.pipelines.recipe_fields`) wait for that
+parse to name a misspelt field (later ones read it off the sources and cache none).
 Prints per case the seconds to exit, the exit code and the number of stderr lines, and with
 `--lines` the line the user reads. The cases after the first block are one of each kind of
 issue 60 (a recipe that says more than it does, an output that cannot be written, a check that

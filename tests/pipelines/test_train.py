@@ -323,6 +323,15 @@ def parsed(tmp_path: Path, text: str, *line: str) -> Any:
     return parse(["--config", str(recipe), *line])
 
 
+def test_config_with_an_equals_sign_is_the_same_recipe(tmp_path: Path) -> None:
+    """`--config=RECIPE` reads the recipe, as the check before the imports already did."""
+    from traac.pipelines.train import parse
+
+    _, spaced = parse(["--config", str(RECIPE), "--output-dir", str(tmp_path)])
+    _, joined = parse([f"--config={RECIPE}", "--output-dir", str(tmp_path)])
+    assert joined.to_dict() == spaced.to_dict()
+
+
 def test_the_testbed_recipes_traac_block_is_the_modes_method_args() -> None:
     from traac.pipelines.train import parse
 

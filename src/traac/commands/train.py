@@ -20,7 +20,7 @@ import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from traac.pipelines.recipe import precheck
+from traac.pipelines.recipe import config_path, precheck
 
 if TYPE_CHECKING:
     from traac.pipelines.plan import Plan
@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
     dry_run = _asks_dry_run(argv)
     script, config, device_note = parse_recipe(argv, dry_run)
     if script.dry_run:
-        recipe = argv[argv.index("--config") + 1] if "--config" in argv else "command line"
+        recipe = config_path(argv) or "command line"
         print_plan(make_plan(script, config, device_note), title=f"traac train plan: {recipe}")
         return 0
     console = make_console()
@@ -169,11 +169,14 @@ def short_parser() -> argparse.ArgumentParser:
     )
     for f in dataclasses.fields(TraacSettings):
         _add(methods, f, TraacSettings.BLOCK)
-    # The peers' settings by name only: described in full by --help-all (one group per method
-    # would grow this help by a screen for every method added).
+    # The peers' settings by name only, each class once under the modes that read it (`dler,
+    # dler_difficulty`): described in full by --help-all (one group per method would grow this
+    # help by a screen for every method added).
     peers = [
-        f"{name} ({', '.join(_option(cls.BLOCK, n) for n in cls.names())})"
-        for name, cls in _peer_settings(METHODS, settings_classes(), TraacSettings)
+        f"{', '.join(n for n, m in METHODS.items() if m.settings is cls)} "
+        f"({', '.join(_option(cls.BLOCK, n) for n in cls.names())})"
+        for cls in settings_classes()
+        if cls is not TraacSettings
     ]
     p.add_argument_group(
         "the peers' settings, each in its block (`traac train --help-all` describes each; "
@@ -192,17 +195,6 @@ def short_parser() -> argparse.ArgumentParser:
         elif f.name in own_fields:
             _add(changed, f)
     return p
-
-
-def _peer_settings(
-    methods: dict[str, Any], classes: list[type], own: type
-) -> list[tuple[str, type]]:
-    """Each peer settings class once, named by the modes that read it (`dler, dler_difficulty`)."""
-    return [
-        (", ".join(n for n, m in methods.items() if m.settings is cls), cls)
-        for cls in classes
-        if cls is not own
-    ]
 
 
 def print_short_help() -> None:

@@ -5,26 +5,22 @@ transformers and TRL. The full parse follows (`traac.pipelines.train.parse`), wh
 field again.
 
 A method's settings are written in its block (`alp: {beta: 1.0}`, `--alp.beta 1.0`); a flat
-key of earlier releases (`alp_beta`) is refused naming its block (`flat_setting`).
+key of earlier releases (`alp_beta`) is refused naming its block (`check_spelling`, which the
+full parse runs too).
 Unknown fields are named from the field list `traac.pipelines.recipe_fields` reads off the
-classes' sources without importing them. Where it cannot (a TRL release whose classes lie
-elsewhere), the list a full parse wrote to the cache (`recipe-fields/`, keyed by the installed
-TRL and transformers and by traac's source) serves; before any full parse, the full parse names
-the field, in the same words.
+classes' sources without importing them; where it cannot (a release outside the versions
+pyproject.toml allows, whose classes lie elsewhere), the full parse names the field, in the same
+words, after its imports.
 """
 
 from __future__ import annotations
 
 import difflib
-import hashlib
-import json
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from traac.common.cache import cache_root
 from traac.common.model_names import check_model_name
 from traac.common.outputs import writable_dir
 from traac.common.scoring_model import is_foreign
@@ -133,33 +129,6 @@ def dotted_options(argv: list[str]) -> tuple[dict[str, dict[str, str]], list[str
     return found, rest
 
 
-def unknown_block(block: str, values: dict[str, str], known: list[str]) -> TraacError:
-    """An option of a block no method has (`--alpp.beta`), naming the nearest."""
-    near = difflib.get_close_matches(block, known, n=1)
-    hint = f"; did you mean --{near[0]}.?" if near else f"; the blocks are {', '.join(known)}"
-    return TraacError(
-        f"--{block}.{next(iter(values))}: no mode's settings are called {block}{hint}"
-    )
-
-
-def flat_spelling(name: str, flat: dict[str, str]) -> str | None:
-    """The block spelling of a flat name from before the blocks (`alp_beta`, or a negated flag
-    `no_l1_budget_in_prompt`), None for any other name."""
-    return flat.get(name) or (flat.get(name[3:]) if name.startswith("no_") else None)
-
-
-def flat_setting(name: str, spelling: str | None) -> TraacError:
-    """A method's setting written flat, as before the blocks (`alp_beta`, `spelling` its block
-    and name now, `alp.beta`), or `method_args` (`spelling` None), in one line with the fix."""
-    if spelling is None:
-        return TraacError(f"{name}: write the mode's settings in its block (traac: {{scorer: "
-                          "random} in a recipe, --traac.scorer random as an option)")  # fmt: skip
-    block, _, key = spelling.partition(".")
-    return TraacError(f"{name}: a method's setting is written in its mode's block now: "
-                      f"{block}: {{{key}: VALUE}} in a recipe, --{spelling} VALUE on the command "
-                      "line")  # fmt: skip
-
-
 def overrides(argv: list[str]) -> dict[str, Any]:
     """`--field value`, `--field=value` and bare `--flag` (true) of a command line, by field
     name (dashes read as underscores); the first value of a list."""
@@ -183,41 +152,6 @@ def overrides(argv: list[str]) -> dict[str, Any]:
 _NOT_FIELDS = ("env", "config", "help", "help_all")
 
 
-def _fields_file() -> Path:
-    package = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    for name in ("trl", "transformers"):
-        digest.update(f"{name} {metadata.version(name)}\n".encode())
-    for source in sorted(package.rglob("*.py")):  # any change to traac: a new list (~10 ms)
-        digest.update(source.read_bytes())
-    return cache_root("recipe-fields") / f"{digest.hexdigest()[:16]}.json"
-
-
-def remember_fields(fields: list[str]) -> None:
-    """Keep the full parser's field names for later checks (best effort: a read-only cache
-    only makes those checks wait for the full parse)."""
-    try:
-        path = _fields_file()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        work = path.with_suffix(f".{id(fields)}.tmp")
-        work.write_text(json.dumps(sorted(fields)))
-        work.replace(path)
-    except OSError:
-        pass
-
-
-def known_fields() -> list[str] | None:
-    """The field names, read off the classes' sources, else those a full parse wrote for this
-    installation (None: neither)."""
-    declared = declared_fields()
-    if declared is not None:
-        return declared
-    try:
-        return json.loads(_fields_file().read_text())
-    except (OSError, ValueError, metadata.PackageNotFoundError):
-        return None
-
-
 def nearest(name: str, fields: list[str], option: bool = False) -> str:
     """'; did you mean F?' for the field `name` begins (if one) or the nearest, else ''; as an
     option (`--field-name`) with `option`."""
@@ -237,46 +171,91 @@ def unknown_option(flag: str, fields: list[str]) -> TraacError:
     return TraacError(f"unknown option {flag}{nearest(flag[2:], fields, option=True)}")
 
 
-def _check_blocks(
-    recipe: dict[str, Any], line: dict[str, dict[str, str]], rest: list[str]
-) -> set[str]:
-    """The methods' settings: no setting written flat (a recipe key, an option of `rest`), each
-    block, the recipe's and the options' (`line`), a mapping of its mode's settings (when the
-    sources can be read); returns the blocks' names."""
-    declared = declared_blocks()
-    if declared is None:
-        return set()
-    flat = {f"{prefix}{name}": f"{block}.{name}" for block, (prefix, names) in declared.items()
-            if prefix is not None for name in names}  # fmt: skip
+# Each method's block: the prefix its settings took as flat fields before the blocks (None: never
+# flat) and its settings' names; read off the sources before the imports
+# (`recipe_fields.declared_blocks`), from the classes by the full parse (`registry.spellings`).
+Blocks = dict[str, tuple[str | None, tuple[str, ...]]]
+
+
+def flat_names(blocks: Blocks) -> dict[str, str]:
+    """Each setting's flat name from before the blocks (`alp_beta`), with its spelling now
+    (`alp.beta`)."""
+    pairs = [(f"{prefix}{name}", f"{block}.{name}") for block, (prefix, names) in blocks.items()
+             if prefix is not None for name in names]  # fmt: skip
+    if len(dict(pairs)) != len(pairs):
+        raise TypeError(f"two settings share one flat name: {sorted(dict(pairs))}")
+    return dict(pairs)
+
+
+def _flat_key(name: str, flat: dict[str, str]) -> TraacError | None:
+    """A key of earlier releases in one line with its spelling now (None: any other name): a
+    method's setting (`alp_beta`, or a negated flag `no_l1_budget_in_prompt`) its block,
+    `method_args` the blocks, a difficulty field (`tau_easy`) its place in `difficulty`."""
+    spelling = flat.get(name) or (flat.get(name[3:]) if name.startswith("no_") else None)
+    if spelling is not None:
+        block, _, key = spelling.partition(".")
+        return TraacError(f"{name}: a method's setting is written in its mode's block now: "
+                          f"{block}: {{{key}: VALUE}} in a recipe, --{spelling} VALUE on the "
+                          "command line")  # fmt: skip
+    if name == "method_args":
+        return TraacError(f"{name}: write the mode's settings in its block (traac: {{scorer: "
+                          "random} in a recipe, --traac.scorer random as an option)")  # fmt: skip
+    if name in FLAT_KEYS:
+        value = "VALUE"
+        for key in reversed(FLAT_KEYS[name].split(".")[1:]):
+            value = f"{{{key}: {value}}}"
+        return TraacError(f"{name}: the bins are one mapping now, {FLAT_KEYS[name]}: write "
+                          f"`difficulty: {value}` in the recipe (JSON with --difficulty on the "
+                          "command line)")  # fmt: skip
+    return None
+
+
+def check_spelling(blocks: Blocks, recipe: dict[str, Any], argv: list[str]) -> None:
+    """One spelling of each setting, the recipe's and the command line's (`argv`): no key of
+    earlier releases (`_flat_key`); each block, the recipe's and the options' (`--alp.beta`), a
+    mapping of its mode's settings, in the words of `MethodSettings.from_mapping`."""
+    line, rest = dotted_options(argv)
+    flat = flat_names(blocks)
     for name in (*recipe, *overrides(rest)):
-        if flat_spelling(name, flat) or name == "method_args":
-            raise flat_setting(name, flat_spelling(name, flat))
-    for block, values in [*((b, v) for b, v in recipe.items() if b in declared), *line.items()]:
-        if block not in declared:  # an option's (`--alpp.beta`)
-            raise unknown_block(block, values, list(declared))
+        if (error := _flat_key(name, flat)) is not None:
+            raise error
+    for block, values in [*((b, v) for b, v in recipe.items() if b in blocks), *line.items()]:
+        if block not in blocks:  # an option's (`--alpp.beta`), naming the nearest
+            near = difflib.get_close_matches(block, list(blocks), n=1)
+            hint = (
+                f"; did you mean --{near[0]}.?" if near else f"; the blocks are {', '.join(blocks)}"
+            )
+            raise TraacError(f"--{block}.{next(iter(values))}: no mode's settings are called "
+                             f"{block}{hint}")  # fmt: skip
         if not isinstance(values, dict):  # a recipe's
             raise TraacError(f"recipe field {block}: the settings of mode {block} are a mapping "
                              f"({block}: {{setting: value}})")  # fmt: skip
-        names = declared[block][1]
-        for key in values:  # in the words of the full parse (`MethodSettings.from_mapping`)
+        names = blocks[block][1]
+        for key in values:
             if key not in names:
                 raise TraacError(f"{block}.{key}: not a setting of mode {block}; its settings "
                                  f"are {', '.join(names)}")  # fmt: skip
-    return set(declared)
 
 
 def _check_names(recipe: dict[str, Any], argv: list[str]) -> None:
-    """Every recipe key and option a known field or block (when the field list is cached)."""
-    line, rest = dotted_options(argv)
-    known_blocks = _check_blocks(recipe, line, rest)
-    fields = known_fields()
+    """One spelling of each setting; every recipe key and option a known field or block (when
+    the sources can be read)."""
+    blocks = declared_blocks()
+    if blocks is not None:
+        check_spelling(blocks, recipe, argv)
+    fields = declared_fields()
     if fields is None:
         return
-    known = {*fields, *_NOT_FIELDS, *FLAT_KEYS, *known_blocks}  # FLAT_KEYS: the parse names them
+    known = {
+        *fields,
+        *_NOT_FIELDS,
+        *FLAT_KEYS,
+        *(blocks or ()),
+    }  # FLAT_KEYS: named above, or by the parse
     for key in recipe:
         if key not in known:
             raise unknown_recipe_field(key, fields)
-    for arg in rest:
+    for arg in dotted_options(argv)[1]:
         flag = arg.partition("=")[0]
         if flag.startswith("--") and flag[2:].replace("-", "_") not in known:
             raise unknown_option(flag, fields)
@@ -294,11 +273,7 @@ def precheck(argv: list[str]) -> None:
         check_model_name(model, "model_name_or_path")
     if isinstance(values.get("output_dir"), str):  # what transformers would fail to make
         writable_dir(values["output_dir"], "output_dir")
-    block = recipe.get("traac")  # the scoring model, the recipe's or the option's
-    scorer = (
-        dotted_options(argv)[0]
-        .get("traac", {})
-        .get("scoring_model", block.get("scoring_model") if isinstance(block, dict) else None)
-    )
+    block = recipe.get("traac") if isinstance(recipe.get("traac"), dict) else {}
+    scorer = {**block, **dotted_options(argv)[0].get("traac", {})}.get("scoring_model")
     if isinstance(scorer, str) and is_foreign(scorer):
         check_model_name(scorer, "traac.scoring_model")

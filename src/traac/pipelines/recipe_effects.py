@@ -34,17 +34,14 @@ def _given(recipe: Mapping[str, Any], line: Mapping[str, Any]) -> dict[str, tupl
     given: dict[str, tuple[Any, int]] = {k: (v, _RECIPE) for k, v in recipe.items()}
     given.update({k: (v, _LINE) for k, v in line.items()})
     for block in blocks().keys() & {*recipe, *line}:
-        ours, theirs = recipe.get(block), line.get(block, {})
-        merged = {**(ours if isinstance(ours, Mapping) else {}), **theirs}
+        theirs = line.get(block, {})
+        merged = {**recipe.get(block, {}), **theirs}  # a mapping: `check_spelling`
         given[block] = (merged, _RECIPE)
         given.update({f"{block}.{k}": (v, _LINE if k in theirs else _RECIPE)
                       for k, v in merged.items()})  # fmt: skip
     value, where = given.get("difficulty", (None, 0))
-    if isinstance(value, str):
-        try:
-            given["difficulty"] = (json.loads(value), where)
-        except json.JSONDecodeError:
-            del given["difficulty"]  # the config names it
+    if isinstance(value, str):  # JSON, valid: the config has read it (`train.parse`)
+        given["difficulty"] = (json.loads(value), where)
     return given
 
 

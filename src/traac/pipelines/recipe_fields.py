@@ -81,15 +81,20 @@ def _default(value: ast.expr | None) -> object:
     return value.value if isinstance(value, ast.Constant) else None
 
 
-def _declared() -> set[str]:
+def declared_fields() -> list[str] | None:
+    """Every field name (and `no_<flag>`) the train parser takes, read off the sources; None
+    where a class is not as expected."""
     fields: dict[str, bool] = {}  # a subclass's field overrides its base's (CLASSES: bases first)
-    for package, file, name, bases in CLASSES:
-        node = _classes(_package_dir(package) / file).get(name)
-        if node is None or tuple(ast.unparse(b) for b in node.bases) != bases:
-            raise Unexpected(f"{package}/{file}: {name}")
-        fields.update(_fields(node))
+    try:
+        for package, file, name, bases in CLASSES:
+            node = _classes(_package_dir(package) / file).get(name)
+            if node is None or tuple(ast.unparse(b) for b in node.bases) != bases:
+                raise Unexpected(f"{package}/{file}: {name}")
+            fields.update(_fields(node))
+    except Unexpected:
+        return None
     negated = {f"no_{name}" for name, true in fields.items() if true}
-    return {*fields, *negated, *CHECKPOINTING, *CHECKPOINTING.values()}
+    return sorted({*fields, *negated, *CHECKPOINTING, *CHECKPOINTING.values()})
 
 
 def _constants(node: ast.ClassDef) -> dict[str, object]:
@@ -127,12 +132,3 @@ def declared_blocks() -> dict[str, tuple[str | None, tuple[str, ...]]] | None:
     except Unexpected:
         return None
     return out
-
-
-def declared_fields() -> list[str] | None:
-    """Every field name (and `no_<flag>`) the train parser takes, read off the sources; None
-    where a class is not as expected."""
-    try:
-        return sorted(_declared())
-    except Unexpected:
-        return None

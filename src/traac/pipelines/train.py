@@ -31,23 +31,20 @@ from traac.common.outputs import writable_dir
 from traac.common.progress import NullProgress, Progress, quiet_libraries
 from traac.common.threads import check_threads, set_threads
 from traac.common.trainer_progress import TrainerProgress
-from traac.compression.difficulty import FLAT_KEYS
 from traac.data.training import items_to_dataset, load_training_items, with_dataset_fields
 from traac.errors import TraacError
 from traac.pipelines.model_registry import resolve_model
 from traac.pipelines.recipe import (
+    check_spelling,
+    config_path,
     dotted_options,
-    flat_setting,
-    flat_spelling,
     read_recipe,
-    remember_fields,
-    unknown_block,
     unknown_option,
     unknown_recipe_field,
 )
 from traac.pipelines.recipe_effects import settings_without_effect
 from traac.pipelines.recipe_fields import CHECKPOINTING
-from traac.training.methods.registry import METHODS, blocks, check_unused, flat_names, split_blocks
+from traac.training.methods.registry import check_unused, spellings, split_blocks
 from traac.training.planning.counts import COUNTS, check_counts
 from traac.training.planning.lora import LoraArguments
 from traac.training.planning.packages import check_packages
@@ -146,12 +143,12 @@ class TrainResult:
 def parse(argv: list[str]) -> tuple[TrainScriptArguments, TRAACConfig]:
     """Recipe + overrides -> (script arguments, TRAACConfig); bad values -> TraacError. Fields
     the run would not read are refused, or noted in `script.notes` (`recipe_effects`)."""
-    recipe: dict[str, Any] = {}
-    if "--config" in argv:
-        at = argv.index("--config")
-        if at + 1 >= len(argv):
-            raise TraacError("--config needs a recipe path")
-        recipe = check_recipe(Path(argv[at + 1]))
+    path = config_path(argv)
+    recipe = check_recipe(path) if path is not None else {}
+    # TRL's parser reads `--config RECIPE` only, not `--config=RECIPE`
+    argv = [part for arg in argv
+            for part in (arg.split("=", 1) if arg.startswith("--config=") else [arg])]  # fmt: skip
+    check_spelling(spellings(), {}, argv)  # the command line's (the recipe's: `check_recipe`)
     parser = build_parser()
     try:
         with warnings.catch_warnings():
@@ -177,14 +174,13 @@ def parse(argv: list[str]) -> tuple[TrainScriptArguments, TRAACConfig]:
 
 def check_recipe(path: Path) -> dict[str, Any]:
     """Read a recipe as the parser will, naming what the parser would choke on (a YAML syntax
-    error, a key written twice, a list where a number belongs) in one line, before any work."""
+    error, a key written twice, a setting's other spelling, a list where a number belongs) in
+    one line, before any work."""
     recipe = read_recipe(path)
+    check_spelling(spellings(), recipe, [])
     hints = {**typing.get_type_hints(TRAACConfig), **typing.get_type_hints(TrainScriptArguments)}
     for name, value in recipe.items():
         kind = type(value).__name__
-        if name in blocks() and not isinstance(value, dict):  # in `recipe.precheck`'s words
-            raise TraacError(f"recipe field {name}: the settings of mode {name} are a mapping "
-                             f"({name}: {{setting: value}})")  # fmt: skip
         if isinstance(value, (list, dict)) and name in hints and not _takes(hints[name], kind):
             raise TraacError(f"--config {path}: {name}: {value!r} is a {kind}; one value belongs")
     return recipe
@@ -206,9 +202,9 @@ def _checkpointing_names() -> dict[str, str]:
 
 
 class _Parser(TrlParser):
-    """TRL's parser, reading either name of the checkpointing fields (`CHECKPOINTING`) and
-    naming the new spelling of the flat fields of earlier releases (the difficulty's, `FLAT_KEYS`,
-    and the methods' settings, `flat_names`). Its errors are one line (no usage dump); an unknown
+    """TRL's parser, reading either name of the checkpointing fields (`CHECKPOINTING`), after
+    `parse` has checked each setting's spelling (`check_spelling`). Its errors are one line (no
+    usage dump); an unknown
     field, in the recipe or on the command line, names the nearest one; a prefix of an option is
     never taken for it; a recipe's value of the wrong type is named before it reaches
     transformers. The methods' settings, in their blocks (a recipe's `alp: {beta: 1.0}`, an
@@ -224,9 +220,7 @@ class _Parser(TrlParser):
         self.unused: dict[type, dict[str, Any]] = {}
 
     def set_defaults_with_config(self, **kwargs: Any) -> list[str]:
-        for key in kwargs:
-            _refuse_flat_key(key)
-        self.blocks = {k: kwargs.pop(k) for k in list(kwargs) if k in blocks()}
+        self.blocks = {k: kwargs.pop(k) for k in list(kwargs) if k in spellings()}
         names = _checkpointing_names()
         values = {names.get(k, k): v for k, v in kwargs.items()}
         for action in self._actions:
@@ -246,18 +240,9 @@ class _Parser(TrlParser):
     def parse_args_and_config(self, args: Any = None, **kwargs: Any) -> Any:
         if args is not None:
             self.line_blocks, args = dotted_options(list(args))
-            for block, values in self.line_blocks.items():
-                if block not in blocks():
-                    raise unknown_block(block, values, list(blocks()))
-            for arg in args:
-                if arg.startswith("--"):
-                    _refuse_flat_key(arg[2:].partition("=")[0].replace("-", "_"))
             names = _checkpointing_names()
             args = [_renamed_flag(a, names) for a in args]
         fields = sorted({a.dest for a in self._actions if a.dest != "help"})
-        options = {o[2:].replace("-", "_") for a in self._actions for o in a.option_strings}
-        names = {*fields, *options, *CHECKPOINTING, *CHECKPOINTING.values()}  # e.g. --no_x
-        remember_fields(sorted(names))  # so that later commands name a typo before this parse
         *parsed, from_recipe, from_line = super().parse_args_and_config(
             args, return_remaining_strings=True, separate_remaining_strings=True
         )
@@ -284,9 +269,6 @@ def route_settings(
     modes, are returned, by settings class (the parse checks them, and the run notes or refuses
     them: `recipe_effects`)."""
     merged = {b: {**recipe.get(b, {}), **line.get(b, {})} for b in {**recipe, **line}}
-    if parsed.mode not in METHODS:  # the config names the mode; its settings wait for it
-        parsed.method_args = {}
-        return {}
     parsed.method_args, others = split_blocks(merged, parsed.mode)
     return others
 
@@ -304,23 +286,6 @@ def _check_type(name: str, value: Any, kind: Any) -> None:
     except (TypeError, ValueError):
         what = "an integer" if kind is int else "a number"
         raise TraacError(f"{name}: {value!r} must be {what}") from None
-
-
-def _refuse_flat_key(name: str) -> None:
-    """A flat field of earlier releases, in one line: a method's setting (`alp_beta`) naming
-    its block, `method_args` naming the blocks, a difficulty field (`tau_easy`) its place in the
-    one `difficulty` mapping."""
-    if flat_spelling(name, flat_names()) or name == "method_args":
-        raise flat_setting(name, flat_spelling(name, flat_names()))
-    if name in FLAT_KEYS:
-        path = FLAT_KEYS[name].split(".")
-        value = "VALUE"
-        for key in reversed(path[1:]):
-            value = f"{{{key}: {value}}}"
-        raise TraacError(
-            f"{name}: the bins are one mapping now, {FLAT_KEYS[name]}: write `difficulty: "
-            f"{value}` in the recipe (JSON with --difficulty on the command line)"
-        )
 
 
 def _renamed_flag(arg: str, names: dict[str, str]) -> str:

@@ -11,6 +11,7 @@ import pytest
 
 from traac.compression.settings import CompressionSettings
 from traac.errors import TraacError
+from traac.pipelines.recipe import flat_names
 from traac.pipelines.recipe_fields import declared_blocks, declared_fields
 from traac.pipelines.variants import COMPARE
 from traac.training.methods.base import LengthMethod, RunContext, RunRule
@@ -19,8 +20,8 @@ from traac.training.methods.registry import (
     blocks,
     check_unused,
     flat_form,
-    flat_names,
     parse_settings,
+    spellings,
     split_blocks,
 )
 from traac.training.methods.traac import TraacMethod, TraacSettings
@@ -34,17 +35,17 @@ def test_every_settings_class_is_one_block_named_for_a_mode_that_reads_it() -> N
     imports) are the registry's."""
     for block, cls in blocks().items():
         assert METHODS[block].settings is cls
-    assert declared_blocks() == {
-        b: (cls.FLAT_PREFIX, cls.names()) for b, cls in blocks().items()
-    }  # fmt: skip
+    assert declared_blocks() == spellings()
+    assert spellings()["alp"] == ("alp_", METHODS["alp"].settings.names())
 
 
 def test_each_flat_name_of_before_the_blocks_is_one_setting_and_no_field() -> None:
     """The settings' flat names (TRAAC's compression unprefixed; the peers' prefixed), each
     refused naming its block; none is a field of the parser, which it would shadow."""
-    assert flat_names()["alp_beta"] == "alp.beta" and flat_names()["scorer"] == "traac.scorer"
-    assert flat_names()["lcr1_length_coef"] == "lc_r1.length_coef"
-    assert not flat_names().keys() & set(declared_fields() or ())
+    flat = flat_names(spellings())
+    assert flat["alp_beta"] == "alp.beta" and flat["scorer"] == "traac.scorer"
+    assert flat["lcr1_length_coef"] == "lc_r1.length_coef"
+    assert not flat.keys() & set(declared_fields() or ())
     assert not blocks().keys() & set(declared_fields() or ())
 
 
@@ -137,7 +138,7 @@ def test_a_block_or_a_flat_name_declared_twice_is_refused(monkeypatch: pytest.Mo
         blocks()
     twin.BLOCK, twin.FLAT_PREFIX = "twin", "kimi_"
     with pytest.raises(TypeError, match="two settings share one flat name"):
-        flat_names()
+        flat_names(spellings())
 
 
 def config(**fields: object) -> object:

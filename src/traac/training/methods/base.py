@@ -116,7 +116,7 @@ class MethodSettings:
                     f"{', '.join(names)}"
                 )
         hints = typing.get_type_hints(cls)
-        return cls(**{k: _typed(f"{cls.BLOCK}.{k}", v, hints[k]) for k, v in values.items()})
+        return cls(**{k: typed(f"{cls.BLOCK}.{k}", v, hints[k]) for k, v in values.items()})
 
     def check(self, run: RunContext) -> None:
         """Each field's own range."""
@@ -144,9 +144,10 @@ def declared_in(owner: type, name: str) -> Any:
 _TRUE, _FALSE = ("true", "yes", "1"), ("false", "no", "0")
 
 
-def _typed(name: str, value: Any, hint: Any) -> Any:
+def typed(name: str, value: Any, hint: Any) -> Any:
     """`value` as the field's type where it is text and the field takes no text: the one type
-    coercer of the methods' settings (an option's value is text; YAML reads `1e-4` as text)."""
+    coercer, of the methods' settings and of the counts checked before the parse
+    (`traac.training.planning.counts`; an option's value is text; YAML reads `1e-4` as text)."""
     kinds = typing.get_args(hint) or (hint,)
     if not isinstance(value, str) or str in kinds:
         return value

@@ -12,7 +12,6 @@ reward object's `bind`: the tokenizer), and its settings (`settings`: its block 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -87,18 +86,11 @@ def blocks() -> dict[str, type[MethodSettings]]:
     return out
 
 
-def flat_names() -> dict[str, str]:
-    """Each setting's flat name from before the blocks (`alp_beta`), with its spelling now
-    (`alp.beta`): what a flat key is refused with, and what run keys hash."""
-    pairs = [
-        (f"{cls.FLAT_PREFIX}{name}", f"{cls.BLOCK}.{name}")
-        for cls in settings_classes()
-        if cls.FLAT_PREFIX is not None
-        for name in cls.names()
-    ]
-    if len(dict(pairs)) != len(pairs):
-        raise TypeError(f"two settings share one flat name: {sorted(dict(pairs))}")
-    return dict(pairs)
+def spellings() -> dict[str, tuple[str | None, tuple[str, ...]]]:
+    """Each block with its flat prefix from before the blocks (`FLAT_PREFIX`) and its settings'
+    names: what a recipe's spelling is checked against (`traac.pipelines.recipe.check_spelling`,
+    which reads the same off the sources before the imports)."""
+    return {block: (cls.FLAT_PREFIX, cls.names()) for block, cls in blocks().items()}
 
 
 def flat_form(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -117,14 +109,9 @@ def flat_form(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def method_mapping(value: Any) -> dict[str, Any]:
-    """`method_args` as a mapping: JSON text read, unset as empty."""
+    """`method_args` as a mapping (unset: empty)."""
     if value is None:
         return {}
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as err:
-            raise TraacError(f"method_args: {value!r} is not JSON ({err.msg})") from None
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         raise TraacError(f"method_args: {value!r} is not a mapping of setting: value")
     return dict(value)
@@ -135,7 +122,10 @@ def split_blocks(
 ) -> tuple[dict[str, Any], dict[type[MethodSettings], dict[str, Any]]]:
     """The blocks of a recipe (block name -> its settings) split into the trained mode's own
     settings (its `method_args`) and, by settings class, those of the modes not trained (a
-    recipe may hold several, for the variants that switch modes)."""
+    recipe may hold several, for the variants that switch modes). A mode no method has takes
+    none (the config names it)."""
+    if mode not in METHODS:
+        return {}, {}
     own_cls = METHODS[mode].settings
     owners = blocks()
     own: dict[str, Any] = {}
@@ -166,8 +156,7 @@ def check_unused(others: Mapping[type[MethodSettings], Mapping[str, Any]], run: 
     """The settings of methods not trained that a shared recipe gives: unused, and in range all
     the same, so a recipe's mistake fails under whichever mode runs it."""
     for cls, values in others.items():
-        modes = [name for name, method in METHODS.items() if method.settings is cls]
-        cls.from_mapping(values, modes[0]).check(run)
+        cls.from_mapping(values, cls.BLOCK).check(run)
 
 
 def method_run(name: str, settings: MethodSettings | None, run: RunContext) -> MethodRun | None:

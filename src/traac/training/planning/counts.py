@@ -6,12 +6,12 @@ Python API refuses the same values. Importable without torch."""
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass
 from typing import Any
 
 from traac.errors import TraacError
+from traac.training.methods.base import typed
 
 
 @dataclass(frozen=True)
@@ -53,10 +53,8 @@ EPOCHS = -1
 
 
 def _number(name: str, value: Any, integer: bool) -> float:
-    """A recipe or command-line value as a number (a command line gives text)."""
-    if isinstance(value, str):
-        with contextlib.suppress(ValueError):
-            value = int(value) if integer else float(value)
+    """A recipe or command-line value as a number (a command line gives text: `typed`)."""
+    value = typed(name, value, int if integer else float)
     kind = "an integer" if integer else "a number"
     ok = isinstance(value, int) if integer else isinstance(value, (int, float))
     if isinstance(value, bool) or not ok or not math.isfinite(value):

@@ -12,8 +12,9 @@ Every setting is TRL's own `GRPOConfig` option, read by `GRPOTrainer` as it is; 
   token of the batch (verl's `token-mean`, the aggregation DLER's script trains with);
 - `dynamic_sampling`: degenerate groups resampled (`resample`, DAPO's and DLER's filter).
 
-A field the recipe leaves unset takes the profile's value; a field set explicitly to another
-value than an explicitly chosen profile's is an error naming both (`resolve_profile`).
+A field the recipe leaves unset takes the profile's value (without a profile named, what the
+mode needs first: DDCA's `scale_rewards: none`); a field set explicitly to another value than an
+explicitly chosen profile's is an error naming both (`resolve_profile`).
 """
 
 from __future__ import annotations
@@ -46,19 +47,24 @@ _SCALE_ALIASES = {True: "group", False: "none"}
 
 
 def resolve_profile(
-    profile: str | None, values: dict[str, Any], aggregation: str
+    profile: str | None, values: dict[str, Any], aggregation: str, needs: dict[str, Any]
 ) -> dict[str, Any]:
     """The profile's settings merged with the explicit `values` (None: unset): each unset field
-    takes the profile's value, an explicit one is kept. With an explicit `profile`, an explicit
-    value that differs from the profile's is an error. TRL's `normalize_then_sum`
-    (`aggregation`) always normalises the summed reward over the batch, so there an unset
-    `scale_rewards` resolves to `batch` and an explicit other value is an error."""
+    takes the profile's value, an explicit one is kept. Without an explicit `profile`, a value
+    the mode `needs` (DDCA's unscaled rewards) counts as explicit where the field is unset. With
+    an explicit `profile`, an explicit value that differs from the profile's is an error. TRL's
+    `normalize_then_sum` (`aggregation`) always normalises the summed reward over the batch, so
+    there an unset `scale_rewards` resolves to `batch` and an explicit other value is an error."""
     name = DEFAULT_PROFILE if profile is None else profile
     if name not in OPTIMIZER_PROFILES:
         raise TraacError(
             f"optimizer_profile: {profile!r} is not one of {', '.join(OPTIMIZER_PROFILES)}"
         )
+    if not needs.keys() <= set(PROFILE_FIELDS):
+        raise TypeError(f"a mode needs only the profile's fields {PROFILE_FIELDS}: {needs}")
     values = dict(values)
+    if profile is None:  # what the mode needs, as if set, over the default profile
+        values.update({k: v for k, v in needs.items() if values[k] is None})
     scale = values.get("scale_rewards")
     if isinstance(scale, bool):
         values["scale_rewards"] = _SCALE_ALIASES[scale]

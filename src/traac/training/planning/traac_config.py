@@ -1,23 +1,13 @@
 """`TRAACConfig`: TRL's `GRPOConfig` plus what every TRAAC run shares (docs/method.md), and the
-trained method's own settings, one field: `method_args`.
+trained method's own settings, one field: `method_args`, parsed once (`method_settings`) into
+the settings class of its mode's entry in `traac.training.methods.registry.METHODS` (a recipe
+writes them in the mode's block, `alp: {beta: 1.0}`, which the train parser routes there).
 
-Defaults are the paper's but one: the default `preset: traac` masks the compressed copies' think
-blocks from the loss (`copy_loss: answer_only`, from the verdict study, docs/method.md#copies);
-`preset: paper` is the paper's exact form. `preset: authors` switches to the authors'
-implementation where it differs from the paper (format 0.25 + 0.25, length weight W = 1, probe
-layers = first half of the model, every right rollout re-answered, token-mean loss;
-`traac.training.planning.presets`) unless a field is set explicitly: those fields default to
-`None`, "from preset".
-What each `mode` trains is its entry in `traac.training.methods.registry.METHODS`, with its
-settings class: `method_args` is parsed into it once (`method_settings`), TRAAC's compressing
-modes taking `TraacSettings` (the compression settings) and each peer method its own; a recipe
-writes them in the mode's block (`alp: {beta: 1.0}`), which the train parser routes there
-(`traac.pipelines.train`).
-`dynamic_sampling` filters groups on correctness for every mode. `optimizer_profile`
-(`traac.training.planning.profiles`) sets `scale_rewards`, `epsilon_high`, `loss_type` and
-`dynamic_sampling` together, for every mode; those four default to `None`, "from the profile".
-Every field is checked once, in `__post_init__`, with the check helpers of
-`traac.compression.settings`.
+The defaults are the paper's but one: `preset: traac` masks the compressed copies' think blocks
+from the loss (the verdict study, docs/method.md#copies). Where a field left unset (`None`)
+takes its value (the preset, then the optimiser profile with what the mode needs; a method's
+`resolved`) is told once, in docs/training.md#defaults; `__post_init__` applies them in that
+order and checks every field once, with the check helpers of `traac.compression.settings`.
 """
 
 from __future__ import annotations
@@ -98,13 +88,9 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
         > Parameters that choose the method
 
         mode (`str`, *optional*, defaults to `"traac"`):
-            What is trained (`traac.training.methods.registry`): `traac`; the ablations `cr`
-            (correctness only), `cr_lr` (+ format + length, one bin, no compression),
-            `compression_no_difficulty` (one bin at `difficulty.single_tau`) and the control
-            `traac_no_compression` (TRAAC's bins and length rewards, no compression); or a peer
-            method (`alp`, `shorterbetter`, `kimi`, `dapo_overlong`, `l1_max`, `dler`,
-            `dler_difficulty`, `laser_d`) whose length term replaces TRAAC's length reward and
-            compression.
+            What is trained, an entry of `traac.training.methods.registry.METHODS`: `traac`,
+            its ablations and controls, or a peer method whose length term replaces TRAAC's
+            length reward and compression (`traac train --help` lists them).
         optimizer_profile (`str` or `None`, *optional*, defaults to `None`):
             `grpo` (the paper's GRPO, the default when unset) or `dler` (DLER's optimiser:
             batch-level reward normalisation, clip-higher, token-mean loss, dynamic sampling):
@@ -119,17 +105,12 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
 
         method_args (`dict` or `None`, *optional*, defaults to `None`):
             The trained mode's own settings, one mapping parsed once into its settings class
-            (`method_settings`): for `traac` and `compression_no_difficulty`,
-            `traac.training.methods.traac.TraacSettings` (`scorer`, `probe_layers`,
-            `probe_heads`, `step_scope`, `uniformity_gate`, `eviction_cap`, `aux_prompt`,
-            `confidence_top_k`, `copy_loss`, `copy_pool`, `copy_tags`, `compression`,
-            `scoring_model`, `uniformity_calibration`, `calibration_window`); for a peer method,
-            its module's (`beta` of `alp`, `length` of `dler`, ...); `cr`, `cr_lr` and
-            `traac_no_compression` have none. Keys left out keep their defaults (`probe_layers`,
-            `copy_pool` and `copy_loss` the preset's); a key the mode does not have is refused,
-            naming the keys it has. A recipe writes them in the mode's block (`traac: {scorer:
-            random}`, `--traac.scorer random`), and may hold other modes' blocks, unused
-            (`traac.pipelines.train`; `from_recipe` here). After the parse it holds every key.
+            (`method_settings`: `TraacSettings` for the modes that compress, a peer's own;
+            docs/training.md and docs/peer_methods.md list them). Keys left out keep their
+            defaults (`probe_layers`, `copy_pool` and `copy_loss` the preset's); a key the mode
+            does not have is refused, naming the keys it has. A recipe writes them in the mode's
+            block (`traac: {scorer: random}`, `--traac.scorer random`) and may hold other modes'
+            blocks, unused (`from_recipe` here). After the parse it holds every key.
         split_phrases (`list[str]` or `None`, *optional*, defaults to `None`):
             Phrases that open a reasoning step (unset: the paper's list), for compression and
             for the peers that read the steps.
@@ -229,7 +210,7 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
                   "length_weight, probe_layers, copy_pool, copy_loss; authors also loss_type "
                   "dapo, the token mean, unless optimizer_profile is set)."},
     )  # fmt: skip
-    method_args: dict[str, Any] | str | None = field(
+    method_args: dict[str, Any] | None = field(
         default=None,
         metadata={"help": "The mode's own settings, one mapping; a recipe writes them in the "
                   "mode's block (traac: {scorer: random}; --traac.scorer random)."},
@@ -304,7 +285,7 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
         (`traac.pipelines.train.route_settings`)."""
         given = {name: values.pop(name) for name in list(values) if name in blocks()}
         mode = values.get("mode", "traac")
-        own, others = split_blocks(given, mode) if mode in METHODS else ({}, {})
+        own, others = split_blocks(given, mode)
         config = cls(**values, method_args=own)
         check_unused(others, config.run_context())
         return config
@@ -314,9 +295,7 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
             check_choice("mode", self.mode, tuple(METHODS))  # its settings class comes next
             self.method_args = method_mapping(self.method_args)
             self.preset_pinned = apply_preset(self)  # before the profile: loss_type (presets)
-            given = self._fill_needs()
-            self._resolve_profile()
-            self._check_rules(given)
+            self._check_rules(self._resolve_profile())
             self._validate_traac()
             FormatSettings.__post_init__(self)
             self.bf16 = resolve_bf16(self.bf16, self.fp16, self.use_cpu)
@@ -332,22 +311,18 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
         """The dtype every model of the run loads in (`precision.load_dtype`)."""
         return load_dtype(self.model_init_kwargs, self.bf16, self.fp16)
 
-    def _resolve_profile(self) -> None:
-        """The optimiser profile's values for the fields left unset (`resolve_profile`)."""
-        values = {name: getattr(self, name) for name in PROFILE_FIELDS}
-        aggregation = self.multi_objective_aggregation
-        for name, value in resolve_profile(self.optimizer_profile, values, aggregation).items():
-            setattr(self, name, value)
-
-    def _fill_needs(self) -> dict[str, Any]:
-        """The fields the mode's rules read (`RunRule`, declared by its method), as given (None:
-        unset); a value the mode needs, left unset, is filled (unless an explicit profile sets
-        it: `_check_rules` names the profile)."""
+    def _resolve_profile(self) -> dict[str, Any]:
+        """The optimiser profile's values for the fields left unset (`resolve_profile`), with
+        what the mode needs (its method's `RunRule`s) over the default profile's. Returns the
+        rules' fields as given (None: unset), for `_check_rules` to name a profile's value."""
         rules = METHODS[self.mode].rules
         given = {rule.field: getattr(self, rule.field) for rule in rules}
-        for rule in rules:
-            if rule.needs is not None and given[rule.field] is None and not self.optimizer_profile:
-                setattr(self, rule.field, rule.needs)
+        needs = {rule.field: rule.needs for rule in rules if rule.needs is not None}
+        values = {name: getattr(self, name) for name in PROFILE_FIELDS}
+        aggregation = self.multi_objective_aggregation
+        resolved = resolve_profile(self.optimizer_profile, values, aggregation, needs)
+        for name, value in resolved.items():
+            setattr(self, name, value)
         return given
 
     def _check_rules(self, given: dict[str, Any]) -> None:
