@@ -34,6 +34,10 @@ study of the long regime costs a step.
 SFT (`--sft`): `--sft-steps` steps of the testbed's SFTTrainer, as `traac testbed build` runs
 it (batch 32 of the teacher's traces, sorted by length), split into the forward (with the
 loss), the backward, the optimizer and the rest (data loading, Trainer's bookkeeping).
+`--sft-base smollm2` and `--sft-long POS` time the build `traac testbed build --base smollm2
+--long POS` (either alone: that build's) instead, and print the tokens its timed steps read, the
+whole build's, the peak RSS and the build's SFT time extrapolated by tokens (the longest
+batches come first, so the first steps are the dearest and the peak's).
 
     python benchmarks/testbed_step.py                          # GRPO and SFT, this checkout
     python benchmarks/testbed_step.py --against /tmp/old/src   # old against new, alternating
@@ -41,6 +45,8 @@ loss), the backward, the optimizer and the rest (data loading, Trainer's bookkee
     python benchmarks/testbed_step.py --grpo --baseline        # padded against the recipe
     python benchmarks/testbed_step.py --long --steps 4         # the long step against the short
     python benchmarks/testbed_step.py --grpo --profile 15      # + cProfile's top 15 functions
+    python benchmarks/testbed_step.py --sft --sft-base smollm2 --sft-long interleaved \
+        --sft-steps 4 --warmup 1                               # SmolLM2 on the long traces
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ import io
 import json
 import os
 import pstats
+import resource
 import statistics
 import subprocess
 import sys
@@ -128,8 +135,9 @@ def child_sft(opts: argparse.Namespace) -> dict[str, Any]:
     from traac.testbed import build
     from traac.testbed.config import default_config
 
-    config = default_config()
+    config = default_config(base=opts.sft_base, long=opts.sft_long)
     seconds: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    tokens: dict[int, int] = defaultdict(int)  # padded tokens each step reads
     state = {"step": 0}
 
     class Clock(TrainerCallback):
@@ -159,6 +167,13 @@ def child_sft(opts: argparse.Namespace) -> dict[str, Any]:
         return call
 
     SFTTrainer.compute_loss = timed("forward+loss", SFTTrainer.compute_loss)
+    original_loss = SFTTrainer.compute_loss
+
+    def counted(self: Any, model: Any, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        tokens[state["step"]] += inputs["input_ids"].numel()
+        return original_loss(self, model, inputs, *args, **kwargs)
+
+    SFTTrainer.compute_loss = counted
     SFTTrainer.training_step = timed("micro-step", SFTTrainer.training_step)
     original_train = SFTTrainer.train
 
@@ -170,9 +185,13 @@ def child_sft(opts: argparse.Namespace) -> dict[str, Any]:
     SFTTrainer.train = train
     torch.manual_seed(config.seed)
     entries, traces = build.teacher_traces(config)
-    tokenizer = build.build_tokenizer(build._corpus(entries, traces), config.model.vocab_size)
-    model = build._init_model(config, tokenizer)
+    if config.base is None:
+        tokenizer = build.build_tokenizer(build._corpus(entries, traces), config.model.vocab_size)
+        model = build._init_model(config, tokenizer)
+    else:
+        model, tokenizer = build._load_base(config.base, build.NullProgress())
     records = build.sft_records(entries, traces, tokenizer)
+    data = build.tokenize_records(records, tokenizer)
     with tempfile.TemporaryDirectory() as out:
         build._train(model, tokenizer, records, config, Path(out), build.NullProgress())
     steps = {}
@@ -186,7 +205,18 @@ def child_sft(opts: argparse.Namespace) -> dict[str, Any]:
             "optimizer": row["optimizer"],
             "rest": row["step"] - micro - row["optimizer"],
         }
-    return {"steps": steps, "weights": "", "profile": ""}
+    timed_tokens = sum(tokens[step] for step in steps)
+    build_tokens = sum(len(ids) for ids in data["input_ids"])  # unpadded: a lower bound
+    per_token = sum(sum(row.values()) for row in steps.values()) / max(timed_tokens, 1)
+    size = {
+        "config": f"{config.name}-{config.hash()}",
+        "build steps": -(-config.train.n_traces // config.train.batch_size),
+        "timed steps' tokens": timed_tokens,
+        "build's tokens": build_tokens,
+        "peak RSS GiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
+        "build's SFT, extrapolated min": round(per_token * build_tokens / 60, 1),
+    }
+    return {"steps": steps, "weights": "", "profile": "", "size": size}
 
 
 class _nothing:
@@ -226,6 +256,8 @@ def run_child(
     argv = [sys.executable, __file__, "--child", kind, "--recipe", str(recipe),
             "--steps", str(opts.steps),
             "--warmup", str(opts.warmup), "--sft-steps", str(opts.sft_steps),
+            *(["--sft-base", opts.sft_base] if opts.sft_base else []),
+            *(["--sft-long", opts.sft_long] if opts.sft_long else []),
             "--threads", str(opts.threads), "--profile", str(opts.profile)]  # fmt: skip
     for value in opts.override:
         argv.append(f"--override={value}")
@@ -257,6 +289,9 @@ def table(kind: str, results: dict[str, list[dict[str, Any]]]) -> None:
         print(f"{kind} {variant}: {len(steps)} timed steps over {len(runs)} run(s), step "
               f"{spread} s; load at the end of each run {loads}"
               + (f"; weights sha256 {', '.join(hashes)}" if hashes else ""))  # fmt: skip
+        for r in runs:
+            if r.get("size"):
+                print(f"{kind} {variant}: " + ", ".join(f"{k} {v}" for k, v in r["size"].items()))
     header = " | ".join(f"{v} s | {v} share" for v in results)
     pair = " / ".join(results)
     print(f"\n| {kind} phase | {header} |" + (f" {pair} |" if len(results) == 2 else ""))
@@ -327,6 +362,9 @@ def main() -> None:
                         help="the recipe beside its padded original configuration")  # fmt: skip
     parser.add_argument("--steps", type=int, default=6, help="GRPO optimizer steps per run")
     parser.add_argument("--sft-steps", type=int, default=40, help="SFT steps per run")
+    parser.add_argument("--sft-base", choices=("smollm2",), help="SFT of this base's build")
+    parser.add_argument("--sft-long", choices=("trailing", "interleaved"),
+                        help="SFT of this long build (with --sft-base: the base's)")  # fmt: skip
     parser.add_argument("--warmup", type=int, default=1, help="untimed first steps per run")
     parser.add_argument("--rounds", type=int, default=1, help="alternating runs per variant")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the recipe's)")
@@ -351,6 +389,8 @@ def main() -> None:
         parser.error("one of --against, --baseline and --long")
     if opts.long and opts.sft:
         parser.error("--long times the GRPO step only")
+    if (opts.sft_base or opts.sft_long) and not opts.sft:
+        parser.error("--sft-base and --sft-long choose the SFT step's build: add --sft")
     if opts.whole and not opts.against:
         parser.error("--whole times two checkouts: give --against OLD/src")
     if opts.whole and (opts.sft or opts.profile):

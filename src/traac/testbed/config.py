@@ -162,13 +162,23 @@ SMOLLM2_THINK = TestbedSettings(
 )
 BASES = ("smollm2",)
 
+# SmolLM2 on the long traces: smollm2-think's training (1,200 traces in 75 steps of 16, lr
+# 2e-4), each trace about 5 times its supervised tokens (467 against 93 in SmolLM2's tokenizer,
+# docs/testbed.md#long); the long card but for its cap, which fits the longest trace in this
+# tokenizer (digits are single tokens: 904 tokens at most over 3,000 traces, 42% above 512).
+SMOLLM2_THINK_LONG = replace(
+    SMOLLM2_THINK,
+    tiers=LONG_TIERS,
+    measure=MeasureSettings(n_per_tier=50, samples=1, max_new_tokens=1024, batch_size=50),
+)
+
 
 # The share of interrupted traces `--interruptions` gives a long build: the short teacher's.
 INTERRUPTED = TeacherSettings().interrupt_prob
 
 
 def long_config(
-    position: Position, seed: int = SFT_SEED, interruptions: bool = False
+    position: Position, seed: int = SFT_SEED, interruptions: bool = False, base: str | None = None
 ) -> TestbedSettings:
     """The tiny model on the long teacher's traces, redundancy at `position`: the full
     testbed's architecture, traces and steps (36,000 in 1,125 steps of 32), its needed steps
@@ -178,17 +188,23 @@ def long_config(
     carry reached 40/18/10% (easy/medium/hard) on the interleaved traces. `interruptions` puts
     the short teacher's interruption traces back (`INTERRUPTED` of them), which teach the think
     closer to attend to the needed steps: the comparison that says how much of the probe's
-    success such training explains."""
+    success such training explains. With `base`, that pretrained model learns the same
+    traces as smollm2-think learnt the short ones (`SMOLLM2_THINK_LONG`)."""
+    teacher = LongTeacherSettings(
+        position=position, carry=True, interrupt_prob=INTERRUPTED if interruptions else 0.0
+    )
+    suffix = f"long-{position}" + ("-interrupted" if interruptions else "")
+    if base is not None:
+        return replace(SMOLLM2_THINK_LONG, name=f"{base}-think-{suffix}", seed=seed, base=base,
+                       teacher=teacher)  # fmt: skip
     return TestbedSettings(
-        name=f"long-{position}" + ("-interrupted" if interruptions else ""),
+        name=suffix,
         seed=seed,
         tiers=LONG_TIERS,
-        teacher=LongTeacherSettings(
-            position=position, carry=True, interrupt_prob=INTERRUPTED if interruptions else 0.0
-        ),
+        teacher=teacher,
         train=TrainSettings(),
         measure=MeasureSettings(n_per_tier=50, samples=1, max_new_tokens=512, batch_size=50),
-    )  # what `--base` takes; traac.testbed.build loads each
+    )
 
 
 def default_config(
@@ -199,20 +215,21 @@ def default_config(
     interruptions: bool = False,
 ) -> TestbedSettings:
     """The full testbed (with the properties asked of it), the quick one (for tests, <= 60 s),
-    the thinking fine-tune of a pretrained `base` (`BASES`), or the tiny model on the long
-    teacher's traces with the redundancy at `long` (`long_config`), with `interruptions`."""
+    the thinking fine-tune of a pretrained `base` (`BASES`), or the tiny model (or `base`) on
+    the long teacher's traces with the redundancy at `long` (`long_config`), with
+    `interruptions`."""
     if interruptions and long is None:
         raise TraacError("testbed: --interruptions is a setting of the long builds; add --long "
                          "trailing or --long interleaved")  # fmt: skip
+    if base is not None and base not in BASES:
+        raise TraacError(f"testbed: unknown --base {base!r}; choose one of {', '.join(BASES)}")
     if long is not None:
         if long not in POSITIONS:
             raise TraacError(f"testbed: unknown --long {long!r}; choose {' or '.join(POSITIONS)}")
-        if quick or base is not None:
-            raise TraacError("testbed: --long builds the tiny model; drop --quick and --base")
-        return long_config(long, seed, interruptions)
+        if quick:
+            raise TraacError("testbed: --long builds the full tiny model or --base; drop --quick")
+        return long_config(long, seed, interruptions, base)
     if base is not None:
-        if base not in BASES:
-            raise TraacError(f"testbed: unknown --base {base!r}; choose one of {', '.join(BASES)}")
         if quick:
             raise TraacError("testbed: --quick builds the tiny model; drop it or drop --base")
         return replace(SMOLLM2_THINK, seed=seed)
