@@ -390,6 +390,12 @@ CASES: list[tuple[str, Any, str]] = [
      lambda t: ["testbed", "build", "--interruptions", "--output", str(t / "tb")],
      "testbed: --interruptions is a setting of the long builds; add --long trailing or --long "
      "interleaved"),
+    ("testbed show smollm2 on long traces, not built",
+     lambda t: ["testbed", "show", "--base", "smollm2", "--long", "interleaved"],
+     "run `traac testbed build --base smollm2 --long interleaved` first"),
+    ("testbed build, quick on long traces",
+     lambda t: ["testbed", "build", "--quick", "--long", "trailing", "--output", str(t / "tb")],
+     "testbed: --long builds the full tiny model or --base; drop --quick"),
     ("testbed show, interrupted build not built",
      lambda t: ["testbed", "show", "--long", "trailing", "--interruptions", "--output",
                 str(t / "tb")],

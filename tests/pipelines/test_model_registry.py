@@ -98,6 +98,22 @@ def test_the_built_in_names_checked_before_imports_are_the_registrys() -> None:
     assert set(BUILTIN_MODELS) == set(MODELS)
 
 
+@pytest.mark.parametrize("position", ["trailing", "interleaved"])
+def test_the_long_smollm2_names_are_their_builds(position, tmp_path, monkeypatch):
+    """`--model smollm2-think-long-POS` is what `traac testbed build --base smollm2 --long POS`
+    writes (its card there is what `cached` reads; nothing is built here)."""
+    from traac.testbed.build import cache_path
+    from traac.testbed.config import default_config
+
+    monkeypatch.setenv("TRAAC_CACHE_DIR", str(tmp_path))
+    name = f"smollm2-think-long-{position}"
+    entry = cache_path(default_config(base="smollm2", long=position))
+    assert entry.name.startswith(f"{name}-seed0-") and MODELS[name].cached() is None
+    entry.mkdir(parents=True)
+    (entry / CARD).write_text("{}")
+    assert MODELS[name].cached() == entry
+
+
 @pytest.mark.parametrize(("typo", "meant"), [("testbd", "testbed"), ("smolm2", "smollm2"),
                                              ("testbed_quick", "testbed-quick")])  # fmt: skip
 def test_a_misspelt_built_in_name_is_not_looked_up_on_the_hub(typo: str, meant: str) -> None:

@@ -15,10 +15,12 @@ build unpacks it in a second; `--force` builds it from the teacher's traces inst
 `--base smollm2` fine-tunes SmolLM2-135M-Instruct on the same teacher traces instead: a real
 pretrained model that thinks (`--model smollm2-think` everywhere). `--long trailing|interleaved`
 builds the tiny model on the long teacher's traces, redundancy after the answer or among the
-needed steps (`--model testbed-long-trailing`, `testbed-long-interleaved`); `--interruptions`
-adds the short teacher's interruption traces to its SFT, for comparison. `mechanism` measures,
-before any RL, whether each step scorer finds a long build's redundant steps and what re-answers
-keep at equal think budgets (`traac.evaluation.reports.mechanism`), on its own right responses.
+needed steps (`--model testbed-long-trailing`, `testbed-long-interleaved`), or with `--base
+smollm2` SmolLM2 on them (`--model smollm2-think-long-trailing`, `-interleaved`);
+`--interruptions` adds the short teacher's interruption traces to its SFT, for comparison.
+`mechanism` measures, before any RL, whether each step scorer finds a long build's redundant
+steps and what re-answers keep at equal think budgets (`traac.evaluation.reports.mechanism`), on
+its own right responses.
 """
 
 from __future__ import annotations
@@ -61,8 +63,8 @@ def build_parser() -> ArgumentParser:
         p.add_argument(
             "--long",
             choices=POSITIONS,
-            help="the tiny model on long traces whose redundancy sits after the answer "
-            "(trailing) or among the needed steps (interleaved)",
+            help="the tiny model (or --base) on long traces whose redundancy sits after the "
+            "answer (trailing) or among the needed steps (interleaved)",
         )
         p.add_argument(
             "--interruptions",

@@ -20,7 +20,8 @@ from pathlib import Path
 from traac.errors import TraacError
 
 BUILTIN_MODELS = ("testbed", "testbed-quick", "testbed-tiny", "testbed-long-trailing",
-                  "testbed-long-interleaved", "smollm2-think", "smollm2")  # fmt: skip
+                  "testbed-long-interleaved", "smollm2-think", "smollm2-think-long-trailing",
+                  "smollm2-think-long-interleaved", "smollm2")  # fmt: skip
 
 _resolver: Callable[[str], str] | None = None
 

