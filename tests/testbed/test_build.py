@@ -286,6 +286,36 @@ def test_base_build_fine_tunes_the_pretrained_model(smollm2, tmp_path):
     assert not torch.equal(tuned.model.norm.weight, base.model.norm.weight)  # it was trained
 
 
+def test_base_build_learns_the_long_traces_a_micro_batch_at_a_time(smollm2, tmp_path, monkeypatch):
+    """`--base smollm2 --long POS` at toy size: SmolLM2 on the long traces, 4 traces an
+    optimizer step read 2 at a time, its card measured by the long teacher's grammar."""
+    from dataclasses import replace
+
+    from trl import SFTTrainer
+
+    from traac.testbed.config import MeasureSettings
+
+    rows: list[int] = []
+    loss = SFTTrainer.compute_loss
+
+    def counted(self, model, inputs, *args, **kwargs):
+        rows.append(inputs["input_ids"].shape[0])
+        return loss(self, model, inputs, *args, **kwargs)
+
+    monkeypatch.setattr(SFTTrainer, "compute_loss", counted)
+    config = default_config(base="smollm2", long="interleaved")
+    config = replace(
+        config,
+        train=replace(config.train, n_traces=8, batch_size=4, micro_batch=2),
+        measure=MeasureSettings(n_per_tier=2, samples=1, max_new_tokens=24, batch_size=6),
+    )
+    card = build_module.build_testbed(tmp_path / "think-long", config)
+    assert card["train"]["steps"] == 2 and rows == [2, 2, 2, 2]
+    assert card["config"]["teacher"]["position"] == "interleaved"
+    assert card["config"]["train"]["micro_batch"] == 2 and "model" not in card["config"]
+    assert all("step_kinds" in row for row in card["measure"]["tiers"].values())
+
+
 def test_base_config_keeps_the_testbed_hashes_and_names_its_own_entry():
     assert "base" not in default_config().to_dict()  # older cache entries stay valid
     think = default_config(base="smollm2")
@@ -302,8 +332,8 @@ def test_base_flag_errors_are_one_line(capsys):
 
 
 def test_long_flag_errors_are_one_line(capsys):
-    assert cli.main(["testbed", "build", "--long", "interleaved", "--base", "smollm2"]) == 2
-    assert "--long builds the tiny model" in capsys.readouterr().err.strip()
+    assert cli.main(["testbed", "build", "--long", "interleaved", "--quick"]) == 2
+    assert "--long builds the full tiny model or --base; drop --quick" in capsys.readouterr().err
     assert cli.main(["testbed", "show", "--long", "sideways"]) == 2
     assert "--long" in capsys.readouterr().err
 
