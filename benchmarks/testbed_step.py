@@ -36,8 +36,8 @@ it (batch 32 of the teacher's traces, sorted by length), split into the forward 
 loss), the backward, the optimizer and the rest (data loading, Trainer's bookkeeping).
 `--sft-base smollm2` and `--sft-long POS` time the build `traac testbed build --base smollm2
 --long POS` (either alone: that build's) instead, and print the tokens its timed steps read, the
-whole build's, the peak RSS and the build's SFT time extrapolated by tokens (the longest
-batches come first, so the first steps are the dearest and the peak's).
+whole build's (unpadded), the peak RSS and the build's SFT time extrapolated by tokens (the
+longest batch comes first, so the first step is the dearest and sets the peak).
 
     python benchmarks/testbed_step.py                          # GRPO and SFT, this checkout
     python benchmarks/testbed_step.py --against /tmp/old/src   # old against new, alternating
