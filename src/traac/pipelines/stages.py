@@ -148,6 +148,7 @@ class HeldOut:
             args={"pipeline": True},
             make_backend=backend,
             tokenizer=tokenizer,
+            wait=True,  # arms sharing a store evaluate the base model in one directory
             progress=progress,
             t_max=self.t_max,
         )

@@ -13,17 +13,25 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 from transformers import AutoTokenizer
 
 from traac.compression.formats import AUX_PROMPT
 from traac.errors import TraacError
 from traac.evaluation.harness.prompts import THINK_INSTRUCTION
 from traac.evaluation.harness.results import SampleRecord, summarize
-from traac.evaluation.harness.runner import EvalSettings, SamplesFile, read_summary, run_eval
+from traac.evaluation.harness.runner import (
+    EvalSettings,
+    SamplesFile,
+    read_summary,
+    run_eval,
+    run_lock,
+)
 from traac.evaluation.inference.responses import Generation
 
 REPO = Path(__file__).resolve().parents[3]
@@ -750,3 +758,27 @@ def test_cuda_without_a_gpu_is_one_line(tmp_path, dataset, model_dir, monkeypatc
     with pytest.raises(TraacError, match="--device cuda: no CUDA GPU is visible here"):
         main([*argv, "--device", "cuda"])
     assert not out.exists()
+
+
+def test_a_second_writer_is_refused_unless_it_waits(tmp_path):
+    """A user's second `traac eval` on one directory is refused; a pipeline's waits for the
+    first writer (two arms of a study started at once both evaluate the base model in the
+    store's one directory: the second died at once on the lock)."""
+    held = FileLock(tmp_path / ".lock")
+    held.acquire()
+    with pytest.raises(TraacError, match="another traac eval is writing"), run_lock(tmp_path):
+        pass
+    entered = threading.Event()
+
+    def second() -> None:
+        with run_lock(tmp_path, wait=True):
+            entered.set()
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    assert not entered.wait(0.5)  # still waiting while the first writer holds the lock
+    held.release()
+    thread.join(timeout=60)
+    assert entered.is_set() and not thread.is_alive()
+    with run_lock(tmp_path):  # and it let go
+        pass

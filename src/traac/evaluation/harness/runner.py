@@ -128,15 +128,24 @@ def write_run_file(output: Path, settings: EvalSettings, args: dict[str, Any]) -
 
 
 @contextlib.contextmanager
-def run_lock(output: Path) -> Iterator[None]:
-    """One writer per directory: two runs appending to one file would duplicate samples."""
+def run_lock(output: Path, wait: bool = False) -> Iterator[None]:
+    """One writer per directory: two runs appending to one file would duplicate samples. A
+    user's second `traac eval` is refused; a pipeline's (`wait`: experiments sharing a store,
+    whose arms all evaluate the base model there) waits for the first and resumes what it left,
+    usually nothing."""
+    lock = FileLock(output / ".lock")
     try:
-        with FileLock(output / ".lock", timeout=0):
-            yield
+        lock.acquire(timeout=0)
     except Timeout:
-        raise TraacError(
-            f"another traac eval is writing {output}; wait for it or use another --output"
-        ) from None
+        if not wait:
+            raise TraacError(
+                f"another traac eval is writing {output}; wait for it or use another --output"
+            ) from None
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def file_sha256(path: Path) -> str:
@@ -418,8 +427,10 @@ def run_eval(
     progress: Progress | None = None,
     t_max: int = PAPER_T_MAX,
     otb_scoring: str | None = None,
+    wait: bool = False,
 ) -> RunResult:
     """Evaluate (or score) into `output`, resuming what is there; writes the summary files.
+    Another writer of `output` is refused, or waited for with `wait` (`run_lock`).
 
     `t_max` (AUC_OAA's, in the run's length unit) and `otb_scoring` (`OTB_SCORINGS`; None:
     `paper`, not asked for) shape only the summary, not the samples: a rerun may change them and
@@ -444,7 +455,7 @@ def run_eval(
     if otb_scoring == "official" and tokenizer is None:
         raise TraacError("--otb-scoring official counts think tokens: give a tokenizer")
     output_dir(output)
-    with run_lock(output):
+    with run_lock(output, wait):
         check_run_file(output, settings)
         all_items = load_items(settings.dataset)
         items = all_items[:limit]
