@@ -137,11 +137,11 @@ def migration_problems(study: Path) -> list[str]:
 
 
 def keyed_overrides(
-    settings: ExperimentSettings, run: Run, text: str
+    settings: ExperimentSettings, run: Run, parsed: dict[str, Any], text: str
 ) -> tuple[str, dict[str, Any]]:
-    """How `run`'s key hashed the recipe (`mapping` or `text`, the as-run recipe's `text`) and the
-    overrides it hashed: what the run trained with, whatever its variant names now."""
-    parsed = read_recipe(settings.recipe)
+    """How `run`'s key hashed the recipe (`mapping`, the `parsed` recipe, or `text`, the as-run
+    recipe's) and the overrides it hashed: what the run trained with, whatever its variant names
+    now."""
     keys = run_keys(parsed, text, run.recipe.overrides, settings.model)
     found = [(form, overrides) for form, overrides, key in keys if key == run.directory.name]
     if not found:
@@ -184,7 +184,7 @@ def keep(settings: ExperimentSettings, into: Path) -> list[str]:
         metrics = run.directory / "model" / METRICS_FILE
         if metrics.is_file():
             _gzip(metrics, target / METRICS)
-        form, overrides = keyed_overrides(settings, run, text)
+        form, overrides = keyed_overrides(settings, run, parsed, text)
         fields = {k: v for k, v in overrides.items() if k != "seed"}
         record = {
             "variant": run.variant,
