@@ -204,12 +204,12 @@ def _checkpointing_names() -> dict[str, str]:
 class _Parser(TrlParser):
     """TRL's parser, reading either name of the checkpointing fields (`CHECKPOINTING`), after
     `parse` has checked each setting's spelling (`check_spelling`). Its errors are one line (no
-    usage dump); an unknown
-    field, in the recipe or on the command line, names the nearest one; a prefix of an option is
-    never taken for it; a recipe's value of the wrong type is named before it reaches
-    transformers. The methods' settings, in their blocks (a recipe's `alp: {beta: 1.0}`, an
-    option `--alp.beta 1.0`), are routed into `method_args` here, before `TRAACConfig` parses it
-    (`route_settings`); those of other modes than the trained one are kept in `unused`."""
+    usage dump); an unknown field, in the recipe or on the command line, names the nearest one; a
+    prefix of an option is never taken for it; a recipe's value of the wrong type is named before
+    it reaches transformers. The methods' settings, in their blocks (a recipe's `alp: {beta:
+    1.0}`, an option `--alp.beta 1.0`), are routed into `method_args` here, before `TRAACConfig`
+    parses it (`route_settings`); those of other modes than the trained one are kept in
+    `unused`."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
