@@ -20,7 +20,7 @@ STUDIES = sorted((RECIPES.parent / "records").glob("*/recipe.yaml"))
 # Each recipe and the GPUs its header names (0: a CPU recipe).
 MACHINES = {"qwen3-4b.yaml": 8, "r1-distill-qwen-7b.yaml": 8, "smollm2-think.yaml": 0,
             "testbed.yaml": 0, "testbed-long-trailing.yaml": 0,
-            "testbed-long-interleaved.yaml": 0}  # fmt: skip
+            "testbed-long-interleaved.yaml": 0, "smollm2-long-interleaved.yaml": 0}  # fmt: skip
 
 
 @pytest.fixture
