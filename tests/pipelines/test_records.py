@@ -141,7 +141,7 @@ def test_keep_that_finds_nothing_says_what_it_looked_for_and_found(
          "experiment's run store"),
         (["--runs", store, *variants],
          f"looked for 6 run(s) (CR+LR, TRAAC without compression; seeds 0 1 2) evaluated at "
-         f"held-out 40 in {store}; found 6 finished run(s) at held-out 10; you asked for 40: "
+         f"held-out 100 in {store}; found 6 finished run(s) at held-out 10; you asked for 100: "
          "pass --held-out 10"),
         (["--runs", store, *variants, "--seeds", "7", "--held-out", "10"],
          "it holds none of them, but runs of these modes at seeds 0 1 2"),

@@ -47,7 +47,11 @@ def build_parser() -> ArgumentParser:
     keep.add_argument("--runs", type=Path, required=True, help="the run store the runs are in")
     keep.add_argument("--seeds", type=int, nargs="+", default=list(DEFAULT_SEEDS))
     keep.add_argument("--variants", nargs="+", help="compare's variants (default: all)")
-    keep.add_argument("--held-out", type=int, default=40, help="held-out problems per tier")
+    keep.add_argument(
+        "--held-out",
+        type=int,
+        help="held-out problems per tier (default 100, experiment compare's)",
+    )
     verify = sub.add_parser("verify", help="check the records and the figures the docs cite")
     verify.add_argument("study", type=Path, help="a study directory (records/<study>)")
     verify.add_argument("--pages", type=Path, nargs="+", help="the pages whose blocks and cited "
