@@ -10,7 +10,7 @@ import pytest
 
 from traac.data.testbed_long import LONG_TIERS
 from traac.errors import TraacError
-from traac.testbed.config import SMOLLM2_THINK, TINY, default_config
+from traac.testbed.config import SMOLLM2_THINK, TINY, TrainSettings, default_config
 
 # The keys of the models built before the settings classes were renamed (`*Config` to
 # `*Settings`); the caches of the testbed and smollm2-think builds are stored under them.
@@ -101,3 +101,12 @@ def test_smollm2_learns_the_long_traces_as_smollm2_think_learnt_the_short(positi
     interrupted = default_config(base="smollm2", long=position, interruptions=True)
     assert interrupted.name == f"smollm2-think-long-{position}-interrupted"
     assert replace(interrupted, name=smol.name, teacher=smol.teacher) == smol
+
+
+@pytest.mark.parametrize("micro_batch", [0, 5])
+def test_micro_batch_must_divide_the_batch(micro_batch: int) -> None:
+    with pytest.raises(
+        TraacError, match=rf"train.micro_batch: {micro_batch} does not divide batch_size 32"
+    ):
+        TrainSettings(batch_size=32, micro_batch=micro_batch)
+    assert TrainSettings(batch_size=32, micro_batch=4).micro_batch == 4

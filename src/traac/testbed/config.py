@@ -102,6 +102,16 @@ class TrainSettings:
     weight_decay: float = 0.01
     micro_batch: int | None = None
 
+    def __post_init__(self) -> None:
+        # A step is `batch_size // micro_batch` reads: a remainder would shrink every step's batch.
+        if self.micro_batch is not None and (
+            self.micro_batch < 1 or self.batch_size % self.micro_batch
+        ):
+            raise TraacError(
+                f"testbed train.micro_batch: {self.micro_batch} does not divide batch_size "
+                f"{self.batch_size}; give a divisor of it (or None: the whole batch at once)"
+            )
+
 
 @dataclass(frozen=True)
 class MeasureSettings:
