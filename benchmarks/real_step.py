@@ -21,11 +21,14 @@ peaked at 22 GB, so it runs only with `--full` (an idle machine with 24 GB); `sh
 is the same in 4 micro-batches of 8 (the same step; `gradient_accumulation_steps` 4), small
 enough to run beside other jobs; `recipe` is the recipe as it is; `refill-fp32`, `bf16-only`,
 `bf16-weights` and `untrimmed` (TRL's full-width log-prob forwards) isolate one change each.
-`--exactness` compares per-token log-probs under bf16 autocast (fp32 weights) and bf16 weights
-with fp32, on rollouts of the model, and times a forward in each.
+`long` is the step of the long-interleaved regime (its problems, every rollout 467 tokens long,
+TRL's padded decoding), beside `recipe` the short one: what a SmolLM2 run of the long study
+costs a step. `--exactness` compares per-token log-probs under bf16 autocast (fp32 weights)
+and bf16 weights with fp32, on rollouts of the model, and times a forward in each.
 
     python benchmarks/real_step.py                      # shipped-chunked against recipe
     python benchmarks/real_step.py --full               # shipped against recipe (idle machine)
+    python benchmarks/real_step.py --variants recipe,long --steps 2   # the long step
     python benchmarks/real_step.py --exactness
     python benchmarks/real_step.py --generation --rows 32 --tokens 256
 """
@@ -53,6 +56,7 @@ SHIPPED = {  # the recipe before its fast path
     "per_device_train_batch_size": 32, "gradient_accumulation_steps": 1,
     "rollout_batching": "padded", "bf16": False,
 }  # fmt: skip
+LONG_TOKENS = 467
 VARIANTS: dict[str, dict[str, Any]] = {
     "shipped": SHIPPED,
     "shipped-chunked": {**SHIPPED, "per_device_train_batch_size": 8,
@@ -64,6 +68,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "micro-8": {"per_device_train_batch_size": 8, "gradient_accumulation_steps": 4},
     "checkpointed": {"gradient_checkpointing": True},
     "untrimmed": {},
+    # The long-interleaved regime's step (recipes/smollm2-long-interleaved.yaml's problems),
+    # every rollout decoded to 467 tokens: the long teacher's mean trace in SmolLM2's tokenizer
+    # (docs/testbed.md#long), so no long build is needed to time it.
+    "long": {"dataset": "testbed-long:all?n=100", "max_completion_length": LONG_TOKENS,
+             "rollout_batching": "padded",
+             "generation_kwargs": json.dumps({"min_new_tokens": LONG_TOKENS})},
 }  # fmt: skip
 # Variants whose log-prob forwards run at the generation batch's full width, as TRL's do
 # (traac.training.trl_adapter.padding cuts each chunk to the columns its rows use).
@@ -191,6 +201,8 @@ def child(variant: str, opts: argparse.Namespace) -> None:
             argv += [f"--{key}", str(value)]
         script, config = parse(argv)
         train(script, config)
+        metrics = Path(out, "metrics.jsonl").read_text().splitlines()
+    tokens = [json.loads(line).get("traac/all/response_tokens") for line in metrics]
     steps = {}
     for step, seconds in sorted(recorder.seconds.items()):
         if step < 1 or "step" not in seconds:
@@ -204,8 +216,9 @@ def child(variant: str, opts: argparse.Namespace) -> None:
                 "gradient_accumulation_steps", "rollout_batching", "bf16")}  # fmt: skip
     settings["load_dtype"] = str(config.load_dtype)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(RESULT + json.dumps({"variant": variant, "settings": settings, "steps": steps,
-                               "peak_rss_mb": peak}), flush=True)  # fmt: skip
+    result = {"variant": variant, "settings": settings, "steps": steps, "peak_rss_mb": peak,
+              "response_tokens": tokens}  # fmt: skip
+    print(RESULT + json.dumps(result), flush=True)
 
 
 def exactness(opts: argparse.Namespace) -> None:
@@ -345,7 +358,9 @@ def report(results: list[dict[str, Any]]) -> None:
         ratio = values[0] / values[-1] if values[-1] else float("nan")
         print(f"| {name} | " + " | ".join(cells) + f" | {ratio:.2f}x |")
     for r in results:
-        print(f"{r['variant']}: {r['settings']}; peak RSS {r['peak_rss_mb'] / 1024:.2f} GB")
+        tokens = ", ".join(f"{t:.0f}" for t in r.get("response_tokens") or [] if t is not None)
+        print(f"{r['variant']}: {r['settings']}; peak RSS {r['peak_rss_mb'] / 1024:.2f} GB; "
+              f"mean response tokens a step: {tokens or '?'}")  # fmt: skip
 
 
 def partial(variant: str, stdout: str) -> dict[str, Any]:
