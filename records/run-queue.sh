@@ -10,6 +10,13 @@
 # found in STORE, a stopped one continues from its checkpoint. TRAAC names the command (default
 # .venv/bin/traac).
 set -uo pipefail
+if [ $# -lt 4 ] || [ ! -f "$1/recipe.yaml" ]; then
+  echo "usage: records/run-queue.sh STUDY STORE OUT SEED... (STUDY: a directory holding recipe.yaml; at least one seed)" >&2
+  exit 2
+fi
+for seed in "${@:4}"; do
+  [[ $seed =~ ^[0-9]+$ ]] || { echo "records/run-queue.sh: seed $seed is not an integer >= 0" >&2; exit 2; }
+done
 study=$(cd "$1" && pwd) store=$2 out=$3
 shift 3
 traac=${TRAAC:-.venv/bin/traac}
