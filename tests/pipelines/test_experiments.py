@@ -520,5 +520,9 @@ def test_a_long_testbed_recipe_is_evaluated_on_the_long_tiers(tmp_path: Path) ->
     assert held.dataset == "testbed-long:all?n=40&seed=2026"
     assert (held.max_new_tokens, held.t_max, held.per_tier) == (512, 512, 40)
     assert s.base_eval_dir.name == "eval-testbed-long-40x4-512t-2026"
+    smollm2 = RECIPE.parent / "smollm2-long-interleaved.yaml"  # SmolLM2's tokens: its own cap
+    s = ExperimentSettings.make("compare", tmp_path / "s", smollm2, False, ["TRAAC"], [0], None, 40)
+    held = s.held_out
+    assert (held.max_new_tokens, held.t_max, held.source) == (1024, 1024, "testbed-long")
     assert settings(tmp_path).held_out == HeldOut(10, 1, 160, t_max=160)  # the testbed's as before
     assert settings(tmp_path).base_eval_dir.name == "eval-10x1-160t-2026"

@@ -147,7 +147,8 @@ class ExperimentSettings:
             check_continuable(recipe, continue_from)
         fields = yaml.safe_load(recipe.read_text())
         model = str(fields.get("model_name_or_path", "testbed"))
-        held_out = held_out.for_recipe(str(fields.get("dataset", "")))
+        cap = fields.get("max_completion_length")
+        held_out = held_out.for_recipe(str(fields.get("dataset", "")), cap)
         return cls(
             name=name,
             output=output,

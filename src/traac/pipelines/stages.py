@@ -93,12 +93,15 @@ class HeldOut:
     def dataset(self) -> str:
         return f"{self.source}:all?n={self.per_tier}&seed={self.seed}"
 
-    def for_recipe(self, dataset: str) -> HeldOut:
-        """These settings for a recipe training on `dataset`: the long testbed's problems are
-        evaluated on its own tiers with a cap that fits its traces (`LONG_CAP`)."""
+    def for_recipe(self, dataset: str, cap: int | None = None) -> HeldOut:
+        """These settings for a recipe training on `dataset` with response cap `cap`: the long
+        testbed's problems are evaluated on its own tiers at the recipe's cap (unset:
+        `LONG_CAP`, which fits the tiny model's traces; SmolLM2's tokenizer writes the same
+        traces in about twice the tokens, so its recipe's cap is 1024)."""
         if not is_long_spec(dataset):
             return self
-        return replace(self, source=LONG_SOURCE, max_new_tokens=LONG_CAP, t_max=LONG_CAP)
+        cap = cap or LONG_CAP
+        return replace(self, source=LONG_SOURCE, max_new_tokens=cap, t_max=cap)
 
     def evaluate(
         self,
