@@ -23,6 +23,7 @@ from traac.pipelines.records import (
     RECIPE,
     SAMPLES,
     compute_table,
+    copies_table,
     keep,
     load,
     slug,
@@ -261,6 +262,32 @@ def test_what_compression_costs_a_step_worked_by_hand(tmp_path: Path) -> None:
     path.write_bytes(b"not gzip")
     with pytest.raises(TraacError, match=r"seed1/metrics.jsonl.gz: cut short or damaged"):
         compute_table(load(study)[1])
+
+
+def test_what_compression_cut_worked_by_hand(tmp_path: Path) -> None:
+    """Seed 0, step 1: 4 candidates, 1 copy that lost 2 steps and 10 tokens; step 2: 6
+    candidates, 3 copies of 2 steps and 6 tokens each: 40% compressed, 2 steps and
+    (10 + 18) / 4 = 7 tokens a copy, responses of (100 + 60) / 2 = 80 tokens. Seed 1: 20%, 4,
+    9 and 50. Means 30 ± 10, 3 ± 1, 8 ± 1, 65 ± 15; the variants without copies have no row."""
+    settings = fake_store(tmp_path)
+    study = settings.recipe.parent
+    keep(settings, study)
+
+    def step(
+        n: int, candidates: int, copies: int, steps: float, tokens: float, length: int
+    ) -> dict[str, float]:
+        return {"step": n, "traac/all/prompts": 1, "traac/all/rollouts": 8,
+                "traac/all/candidates": candidates, "traac/all/compressed_rollouts": copies,
+                "traac/all/steps_removed": steps, "traac/all/tokens_removed": tokens,
+                "traac/all/response_tokens": length}  # fmt: skip
+
+    rows = [step(1, 4, 1, 2, 10, 100), step(2, 6, 3, 2, 6, 60)]
+    for seed, lines in {0: rows, 1: [step(1, 5, 1, 4, 9, 50)]}.items():
+        path = study / "runs" / slug(VARIANTS[1]) / f"seed{seed}" / "metrics.jsonl.gz"
+        path.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in lines).encode()))
+    table = copies_table(load(study)[1], order=VARIANTS)
+    cells = ("30.0 ± 10.0", "3.0 ± 1.0", "8.0 ± 1.0", "65.0 ± 15.0")
+    assert table.rows == [(VARIANTS[1], "2", *cells)]
 
 
 def test_a_studys_run_sh_refuses_another_commit_in_one_line() -> None:

@@ -24,14 +24,17 @@ effect adjusted by Holm across the contrasts, the mean with each seed left out, 
 detectable effect at 80% power, the equivalence test (TOST) at the margin the study states in
 STUDY/study.yaml (`margin: 3`; none without it) and a verdict word from those numbers; the
 problem bootstrap with the trained models held fixed, labelled within-model; from the kept
-training metrics, what the probe and the re-answers cost a step beside the rollouts' decoding.
+training metrics, what the probe and the re-answers cost a step beside the rollouts' decoding,
+and how much the copies were cut (the share of right rollouts compressed, the steps and tokens
+a copy lost).
 `verify` recomputes each kept run's key from the recipe and its recorded overrides, checks each
 kept file's lines and sha256, each run's samples and that a migrated recipe.yaml holds
 recipe.as-run.yaml's values, and checks that every `<!-- records: STUDY -->` block and every
 figure between `<!-- cites: STUDY -->` and `<!-- /cites -->` of the pages (the repository's
 README.md and docs/results.md) is what `show` prints; it exits 2 with one line per problem."""
 
-TABLES = ("variants", "effects", "bounds", "within-model", "compute")  # `show`'s, in its order
+# `show`'s, in its order
+TABLES = ("variants", "effects", "bounds", "within-model", "compute", "copies")
 
 
 def build_parser() -> ArgumentParser:

@@ -72,7 +72,7 @@ from traac.pipelines.recipe import read_recipe
 from traac.pipelines.variants import COMPARE, CONTRASTS
 from traac.training.methods.registry import flat_form
 from traac.training.telemetry.metrics_file import METRICS_FILE
-from traac.training.telemetry.step_stats import read_metrics
+from traac.training.telemetry.step_stats import StepStats, read_metrics
 
 RECIPE = "recipe.yaml"
 AS_RUN = "recipe.as-run.yaml"  # a migrated study's recipe as its runs trained from it (`as_run`)
@@ -350,17 +350,40 @@ def study_tables(
 PHASES = ("generate", "score", "regenerate")  # rollouts decoded; the probe; the re-answers
 
 
-def phase_seconds(run: KeptRun) -> dict[str, float]:
-    """A kept run's seconds a training step in each of `PHASES` (means over its steps, from
-    its kept metrics; empty if none were kept). A phase the run's mode never enters is 0."""
+def kept_steps(run: KeptRun) -> list[StepStats]:
+    """A kept run's training steps, from its kept metrics (none if none were kept)."""
     try:
-        steps = read_metrics(run.directory / METRICS)
+        return read_metrics(run.directory / METRICS)
     except (OSError, ValueError) as err:
         raise TraacError(f"records: {run.directory / METRICS} is not a kept metrics file "
                          f"({err})") from None  # fmt: skip
+
+
+def phase_seconds(run: KeptRun) -> dict[str, float]:
+    """A kept run's seconds a training step in each of `PHASES` (means over its steps; empty if
+    none were kept). A phase the run's mode never enters is 0."""
+    steps = kept_steps(run)
     if not steps:
         return {}
     return {p: sum(step.seconds.get(p, 0.0) for step in steps) / len(steps) for p in PHASES}
+
+
+def copies_made(run: KeptRun) -> tuple[float, float, float, float] | None:
+    """What a kept run's compression made over its training (None: no copy): the share of the
+    candidates (right, well-formed rollouts) that lost steps, %; the steps and reasoning tokens
+    a copy lost, on average over copies; the pooled rollouts' mean response tokens."""
+    scopes = [step.scopes["all"] for step in kept_steps(run) if "all" in step.scopes]
+    made = [s for s in scopes if s.compressed_rollouts]
+    copies = sum(s.compressed_rollouts for s in made)
+    if not copies:
+        return None
+    lengths = [s.response_tokens for s in scopes if s.response_tokens is not None]
+    return (
+        100 * copies / sum(s.candidates for s in scopes),
+        sum((s.steps_removed or 0.0) * s.compressed_rollouts for s in made) / copies,
+        sum((s.tokens_removed or 0.0) * s.compressed_rollouts for s in made) / copies,
+        sum(lengths) / len(lengths),
+    )
 
 
 def compute_table(runs: Sequence[KeptRun], order: Sequence[str] = ()) -> Table:
@@ -385,9 +408,28 @@ def compute_table(runs: Sequence[KeptRun], order: Sequence[str] = ()) -> Table:
     return table
 
 
+def copies_table(runs: Sequence[KeptRun], order: Sequence[str] = ()) -> Table:
+    """How much compression cut in training, per variant that made copies (mean ± s.e. over
+    seeds, `copies_made`): what a contrast of a compressing arm tested is copies this much
+    shorter, not the cut the probe could make at another rule or tau."""
+    by_variant: dict[str, list[tuple[float, ...]]] = {}
+    for run in runs:
+        if (made := copies_made(run)) is not None:
+            by_variant.setdefault(run.variant, []).append(made)
+    names = [n for n in order if n in by_variant] + [n for n in by_variant if n not in order]
+    columns = ["variant", "seeds", "candidates compressed (%)", "steps removed a copy",
+               "tokens removed a copy", "pooled response tokens"]  # fmt: skip
+    table = Table(columns, title="What compression cut in training (mean ± s.e. over seeds)")
+    for name in names:
+        seeds = by_variant[name]
+        table.add(name, str(len(seeds)),
+                  *(Stat.of([s[i] for s in seeds]).cell() for i in range(4)))  # fmt: skip
+    return table
+
+
 def shown_tables(study: Path) -> dict[str, tuple[str, Table]]:
     """What `traac records show` prints of `study`, by name (variants, effects, bounds,
-    within-model, compute, in that order, each where there is one): each table with the line
+    within-model, compute, copies, in that order, each where there is one): each table with the line
     that captions it; empty when no run is kept. The study's stated margin is read first, so that
     a mistake in it costs nothing."""
     margin = stated_margin(study)
@@ -405,6 +447,9 @@ def shown_tables(study: Path) -> dict[str, tuple[str, Table]]:
     compute = compute_table(runs, order=list(COMPARE))
     if compute.rows:
         shown["compute"] = ("", compute)
+    copies = copies_table(runs, order=list(COMPARE))
+    if copies.rows:
+        shown["copies"] = ("", copies)
     return {name: (caption or f"{table.title}.", table) for name, (caption, table) in shown.items()}
 
 
