@@ -34,7 +34,7 @@ import re
 import shutil
 import zlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -386,22 +386,34 @@ def copies_made(run: KeptRun) -> tuple[float, float, float, float] | None:
     )
 
 
+def _by_variant(
+    runs: Sequence[KeptRun], measure: Callable[[KeptRun], Any], order: Sequence[str]
+) -> dict[str, list[Any]]:
+    """Each variant's measures of its runs (a run measured None is left out), the variants of
+    `order` first, in its order."""
+    grouped: dict[str, list[Any]] = {}
+    for run in runs:
+        if (value := measure(run)) is not None:
+            grouped.setdefault(run.variant, []).append(value)
+    names = [n for n in order if n in grouped] + [n for n in grouped if n not in order]
+    return {name: grouped[name] for name in names}
+
+
 def compute_table(runs: Sequence[KeptRun], order: Sequence[str] = ()) -> Table:
     """What compression costs a training step, per variant (mean ± s.e. over seeds): the
     rollouts' decoding, the probe and the re-answers, and the last two as a share of the first,
     a ratio taken within each run, so that it holds across the loads the runs shared a machine
     with (the seconds themselves do not)."""
-    by_variant: dict[str, list[dict[str, float]]] = {}
-    for run in runs:
+
+    def timed(run: KeptRun) -> dict[str, float] | None:  # runs that logged no decoding: no row
         seconds = phase_seconds(run)
-        if seconds.get("generate"):
-            by_variant.setdefault(run.variant, []).append(seconds)
-    names = [n for n in order if n in by_variant] + [n for n in by_variant if n not in order]
+        return seconds if seconds.get("generate") else None
+
+    by_variant = _by_variant(runs, timed, order)
     columns = ["variant", "seeds", "decoding s a step", "probe s a step", "re-answers s a step",
                "probe + re-answers, % of decoding"]  # fmt: skip
     table = Table(columns, title="What compression costs a training step (mean ± s.e. over seeds)")
-    for name in names:
-        seeds = by_variant[name]
+    for name, seeds in by_variant.items():
         share = [100 * (s["score"] + s["regenerate"]) / s["generate"] for s in seeds]
         table.add(name, str(len(seeds)), *(Stat.of([s[p] for s in seeds]).cell() for p in PHASES),
                   Stat.of(share).cell())  # fmt: skip
@@ -412,16 +424,11 @@ def copies_table(runs: Sequence[KeptRun], order: Sequence[str] = ()) -> Table:
     """How much compression cut in training, per variant that made copies (mean ± s.e. over
     seeds, `copies_made`): what a contrast of a compressing arm tested is copies this much
     shorter, not the cut the probe could make at another rule or tau."""
-    by_variant: dict[str, list[tuple[float, ...]]] = {}
-    for run in runs:
-        if (made := copies_made(run)) is not None:
-            by_variant.setdefault(run.variant, []).append(made)
-    names = [n for n in order if n in by_variant] + [n for n in by_variant if n not in order]
+    by_variant = _by_variant(runs, copies_made, order)
     columns = ["variant", "seeds", "candidates compressed (%)", "steps removed a copy",
                "tokens removed a copy", "pooled response tokens"]  # fmt: skip
     table = Table(columns, title="What compression cut in training (mean ± s.e. over seeds)")
-    for name in names:
-        seeds = by_variant[name]
+    for name, seeds in by_variant.items():
         table.add(name, str(len(seeds)),
                   *(Stat.of([s[i] for s in seeds]).cell() for i in range(4)))  # fmt: skip
     return table
