@@ -27,6 +27,7 @@ metrics for what compression costs a step.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import json
@@ -268,6 +269,16 @@ class KeptRun:
         held = self.record["held_out"]
         return int(held.get("t_max", held["max_new_tokens"]))
 
+    @functools.cached_property
+    def steps(self) -> list[StepStats]:
+        """The run's training steps from its kept metrics (none if none were kept), read once
+        for every table that needs them."""
+        try:
+            return read_metrics(self.directory / METRICS)
+        except (OSError, ValueError) as err:
+            raise TraacError(f"records: {self.directory / METRICS} is not a kept metrics file "
+                             f"({err})") from None  # fmt: skip
+
 
 def read_samples(path: Path) -> list[SampleRecord]:
     """The sample records of a kept `samples.jsonl.gz`."""
@@ -350,19 +361,10 @@ def study_tables(
 PHASES = ("generate", "score", "regenerate")  # rollouts decoded; the probe; the re-answers
 
 
-def kept_steps(run: KeptRun) -> list[StepStats]:
-    """A kept run's training steps, from its kept metrics (none if none were kept)."""
-    try:
-        return read_metrics(run.directory / METRICS)
-    except (OSError, ValueError) as err:
-        raise TraacError(f"records: {run.directory / METRICS} is not a kept metrics file "
-                         f"({err})") from None  # fmt: skip
-
-
 def phase_seconds(run: KeptRun) -> dict[str, float]:
     """A kept run's seconds a training step in each of `PHASES` (means over its steps; empty if
     none were kept). A phase the run's mode never enters is 0."""
-    steps = kept_steps(run)
+    steps = run.steps
     if not steps:
         return {}
     return {p: sum(step.seconds.get(p, 0.0) for step in steps) / len(steps) for p in PHASES}
@@ -372,7 +374,7 @@ def copies_made(run: KeptRun) -> tuple[float, float, float, float] | None:
     """What a kept run's compression made over its training (None: no copy): the share of the
     candidates (right, well-formed rollouts) that lost steps, %; the steps and reasoning tokens
     a copy lost, on average over copies; the pooled rollouts' mean response tokens."""
-    scopes = [step.scopes["all"] for step in kept_steps(run) if "all" in step.scopes]
+    scopes = [step.scopes["all"] for step in run.steps if "all" in step.scopes]
     made = [s for s in scopes if s.compressed_rollouts]
     copies = sum(s.compressed_rollouts for s in made)
     if not copies:

@@ -35,6 +35,7 @@ Everything here reads plain columns; `sampling_stats` takes the records of one g
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
@@ -65,6 +66,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 G_PASS_TAUS = (0.0, 0.25, 0.5, 0.75, 1.0)  # lighteval's thresholds
 
 
+@functools.cache  # a report asks the same few (n, c, k, m) for every problem of every run
 def _at_least(n: int, c: int, k: int, m: int) -> float:
     """P(at least m right among k of n drawn without replacement, c right): scipy's
     hypergeometric tail, as lighteval computes it; 0 where m > min(c, k), as its guard has it."""
