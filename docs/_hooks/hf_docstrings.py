@@ -4,16 +4,37 @@
 `name (type, *optional*, defaults to value):` entries, grouped under `> Parameters that ...`
 lines. The Google-style parser cannot read that block (and strict builds fail on its warnings),
 so before parsing it becomes a markdown list: each group a bold line, each entry a bullet.
+
+A dataclass whose docstring holds the line `Parameters: its fields' help` documents each field
+once, in its `help` (what `--help` prints): that line becomes the list of the fields its own body
+declares, in order, each with its type, default and help, read off the imported class.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import inspect
 import re
 from typing import Any
 
 import griffe
 
 ENTRY = re.compile(r"^(?P<names>[\w, ]+) \((?P<kind>.*)\):$")
+FROM_HELP = "Parameters: its fields' help"
+
+
+def fields_help(path: str) -> str:
+    """The markdown list of the fields the dataclass at `path` declares in its own body."""
+    module, _, name = path.rpartition(".")
+    cls = getattr(importlib.import_module(module), name)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    lines = []
+    for f in (fields[name] for name in inspect.get_annotations(cls) if name in fields):
+        factory = f.default_factory
+        default = factory() if factory is not dataclasses.MISSING else f.default
+        lines.append(f"- `{f.name}` (`{f.type}`, default `{default!r}`): {f.metadata['help']}")
+    return "\n".join(lines)
 
 
 def convert(text: str) -> str:
@@ -59,5 +80,9 @@ class DocBuilderDocstrings(griffe.Extension):
     """Rewrites each docstring's doc-builder `Parameters:` block before it is parsed."""
 
     def on_instance(self, *, obj: griffe.Object, **_: Any) -> None:
-        if obj.docstring is not None:
-            obj.docstring.value = convert(obj.docstring.value)
+        if obj.docstring is None:
+            return
+        text = obj.docstring.value
+        if FROM_HELP in text.split("\n"):
+            text = text.replace(FROM_HELP, f"**Parameters**\n\n{fields_help(obj.path)}")
+        obj.docstring.value = convert(text)

@@ -84,80 +84,12 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
     optimiser profile `grpo`, `epsilon_high=0.28` and `loss_type="grpo"` (the appendix
     objective averages each rollout over its own tokens).
 
-    Parameters:
-        > Parameters that choose the method
+    Every field is documented once, in its help (`traac train --help` prints it):
 
-        mode (`str`, *optional*, defaults to `"traac"`):
-            What is trained, an entry of `traac.training.methods.registry.METHODS`: `traac`,
-            its ablations and controls, or a peer method whose length term replaces TRAAC's
-            length reward and compression (`traac train --help` lists them).
-        optimizer_profile (`str` or `None`, *optional*, defaults to `None`):
-            `grpo` (the paper's GRPO, the default when unset) or `dler` (DLER's optimiser:
-            batch-level reward normalisation, clip-higher, token-mean loss, dynamic sampling):
-            the values of `scale_rewards`, `epsilon_high`, `loss_type` and `dynamic_sampling`
-            left unset (`traac.training.planning.profiles`). Works with every mode.
-        preset (`str`, *optional*, defaults to `"traac"`):
-            `traac` (the paper's values, the copies' think blocks masked), `paper` (the paper's
-            exact form) or `authors` (the authors' code; `reference`, its old name, still
-            works): the values of `format_preset`, `length_weight`, `probe_layers`,
-            `copy_pool`, `copy_loss` and (authors, with no `optimizer_profile` set)
-            `loss_type` left unset (`traac.training.planning.presets`).
+    Parameters: its fields' help
 
-        method_args (`dict` or `None`, *optional*, defaults to `None`):
-            The trained mode's own settings, one mapping parsed once into its settings class
-            (`method_settings`: `TraacSettings` for the modes that compress, a peer's own;
-            docs/training.md and docs/peer_methods.md list them). Keys left out keep their
-            defaults (`probe_layers`, `copy_pool` and `copy_loss` the preset's); a key the mode
-            does not have is refused, naming the keys it has. A recipe writes them in the mode's
-            block (`traac: {scorer: random}`, `--traac.scorer random`) and may hold other modes'
-            blocks, unused (`from_recipe` here). After the parse it holds every key.
-        split_phrases (`list[str]` or `None`, *optional*, defaults to `None`):
-            Phrases that open a reasoning step (unset: the paper's list), for compression and
-            for the peers that read the steps.
-
-        > Parameters that control difficulty (docs/method.md#step, step 3)
-
-        difficulty (`dict` or `None`, *optional*, defaults to `None`):
-            The pass-rate bins (`traac.compression.difficulty.DifficultySettings.from_recipe`), one
-            mapping: `easy_threshold` (0.8: a prompt whose pass rate is at least this is easy),
-            `medium_threshold` (0.3: at least this, medium; below it, hard), `tau` (the target
-            compression rate per bin, `{easy: 0.6, medium: 0.4, hard: 0.2}`), `length_scale`
-            (the length reward's scale per bin, `{easy: 1.0, medium: 0.75, hard: 0.5}`),
-            `single_tau` and `single_scale` (0.6 and 1.0: the one bin of the modes without
-            bins). Keys left out keep these values; on the command line, as JSON
-            (`--difficulty '{"tau": {"hard": 0.3}}'`). The flat fields of earlier releases
-            (`tau_easy`, `length_scale_hard`, ...) are refused with their new spelling.
-
-        > Parameters that control the rewards (docs/method.md#rewards)
-
-        correctness_reward (`float`, *optional*, defaults to `4.0`):
-            The reward of a right answer, in every mode.
-        format_preset (`str` or `None`, *optional*, defaults to `None`):
-            Format reward: `paper` (0.5 + 0.5) or `authors` (0.25 + 0.25); unset, the preset's.
-        length_weight (`float` or `None`, *optional*, defaults to `None`):
-            Length reward weight W (paper 2, authors 1); unset, the preset's.
-        length_window_steps (`int`, *optional*, defaults to `10`):
-            Training steps kept in each (data source, bin) length window.
-
-        > Parameters that add rewards (`traac.training.planning.extra_rewards`)
-
-        extra_reward_funcs (`list[str]`, *optional*, defaults to `[]`):
-            `module:function` paths of reward functions with TRL's signature, summed after the
-            mode's own rewards.
-        extra_reward_weights (`list[float]` or `None`, *optional*, defaults to `None`):
-            Their weights (unset: 1 each); or set TRL's `reward_weights` for every reward.
-
-        > Parameters that control dynamic sampling (every mode)
-
-        dynamic_sampling (`str` or `None`, *optional*, defaults to `None`):
-            For groups whose verdicts all agree: `none` (train on them), `drop` (mask them out
-            of the loss) or `resample` (DAPO: new prompts, then drop what is left); unset, the
-            optimiser profile's (`grpo`: none, `dler`: resample).
-        max_resample_rounds (`int`, *optional*, defaults to `2`):
-            Extra generation rounds per step at most (DAPO's `max_num_gen_batches`).
-
-        Telemetry needs no field: every step goes to TRL's logs and to `metrics.jsonl` in
-        `output_dir` (`traac.training.telemetry.step_stats`).
+    Telemetry needs no field: every step goes to TRL's logs and to `metrics.jsonl` in
+    `output_dir` (`traac.training.telemetry.step_stats`).
     """
 
     # --- GRPO defaults that differ from TRL's (docs/method.md#grpo) ---
@@ -208,20 +140,31 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
                   "copy_loss answer_only) | paper (the paper's exact form) | authors (the "
                   "authors' code): the values of the fields left unset (format_preset, "
                   "length_weight, probe_layers, copy_pool, copy_loss; authors also loss_type "
-                  "dapo, the token mean, unless optimizer_profile is set)."},
+                  "dapo, the token mean, unless optimizer_profile is set). reference, the "
+                  "authors' old name, still works."},
     )  # fmt: skip
     method_args: dict[str, Any] | None = field(
         default=None,
-        metadata={"help": "The mode's own settings, one mapping; a recipe writes them in the "
-                  "mode's block (traac: {scorer: random}; --traac.scorer random)."},
+        metadata={"help": "The mode's own settings, one mapping parsed once into its settings "
+                  "class (method_settings; docs/training.md, docs/peer_methods.md). Keys left "
+                  "out keep their defaults (probe_layers, copy_pool, copy_loss the preset's); a "
+                  "key the mode does not have is refused, naming those it has. A recipe writes "
+                  "them in the mode's block (traac: {scorer: random}; --traac.scorer random) "
+                  "and may hold other modes' blocks, unused. After the parse it holds every "
+                  "key."},
     )  # fmt: skip
     # A `Field`, as CompressionSettings declares it (shared: the peers that read steps split too)
     split_phrases: list[str] | None = declared_in(CompressionSettings, "split_phrases")  # noqa: RUF009
     difficulty: dict[str, Any] | str | None = field(
         default=None,
         metadata={"help": "The pass-rate bins, one mapping (JSON on the command line): "
-                  "easy_threshold, medium_threshold, tau and length_scale ({easy, medium, "
-                  "hard}), single_tau, single_scale; keys left out keep the paper's values."},
+                  "easy_threshold (0.8: a pass rate at least this is easy), medium_threshold "
+                  "(0.3: at least this, medium; below, hard), tau (the compression target per "
+                  "bin, {easy: 0.6, medium: 0.4, hard: 0.2}), length_scale (the length "
+                  "reward's scale per bin, {easy: 1.0, medium: 0.75, hard: 0.5}), single_tau "
+                  "and single_scale (0.6, 1.0: the one bin of the modes without bins). Keys "
+                  "left out keep these values; the flat fields of earlier releases (tau_easy, "
+                  "...) are refused with their new spelling."},
     )  # fmt: skip
     correctness_reward: float = field(default=4.0, metadata={"help": "Reward of a right answer."})
     format_preset: str | None = field(
@@ -231,7 +174,8 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
         default=None, metadata={"help": "Length reward weight W (paper 2, authors 1)."}
     )
     length_window_steps: int = field(
-        default=10, metadata={"help": "Training steps kept in each length window."}
+        default=10,
+        metadata={"help": "Training steps kept in each (data source, bin) length window."},
     )
     # --- rewards a recipe adds (traac.training.planning.extra_rewards) ---
     extra_reward_funcs: list[str] = field(
@@ -242,7 +186,7 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
     extra_reward_weights: list[float] | None = field(
         default=None,
         metadata={"help": "One weight per extra_reward_funcs entry (unset: 1 each; the mode's "
-                  "own rewards keep weight 1)."},
+                  "own rewards keep weight 1); or set TRL's reward_weights for every reward."},
     )  # fmt: skip
 
     # --- how rollouts decode (traac.training.planning.rollout_batching) ---
