@@ -11,11 +11,15 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import logging
 from typing import Any
 
 import griffe
 
 FROM_HELP = "Parameters: its fields' help"
+# peft imports bitsandbytes, which logs a missing optional package on AVX512-BF16 CPUs; kept out
+# of the build's output, as `traac.cli` keeps it out of the commands'
+logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
 
 
 def fields_help(path: str) -> str:
