@@ -23,7 +23,7 @@ from traac.pipelines.records import (
     RECIPE,
     SAMPLES,
     compute_table,
-    copies_table,
+    cut_table,
     keep,
     load,
     slug,
@@ -285,7 +285,7 @@ def test_what_compression_cut_worked_by_hand(tmp_path: Path) -> None:
     for seed, lines in {0: rows, 1: [step(1, 5, 1, 4, 9, 50)]}.items():
         path = study / "runs" / slug(VARIANTS[1]) / f"seed{seed}" / "metrics.jsonl.gz"
         path.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in lines).encode()))
-    table = copies_table(load(study)[1], order=VARIANTS)
+    table = cut_table(load(study)[1], order=VARIANTS)
     cells = ("30.0 ± 10.0", "3.0 ± 1.0", "8.0 ± 1.0", "65.0 ± 15.0")
     assert table.rows == [(VARIANTS[1], "2", *cells)]
 

@@ -422,7 +422,7 @@ def compute_table(runs: Sequence[KeptRun], order: Sequence[str] = ()) -> Table:
     return table
 
 
-def copies_table(runs: Sequence[KeptRun], order: Sequence[str] = ()) -> Table:
+def cut_table(runs: Sequence[KeptRun], order: Sequence[str] = ()) -> Table:
     """How much compression cut in training, per variant that made copies (mean ± s.e. over
     seeds, `copies_made`): what a contrast of a compressing arm tested is copies this much
     shorter, not the cut the probe could make at another rule or tau."""
@@ -456,7 +456,7 @@ def shown_tables(study: Path) -> dict[str, tuple[str, Table]]:
     compute = compute_table(runs, order=list(COMPARE))
     if compute.rows:
         shown["compute"] = ("", compute)
-    copies = copies_table(runs, order=list(COMPARE))
+    copies = cut_table(runs, order=list(COMPARE))
     if copies.rows:
         shown["copies"] = ("", copies)
     return {name: (caption or f"{table.title}.", table) for name, (caption, table) in shown.items()}
