@@ -10,7 +10,7 @@
 # studies' commit (35abb59) two arms opening the store's finished base evaluation in the same
 # second collide on its lock (main waits for it since cae42fa). A rerun resumes: finished runs are
 # found in STORE, a stopped one continues from its checkpoint. TRAAC names the command (default
-# .venv/bin/traac).
+# .venv/bin/traac); EXTRA, options added to every job's (`--eval-batching refill`).
 set -uo pipefail
 if [ $# -lt 4 ] || [ ! -f "$1/recipe.yaml" ]; then
   echo "usage: records/run-queue.sh STUDY STORE OUT SEED... (STUDY: a directory holding recipe.yaml; at least one seed)" >&2
@@ -44,7 +44,7 @@ run() {  # one job: seed|arm
   name=$(echo "$arm" | tr -c 'a-zA-Z0-9\n' _)-s$seed
   echo "$(date -u +%T) start seed $seed: $arm"
   nice -n 10 "$traac" experiment compare --config "$study/recipe.yaml" --variants "$arm" \
-    --seeds "$seed" --held-out 100 --runs "$store" --output "$out/$name" > "$out/$name.log" 2>&1
+    --seeds "$seed" --held-out 100 --runs "$store" --output "$out/$name" ${EXTRA:-} > "$out/$name.log" 2>&1
   echo "$(date -u +%T) end seed $seed: $arm, exit $?"
 }
 worker() {

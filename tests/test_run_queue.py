@@ -1,6 +1,7 @@
 """records/run-queue.sh, the study runner, with a fake `traac` that logs each job: every (seed,
-arm) runs once in queue order, the arms from ARMS, and the second worker starts while the first
-job still runs, but only once the base model's evaluation is in the store."""
+arm) runs once in queue order, the arms from ARMS, EXTRA's options on every job, and the second
+worker starts while the first job still runs, but only once the base model's evaluation is in
+the store."""
 
 from __future__ import annotations
 
@@ -10,16 +11,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "records" / "run-queue.sh"
 
-# Logs "<seed>|<arm>|<whether the base evaluation was there>" as it starts; the first job writes
-# the base evaluation, then waits (up to a minute) for another job to start beside it.
+# Logs "<seed>|<arm>|<whether the base evaluation was there>|<--eval-batching>" as it starts;
+# the first job writes the base evaluation, then waits (up to a minute) for another job to start
+# beside it.
 FAKE = r"""#!/usr/bin/env bash
 while [ $# -gt 0 ]; do
-  case $1 in --variants) arm=$2; shift;; --seeds) seed=$2; shift;; --runs) store=$2; shift;; esac
+  case $1 in
+    --variants) arm=$2; shift;; --seeds) seed=$2; shift;; --runs) store=$2; shift;;
+    --eval-batching) batching=$2; shift;;
+  esac
   shift
 done
 log=$(dirname "$0")/jobs.log
 base=no; compgen -G "$store/base-*/eval-*/summary.json" > /dev/null && base=yes
-echo "$seed|$arm|$base" >> "$log"
+echo "$seed|$arm|$base|${batching:-}" >> "$log"
 if [ $base = no ]; then
   mkdir -p "$store/base-m/eval-e" && echo {} > "$store/base-m/eval-e/summary.json"
   for _ in $(seq 600); do [ "$(wc -l < "$log")" -gt 1 ] && exit 0; sleep 0.1; done
@@ -43,11 +48,12 @@ def queue(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess
 
 
 def test_every_job_once_in_order_the_second_worker_after_the_base(tmp_path: Path) -> None:
-    out = queue(tmp_path, "3", "7", ARMS="CR+LR|TRAAC, answer-only copies")
+    out = queue(tmp_path, "3", "7", ARMS="CR+LR|TRAAC, answer-only copies",
+                EXTRA="--eval-batching refill")  # fmt: skip
     assert out.returncode == 0, out.stderr
     jobs = (tmp_path / "jobs.log").read_text().splitlines()
-    assert jobs == ["3|CR+LR|no", "3|TRAAC, answer-only copies|yes", "7|CR+LR|yes",
-                    "7|TRAAC, answer-only copies|yes"]  # fmt: skip
+    assert jobs == ["3|CR+LR|no|refill", "3|TRAAC, answer-only copies|yes|refill",
+                    "7|CR+LR|yes|refill", "7|TRAAC, answer-only copies|yes|refill"]  # fmt: skip
     assert out.stdout.count("exit 0") == 4
     assert (tmp_path / "out" / "TRAAC__answer_only_copies-s7.log").is_file()
 

@@ -15,4 +15,4 @@ for seed in "${@:3}"; do
   [[ $seed =~ ^[0-2]$ ]] || { echo "records/smollm2-long-interleaved/run.sh: seed $seed is not one of the design's, 0, 1 or 2" >&2; exit 2; }
 done
 here=$(cd "$(dirname "$0")" && pwd)
-ARMS="CR+LR|TRAAC without compression|TRAAC" exec "$here/../run-queue.sh" "$here" "$@"
+ARMS="CR+LR|TRAAC without compression|TRAAC" EXTRA="--eval-batching refill" exec "$here/../run-queue.sh" "$here" "$@"

@@ -15,6 +15,7 @@ from traac import cli
 from traac.errors import TraacError
 from traac.evaluation.harness.paper_metrics import GroupStats
 from traac.evaluation.harness.results import EvalSummary, SampleRecord
+from traac.pipelines import experiments
 from traac.pipelines.experiment_results import (
     Stat,
     effects_markdown,
@@ -526,3 +527,30 @@ def test_a_long_testbed_recipe_is_evaluated_on_the_long_tiers(tmp_path: Path) ->
     assert (held.max_new_tokens, held.t_max, held.source) == (1024, 1024, "testbed-long")
     assert settings(tmp_path).held_out == HeldOut(10, 1, 160, t_max=160)  # the testbed's as before
     assert settings(tmp_path).base_eval_dir.name == "eval-10x1-160t-2026"
+
+
+def test_a_refilled_evaluation_has_its_own_directories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--eval-batching refill` reaches every held-out evaluation, in directories of its own
+    (other floats: it never resumes a padded one); the default keeps the padded names."""
+    smollm2 = RECIPE.parent / "smollm2-long-interleaved.yaml"
+    made: list[ExperimentSettings] = []
+
+    class Planned(Exception):
+        """Stops the command before any work."""
+
+    def run(settings: ExperimentSettings, progress: object) -> None:
+        made.append(settings)
+        raise Planned
+
+    monkeypatch.setattr(experiments, "run_experiment", run)
+    for extra in ([], ["--eval-batching", "refill"]):
+        with pytest.raises(Planned):
+            cli.main(["experiment", "compare", "--config", str(smollm2), "--variants", "TRAAC",
+                      "--seeds", "0", "--runs", str(tmp_path / "store"), *extra])  # fmt: skip
+    padded, refill = made
+    assert (padded.held_out.batching, refill.held_out.batching) == ("padded", "refill")
+    assert padded.base_eval_dir.name == "eval-testbed-long-100x4-1024t-2026"
+    assert refill.base_eval_dir.name == "eval-testbed-long-100x4-1024t-2026-refill"
+    assert refill.eval_dir(tmp_path).name == refill.base_eval_dir.name  # every run's too

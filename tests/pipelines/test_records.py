@@ -151,6 +151,10 @@ def test_keep_that_finds_nothing_says_what_it_looked_for_and_found(
         assert cli_main(["records", "keep", str(study), *argv]) == 2
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and "kept nothing: " in err and expected in err, err
+    assert cli_main(["records", "keep", str(study), "--runs", store, *variants, "--held-out",
+                     "10", "--eval-batching", "refill"]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert "whose evaluations decoded padded: pass --eval-batching padded" in err, err
     assert not (study / "runs").exists()  # nothing was kept
     for summary in settings.runs.glob("*/eval-*/summary.json"):
         summary.unlink()  # trained, not evaluated yet

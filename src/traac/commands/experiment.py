@@ -1,11 +1,13 @@
 """`traac experiment {ablations,compare} [--config RECIPE] [--output DIR] [--runs DIR]
-[--seeds N ...] [--variants NAME ...] [--held-out N] [--continue-from RECIPE] [--quick]`."""
+[--seeds N ...] [--variants NAME ...] [--held-out N] [--eval-batching refill] [--continue-from
+RECIPE] [--quick]`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from traac.commands import ArgumentParser
+from traac.evaluation.inference.engines import BATCHINGS
 from traac.pipelines.recipe import check_continuable, read_recipe
 from traac.pipelines.variants import ABLATIONS, COMPARE, DEFAULT_SEEDS, EXPERIMENTS, check_variants
 
@@ -34,6 +36,15 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--variants", nargs="+", help="a subset of the experiment's (default: all)")
     p.add_argument(
         "--held-out", type=int, help="held-out problems per tier (default 100; --quick 10)"
+    )
+    p.add_argument(
+        "--eval-batching",
+        choices=BATCHINGS,
+        default="padded",
+        help="how the held-out evaluations decode: padded (each batch until its longest "
+        "response ends; the default, as every published figure) | refill (a row refilled with "
+        "the next request as its response ends, traac eval --batching refill: the same seeded "
+        "streams, faster where lengths vary, other floats; evaluated in their own directories)",
     )
     p.add_argument(
         "--continue-from",
@@ -66,6 +77,7 @@ def main(argv: list[str]) -> int:
         args.runs,
         args.held_out,
         args.continue_from,
+        args.eval_batching,
     )
     console = make_console()
     result = run_experiment(settings, make_progress(console))

@@ -1,6 +1,7 @@
 """`traac records show STUDY [--markdown] [--tables NAME ...]`, `traac records keep STUDY --runs
-STORE [--seeds N ...] [--variants NAME ...] [--held-out N]` and `traac records verify STUDY
-[--pages PAGE ...]`: the kept run records behind a results table (`traac.pipelines.records`)."""
+STORE [--seeds N ...] [--variants NAME ...] [--held-out N] [--eval-batching refill]` and `traac
+records verify STUDY [--pages PAGE ...]`: the kept run records behind a results table
+(`traac.pipelines.records`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from traac.commands import ArgumentParser
 from traac.errors import TraacError
+from traac.evaluation.inference.engines import BATCHINGS
 from traac.pipelines.variants import DEFAULT_SEEDS, check_variants
 
 DESCRIPTION = """\
@@ -54,6 +56,12 @@ def build_parser() -> ArgumentParser:
         "--held-out",
         type=int,
         help="held-out problems per tier (default 100, experiment compare's)",
+    )
+    keep.add_argument(
+        "--eval-batching",
+        choices=BATCHINGS,
+        default="padded",
+        help="how the runs' evaluations decoded (experiment compare --eval-batching)",
     )
     verify = sub.add_parser("verify", help="check the records and the figures the docs cite")
     verify.add_argument("study", type=Path, help="a study directory (records/<study>)")
@@ -102,7 +110,7 @@ def main(argv: list[str]) -> int:
 
         settings = ExperimentSettings.make(
             "compare", args.study / "report", recipe, False, args.variants, args.seeds,
-            args.runs, args.held_out,
+            args.runs, args.held_out, eval_batching=args.eval_batching,
         )  # fmt: skip
         kept = keep(settings, args.study)
         if not kept:

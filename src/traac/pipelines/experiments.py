@@ -132,14 +132,17 @@ class ExperimentSettings:
         runs: Path | None = None,
         held_out_per_tier: int | None = None,
         continue_from: Path | None = None,
+        eval_batching: str = "padded",
     ) -> ExperimentSettings:
         """The full study, or with `quick` a smoke test of every stage (two steps on eight
         problems, ten held-out problems per tier). The base model is the recipe's
-        `model_name_or_path` (`testbed-quick` for the testbed under `quick`)."""
+        `model_name_or_path` (`testbed-quick` for the testbed under `quick`). `eval_batching`
+        is `HeldOut.batching`."""
         check_variants(name, variants, seeds, held_out_per_tier)
         table = EXPERIMENTS[name]
         seeds = tuple(DEFAULT_SEEDS if seeds is None else seeds)
         held_out = HeldOut(10, 1, 160, t_max=160) if quick else HeldOut()
+        held_out = replace(held_out, batching=eval_batching)
         if held_out_per_tier is not None:
             held_out = replace(held_out, per_tier=held_out_per_tier)
         check_recipe(recipe)
@@ -212,10 +215,14 @@ class ExperimentSettings:
 
     def eval_dir(self, directory: Path, per_tier: int | None = None) -> Path:
         """A run's evaluation on the held-out problems (`per_tier` of them a tier: the
-        settings' unless given); the testbed's directories keep their names."""
+        settings' unless given); the testbed's directories keep their names. A refilled
+        evaluation has its own (`-refill`): its floats differ with the batch's shape, so it
+        never resumes, or stands in for, a padded one."""
         h = self.held_out if per_tier is None else replace(self.held_out, per_tier=per_tier)
         source = "" if h.source == DATA_SOURCE else f"{h.source}-"
-        return directory / f"eval-{source}{h.per_tier}x{h.num_samples}-{h.max_new_tokens}t-{h.seed}"
+        refill = "-refill" if h.batching == "refill" else ""
+        name = f"eval-{source}{h.per_tier}x{h.num_samples}-{h.max_new_tokens}t-{h.seed}{refill}"
+        return directory / name
 
 
 def _dir_name(model: str) -> str:

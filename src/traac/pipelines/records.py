@@ -209,7 +209,7 @@ def keep(settings: ExperimentSettings, into: Path) -> list[str]:
 def nothing_kept(settings: ExperimentSettings) -> str:
     """Why `keep` found no finished run of `settings` in its store, in words: what it looked for
     and what the store holds instead (no run at all, runs at other seeds, evaluations at another
-    held-out size, or runs not evaluated yet)."""
+    held-out size or batching, or runs not evaluated yet)."""
     runs, held = settings.plan(), settings.held_out
     seeds = " ".join(map(str, settings.seeds))
     wanted = (f"looked for {len(runs)} run(s) ({', '.join(settings.variants)}; seeds {seeds}) "
@@ -242,6 +242,11 @@ def nothing_kept(settings: ExperimentSettings) -> str:
         return (f"{wanted}; found {len(done)} finished run(s) at held-out "
                 f"{', '.join(map(str, sizes))}; you asked for {held.per_tier}: pass --held-out "
                 f"{sizes[0]}")  # fmt: skip
+    other = "padded" if held.batching == "refill" else "refill"
+    flipped = replace(settings, held_out=replace(held, batching=other)).eval_dir(Path()).name
+    if done and all(e.name == flipped for e in done):
+        return (f"{wanted}; found {len(done)} finished run(s) whose evaluations decoded "
+                f"{other}: pass --eval-batching {other}")  # fmt: skip
     if done:
         names = ", ".join(sorted({e.name for e in done}))
         return (f"{wanted} ({settings.eval_dir(Path()).name}); found {len(done)} finished "
