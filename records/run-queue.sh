@@ -6,9 +6,10 @@
 # ARMS names the study's arms, separated by '|', in the order they run for each seed (default: the
 # five of the tiny long studies, records/testbed-long-*/run.sh's order). Where STORE holds no
 # evaluation of the base model yet, the first job starts alone (it makes it; every arm then finds
-# it) and the second worker starts once that evaluation is done. Each later job starts at least GAP seconds (default 45) after the one before: at the tiny
-# studies' commit (35abb59) two arms opening the store's finished base evaluation in the same
-# second collide on its lock (main waits for it since cae42fa). A rerun resumes: finished runs are
+# it) and the second worker starts once that evaluation is done. Each later job starts at least
+# GAP seconds (default 45) after the one before: at the tiny studies' commit (35abb59) two arms
+# opening the store's finished base evaluation in the same second collide on its lock (main
+# waits for it since cae42fa). A rerun resumes: finished runs are
 # found in STORE, a stopped one continues from its checkpoint. TRAAC names the command (default
 # .venv/bin/traac); EXTRA, options added to every job's (`--eval-batching refill`).
 set -uo pipefail

@@ -44,7 +44,8 @@ def build_parser() -> ArgumentParser:
         help="how the held-out evaluations decode: padded (each batch until its longest "
         "response ends; the default, as every published figure) | refill (a row refilled with "
         "the next request as its response ends, traac eval --batching refill: the same seeded "
-        "streams, faster where lengths vary, other floats; evaluated in their own directories)",
+        "streams, faster where lengths vary; its floats may differ, so it has directories of "
+        "its own)",
     )
     p.add_argument(
         "--continue-from",
