@@ -29,6 +29,7 @@ from traac.pipelines.records import (
     slug,
     study_tables,
 )
+from traac.pipelines.study_figure import contrast_bars
 from traac.training.telemetry.metrics_file import METRICS_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -241,6 +242,38 @@ def test_records_show_prints_the_tables_and_keep_names_its_mistakes(
     assert "holds no recipe.yaml" in capsys.readouterr().err
     with pytest.raises(TraacError, match="no kept run"):
         study_tables(None, [], "t")
+
+
+def test_records_plot_draws_the_contrasts_worked_by_hand(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = fake_store(tmp_path)
+    study = settings.recipe.parent
+    keep(settings, study)
+    (study / "study.yaml").write_text("margin: 40\n")
+    panels, margin = contrast_bars(study)
+    (acc,), (length,) = panels["Δ accuracy (points)"], panels["Δ length (tokens)"]
+    # +10, +20, +30 (as in show's test): se 10/sqrt(3) = 5.774, t(0.95, 2) = 2.920, so the 90%
+    # interval is 20 -/+ 16.859, inside ±40, and Holm's p 0.074: equivalent, not better.
+    assert (margin, acc.label, acc.mean) == (40, "TRAAC without compression − CR+LR", 20.0)
+    assert acc.ninety == pytest.approx((3.141, 36.859), abs=1e-3)
+    assert acc.ninety_five == pytest.approx((-4.841, 44.841), abs=1e-3)
+    assert acc.verdict == "equivalent within ±40 points"
+    assert (length.mean, length.ninety, length.ninety_five, length.verdict) == (
+        -10.0, (-10.0, -10.0), (-10.0, -10.0), "")  # fmt: skip
+    figure = tmp_path / "figures" / "contrasts.png"
+    assert cli_main(["records", "plot", str(study), "--output", str(figure)]) == 0
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    capsys.readouterr()
+    assert cli_main(["records", "plot", str(study), "--output", str(tmp_path / "c.txt")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--output" in err and ".png" in err
+    for seed in ("seed1", "seed2"):  # one seed left: no interval to draw
+        for variant in VARIANTS:
+            shutil.rmtree(study / "runs" / slug(variant) / seed)
+    assert cli_main(["records", "plot", str(study), "--output", str(figure)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "two seeds or more" in err
 
 
 def test_what_compression_costs_a_step_worked_by_hand(tmp_path: Path) -> None:

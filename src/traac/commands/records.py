@@ -1,7 +1,7 @@
-"""`traac records show STUDY [--markdown] [--tables NAME ...]`, `traac records keep STUDY --runs
-STORE [--seeds N ...] [--variants NAME ...] [--held-out N] [--eval-batching refill]` and `traac
-records verify STUDY [--pages PAGE ...]`: the kept run records behind a results table
-(`traac.pipelines.records`)."""
+"""`traac records show STUDY [--markdown] [--tables NAME ...]`, `traac records plot STUDY
+--output FILE.png`, `traac records keep STUDY --runs STORE [--seeds N ...] [--variants NAME ...]
+[--held-out N] [--eval-batching refill]` and `traac records verify STUDY [--pages PAGE ...]`: the
+kept run records behind a results table (`traac.pipelines.records`)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ STUDY/study.yaml (`margin: 3`; none without it) and a verdict word from those nu
 problem bootstrap with the trained models held fixed, labelled within-model; from the kept
 training metrics, what the probe and the re-answers cost a step beside the rollouts' decoding,
 and how much the copies were cut (the share of right rollouts compressed, the steps and tokens
-a copy lost).
+a copy lost). `plot` draws the contrasts: each seed-level effect on accuracy and length with its
+90% and 95% intervals, the stated margin shaded and each verdict beside its contrast.
 `verify` recomputes each kept run's key from the recipe and its recorded overrides, checks each
 kept file's lines and sha256, each run's samples and that a migrated recipe.yaml holds
 recipe.as-run.yaml's values, and checks that every `<!-- records: STUDY -->` block and every
@@ -37,16 +38,21 @@ README.md and docs/results.md) is what `show` prints; it exits 2 with one line p
 
 # `show`'s, in its order
 TABLES = ("variants", "effects", "bounds", "within-model", "compute", "copies")
+PLOT_FORMATS = (".png", ".svg", ".pdf")
 
 
 def build_parser() -> ArgumentParser:
     p = ArgumentParser(prog="traac records", description=DESCRIPTION)
-    sub = p.add_subparsers(dest="action", required=True, metavar="{show,keep,verify}")
+    sub = p.add_subparsers(dest="action", required=True, metavar="{show,plot,keep,verify}")
     show = sub.add_parser("show", help="the study's tables, from its kept records")
     show.add_argument("study", type=Path, help="a study directory (records/<study>)")
     show.add_argument("--markdown", action="store_true", help="markdown tables (for the docs)")
     show.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES), metavar="NAME",
                       help=f"which tables, of {', '.join(TABLES)} (default: all)")  # fmt: skip
+    plot = sub.add_parser("plot", help="the study's contrasts as a figure, from its kept records")
+    plot.add_argument("study", type=Path, help="a study directory (records/<study>)")
+    plot.add_argument("--output", type=Path, required=True,
+                      help=f"the figure's file ({', '.join(PLOT_FORMATS)})")  # fmt: skip
     keep = sub.add_parser("keep", help="copy the finished runs of a run store into the study")
     keep.add_argument("study", type=Path, help="a study directory holding recipe.yaml")
     keep.add_argument("--runs", type=Path, required=True, help="the run store the runs are in")
@@ -85,6 +91,16 @@ def main(argv: list[str]) -> int:
         check_variants("compare", args.variants, args.seeds, args.held_out)
         if not args.runs.is_dir():
             raise TraacError(f"--runs: {args.runs} is not a directory; give the run store")
+    if args.action == "plot":
+        if args.output.suffix not in PLOT_FORMATS:
+            raise TraacError(f"--output: {args.output} is not a {', '.join(PLOT_FORMATS)} file; "
+                             "name the figure FILE.png")  # fmt: skip
+        from traac.common.outputs import output_dir
+        from traac.pipelines.study_figure import study_plot
+
+        output_dir(args.output.parent)
+        print(study_plot(args.study, args.output))
+        return 0
     if args.action == "verify":
         root = args.study.resolve().parent.parent
         pages = args.pages or [p for p in (root / "README.md", root / "docs" / "results.md")

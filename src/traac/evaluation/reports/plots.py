@@ -8,6 +8,8 @@
   OptimalThinkingBench, its overthinking half); the area under each curve over t_max is AUC_OAA.
 - `pareto_plot`: the experiments' figure, accuracy against length per tier, one point per
   variant with standard-error bars, the Pareto front of each panel drawn as a line.
+- `equivalence_plot`: a study's figure (`traac records plot`), each contrast's seed-level
+  effect with its 90% and 95% intervals beside the margin the study stated, and its verdict.
 - `lengths.png`: response lengths of right and wrong samples, one pair of boxes per model, one
   panel per dataset.
 - `overthinking.png` (runs whose summary holds it): think tokens after the first correct step
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -391,5 +394,49 @@ def pareto_plot(variants: Mapping[str, Mapping[str, Point]], path: Path, title: 
         ax.grid(alpha=0.3)
     axes[-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=8)
     fig.suptitle(title)
+    fig.savefig(path, dpi=130)
+    return path
+
+
+@dataclass(frozen=True)
+class ContrastBar:
+    """One contrast for `equivalence_plot`: its seed-level mean effect, 90% and 95% intervals,
+    and the words its bounds allow (empty where a panel tests none)."""
+
+    label: str
+    mean: float
+    ninety: tuple[float, float]
+    ninety_five: tuple[float, float]
+    verdict: str = ""
+
+
+def equivalence_plot(
+    panels: Mapping[str, Sequence[ContrastBar]], margin: float | None, path: Path, title: str
+) -> Path:
+    """A study's contrasts as a forest: one row each, thick its 90% interval (the one the
+    equivalence test reads), thin its 95% (the one that earns a `*`), 0 dashed. The first panel
+    carries the study's margin, shaded, and each contrast's verdict, so a reader sees an
+    interval that crosses 0 inside the margin as *equivalent* and one that reaches past it as
+    *not resolved*, not both as "no effect". The panels share the rows, in the same order."""
+    rows = len(next(iter(panels.values())))
+    fig = Figure(figsize=(4.6 * len(panels) + 3.2, 0.55 * rows + 1.6), layout="constrained")
+    axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
+    for k, (ax, (name, bars)) in enumerate(zip(axes, panels.items(), strict=True)):
+        ys = range(len(bars))[::-1]  # the first contrast on top
+        if k == 0 and margin is not None:
+            ax.axvspan(-margin, margin, color="tab:green", alpha=0.12)
+            name = f"{name}; shaded: ±{margin:g}, the study's margin"
+        ax.axvline(0, color="gray", ls="--", lw=1)
+        for y, bar in zip(ys, bars, strict=True):
+            ax.plot(bar.ninety_five, (y, y), color="black", lw=1)
+            ax.plot(bar.ninety, (y, y), color="tab:blue", lw=4, solid_capstyle="butt")
+            ax.plot(bar.mean, y, "o", color="black", markersize=4)
+        ax.set_title(name, fontsize=10)
+        ax.grid(axis="x", alpha=0.3)
+        ax.margins(x=0.05)  # the margin's edges inside the frame
+    first = next(iter(panels.values()))
+    labels = [f"{bar.label}\n{bar.verdict}" if bar.verdict else bar.label for bar in first]
+    axes[0].set_yticks(list(range(rows))[::-1], labels, fontsize=8)
+    fig.suptitle(f"{title}\nthick: 90% seed-level interval; thin: 95%; dot: the mean", fontsize=10)
     fig.savefig(path, dpi=130)
     return path
