@@ -400,6 +400,16 @@ CASES: list[tuple[str, Any, str]] = [
      lambda t: ["testbed", "show", "--long", "trailing", "--interruptions", "--output",
                 str(t / "tb")],
      "run `traac testbed build --output {t}/tb --long trailing --interruptions` first"),
+    ("records plot, not a figure's file",
+     lambda t: ["records", "plot", str(ROOT / "records" / "testbed-long-trailing"), "--output",
+                str(t / "contrasts.txt")],
+     "--output: {t}/contrasts.txt is not a .png, .svg, .pdf file; name the figure FILE.png"),
+    ("records plot, into a file",
+     lambda t: ["records", "plot", str(ROOT / "records" / "testbed-long-trailing"), "--output",
+                str(a_file(t) / "contrasts.png")],
+     "--output {t}/a-file: is a file, not a directory; name a directory"),
+    ("records plot, not a study", lambda t: ["records", "plot", str(t), "--output", "c.png"],
+     "records: {t} holds no recipe.yaml; give records/<study>"),
     # --- the dispatcher ---
     ("misspelt command", lambda t: ["trian"], "unknown command 'trian'; did you mean train?"),
 ]  # fmt: skip
