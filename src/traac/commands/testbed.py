@@ -130,7 +130,8 @@ def _mechanism(args: argparse.Namespace, config: Any, target: Path) -> int:
     from traac.console import make_console, make_progress, print_table
     from traac.testbed.mechanism import long_mechanism
 
-    torch.set_num_threads(1)  # the tiny model's ops are too small to split
+    if args.base is None:
+        torch.set_num_threads(1)  # the tiny model's ops are too small to split; SmolLM2's are not
     model = AutoModelForCausalLM.from_pretrained(target, dtype=torch.float32).eval()
     tokenizer = AutoTokenizer.from_pretrained(target)
     found, responses, drawn = long_mechanism(
