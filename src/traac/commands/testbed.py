@@ -131,7 +131,7 @@ def _mechanism(args: argparse.Namespace, config: Any, target: Path) -> int:
     from traac.testbed.mechanism import long_mechanism
 
     if args.base is None:
-        torch.set_num_threads(1)  # the tiny model's ops are too small to split; SmolLM2's are not
+        torch.set_num_threads(1)  # too small to split; --base: OMP_NUM_THREADS decides
     model = AutoModelForCausalLM.from_pretrained(target, dtype=torch.float32).eval()
     tokenizer = AutoTokenizer.from_pretrained(target)
     found, responses, drawn = long_mechanism(
