@@ -40,6 +40,8 @@ from traac.common.sampling import check_sampling
 
 # Called after each decoding step with the number of tokens generated in it (progress bars).
 TokenCallback = Callable[[int], None]
+# A response ended: its request, its tokens and whether a stop token ended it (`decode_refilled`).
+DoneCallback = Callable[[int, list[int], bool], None]
 
 
 class RowSampler:
@@ -189,25 +191,32 @@ def decode_rows(
     on_tokens: TokenCallback | None = None,
     keep_stop: bool = False,
     static: bool | None = None,
+    on_done: DoneCallback | None = None,
 ) -> list[tuple[list[int], bool]]:
     """`slots` rows at a time: refilled on a CPU (`decode_refilled`), and on a GPU in padded
     batches of `slots` on the static cache (`decode_padded`), whose compiled step costs about
     the same for a full batch as for a few rows, so idle rows cost little and a graph beats
     refilling's changing shapes. `static` overrides the device's choice (`fast_decoding`).
-    Both sample each request's own stream, so both give the same tokens."""
+    Both sample each request's own stream, so both give the same tokens. `on_done` hears of
+    each response as it ends (refilled), or as its batch does (padded)."""
     if not (fast_decoding(model) if static is None else static):
         return decode_refilled(
             model, prompts, sampler, max_new_tokens=max_new_tokens, stop_ids=stop_ids,
             pad_id=pad_id, slots=slots, on_tokens=on_tokens, keep_stop=keep_stop,
+            on_done=on_done,
         )  # fmt: skip
     out: list[tuple[list[int], bool]] = []
     for at in range(0, len(prompts), slots):
         rows = range(at, min(at + slots, len(prompts)))
-        out += decode_padded(
+        batch = decode_padded(
             model, [prompts[i] for i in rows], sampler, max_new_tokens=max_new_tokens,
             stop_ids=stop_ids, pad_id=pad_id, static=True, requests=list(rows),
             on_tokens=on_tokens, keep_stop=keep_stop,
         )  # fmt: skip
+        if on_done is not None:
+            for i, (tokens, stopped) in zip(rows, batch, strict=True):
+                on_done(i, tokens, stopped)
+        out += batch
     return out
 
 
@@ -234,10 +243,12 @@ def decode_refilled(
     slots: int,
     on_tokens: TokenCallback | None = None,
     keep_stop: bool = False,
+    on_done: DoneCallback | None = None,
 ) -> list[tuple[list[int], bool]]:
     """Each prompt's sampled tokens (the stop token included only with `keep_stop`, as TRL's
     completions have it) and whether a stop token ended them; request i of `sampler` is
-    prompt i."""
+    prompt i. `on_done(i, tokens, stopped)` as each response ends, so a caller can save it
+    before the slowest row of the call is done."""
     out: list[list[int]] = [[] for _ in prompts]
     stopped = [False] * len(prompts)
     waiting = list(range(len(prompts)))[::-1]
@@ -257,6 +268,9 @@ def decode_refilled(
                 out[i].append(t)
                 if len(out[i]) < max_new_tokens:
                     keep.append(r)
+                    continue
+            if on_done is not None:
+                on_done(i, out[i], stopped[i])
         batch.last = token
         return _select(batch, keep)
 

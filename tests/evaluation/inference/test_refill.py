@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -48,8 +49,54 @@ def test_eval_with_batching_refill_writes_the_padded_records(tmp_path, quick_tes
             "2", "--max-new-tokens", "32", "--batch-size", "3"]  # fmt: skip
     assert main([*argv, "--output", str(tmp_path / "padded")]) == 0
     assert main([*argv, "--output", str(tmp_path / "refill"), "--batching", "refill"]) == 0
-    read = [(tmp_path / d / "samples.jsonl").read_text().splitlines() for d in ("padded", "refill")]
-    assert [json.loads(line) for line in read[1]] == [json.loads(line) for line in read[0]]
+    assert _records(tmp_path / "refill") == _records(tmp_path / "padded")
+
+
+def _records(run: Path) -> list[dict]:
+    """A run's sample records by (id, sample): a refilled run saves them as they end."""
+    rows = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+    return sorted(rows, key=lambda r: (r["id"], r["sample"]))
+
+
+def test_a_refilled_call_saves_its_responses_as_they_end(tmp_path, quick_testbed, monkeypatch):
+    """One call of 10 requests (16 batches of 3 hold them all): three saves of 3 before the
+    call returns, the last response after; stopped at the second save, a rerun makes the
+    records of an uninterrupted run."""
+    from traac.commands.eval import main
+    from traac.evaluation.harness.samples import SamplesFile
+
+    argv = ["--model", str(quick_testbed), "--dataset", "testbed:easy?n=5", "--num-samples",
+            "2", "--max-new-tokens", "32", "--batch-size", "3", "--batching", "refill"]  # fmt: skip
+    saves: list[tuple[int, bool]] = []  # (records, whether the call had returned)
+    returned = False
+    generate, append = RefillBackend.generate, SamplesFile.append
+
+    def generating(self, *args, **kwargs):
+        nonlocal returned
+        out = generate(self, *args, **kwargs)
+        returned = True
+        return out
+
+    def appending(self, records):
+        saves.append((len(records), returned))
+        append(self, records)
+
+    monkeypatch.setattr(RefillBackend, "generate", generating)
+    monkeypatch.setattr(SamplesFile, "append", appending)
+    assert main([*argv, "--output", str(tmp_path / "whole")]) == 0
+    assert saves == [(3, False), (3, False), (3, False), (1, True)]
+
+    def stopping(self, records):
+        append(self, records)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(SamplesFile, "append", stopping)
+    with pytest.raises(KeyboardInterrupt):
+        main([*argv, "--output", str(tmp_path / "stopped")])
+    assert len(_records(tmp_path / "stopped")) == 3
+    monkeypatch.setattr(SamplesFile, "append", append)
+    assert main([*argv, "--output", str(tmp_path / "stopped")]) == 0
+    assert _records(tmp_path / "stopped") == _records(tmp_path / "whole")
 
 
 @pytest.mark.parametrize("extra", [["--think-budget", "8"], ["--backend", "vllm"]])

@@ -43,6 +43,7 @@ from traac.evaluation.harness.samples import LengthCounter, SamplesFile, score_r
 from traac.evaluation.harness.votes import answer_votes
 from traac.evaluation.inference import engines
 from traac.evaluation.inference.generation import Backend, Sampling, check_sampling
+from traac.evaluation.inference.responses import Generation
 
 SAMPLES_FILE = "samples.jsonl"
 RUN_FILE = "run.json"
@@ -172,6 +173,42 @@ class RunResult:
 CALL_REQUESTS = engines.CALL_REQUESTS  # requests per call to vLLM (`engines.CALL_REQUESTS`)
 
 
+@dataclass
+class _Saving:
+    """One call's responses scored and saved `every` at a time as they end, so a stopped run
+    loses only the few not yet saved, not the call."""
+
+    pairs: Sequence[tuple[Item, int]]
+    prompts: Sequence[str]
+    counter: LengthCounter
+    store: SamplesFile
+    done: dict[tuple[str, int], SampleRecord]
+    on_saved: Callable[[int], None]
+    every: int
+    ended: dict[int, Generation] = field(default_factory=dict)  # by request, not yet saved
+
+    def add(self, request: int, generation: Generation) -> None:
+        self.ended[request] = generation
+        if len(self.ended) >= self.every:
+            self.save()
+
+    def save(self) -> None:
+        if not self.ended:
+            return
+        rows = sorted(self.ended)
+        records = score_records(
+            [self.pairs[i] for i in rows],
+            [self.ended[i].text for i in rows],
+            self.counter,
+            prompts=[self.prompts[i] for i in rows],
+            generations=[self.ended[i] for i in rows],
+        )
+        self.store.append(records)
+        self.done.update((r.key, r) for r in records)
+        self.on_saved(len(rows))
+        self.ended.clear()
+
+
 def generate_samples(
     items: Sequence[Item],
     num_samples: int,
@@ -215,17 +252,15 @@ def generate_samples(
             if batch_sampling.max_new_tokens < sampling.max_new_tokens:
                 caps.append(batch_sampling.max_new_tokens)
             keys = [f"{it.id}#{s}" for it, s in batch]
-            generations = backend.generate(texts, batch_sampling, keys, on_tokens=on_tokens)
-            records = score_records(
-                batch,
-                [g.text for g in generations],
-                counter,
-                prompts=texts,
-                generations=generations,
+            saving = _Saving(batch, texts, counter, store, done, task.advance, every=batch_size)
+            streams = getattr(backend, "streams", False)  # hands each response on as it ends
+            options = {"on_generation": saving.add} if streams else {}
+            generations = backend.generate(
+                texts, batch_sampling, keys, on_tokens=on_tokens, **options
             )
-            store.append(records)
-            done.update((r.key, r) for r in records)
-            task.advance(len(batch))
+            if not streams:
+                saving.ended.update(enumerate(generations))
+            saving.save()
     notes = []
     if caps:
         notes.append(
