@@ -63,7 +63,10 @@ def long_mechanism(
     """Both tables on the build's own right responses."""
     responses, drawn = long_responses(model, tokenizer, config, per_tier, seed, progress)
     backend = TransformersBackend(model, tokenizer)
-    found = mechanism(model, tokenizer, responses, backend, seed=seed, parse_answer=stated_result)
+    found = mechanism(
+        model, tokenizer, responses, backend, seed=seed, progress=progress,
+        parse_answer=stated_result,
+    )  # fmt: skip
     return found, responses, drawn
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from traac.common.items import Item
+from traac.common.progress import LogProgress
 from traac.compression.compression import ScoredTrace
 from traac.compression.segmentation import split_steps
 from traac.compression.settings import CompressionSettings
@@ -125,7 +126,14 @@ def test_the_budget_table_re_answers_each_cut_and_pairs_it_with_attention(
         ScorerSpec(RANDOM, CompressionSettings(scorer="random")),
     ]
     backend = NeededStepsBackend(tok)
-    found = mechanism(model, tok, responses, backend, specs=specs, budgets=(0.4,))
+    lines: list[str] = []
+    found = mechanism(model, tok, responses, backend, specs=specs, budgets=(0.4,),
+                      progress=LogProgress(emit=lines.append))  # fmt: skip
+    # each phase reported as it starts and ends: hours of a long build's mechanism are not silent
+    phases = [line.removesuffix(" ...") for line in lines if line.endswith(" ...")]
+    assert phases == [*(f"scoring: {s.name}" for s in specs), "finding the first correct steps",
+                      "re-answering at 40% of the think"]  # fmt: skip
+    assert len(lines) == 2 * len(phases)
     rows = {(d.scorer, d.rule, d.tier): d for d in found.detection}
     assert set(rows) == {(s.name, rule, tier) for s in specs for rule in ("paper", "equal")
                          for tier in ("easy", "hard", "all")}  # fmt: skip

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from traac.common.items import Item
+from traac.common.progress import NullProgress, Progress
 from traac.common.tables import Table, fmt
 from traac.compression.compression import Compressor, ScoredTrace, count_tokens, keep_mask
 from traac.compression.factory import build_compressor
@@ -252,7 +253,7 @@ def mechanism(
     specs: Sequence[ScorerSpec] | None = None,
     budgets: Sequence[float] = BUDGETS,
     seed: int = 0,
-    on_phase: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
     parse_answer: ParseAnswer = step_answer,
 ) -> Mechanism:
     """Both tables on `responses` (each right before any cut); `parse_answer` reads the answer
@@ -260,13 +261,13 @@ def mechanism(
     if not responses:
         raise TraacError("mechanism: no right responses to measure")
     fmt_ = chat_format or ChatFormat()
-    say = on_phase or (lambda _: None)
+    progress = progress or NullProgress()
     contexts = [fmt_.reasoning_context(r.prompt) for r in responses]
     detection: list[Detection] = []
     traces_of: dict[str, list[ScoredTrace]] = {}
     for spec in specs or default_specs():
-        say(f"scoring: {spec.name}")
-        compressor, traces = _scored(spec, model, tokenizer, fmt_, responses, contexts, seed)
+        with progress.phase(f"scoring: {spec.name}"):
+            compressor, traces = _scored(spec, model, tokenizer, fmt_, responses, contexts, seed)
         traces_of[spec.name] = traces
         paper = [compressor.compress(t, r.tau).kept for t, r in zip(traces, responses, strict=True)]
         equal = [
@@ -274,15 +275,14 @@ def mechanism(
         ]
         detection += _detection(spec.name, "paper", responses, paper, traces)
         detection += _detection(spec.name, "equal", responses, equal, traces)
-    say("finding the first correct steps")
     items = [r.item for r in responses]
-    exits = first_correct(
-        [r.reasoning for r in responses], verifier_accepts(items), parse=parse_answer
-    )
+    with progress.phase("finding the first correct steps"):
+        exits = first_correct(
+            [r.reasoning for r in responses], verifier_accepts(items), parse=parse_answer
+        )
     think = [count_tokens(tokenizer, r.reasoning) for r in responses]
     rows: list[BudgetRow] = []
     for share in budgets:
-        say(f"re-answering at {100 * share:.0f}% of the think")
         limits = [max(1, math.floor(share * n)) for n in think]
         cuts = {
             "attention-pruning": _pruned(traces_of[ATTENTION], limits, tokenizer),
@@ -294,11 +294,13 @@ def mechanism(
             "truncation": _truncated([r.reasoning for r in responses], limits, tokenizer),
         }
         prompts = [r.prompt for r in responses]
-        right = {
-            method: [float(x) for x in reanswer(prompts, texts, items, backend, fmt_, seed,
-                                                [f"{r.id}#{method}#{share}" for r in responses])]
-            for method, texts in cuts.items()
-        }  # fmt: skip
+        with progress.phase(f"re-answering at {100 * share:.0f}% of the think"):
+            right = {
+                method: [float(x) for x in reanswer(
+                    prompts, texts, items, backend, fmt_, seed,
+                    [f"{r.id}#{method}#{share}" for r in responses])]
+                for method, texts in cuts.items()
+            }  # fmt: skip
         ids = [r.id for r in responses]
         base = dict(zip(ids, (100 * x for x in right["attention-pruning"]), strict=True))
         for method, texts in cuts.items():
