@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from traac import cli
 from traac.testbed import build as build_module
@@ -196,6 +197,42 @@ def test_an_interrupted_sft_resumes_from_its_checkpoint(tmp_path, monkeypatch):
     card = build_module.build_testbed(target, config)
     assert card["train"]["resumed_from_step"] == 2 and card["train"]["steps"] == 4
     assert (target / CARD).exists() and not checkpoints.exists()
+
+
+def test_a_build_stopped_while_measuring_resumes_after_its_last_sft_step(tmp_path, monkeypatch):
+    """A long build saves its last SFT step: stopped in the measuring, it trains nothing again,
+    and its weights are an unstopped build's, bit for bit."""
+    from dataclasses import replace
+
+    from safetensors.torch import load_file
+
+    from traac.testbed.config import MeasureSettings
+
+    quick = default_config(quick=True)
+    config = replace(
+        quick,
+        train=replace(quick.train, n_traces=16, batch_size=4),  # 4 steps
+        measure=MeasureSettings(n_per_tier=2, samples=1, max_new_tokens=16, batch_size=6),
+    )
+    whole = build_module.build_testbed(tmp_path / "whole", config)  # no checkpoint: too short
+    assert whole["train"]["resumed_from_step"] is None
+    monkeypatch.setattr(build_module, "SAVE_EVERY_S", 0.0)  # every build is long enough
+    measure = build_module.measure
+
+    def stopping(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    target = tmp_path / "model"
+    monkeypatch.setattr(build_module, "measure", stopping)
+    with pytest.raises(KeyboardInterrupt):
+        build_module.build_testbed(target, config)
+    assert (build_module.sft_checkpoints(target) / "checkpoint-4").is_dir()
+    monkeypatch.setattr(build_module, "measure", measure)
+    card = build_module.build_testbed(target, config)
+    assert card["train"]["resumed_from_step"] == 4 and card["train"]["steps"] == 4
+    weights = [load_file(d / "model.safetensors") for d in (tmp_path / "whole", target)]
+    assert weights[0].keys() == weights[1].keys()
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
 
 
 def test_stale_temporary_directory_of_a_dead_build_is_removed(tmp_path, monkeypatch):
