@@ -66,6 +66,12 @@ def test_log_progress_is_quiet_between_intervals_but_always_closes(caplog):
     started, closing = logged(caplog)
     assert started == "generating: started, 3 to do"
     assert re.fullmatch(rf"generating: 3/3 \(100%\), \d+ s elapsed(, {RATE})?", closing)
+    caplog.clear()
+    with LogProgress(interval=3600.0).task("generating", 5, completed=3) as task:
+        task.advance(2)
+    started, closing = logged(caplog)
+    assert started == "generating: resumed at 3/5"  # the rate counts this run's 2 alone
+    assert re.fullmatch(rf"generating: 5/5 \(100%\), \d+ s elapsed(, {RATE})?", closing)
 
 
 def test_log_progress_without_a_total_and_phases(caplog):

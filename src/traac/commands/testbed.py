@@ -127,16 +127,23 @@ def _mechanism(args: argparse.Namespace, config: Any, target: Path) -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from traac.common.provenance import weights_sha256
     from traac.console import make_console, make_progress, print_table
+    from traac.testbed.measure import SavedDraws
     from traac.testbed.mechanism import long_mechanism
 
     if args.base is None:
         torch.set_num_threads(1)  # too small to split; --base: OMP_NUM_THREADS decides
     model = AutoModelForCausalLM.from_pretrained(target, dtype=torch.float32).eval()
     tokenizer = AutoTokenizer.from_pretrained(target)
+    # An hour of sampling on SmolLM2: kept beside the model until the tables are done, so a
+    # stopped run resumes after its last batch (the same draws).
+    key = f"{weights_sha256(target)} {config.hash()} per-tier {args.per_tier} seed {args.seed}"
+    saved = SavedDraws(target.with_name(f".{target.name}.mechanism-draws.jsonl"), key)
     found, responses, drawn = long_mechanism(
-        model, tokenizer, config, args.per_tier, args.seed, make_progress()
+        model, tokenizer, config, args.per_tier, args.seed, make_progress(), saved
     )
+    saved.path.unlink()
     console = make_console(stderr=False)
     console.print(f"{len(responses)} right, well-formed responses of {drawn} drawn ({target})")
     for rule in ("paper", "equal"):

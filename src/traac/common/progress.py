@@ -118,7 +118,10 @@ class LogProgress:
     @contextlib.contextmanager
     def task(self, description: str, total: int | None, completed: int = 0) -> Iterator[Task]:
         task = _LogTask(description, total, completed, self.interval, self.emit)
-        self.emit(f"{description}: started" + (f", {total} to do" if total else ""))
+        if completed and total:
+            self.emit(f"{description}: resumed at {completed}/{total}")
+        else:
+            self.emit(f"{description}: started" + (f", {total} to do" if total else ""))
         try:
             yield task
         finally:

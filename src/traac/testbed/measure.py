@@ -10,8 +10,11 @@ answers kept).
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -55,6 +58,39 @@ class Sample:
     think_tokens: int  # tokens before the first closer (all of them if it never closes)
 
 
+class SavedDraws:
+    """`generate`'s batches kept in a JSONL file as they are drawn, each with torch's random
+    state after it, so a stopped sampling resumes after its last saved batch and draws what an
+    unstopped one would (the draws come from the global generator, batch after batch). The
+    first line holds `key` (what was sampled, from which model); a file of another key, or
+    none, starts over, and a torn last line is dropped."""
+
+    def __init__(self, path: Path, key: str) -> None:
+        self.path = path
+        lines = path.read_text().splitlines() if path.is_file() else []
+        rows = []
+        for line in lines[1:]:
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                break  # written halfway when the run stopped
+        same = bool(lines) and lines[0] == json.dumps({"key": key})
+        self.batches: list[list[list[int]]] = [r["ids"] for r in rows] if same else []
+        self.state = rows[-1]["rng"] if same and rows else None
+        kept = [json.dumps({"key": key}), *lines[1 : 1 + len(self.batches)]]
+        path.write_text("".join(line + "\n" for line in kept))
+
+    def resume(self) -> None:
+        """Torch's random state as the last saved batch left it."""
+        if self.state is not None:
+            torch.set_rng_state(torch.tensor(list(base64.b64decode(self.state)), dtype=torch.uint8))
+
+    def add(self, ids: list[list[int]]) -> None:
+        rng = base64.b64encode(bytes(torch.get_rng_state().tolist())).decode()
+        with open(self.path, "a") as f:
+            f.write(json.dumps({"ids": ids, "rng": rng}) + "\n")
+
+
 def generate(
     model: Any,
     tokenizer: Any,
@@ -64,42 +100,55 @@ def generate(
     max_new_tokens: int,
     batch_size: int,
     progress: Progress | None = None,
+    saved: SavedDraws | None = None,
 ) -> list[Sample]:
-    """`samples` responses per item with `model.generate`, left-padded batches."""
+    """`samples` responses per item with `model.generate`, left-padded batches; with `saved`,
+    resumed from and kept in its file."""
     jobs = [item for item in items for _ in range(samples)]
     prompts = render_prompts(tokenizer, [item.question for item in jobs])
     stop = {tokenizer.eos_token_id, tokenizer.pad_token_id}
     close = tokenizer(THINK_CLOSE, add_special_tokens=False).input_ids
     tokenizer.padding_side = "left"
     out: list[Sample] = []
+    before = saved.batches if saved is not None else []
+    if saved is not None:
+        saved.resume()
+    resumed = min(len(jobs), batch_size * len(before))
     with (progress or NullProgress()).task(
-        f"testbed: sampling, T={temperature}", len(jobs)
+        f"testbed: sampling, T={temperature}", len(jobs), completed=resumed
     ) as task:
-        for at in range(0, len(jobs), batch_size):
-            batch = tokenizer(
-                prompts[at : at + batch_size],
-                return_tensors="pt",
-                padding=True,
-                add_special_tokens=False,
-            )
-            with torch.no_grad():
-                generated = model.generate(
-                    **batch,
-                    do_sample=True,
-                    temperature=temperature,
-                    top_p=1.0,
-                    top_k=0,
-                    max_new_tokens=max_new_tokens,
-                )
-            new = generated[:, batch["input_ids"].shape[1] :].tolist()
+        for k, at in enumerate(range(0, len(jobs), batch_size)):
+            new = before[k] if k < len(before) else None
+            if new is None:
+                new = _draw(model, tokenizer, prompts[at : at + batch_size], temperature,
+                            max_new_tokens)  # fmt: skip
+                if saved is not None:
+                    saved.add(new)
+                task.advance(len(new))
             for item, ids in zip(jobs[at : at + batch_size], new, strict=True):
                 end = next((i for i, t in enumerate(ids) if t in stop), len(ids))
                 ids = ids[:end]
                 text = tokenizer.decode(ids, skip_special_tokens=False)
                 think = _think_tokens(tokenizer, ids, text, close)
                 out.append(Sample(item, text, len(ids), think))
-            task.advance(len(new))
     return out
+
+
+def _draw(
+    model: Any, tokenizer: Any, prompts: list[str], temperature: float, max_new_tokens: int
+) -> list[list[int]]:
+    """One left-padded batch's sampled token ids (padding and all, after the prompt)."""
+    batch = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    with torch.no_grad():
+        generated = model.generate(
+            **batch,
+            do_sample=True,
+            temperature=temperature,
+            top_p=1.0,
+            top_k=0,
+            max_new_tokens=max_new_tokens,
+        )
+    return generated[:, batch["input_ids"].shape[1] :].tolist()
 
 
 def _think_tokens(tokenizer: Any, ids: list[int], text: str, close: list[int]) -> int:

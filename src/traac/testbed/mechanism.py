@@ -17,7 +17,7 @@ from traac.evaluation.inference.generation import TransformersBackend
 from traac.evaluation.reports.mechanism import Mechanism, Response, mechanism
 from traac.testbed.config import TestbedSettings
 from traac.testbed.long_traces import reasoning_kinds
-from traac.testbed.measure import TAUS, generate
+from traac.testbed.measure import TAUS, SavedDraws, generate
 from traac.testbed.tokenizer import render_prompts
 from traac.verification import verify_many
 
@@ -29,13 +29,16 @@ def long_responses(
     per_tier: int,
     seed: int = 0,
     progress: Progress | None = None,
+    saved: SavedDraws | None = None,
 ) -> tuple[list[Response], int]:
     """The right, well-formed responses to `per_tier` evaluation problems a tier (the card's
-    problems first), labelled; and how many were drawn."""
+    problems first), labelled; and how many were drawn (resumed from and kept in `saved`)."""
     m = config.measure
     items = make_items("all", per_tier, EVAL_SEED, "eval", config.tiers, LONG_SOURCE)
     torch.manual_seed(seed)
-    drawn = generate(model, tokenizer, items, 1, 1.0, m.max_new_tokens, m.batch_size, progress)
+    drawn = generate(
+        model, tokenizer, items, 1, 1.0, m.max_new_tokens, m.batch_size, progress, saved
+    )
     verdicts = verify_many([s.item for s in drawn], [s.text for s in drawn])
     prompts = render_prompts(tokenizer, [s.item.question for s in drawn])
     chat_format, out = ChatFormat(), []
@@ -59,9 +62,10 @@ def long_mechanism(
     per_tier: int,
     seed: int = 0,
     progress: Progress | None = None,
+    saved: SavedDraws | None = None,
 ) -> tuple[Mechanism, list[Response], int]:
-    """Both tables on the build's own right responses."""
-    responses, drawn = long_responses(model, tokenizer, config, per_tier, seed, progress)
+    """Both tables on the build's own right responses (sampled resumably with `saved`)."""
+    responses, drawn = long_responses(model, tokenizer, config, per_tier, seed, progress, saved)
     backend = TransformersBackend(model, tokenizer)
     found = mechanism(
         model, tokenizer, responses, backend, seed=seed, progress=progress,

@@ -1,0 +1,45 @@
+"""Sampling the card's and the mechanism's responses, resumably."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from traac.data.testbed_problems import EVAL_SEED, make_items
+from traac.testbed.measure import SavedDraws, generate
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_stopped_sampling_resumes_with_the_draws_of_an_unstopped_one(
+    tmp_path, quick_testbed, monkeypatch
+):
+    model = AutoModelForCausalLM.from_pretrained(quick_testbed).eval()
+    tokenizer = AutoTokenizer.from_pretrained(quick_testbed)
+    items = make_items("all", 3, EVAL_SEED, "eval")  # 9 problems: batches of 4, 4 and 1
+
+    def draw(saved: SavedDraws | None = None) -> list:
+        torch.manual_seed(5)
+        return generate(model, tokenizer, items, 1, 1.0, 24, 4, saved=saved)
+
+    whole = draw()
+    path = tmp_path / "draws.jsonl"
+    add = SavedDraws.add
+
+    def stop_after_one(self, ids):
+        add(self, ids)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(SavedDraws, "add", stop_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        draw(SavedDraws(path, "model a"))
+    monkeypatch.setattr(SavedDraws, "add", add)
+    with path.open("a") as f:
+        f.write('{"ids": [[1, 2')  # a line torn by the stop
+    saved = SavedDraws(path, "model a")
+    assert len(saved.batches) == 1
+    torch.manual_seed(99)  # the saved state, not the seed, decides the next batch
+    assert generate(model, tokenizer, items, 1, 1.0, 24, 4, saved=saved) == whole
+    assert len(SavedDraws(path, "model a").batches) == 3
+    assert SavedDraws(path, "model b").batches == []  # another model's draws start over
