@@ -49,24 +49,25 @@ def test_eval_with_batching_refill_writes_the_padded_records(tmp_path, quick_tes
             "2", "--max-new-tokens", "32", "--batch-size", "3"]  # fmt: skip
     assert main([*argv, "--output", str(tmp_path / "padded")]) == 0
     assert main([*argv, "--output", str(tmp_path / "refill"), "--batching", "refill"]) == 0
+    # in the same order: the paired bootstraps draw problems in the file's order
     assert _records(tmp_path / "refill") == _records(tmp_path / "padded")
 
 
 def _records(run: Path) -> list[dict]:
-    """A run's sample records by (id, sample): a refilled run saves them as they end."""
-    rows = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
-    return sorted(rows, key=lambda r: (r["id"], r["sample"]))
+    return [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
 
 
 def test_a_refilled_call_saves_its_responses_as_they_end(tmp_path, quick_testbed, monkeypatch):
-    """One call of 10 requests (16 batches of 3 hold them all): three saves of 3 before the
-    call returns, the last response after; stopped at the second save, a rerun makes the
-    records of an uninterrupted run."""
+    """One call of 24 requests (16 batches of 3 hold them all), which end out of order: saves of
+    3 or more as they end, before the call returns, in request order (the padded run's file);
+    stopped at the first save, a rerun makes the records of an uninterrupted run."""
     from traac.commands.eval import main
     from traac.evaluation.harness.samples import SamplesFile
 
-    argv = ["--model", str(quick_testbed), "--dataset", "testbed:easy?n=5", "--num-samples",
-            "2", "--max-new-tokens", "32", "--batch-size", "3", "--batching", "refill"]  # fmt: skip
+    argv = ["--model", str(quick_testbed), "--dataset", "testbed:all?n=4", "--num-samples",
+            "2", "--max-new-tokens", "48", "--batch-size", "3", "--batching", "refill"]  # fmt: skip
+    padded = [a for a in argv if a not in ("--batching", "refill")]
+    assert main([*padded, "--output", str(tmp_path / "padded")]) == 0
     saves: list[tuple[int, bool]] = []  # (records, whether the call had returned)
     returned = False
     generate, append = RefillBackend.generate, SamplesFile.append
@@ -84,7 +85,9 @@ def test_a_refilled_call_saves_its_responses_as_they_end(tmp_path, quick_testbed
     monkeypatch.setattr(RefillBackend, "generate", generating)
     monkeypatch.setattr(SamplesFile, "append", appending)
     assert main([*argv, "--output", str(tmp_path / "whole")]) == 0
-    assert saves == [(3, False), (3, False), (3, False), (1, True)]
+    assert sum(n for n, _ in saves) == 24 and len(saves) > 1
+    assert all(n >= 3 and not after for n, after in saves[:-1])
+    assert _records(tmp_path / "whole") == _records(tmp_path / "padded")
 
     def stopping(self, records):
         append(self, records)
@@ -93,7 +96,7 @@ def test_a_refilled_call_saves_its_responses_as_they_end(tmp_path, quick_testbed
     monkeypatch.setattr(SamplesFile, "append", stopping)
     with pytest.raises(KeyboardInterrupt):
         main([*argv, "--output", str(tmp_path / "stopped")])
-    assert len(_records(tmp_path / "stopped")) == 3
+    assert len(_records(tmp_path / "stopped")) == saves[0][0]
     monkeypatch.setattr(SamplesFile, "append", append)
     assert main([*argv, "--output", str(tmp_path / "stopped")]) == 0
     assert _records(tmp_path / "stopped") == _records(tmp_path / "whole")

@@ -175,8 +175,9 @@ CALL_REQUESTS = engines.CALL_REQUESTS  # requests per call to vLLM (`engines.CAL
 
 @dataclass
 class _Saving:
-    """One call's responses scored and saved `every` at a time as they end, so a stopped run
-    loses only the few not yet saved, not the call."""
+    """One call's responses scored and saved as they end, `every` at a time and in request
+    order (the file's order, which the paired bootstraps read), so a stopped run loses the rows
+    in flight and those ended after the oldest of them, not the call."""
 
     pairs: Sequence[tuple[Item, int]]
     prompts: Sequence[str]
@@ -186,27 +187,32 @@ class _Saving:
     on_saved: Callable[[int], None]
     every: int
     ended: dict[int, Generation] = field(default_factory=dict)  # by request, not yet saved
+    ready: int = 0  # requests before this one have all ended
+    saved: int = 0  # requests before this one are saved
 
     def add(self, request: int, generation: Generation) -> None:
         self.ended[request] = generation
-        if len(self.ended) >= self.every:
+        while self.ready in self.ended:
+            self.ready += 1
+        if self.ready - self.saved >= self.every:
             self.save()
 
     def save(self) -> None:
-        if not self.ended:
+        rows = range(self.saved, self.ready)
+        if not rows:
             return
-        rows = sorted(self.ended)
+        generations = [self.ended.pop(i) for i in rows]
         records = score_records(
             [self.pairs[i] for i in rows],
-            [self.ended[i].text for i in rows],
+            [g.text for g in generations],
             self.counter,
             prompts=[self.prompts[i] for i in rows],
-            generations=[self.ended[i] for i in rows],
+            generations=generations,
         )
         self.store.append(records)
         self.done.update((r.key, r) for r in records)
         self.on_saved(len(rows))
-        self.ended.clear()
+        self.saved = self.ready
 
 
 def generate_samples(
@@ -259,7 +265,8 @@ def generate_samples(
                 texts, batch_sampling, keys, on_tokens=on_tokens, **options
             )
             if not streams:
-                saving.ended.update(enumerate(generations))
+                for request, generation in enumerate(generations):
+                    saving.add(request, generation)
             saving.save()
     notes = []
     if caps:
