@@ -7,6 +7,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from traac.data.testbed_problems import EVAL_SEED, make_items
+from traac.evaluation.reports.mechanism import Mechanism
 from traac.testbed.measure import SavedDraws, generate
 
 pytestmark = pytest.mark.slow
@@ -43,3 +44,28 @@ def test_a_stopped_sampling_resumes_with_the_draws_of_an_unstopped_one(
     assert generate(model, tokenizer, items, 1, 1.0, 24, 4, saved=saved) == whole
     assert len(SavedDraws(path, "model a").batches) == 3
     assert SavedDraws(path, "model b").batches == []  # another model's draws start over
+
+
+def test_a_mechanism_whose_draws_cannot_be_kept_is_measured_all_the_same(
+    tmp_path, quick_testbed, monkeypatch, capsys
+):
+    from traac import cli
+
+    def read_only(self, path, key):
+        raise PermissionError(13, "Permission denied")
+
+    measured: list[int] = []
+
+    def tables(model, tokenizer, responses, *args, **kwargs):  # whatever the build gets right
+        measured.append(len(responses))
+        return Mechanism([], [])
+
+    monkeypatch.setenv("TRAAC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(SavedDraws, "__init__", read_only)
+    monkeypatch.setattr("traac.testbed.mechanism.mechanism", tables)
+    argv = ["testbed", "mechanism", "--long", "interleaved", "--per-tier", "3", "--output",
+            str(quick_testbed)]  # fmt: skip
+    assert cli.main(argv) == 0
+    out = capsys.readouterr()
+    assert "the draws are not kept" in out.err and "Permission denied" in out.err
+    assert f"{measured[0]} right, well-formed responses of 9 drawn" in " ".join(out.out.split())

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -139,11 +140,18 @@ def _mechanism(args: argparse.Namespace, config: Any, target: Path) -> int:
     # An hour of sampling on SmolLM2: kept beside the model until the tables are done, so a
     # stopped run resumes after its last batch (the same draws).
     key = f"{weights_sha256(target)} {config.hash()} per-tier {args.per_tier} seed {args.seed}"
-    saved = SavedDraws(target.with_name(f".{target.name}.mechanism-draws.jsonl"), key)
+    path = target.with_name(f".{target.name}.mechanism-draws.jsonl")
+    try:
+        saved: SavedDraws | None = SavedDraws(path, key)
+    except OSError as err:  # a read-only folder: measured all the same, not resumable
+        saved = None
+        print(f"traac testbed: the draws are not kept ({path}: {err.strerror}); a stopped run "
+              "starts over", file=sys.stderr)  # fmt: skip
     found, responses, drawn = long_mechanism(
         model, tokenizer, config, args.per_tier, args.seed, make_progress(), saved
     )
-    saved.path.unlink()
+    if saved is not None:
+        saved.path.unlink()
     console = make_console(stderr=False)
     console.print(f"{len(responses)} right, well-formed responses of {drawn} drawn ({target})")
     for rule in ("paper", "equal"):
