@@ -138,9 +138,11 @@ def decode_padded(
     requests: Sequence[int] | None = None,
     on_tokens: TokenCallback | None = None,
     keep_stop: bool = False,
+    on_done: DoneCallback | None = None,
 ) -> list[tuple[list[int], bool]]:
     """`decode_refilled`'s answer from one left-padded `model.generate` batch, which decodes
-    until its longest response ends; `requests[r]` is prompt r's request in `sampler`.
+    until its longest response ends; `requests[r]` is prompt r's request in `sampler` (and
+    what `on_done` hears of, for every row, once the batch ends).
 
     `static`: transformers' static KV cache (`cache_implementation="static"`), whose fixed
     shapes let `generate` compile the decoding step (CUDA graphs) on a GPU; elsewhere it runs
@@ -176,6 +178,9 @@ def decode_padded(
             decoded.append((row, False))
         else:
             decoded.append((row[: stop + 1] if keep_stop else row[:stop], True))
+    if on_done is not None:
+        for r, (tokens, stopped) in enumerate(decoded):
+            on_done(r if requests is None else requests[r], tokens, stopped)
     return decoded
 
 
@@ -208,15 +213,11 @@ def decode_rows(
     out: list[tuple[list[int], bool]] = []
     for at in range(0, len(prompts), slots):
         rows = range(at, min(at + slots, len(prompts)))
-        batch = decode_padded(
+        out += decode_padded(
             model, [prompts[i] for i in rows], sampler, max_new_tokens=max_new_tokens,
             stop_ids=stop_ids, pad_id=pad_id, static=True, requests=list(rows),
-            on_tokens=on_tokens, keep_stop=keep_stop,
+            on_tokens=on_tokens, keep_stop=keep_stop, on_done=on_done,
         )  # fmt: skip
-        if on_done is not None:
-            for i, (tokens, stopped) in zip(rows, batch, strict=True):
-                on_done(i, tokens, stopped)
-        out += batch
     return out
 
 

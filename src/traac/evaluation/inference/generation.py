@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from traac.common.decoding import (
+    DoneCallback,
     RowSampler,
     TokenCallback,
     check_sampling,
@@ -72,6 +73,8 @@ class TransformersBackend:
     """`model.generate` on left-padded batches (CPU or GPU). `static`: decode on the static
     cache (None: where the device gains from it, `fast_decoding`)."""
 
+    streams = True  # `generate` hands each response on as it ends (`on_generation`)
+
     def __init__(self, model: Any, tokenizer: Any, static: bool | None = None) -> None:
         self.model = model
         self.static = static
@@ -88,10 +91,16 @@ class TransformersBackend:
         sampling: Sampling,
         keys: Sequence[str],
         on_tokens: TokenCallback | None = None,
+        on_generation: Callable[[int, Generation], None] | None = None,
     ) -> list[Generation]:
+        """`Backend.generate`, and `on_generation(i, generation)` as response i ends (as its
+        batch ends, in padded batches), so a run can save it before the call returns."""
         ids, sampler = self.prepare(prompts, sampling, keys)
-        decoded = self.decode(ids, sampler, sampling.max_new_tokens, on_tokens)
-        return [self.finish(tokens, stop, sampling.max_new_tokens) for tokens, stop in decoded]
+        limit = sampling.max_new_tokens
+        on_done = None if on_generation is None else (
+            lambda i, tokens, stop: on_generation(i, self.finish(tokens, stop, limit)))  # fmt: skip
+        decoded = self.decode(ids, sampler, limit, on_tokens, on_done)
+        return [self.finish(tokens, stop, limit) for tokens, stop in decoded]
 
     def prepare(
         self, prompts: Sequence[str], sampling: Sampling, keys: Sequence[str]
@@ -109,6 +118,7 @@ class TransformersBackend:
         sampler: RowSampler,
         max_new_tokens: int,
         on_tokens: TokenCallback | None,
+        on_done: DoneCallback | None = None,
     ) -> list[tuple[list[int], bool]]:
         """Each prompt's sampled tokens (cut before the first stop token) and whether a stop
         token ended them: `model.generate` on one left-padded batch, on the static cache where
@@ -122,6 +132,7 @@ class TransformersBackend:
             pad_id=self.tokenizer.pad_token_id,
             static=fast_decoding(self.model) if self.static is None else self.static,
             on_tokens=on_tokens,
+            on_done=on_done,
         )
 
     def finish(self, tokens: list[int], stopped: bool, limit: int) -> Generation:
