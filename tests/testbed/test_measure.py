@@ -44,6 +44,10 @@ def test_a_stopped_sampling_resumes_with_the_draws_of_an_unstopped_one(
     assert generate(model, tokenizer, items, 1, 1.0, 24, 4, saved=saved) == whole
     assert len(SavedDraws(path, "model a").batches) == 3
     assert SavedDraws(path, "model b").batches == []  # another model's draws start over
+    path.write_text('{"key": "model a"}\n[1, 2]\n')  # a line no batch writes: drawn again
+    assert SavedDraws(path, "model a").batches == []
+    path.write_bytes(b"\xff\xfe")
+    assert SavedDraws(path, "model a").batches == [] and path.read_text() == '{"key": "model a"}\n'
 
 
 def test_a_mechanism_whose_draws_cannot_be_kept_is_measured_all_the_same(

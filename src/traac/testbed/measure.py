@@ -67,13 +67,20 @@ class SavedDraws:
 
     def __init__(self, path: Path, key: str) -> None:
         self.path = path
-        lines = path.read_text().splitlines() if path.is_file() else []
+        try:
+            lines = path.read_text().splitlines() if path.is_file() else []
+        except UnicodeDecodeError:  # not this class's file: start over
+            lines = []
         rows = []
         for line in lines[1:]:
             try:
-                rows.append(json.loads(line))
+                row = json.loads(line)
             except ValueError:
                 break  # written halfway when the run stopped
+            if not (isinstance(row, dict) and isinstance(row.get("ids"), list)
+                    and isinstance(row.get("rng"), str)):  # fmt: skip
+                break  # not a batch this class wrote: drawn again from here
+            rows.append(row)
         same = bool(lines) and lines[0] == json.dumps({"key": key})
         self.batches: list[list[list[int]]] = [r["ids"] for r in rows] if same else []
         self.state = rows[-1]["rng"] if same and rows else None
