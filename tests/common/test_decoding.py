@@ -130,9 +130,16 @@ def test_the_static_cache_samples_the_dynamic_caches_tokens(tiny_model, temperat
 
     def run(**options: Any) -> list[tuple[list[int], bool]]:
         sampler = RowSampler(temperature, 0.9, [11, 12, 13, 14, 15])
-        return decode_rows(
-            model, ids, sampler, max_new_tokens=20, stop_ids={3}, pad_id=0, slots=3, **options
-        )
+        ended: dict[int, tuple[list[int], bool]] = {}
+
+        def on_done(request: int, tokens: list[int], stopped: bool) -> None:
+            assert request not in ended  # each response reported once, as it ends
+            ended[request] = (list(tokens), stopped)
+
+        out = decode_rows(model, ids, sampler, max_new_tokens=20, stop_ids={3}, pad_id=0,
+                          slots=3, on_done=on_done, **options)  # fmt: skip
+        assert [ended[i] for i in range(len(ids))] == out
+        return out
 
     refilled = run(static=False)
     assert any(stopped for _, stopped in refilled)  # some rows end early, some run to the limit
