@@ -140,7 +140,7 @@ def short_parser() -> argparse.ArgumentParser:
 
     from traac.compression.settings import CompressionSettings, FormatSettings
     from traac.pipelines.train import TrainScriptArguments
-    from traac.training.methods.registry import METHODS, settings_classes
+    from traac.training.methods.registry import METHODS, blocks
     from traac.training.methods.traac import TraacSettings
     from traac.training.planning.traac_config import TRAACConfig
 
@@ -175,7 +175,7 @@ def short_parser() -> argparse.ArgumentParser:
     peers = [
         f"{', '.join(n for n, m in METHODS.items() if m.settings is cls)} "
         f"({', '.join(_option(cls.BLOCK, n) for n in cls.names())})"
-        for cls in settings_classes()
+        for cls in blocks().values()
         if cls is not TraacSettings
     ]
     p.add_argument_group(
@@ -203,14 +203,14 @@ def print_short_help() -> None:
 
 def print_full_help() -> None:
     from traac.pipelines.train import build_parser
-    from traac.training.methods.registry import settings_classes
+    from traac.training.methods.registry import blocks
 
     print(short_parser().format_help())
     print("all fields:")
     print(build_parser().format_help())
-    blocks = argparse.ArgumentParser(prog="traac train", usage=USAGE, add_help=False)
-    for cls in settings_classes():
-        group = blocks.add_argument_group(f"{cls.BLOCK}: the settings of mode {cls.BLOCK}")
+    own = argparse.ArgumentParser(prog="traac train", usage=USAGE, add_help=False)
+    for cls in blocks().values():
+        group = own.add_argument_group(f"{cls.BLOCK}: the settings of mode {cls.BLOCK}")
         for f in dataclasses.fields(cls):
             _add(group, f, cls.BLOCK)
-    print(blocks.format_help())
+    print(own.format_help())

@@ -14,7 +14,7 @@ from char_tokenizer import CharTokenizer, char_ids
 
 from traac.compression.formats import ChatFormat
 from traac.training.methods.base import GroupReward, RunContext
-from traac.training.methods.registry import METHODS, method_run, parse_settings
+from traac.training.methods.registry import METHODS, parse_settings
 from traac.training.methods.traac_rewards import TraacRewards
 
 # The worked examples' values where they differ from the settings' defaults, by block (every
@@ -41,7 +41,7 @@ def peer() -> Callable[..., GroupReward]:
     ) -> GroupReward:
         given = {**VALUES.get(METHODS[mode].settings.BLOCK, {}), **values}
         settings = parse_settings(mode, given, RUN)
-        run = method_run(mode, settings, RUN)
+        run = METHODS[mode].run_of(settings, RUN)
         return run.rewards(TraacRewards().verdicts, num_generations, gather, rank)
 
     return make

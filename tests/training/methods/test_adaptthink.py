@@ -8,7 +8,7 @@ from char_tokenizer import CharTokenizer, char_ids
 from traac.compression.formats import ChatFormat
 from traac.errors import TraacError
 from traac.training.methods.base import Prefill, RunContext, prefill_of
-from traac.training.methods.registry import method_run, parse_settings
+from traac.training.methods.registry import METHODS, parse_settings
 
 
 def test_half_of_each_group_is_generated_and_trained_after_an_empty_think_block(peer) -> None:
@@ -53,7 +53,7 @@ def test_a_share_out_of_range_is_one_line_naming_the_field() -> None:
     for bad, why in ((1.0, "must be below 1"), (0.0, "must be a finite number > 0")):
         values = {"bonus": 0.05, "share": bad}
         with pytest.raises(TraacError, match=rf"^adaptthink\.share: .*{why}"):
-            method_run("adaptthink", parse_settings("adaptthink", values, run), run)
+            METHODS["adaptthink"].run_of(parse_settings("adaptthink", values, run), run)
 
 
 def test_the_share_of_empty_think_blocks_goes_to_trl_and_to_the_steps_line(

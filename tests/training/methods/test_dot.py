@@ -9,7 +9,7 @@ import pytest
 from traac.errors import TraacError
 from traac.training.methods.base import RunContext
 from traac.training.methods.dot import dot_cutoffs, largest_z
-from traac.training.methods.registry import method_run, parse_settings
+from traac.training.methods.registry import METHODS, parse_settings
 from traac.training.planning.traac_config import TRAACConfig
 
 # Seven rollouts of 10 tokens and one of 50: mean 15, sample variance (7 x 25 + 35^2) / 7 = 200.
@@ -57,8 +57,8 @@ def test_unset_alpha_is_the_authors_3_at_their_32_rollouts_and_the_same_share_at
     unset = {"alpha": None, "margin": 32}
     for n, alpha in ((32, 3.0), (8, 1.3549)):
         run = RunContext(1.0, 160, 0.8, num_generations=n)
-        assert method_run(
-            "dot", parse_settings("dot", unset, run), run
+        assert METHODS["dot"].run_of(
+            parse_settings("dot", unset, run), run
         ).settings.alpha == pytest.approx(alpha, abs=1e-4)
 
 
@@ -70,15 +70,15 @@ def test_an_alpha_no_group_can_reach_or_a_margin_over_the_cap_is_one_line_naming
         TraacError,
         match=r"^dot\.alpha: 3 never truncates.*lower dot\.alpha below 2.47 or raise num_gen",
     ) as err:
-        method_run("dot", parse_settings("dot", dict(alpha=3.0, margin=32), run), run)
+        METHODS["dot"].run_of(parse_settings("dot", dict(alpha=3.0, margin=32), run), run)
     assert "\n" not in str(err.value)
     with pytest.raises(
         TraacError,
         match=r"^dot\.margin: 160 tokens is not below max_completion_length 160.*lower dot\.margin",
     ):
-        method_run("dot", parse_settings("dot", dict(alpha=1.0, margin=160), run), run)
+        METHODS["dot"].run_of(parse_settings("dot", dict(alpha=1.0, margin=160), run), run)
     with pytest.raises(TraacError, match=r"^dot\.alpha: -1.0 must be a finite number > 0"):
-        method_run("dot", parse_settings("dot", dict(alpha=-1.0, margin=32), run), run)
+        METHODS["dot"].run_of(parse_settings("dot", dict(alpha=-1.0, margin=32), run), run)
     # The config refuses the paper's alpha with 8 rollouts before any model loads.
     with pytest.raises(TraacError, match=r"dot\.alpha: 3 never truncates"):
         TRAACConfig(

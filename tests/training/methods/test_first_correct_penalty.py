@@ -8,7 +8,7 @@ from char_tokenizer import char_ids
 from traac.errors import TraacError
 from traac.training.methods.base import RunContext
 from traac.training.methods.first_correct_penalty import first_correct_penalty
-from traac.training.methods.registry import method_run, parse_settings
+from traac.training.methods.registry import METHODS, parse_settings
 
 
 def test_the_formula_penalises_right_answers_only_by_the_share_after() -> None:
@@ -45,8 +45,7 @@ def test_a_coefficient_out_of_range_is_one_line_naming_the_field() -> None:
         with pytest.raises(
             TraacError, match=r"^first_correct\.coef: .* must be a finite number > 0$"
         ):
-            method_run(
-                "first_correct",
+            METHODS["first_correct"].run_of(
                 parse_settings("first_correct", dict(coef=bad), run),
                 run,
             )

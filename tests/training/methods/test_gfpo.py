@@ -10,7 +10,7 @@ import pytest
 from traac.errors import TraacError
 from traac.training.methods.base import RunContext
 from traac.training.methods.gfpo import GFPOSettings, retained
-from traac.training.methods.registry import method_run, parse_settings
+from traac.training.methods.registry import METHODS, parse_settings
 
 NAN = math.nan
 RUN = RunContext(correctness_reward=4.0, max_completion_length=100, easy_threshold=0.8,
@@ -49,7 +49,7 @@ def test_settings_default_to_half_the_group_and_are_checked() -> None:
 
 
 def test_the_filter_has_no_reward_term_and_filters_whole_groups() -> None:
-    run = method_run("gfpo", parse_settings("gfpo", dict(keep=2, metric="length"), RUN), RUN)
+    run = METHODS["gfpo"].run_of(parse_settings("gfpo", dict(keep=2, metric="length"), RUN), RUN)
     assert "keep 2 of 4 per group by length" in run.describe()
     rewards = run.rewards(lambda completions, **kw: [], 4)
     assert rewards.func is None and rewards.filters

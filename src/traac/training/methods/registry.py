@@ -35,7 +35,7 @@ from traac.training.methods import (
     shorterbetter,
     traac,
 )
-from traac.training.methods.base import LengthMethod, MethodRun, MethodSettings, RunContext
+from traac.training.methods.base import LengthMethod, MethodSettings, RunContext
 from traac.training.methods.traac import TraacMethod
 
 Method = TraacMethod | LengthMethod
@@ -69,19 +69,12 @@ METHODS: dict[str, Method] = {
 }
 
 
-def settings_classes() -> list[type[MethodSettings]]:
-    """Each settings class once, in the registry's order."""
-    out: list[type[MethodSettings]] = []
-    for method in METHODS.values():
-        if method.settings is not None and method.settings not in out:
-            out.append(method.settings)
-    return out
-
-
 def blocks() -> dict[str, type[MethodSettings]]:
-    """Each settings class by its block's name (`alp` of a recipe's `alp: {beta: 1.0}`)."""
-    out = {cls.BLOCK: cls for cls in settings_classes()}
-    if len(out) != len(settings_classes()):
+    """Each settings class once, in the registry's order, by its block's name (`alp` of a
+    recipe's `alp: {beta: 1.0}`)."""
+    classes = list(dict.fromkeys(m.settings for m in METHODS.values() if m.settings is not None))
+    out = {cls.BLOCK: cls for cls in classes}
+    if len(out) != len(classes):
         raise TypeError(f"two settings classes declare one block: {sorted(out)}")
     return out
 
@@ -157,9 +150,3 @@ def check_unused(others: Mapping[type[MethodSettings], Mapping[str, Any]], run: 
     the same, so a recipe's mistake fails under whichever mode runs it."""
     for cls, values in others.items():
         cls.from_mapping(values, cls.BLOCK).check(run)
-
-
-def method_run(name: str, settings: MethodSettings | None, run: RunContext) -> MethodRun | None:
-    """The method `name` with its checked settings resolved for the run (None: a method with
-    no length term of its own)."""
-    return METHODS[name].run_of(settings, run)

@@ -38,7 +38,6 @@ from traac.training.methods.registry import (
     blocks,
     check_unused,
     method_mapping,
-    method_run,
     parse_settings,
     split_blocks,
 )
@@ -384,5 +383,5 @@ class TRAACConfig(GRPOConfig, FormatSettings):  # type: ignore[misc]
 
     def method_run(self) -> MethodRun | None:
         """The method with its own values, defaults resolved against the run; None for a
-        method with no length term of its own (`traac.training.methods.registry.method_run`)."""
-        return method_run(self.mode, self.method_settings, self.run_context())
+        method with no length term of its own (its `run_of`)."""
+        return self.mode_spec.run_of(self.method_settings, self.run_context())
