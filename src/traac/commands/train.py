@@ -67,6 +67,9 @@ def main(argv: list[str]) -> int:
                 "--resume-from-checkpoint auto"
             )
         print_lines(console, [outcome])
+    # Gloo's worker threads joined now, with the interpreter whole: left to interpreter exit, a
+    # ZeRO-2 rank aborted the same way once after a run that succeeded (a CI run, 2026-11-30)
+    PartialState().destroy_process_group()
     return 0 if result.interrupted is None else 128 + result.interrupted
 
 

@@ -155,7 +155,12 @@ RefillRollouts.__call__ = recorded_decode
 Trainer._log_step = log_then_stop
 Trainer.__init__ = counted_init
 Trainer.release_gathers = checked_release
-sys.exit(main(sys.argv[1:]))
+code = main(sys.argv[1:])
+import torch.distributed
+
+record["group_left"] = not torch.distributed.is_initialized()  # before interpreter exit
+write()
+sys.exit(code)
 """
 
 
@@ -321,6 +326,8 @@ def test_the_engines_ran_the_stage_and_features_asked(launches: dict[str, Launch
         stage = 3 if name.startswith("zero3") else 2
         assert [r["stage"] for r in run.ranks] == [stage, stage], name
         assert [r["partitioned"] for r in run.ranks] == [stage == 3] * 2, name
+        # `traac train` left the process group, stopped or not: gloo's threads joined before exit
+        assert [r["group_left"] for r in run.ranks] == [True, True], name
     # Every ZeRO-3 engine's gathers released before the processes leave (`release_gathers`):
     # the policy's alone with LoRA (its reference is itself), with the reference's and the
     # foreign scorer's otherwise.
