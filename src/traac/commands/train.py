@@ -14,6 +14,7 @@ torch, transformers and TRL are imported.
 from __future__ import annotations
 
 import argparse
+import atexit
 import dataclasses
 import inspect
 import signal
@@ -67,10 +68,18 @@ def main(argv: list[str]) -> int:
                 "--resume-from-checkpoint auto"
             )
         print_lines(console, [outcome])
-    # Gloo's worker threads joined now, with the interpreter whole: left to interpreter exit, a
-    # ZeRO-2 rank aborted the same way once after a run that succeeded (a CI run, 2026-11-30)
-    PartialState().destroy_process_group()
+    atexit.unregister(_leave_process_group)  # once, after the process's last run
+    atexit.register(_leave_process_group)
     return 0 if result.interrupted is None else 128 + result.interrupted
+
+
+def _leave_process_group() -> None:
+    """Leave the process group as the process exits, before the interpreter is finalised: gloo's
+    worker threads are joined here, not during finalisation, where a ZeRO-2 rank aborted as
+    above once (a CI run, 2026-11-30), after a run that succeeded. NCCL asks for it too."""
+    from accelerate import PartialState
+
+    PartialState().destroy_process_group()
 
 
 def _asks_dry_run(argv: list[str]) -> bool:

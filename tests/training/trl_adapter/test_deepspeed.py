@@ -38,7 +38,7 @@ N = 4  # rollouts per prompt; 2 prompts per process
 SIGTERM_EXIT = 143  # a process's exit after a SIGTERM (128 + 15)
 
 WORKER = """
-import hashlib, json, os, signal, sys
+import atexit, hashlib, json, os, signal, sys
 from pathlib import Path
 
 from transformers import TrainerCallback
@@ -155,12 +155,17 @@ RefillRollouts.__call__ = recorded_decode
 Trainer._log_step = log_then_stop
 Trainer.__init__ = counted_init
 Trainer.release_gathers = checked_release
-code = main(sys.argv[1:])
-import torch.distributed
 
-record["group_left"] = not torch.distributed.is_initialized()  # before interpreter exit
-write()
-sys.exit(code)
+
+def group_left():  # at exit, after `traac train`'s own handler (registered later, run first)
+    import torch.distributed
+
+    record["group_left"] = not torch.distributed.is_initialized()
+    write()
+
+
+atexit.register(group_left)
+sys.exit(main(sys.argv[1:]))
 """
 
 
@@ -326,7 +331,8 @@ def test_the_engines_ran_the_stage_and_features_asked(launches: dict[str, Launch
         stage = 3 if name.startswith("zero3") else 2
         assert [r["stage"] for r in run.ranks] == [stage, stage], name
         assert [r["partitioned"] for r in run.ranks] == [stage == 3] * 2, name
-        # `traac train` left the process group, stopped or not: gloo's threads joined before exit
+        # `traac train` left the process group as the process exited, stopped or not: gloo's
+        # threads joined before the interpreter is finalised
         assert [r["group_left"] for r in run.ranks] == [True, True], name
     # Every ZeRO-3 engine's gathers released before the processes leave (`release_gathers`):
     # the policy's alone with LoRA (its reference is itself), with the reference's and the
