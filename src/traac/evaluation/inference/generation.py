@@ -94,13 +94,19 @@ class TransformersBackend:
         on_generation: Callable[[int, Generation], None] | None = None,
     ) -> list[Generation]:
         """`Backend.generate`, and `on_generation(i, generation)` as response i ends (as its
-        batch ends, in padded batches), so a run can save it before the call returns."""
+        batch ends, in padded batches), so a run can save it before the call returns. Each
+        response is decoded to text once, as it ends (`decode` reports every request once)."""
         ids, sampler = self.prepare(prompts, sampling, keys)
         limit = sampling.max_new_tokens
-        on_done = None if on_generation is None else (
-            lambda i, tokens, stop: on_generation(i, self.finish(tokens, stop, limit)))  # fmt: skip
-        decoded = self.decode(ids, sampler, limit, on_tokens, on_done)
-        return [self.finish(tokens, stop, limit) for tokens, stop in decoded]
+        ended: dict[int, Generation] = {}
+
+        def done(i: int, tokens: list[int], stopped: bool) -> None:
+            ended[i] = self.finish(tokens, stopped, limit)
+            if on_generation is not None:
+                on_generation(i, ended[i])
+
+        decoded = self.decode(ids, sampler, limit, on_tokens, done)
+        return [ended[i] for i in range(len(decoded))]
 
     def prepare(
         self, prompts: Sequence[str], sampling: Sampling, keys: Sequence[str]
